@@ -1,0 +1,28 @@
+/* rk/rk.h - umbrella header of the rk runtime.
+ *
+ *   #include <rk/rk.h>
+ *
+ * brings in the status codes and the backend interface. Kernel sources
+ * include <rk/kernel.h> instead. */
+#ifndef RK_RK_H_
+#define RK_RK_H_
+
+#define RK_VERSION_MAJOR 0
+#define RK_VERSION_MINOR 1
+#define RK_VERSION_PATCH 0
+
+#include "rk/backend.h"
+#include "rk/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "0.1.0" */
+const char *rk_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RK_RK_H_ */

@@ -1,0 +1,292 @@
+/* Fibers for block-wide barriers on the CPU.
+ *
+ * A block whose kernel calls rk_sync_threads() runs each of its GPU threads
+ * on a fiber of the worker that owns the block. Fibers run round-robin: each
+ * runs until it reaches a barrier (rk__cpu_fiber_yield) or returns, then the
+ * next one runs. When every live fiber has reached the barrier, the next
+ * round resumes them in order, so all writes before a barrier are seen by
+ * all threads after it, exactly as on a GPU.
+ *
+ * On x86-64 the switch is a few instructions saving the callee-saved
+ * registers; elsewhere ucontext is used. Under ASan and TSan every switch is
+ * announced to the sanitizer.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "backends/cpu/cpu.h"
+#include "base/error.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define RK_FIBER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RK_FIBER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define RK_FIBER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RK_FIBER_TSAN 1
+#endif
+#endif
+
+#ifdef RK_FIBER_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+#ifdef RK_FIBER_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
+#if defined(__x86_64__) && !defined(RK_FIBER_UCONTEXT)
+#define RK_FIBER_ASM_X64 1
+#else
+#include <ucontext.h>
+#endif
+
+enum { kStackSize = 256 * 1024 };
+
+enum fiber_state { kReady, kWaiting, kDone };
+
+struct cpu_fiber {
+#ifdef RK_FIBER_ASM_X64
+  void *sp;
+#else
+  ucontext_t uc;
+#endif
+  unsigned char *map; /* guard page + stack */
+  size_t map_size;
+  uint32_t index;
+  enum fiber_state state;
+  cpu_fiber_set_t *set;
+#ifdef RK_FIBER_TSAN
+  void *tsan;
+#endif
+};
+
+struct cpu_fiber_set {
+  cpu_fiber_t *fibers;
+  uint32_t cap;
+  uint32_t current;
+  cpu_fiber_fn_t fn;
+  void *arg;
+#ifdef RK_FIBER_ASM_X64
+  void *main_sp;
+#else
+  ucontext_t main_uc;
+#endif
+#ifdef RK_FIBER_ASAN
+  const void *main_bottom;
+  size_t main_size;
+#endif
+#ifdef RK_FIBER_TSAN
+  void *tsan_main;
+#endif
+};
+
+#ifdef RK_FIBER_ASM_X64
+/* void rk__fiber_switch(void **save_sp, void *new_sp): saves the callee-saved
+ * registers on the current stack, stores the stack pointer in *save_sp, then
+ * restores the registers saved on new_sp and returns there.
+ * rk__fiber_start: first "return address" of a new fiber; calls r13(r12). */
+void rk__fiber_switch(void **save_sp, void *new_sp);
+void rk__fiber_start(void);
+__asm__(
+    ".text\n"
+    ".globl rk__fiber_switch\n"
+    ".hidden rk__fiber_switch\n"
+    ".type rk__fiber_switch,@function\n"
+    "rk__fiber_switch:\n"
+    "  pushq %rbp\n"
+    "  pushq %rbx\n"
+    "  pushq %r12\n"
+    "  pushq %r13\n"
+    "  pushq %r14\n"
+    "  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n"
+    "  movq %rsi, %rsp\n"
+    "  popq %r15\n"
+    "  popq %r14\n"
+    "  popq %r13\n"
+    "  popq %r12\n"
+    "  popq %rbx\n"
+    "  popq %rbp\n"
+    "  ret\n"
+    ".size rk__fiber_switch, .-rk__fiber_switch\n"
+    ".globl rk__fiber_start\n"
+    ".hidden rk__fiber_start\n"
+    ".type rk__fiber_start,@function\n"
+    "rk__fiber_start:\n"
+    "  movq %r12, %rdi\n"
+    "  callq *%r13\n"
+    "  ud2\n"
+    ".size rk__fiber_start, .-rk__fiber_start\n"
+    ".section .note.GNU-stack,\"\",@progbits\n"
+    ".text\n");
+#endif
+
+cpu_fiber_set_t *rk__cpu_fiber_set_create(void) {
+  return calloc(1, sizeof(cpu_fiber_set_t));
+}
+
+void rk__cpu_fiber_set_destroy(cpu_fiber_set_t *set) {
+  if (!set) return;
+  for (uint32_t i = 0; i < set->cap; ++i)
+    if (set->fibers[i].map) munmap(set->fibers[i].map, set->fibers[i].map_size);
+  free(set->fibers);
+  free(set);
+}
+
+static rk_status_t reserve(cpu_fiber_set_t *set, uint32_t n) {
+  if (n <= set->cap) return RK_OK;
+  cpu_fiber_t *grown = realloc(set->fibers, n * sizeof *grown);
+  if (!grown)
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "cpu: %u fiber descriptors", n);
+  memset(grown + set->cap, 0, (n - set->cap) * sizeof *grown);
+  set->fibers = grown;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  for (uint32_t i = set->cap; i < n; ++i) {
+    size_t size = kStackSize + page;
+    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+      set->cap = i;
+      return rk__fail(RK_ERR_OUT_OF_MEMORY,
+                      "cpu: cannot map a %zu-byte fiber stack: %s", size,
+                      strerror(errno));
+    }
+    /* The lowest page stays inaccessible: an overflow faults instead of
+     * corrupting the neighbouring stack. */
+    mprotect(m, page, PROT_NONE);
+    set->fibers[i].map = m;
+    set->fibers[i].map_size = size;
+    set->cap = i + 1;
+  }
+  return RK_OK;
+}
+
+static size_t page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }
+
+/* Switch from the running fiber `f` back to the scheduler. `exiting` marks
+ * the fiber's last switch. */
+static void switch_to_main(cpu_fiber_t *f, bool exiting) {
+  cpu_fiber_set_t *set = f->set;
+#ifdef RK_FIBER_ASAN
+  void *fake = NULL;
+  __sanitizer_start_switch_fiber(exiting ? NULL : &fake, set->main_bottom,
+                                 set->main_size);
+#else
+  (void)exiting;
+#endif
+#ifdef RK_FIBER_TSAN
+  __tsan_switch_to_fiber(set->tsan_main, 0);
+#endif
+#ifdef RK_FIBER_ASM_X64
+  rk__fiber_switch(&f->sp, set->main_sp);
+#else
+  swapcontext(&f->uc, &set->main_uc);
+#endif
+#ifdef RK_FIBER_ASAN
+  __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+}
+
+static void switch_to_fiber(cpu_fiber_set_t *set, cpu_fiber_t *f) {
+#ifdef RK_FIBER_ASAN
+  void *fake = NULL;
+  size_t page = page_size();
+  __sanitizer_start_switch_fiber(&fake, f->map + page, f->map_size - page);
+#endif
+#ifdef RK_FIBER_TSAN
+  __tsan_switch_to_fiber(f->tsan, 0);
+#endif
+#ifdef RK_FIBER_ASM_X64
+  rk__fiber_switch(&set->main_sp, f->sp);
+#else
+  swapcontext(&set->main_uc, &f->uc);
+#endif
+#ifdef RK_FIBER_ASAN
+  __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+}
+
+static void fiber_main(cpu_fiber_t *f) {
+  cpu_fiber_set_t *set = f->set;
+#ifdef RK_FIBER_ASAN
+  __sanitizer_finish_switch_fiber(NULL, &set->main_bottom, &set->main_size);
+#endif
+  set->fn(set->arg, f->index);
+  f->state = kDone;
+  switch_to_main(f, true);
+  abort(); /* unreachable: a finished fiber is never resumed */
+}
+
+#ifndef RK_FIBER_ASM_X64
+static void fiber_main_uc(unsigned hi, unsigned lo) {
+  fiber_main((cpu_fiber_t *)(((uintptr_t)hi << 32) | (uintptr_t)lo));
+}
+#endif
+
+static void prepare(cpu_fiber_set_t *set, cpu_fiber_t *f, uint32_t index) {
+  size_t page = page_size();
+  f->index = index;
+  f->state = kReady;
+  f->set = set;
+#ifdef RK_FIBER_ASM_X64
+  uintptr_t top = ((uintptr_t)f->map + f->map_size) & ~(uintptr_t)15;
+  void **sp = (void **)(top - 72);
+  memset(sp, 0, 72);
+  sp[2] = (void *)(uintptr_t)fiber_main; /* r13 */
+  sp[3] = f;                             /* r12 */
+  sp[6] = (void *)(uintptr_t)rk__fiber_start;
+  f->sp = sp;
+#else
+  getcontext(&f->uc);
+  f->uc.uc_stack.ss_sp = f->map + page;
+  f->uc.uc_stack.ss_size = f->map_size - page;
+  f->uc.uc_link = NULL;
+  uintptr_t p = (uintptr_t)f;
+  makecontext(&f->uc, (void (*)(void))fiber_main_uc, 2,
+              (unsigned)(p >> 32), (unsigned)(p & 0xffffffffu));
+#endif
+  (void)page;
+#ifdef RK_FIBER_TSAN
+  f->tsan = __tsan_create_fiber(0);
+#endif
+}
+
+rk_status_t rk__cpu_fiber_run(cpu_fiber_set_t *set, uint32_t n,
+                              cpu_fiber_fn_t fn, void *arg) {
+  RK_RETURN_IF_ERROR(reserve(set, n));
+  set->fn = fn;
+  set->arg = arg;
+#ifdef RK_FIBER_TSAN
+  set->tsan_main = __tsan_get_current_fiber();
+#endif
+  for (uint32_t i = 0; i < n; ++i) prepare(set, &set->fibers[i], i);
+  uint32_t live = n;
+  while (live > 0) {
+    for (uint32_t i = 0; i < n; ++i) {
+      cpu_fiber_t *f = &set->fibers[i];
+      if (f->state == kDone) continue;
+      f->state = kReady;
+      set->current = i;
+      switch_to_fiber(set, f);
+      if (f->state == kDone) --live;
+    }
+  }
+#ifdef RK_FIBER_TSAN
+  for (uint32_t i = 0; i < n; ++i) __tsan_destroy_fiber(set->fibers[i].tsan);
+#endif
+  return RK_OK;
+}
+
+void rk__cpu_fiber_yield(cpu_fiber_set_t *set) {
+  cpu_fiber_t *f = &set->fibers[set->current];
+  f->state = kWaiting;
+  switch_to_main(f, false);
+}

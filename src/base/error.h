@@ -1,0 +1,36 @@
+/* Internal status helpers: record the per-thread detail message and return
+ * the status in one expression.
+ *
+ *   if (bytes == 0)
+ *     return rk__fail(RK_ERR_INVALID_ARGUMENT, "allocate: size is 0");
+ */
+#ifndef RK_BASE_ERROR_H_
+#define RK_BASE_ERROR_H_
+
+#include <stdarg.h>
+
+#include "rk/status.h"
+
+#if defined(__GNUC__)
+#define RK__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define RK__PRINTF(f, a)
+#endif
+
+/* Sets this thread's detail message (printf-style, truncated at 16 KiB with
+ * a marker) and returns `status`. */
+rk_status_t rk__fail(rk_status_t status, const char *fmt, ...) RK__PRINTF(2, 3);
+rk_status_t rk__vfail(rk_status_t status, const char *fmt, va_list ap);
+
+/* Prepends "prefix: " to the current message; returns `status`. Used where a
+ * lower layer already explained the failure. */
+rk_status_t rk__fail_context(rk_status_t status, const char *fmt, ...)
+    RK__PRINTF(2, 3);
+
+#define RK_RETURN_IF_ERROR(expr)      \
+  do {                                \
+    rk_status_t rk__s_ = (expr);      \
+    if (rk__s_ != RK_OK) return rk__s_; \
+  } while (0)
+
+#endif /* RK_BASE_ERROR_H_ */

@@ -1,0 +1,63 @@
+/* Small operating-system helpers: clocks, futex-style waiting, hashing,
+ * files and running a child process. */
+#ifndef RK_BASE_SYS_H_
+#define RK_BASE_SYS_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rk/status.h"
+
+/* Monotonic clock in nanoseconds. */
+uint64_t rk__now_ns(void);
+
+/* A CPU hint inside spin loops. */
+static inline void rk__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield" ::: "memory");
+#endif
+}
+
+/* Blocks while *word == expected (a futex on Linux). May return spuriously;
+ * callers re-check their condition. timeout_ns 0 waits forever. */
+void rk__wait_while_equal(const uint32_t *word, uint32_t expected,
+                          uint64_t timeout_ns);
+/* Wakes all threads blocked on `word`. */
+void rk__wake_all(const uint32_t *word);
+
+/* 128-bit FNV-1a, incrementally. */
+typedef struct rk__hash {
+  unsigned __int128 h;
+} rk__hash_t;
+void rk__hash_init(rk__hash_t *hash);
+void rk__hash_update(rk__hash_t *hash, const void *data, size_t n);
+/* Updates with a NUL-terminated string including its terminator, so that
+ * consecutive strings cannot run into each other. */
+void rk__hash_str(rk__hash_t *hash, const char *s);
+/* 32 lowercase hex digits and a NUL. */
+void rk__hash_hex(const rk__hash_t *hash, char out[33]);
+
+/* mkdir -p with mode 0700 for new directories. */
+rk_status_t rk__mkdirs(const char *path);
+/* Reads a whole file into a NUL-terminated malloc'd buffer. */
+rk_status_t rk__read_file(const char *path, char **out_data, size_t *out_size);
+/* Writes data to path through a temporary file in the same directory and a
+ * rename, so readers never see a partial file. */
+rk_status_t rk__write_file_atomic(const char *path, const void *data,
+                                  size_t n);
+
+/* Runs argv[0] (searched in PATH) with argv, no shell, waiting for it.
+ * Combined stdout+stderr is returned in *out_output (malloc'd, NUL-
+ * terminated, may be NULL if out_output is NULL) and the exit status in
+ * *out_exit (-1 when killed by a signal). RK_ERR_UNAVAILABLE if the program
+ * cannot be started. */
+rk_status_t rk__run_process(char *const argv[], char **out_output,
+                            int *out_exit);
+
+/* Number of CPUs this process may run on, and their ids (up to max). */
+int rk__allowed_cpus(int *out_ids, int max);
+
+#endif /* RK_BASE_SYS_H_ */

@@ -1,0 +1,632 @@
+/* Public backend API: validation, ownership lists, selection, dispatch. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/error.h"
+#include "hal/hal.h"
+
+static const char *const kKindNames[RK_BACKEND_KIND_COUNT_] = {
+    "auto", "cpu", "cuda", "metal", "webgpu", "opencl"};
+
+/* RK_BACKEND_AUTO tries these in order. */
+static const rk_backend_kind_t kAutoOrder[] = {
+    RK_BACKEND_CUDA, RK_BACKEND_METAL, RK_BACKEND_WEBGPU, RK_BACKEND_OPENCL,
+    RK_BACKEND_CPU};
+
+const char *rk_backend_kind_name(rk_backend_kind_t kind) {
+  if ((unsigned)kind >= RK_BACKEND_KIND_COUNT_) return "unknown";
+  return kKindNames[kind];
+}
+
+rk_status_t rk_backend_kind_from_name(const char *name,
+                                      rk_backend_kind_t *out_kind) {
+  if (!name || !out_kind)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "backend_kind_from_name: name and out_kind must not be "
+                    "NULL");
+  for (int k = 0; k < RK_BACKEND_KIND_COUNT_; ++k) {
+    if (strcasecmp(name, kKindNames[k]) == 0) {
+      *out_kind = (rk_backend_kind_t)k;
+      return RK_OK;
+    }
+  }
+  return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                  "unknown backend '%s' (known: auto, cpu, cuda, metal, "
+                  "webgpu, opencl)",
+                  name);
+}
+
+static const rk__backend_vtable_t *find_vtable(rk_backend_kind_t kind) {
+  size_t n;
+  const rk__backend_vtable_t *const *reg = rk__backend_registry(&n);
+  for (size_t i = 0; i < n; ++i)
+    if (reg[i]->kind == kind) return reg[i];
+  return NULL;
+}
+
+static rk_status_t open_kind(rk_backend_kind_t kind, rk_backend_t **out) {
+  const rk__backend_vtable_t *vt = find_vtable(kind);
+  if (!vt)
+    return rk__fail(RK_ERR_UNAVAILABLE,
+                    "%s: this build of rk has no %s backend",
+                    rk_backend_kind_name(kind), rk_backend_kind_name(kind));
+  rk_backend_t *be = NULL;
+  rk_status_t s = vt->open(&be);
+  if (s != RK_OK) return rk__fail_context(s, "%s", vt->name);
+  be->vt = vt;
+  be->live_contexts = 0;
+  *out = be;
+  return RK_OK;
+}
+
+/* Whether `be` has a device that auto-selection may pick. */
+static bool has_native_device(const rk_backend_t *be) {
+  for (int d = 0; d < be->device_count; ++d) {
+    rk_device_info_t info;
+    if (be->vt->device_info(be, d, &info) == RK_OK &&
+        !(info.caps & RK_CAP_SOFTWARE))
+      return true;
+  }
+  return false;
+}
+
+rk_status_t rk_backend_open(rk_backend_kind_t kind,
+                            rk_backend_t **out_backend) {
+  if (!out_backend)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "backend_open: out_backend must not be NULL");
+  if ((unsigned)kind >= RK_BACKEND_KIND_COUNT_)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "backend_open: kind %d is not a backend kind", (int)kind);
+  if (kind != RK_BACKEND_AUTO) return open_kind(kind, out_backend);
+
+  const char *env = getenv("RK_BACKEND");
+  if (env && *env) {
+    rk_backend_kind_t forced;
+    rk_status_t s = rk_backend_kind_from_name(env, &forced);
+    if (s != RK_OK) return rk__fail_context(s, "RK_BACKEND");
+    if (forced != RK_BACKEND_AUTO) {
+      s = open_kind(forced, out_backend);
+      if (s != RK_OK) return rk__fail_context(s, "RK_BACKEND=%s", env);
+      return RK_OK;
+    }
+  }
+  char reasons[2048] = "";
+  size_t used = 0;
+  for (size_t i = 0; i < sizeof kAutoOrder / sizeof kAutoOrder[0]; ++i) {
+    rk_backend_t *be = NULL;
+    rk_status_t s = open_kind(kAutoOrder[i], &be);
+    if (s == RK_OK && has_native_device(be)) {
+      *out_backend = be;
+      return RK_OK;
+    }
+    const char *why = s == RK_OK ? "no usable non-software device"
+                                 : rk_last_error();
+    int w = snprintf(reasons + used, sizeof reasons - used, "\n  %s: %s",
+                     rk_backend_kind_name(kAutoOrder[i]), why);
+    if (w > 0 && used + (size_t)w < sizeof reasons) used += (size_t)w;
+    if (be) rk_backend_destroy(be);
+  }
+  return rk__fail(RK_ERR_UNAVAILABLE, "no backend has a usable device:%s",
+                  reasons);
+}
+
+rk_status_t rk_backend_destroy(rk_backend_t *backend) {
+  if (!backend) return RK_OK;
+  int live = __atomic_load_n(&backend->live_contexts, __ATOMIC_ACQUIRE);
+  if (live != 0)
+    return rk__fail(RK_ERR_INVALID_STATE,
+                    "backend_destroy: %s backend still has %d context(s); "
+                    "destroy them first",
+                    backend->vt->name, live);
+  backend->vt->destroy(backend);
+  return RK_OK;
+}
+
+rk_backend_kind_t rk_backend_kind(const rk_backend_t *backend) {
+  return backend ? backend->vt->kind : RK_BACKEND_AUTO;
+}
+
+const char *rk_backend_name(const rk_backend_t *backend) {
+  return backend ? backend->vt->name : "none";
+}
+
+int rk_backend_device_count(const rk_backend_t *backend) {
+  return backend ? backend->device_count : 0;
+}
+
+static rk_status_t check_device(const rk_backend_t *backend, int device,
+                                const char *what) {
+  if (!backend)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT, "%s: backend is NULL", what);
+  if (device < 0 || device >= backend->device_count)
+    return rk__fail(RK_ERR_OUT_OF_RANGE,
+                    "%s: device %d does not exist (%s has %d device%s)", what,
+                    device, backend->vt->name, backend->device_count,
+                    backend->device_count == 1 ? "" : "s");
+  return RK_OK;
+}
+
+rk_status_t rk_backend_device_info(const rk_backend_t *backend, int device,
+                                   rk_device_info_t *out_info) {
+  RK_RETURN_IF_ERROR(check_device(backend, device, "backend_device_info"));
+  if (!out_info)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "backend_device_info: out_info is NULL");
+  return backend->vt->device_info(backend, device, out_info);
+}
+
+rk_status_t rk_backend_create_context(rk_backend_t *backend, int device,
+                                      rk_context_t **out_context) {
+  RK_RETURN_IF_ERROR(check_device(backend, device, "backend_create_context"));
+  if (!out_context)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "backend_create_context: out_context is NULL");
+  rk_device_info_t info;
+  RK_RETURN_IF_ERROR(backend->vt->device_info(backend, device, &info));
+  rk_context_t *ctx = NULL;
+  RK_RETURN_IF_ERROR(backend->vt->context_create(backend, device, &ctx));
+  ctx->vt = backend->vt;
+  ctx->backend = backend;
+  ctx->device = device;
+  ctx->info = info;
+  ctx->modules = NULL;
+  ctx->streams = NULL;
+  pthread_mutex_init(&ctx->lock, NULL);
+  __atomic_add_fetch(&backend->live_contexts, 1, __ATOMIC_ACQ_REL);
+  *out_context = ctx;
+  return RK_OK;
+}
+
+/* ---- Contexts ----------------------------------------------------------- */
+
+#define CHECK_CTX(ctx, what)                                            \
+  do {                                                                  \
+    if (!(ctx))                                                         \
+      return rk__fail(RK_ERR_INVALID_ARGUMENT, what ": context is NULL"); \
+  } while (0)
+
+rk_status_t rk_context_destroy(rk_context_t *context) {
+  if (!context) return RK_OK;
+  rk_status_t first = RK_OK;
+  char first_msg[1024] = "";
+  /* Streams first (they finish queued work that may use modules). */
+  while (context->streams) {
+    rk_status_t s = rk_stream_destroy(context->streams);
+    if (s != RK_OK && first == RK_OK) {
+      first = s;
+      snprintf(first_msg, sizeof first_msg, "%s", rk_last_error());
+    }
+  }
+  while (context->modules) rk_module_destroy(context->modules);
+  rk_backend_t *backend = context->backend;
+  pthread_mutex_destroy(&context->lock);
+  rk_status_t s = context->vt->context_destroy(context);
+  if (s != RK_OK && first == RK_OK) {
+    first = s;
+    snprintf(first_msg, sizeof first_msg, "%s", rk_last_error());
+  }
+  __atomic_sub_fetch(&backend->live_contexts, 1, __ATOMIC_ACQ_REL);
+  if (first != RK_OK) return rk__fail(first, "%s", first_msg);
+  return RK_OK;
+}
+
+rk_backend_t *rk_context_backend(const rk_context_t *context) {
+  return context ? context->backend : NULL;
+}
+
+rk_status_t rk_context_allocate(rk_context_t *context, size_t bytes,
+                                rk_devptr_t *out_ptr) {
+  CHECK_CTX(context, "context_allocate");
+  if (!out_ptr)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "context_allocate: out_ptr is NULL");
+  if (bytes == 0)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "context_allocate: size is 0 bytes");
+  return context->vt->allocate(context, bytes, out_ptr);
+}
+
+rk_status_t rk_context_free(rk_context_t *context, rk_devptr_t ptr) {
+  CHECK_CTX(context, "context_free");
+  return context->vt->free(context, ptr);
+}
+
+/* Validates a copy before it is run or queued. */
+static rk_status_t check_copy(rk_context_t *context, const rk__copy_t *c,
+                              const char *what) {
+  if (c->n == 0)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT, "%s: size is 0 bytes", what);
+  if (c->dir != RK__COPY_DEVICE_TO_DEVICE && !c->host)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT, "%s: host pointer is NULL",
+                    what);
+  if (c->dir != RK__COPY_TO_HOST) {
+    rk_status_t s = context->vt->check_range(context, c->dst, c->n);
+    if (s != RK_OK) return rk__fail_context(s, "%s: destination", what);
+  }
+  if (c->dir != RK__COPY_TO_DEVICE) {
+    rk_status_t s = context->vt->check_range(context, c->src, c->n);
+    if (s != RK_OK) return rk__fail_context(s, "%s: source", what);
+  }
+  return RK_OK;
+}
+
+static rk_status_t do_copy(rk_context_t *context, rk_stream_t *stream,
+                           rk__copy_t c, const char *what) {
+  RK_RETURN_IF_ERROR(check_copy(context, &c, what));
+  return context->vt->copy(context, stream, &c);
+}
+
+rk_status_t rk_context_copy_to_device(rk_context_t *context, rk_devptr_t dst,
+                                      const void *src, size_t n) {
+  CHECK_CTX(context, "context_copy_to_device");
+  rk__copy_t c = {RK__COPY_TO_DEVICE, (void *)src, dst, 0, n};
+  return do_copy(context, NULL, c, "context_copy_to_device");
+}
+
+rk_status_t rk_context_copy_to_host(rk_context_t *context, void *dst,
+                                    rk_devptr_t src, size_t n) {
+  CHECK_CTX(context, "context_copy_to_host");
+  rk__copy_t c = {RK__COPY_TO_HOST, dst, 0, src, n};
+  return do_copy(context, NULL, c, "context_copy_to_host");
+}
+
+rk_status_t rk_context_copy_device_to_device(rk_context_t *context,
+                                             rk_devptr_t dst, rk_devptr_t src,
+                                             size_t n) {
+  CHECK_CTX(context, "context_copy_device_to_device");
+  rk__copy_t c = {RK__COPY_DEVICE_TO_DEVICE, NULL, dst, src, n};
+  return do_copy(context, NULL, c, "context_copy_device_to_device");
+}
+
+rk_status_t rk_context_synchronize(rk_context_t *context) {
+  CHECK_CTX(context, "context_synchronize");
+  rk_status_t first = RK_OK;
+  char msg[1024] = "";
+  pthread_mutex_lock(&context->lock);
+  for (rk_stream_t *st = context->streams; st; st = st->next) {
+    rk_status_t s = context->vt->stream_synchronize(st);
+    if (s != RK_OK && first == RK_OK) {
+      first = s;
+      snprintf(msg, sizeof msg, "%s", rk_last_error());
+    }
+  }
+  pthread_mutex_unlock(&context->lock);
+  rk_status_t s = context->vt->synchronize(context);
+  if (first != RK_OK) return rk__fail(first, "%s", msg);
+  return s;
+}
+
+/* ---- Modules and functions --------------------------------------------- */
+
+void rk_compile_options_init(rk_compile_options_t *options) {
+  if (!options) return;
+  memset(options, 0, sizeof *options);
+  options->source_name = "<source>";
+}
+
+rk_status_t rk_context_compile(rk_context_t *context, const char *source,
+                               const rk_compile_options_t *options,
+                               rk_module_t **out_module) {
+  CHECK_CTX(context, "context_compile");
+  if (!source || !out_module)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "context_compile: source and out_module must not be "
+                    "NULL");
+  rk_compile_options_t defaults;
+  rk_compile_options_init(&defaults);
+  if (!options) options = &defaults;
+  if (options->defines) {
+    for (const char *const *d = options->defines; *d; ++d) {
+      const char *p = *d;
+      if (!(isalpha((unsigned char)*p) || *p == '_'))
+        return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                        "context_compile: define '%s' is not NAME or "
+                        "NAME=VALUE",
+                        *d);
+      while (isalnum((unsigned char)*p) || *p == '_') ++p;
+      if (*p != '\0' && *p != '=')
+        return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                        "context_compile: define '%s' is not NAME or "
+                        "NAME=VALUE",
+                        *d);
+    }
+  }
+  rk_module_t *mod = NULL;
+  RK_RETURN_IF_ERROR(context->vt->compile(context, source, options, &mod));
+  mod->context = context;
+  for (size_t i = 0; i < mod->nfunctions; ++i)
+    mod->functions[i].module = mod;
+  pthread_mutex_lock(&context->lock);
+  mod->next = context->modules;
+  context->modules = mod;
+  pthread_mutex_unlock(&context->lock);
+  *out_module = mod;
+  return RK_OK;
+}
+
+rk_status_t rk_module_destroy(rk_module_t *module) {
+  if (!module) return RK_OK;
+  rk_context_t *ctx = module->context;
+  pthread_mutex_lock(&ctx->lock);
+  bool found = false;
+  for (rk_module_t **p = &ctx->modules; *p; p = &(*p)->next) {
+    if (*p == module) {
+      *p = module->next;
+      found = true;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  if (!found)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "module_destroy: module is not live");
+  /* Queued launches may still use the module's code. */
+  rk_status_t s = rk_context_synchronize(ctx);
+  ctx->vt->module_destroy(module);
+  return s;
+}
+
+bool rk_module_cache_hit(const rk_module_t *module) {
+  return module && module->cache_hit;
+}
+
+size_t rk_module_function_count(const rk_module_t *module) {
+  return module ? module->nfunctions : 0;
+}
+
+rk_status_t rk_module_get_function(rk_module_t *module, const char *name,
+                                   rk_function_t **out_function) {
+  if (!module || !name || !out_function)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "module_get_function: module, name and out_function must "
+                    "not be NULL");
+  for (size_t i = 0; i < module->nfunctions; ++i) {
+    if (strcmp(module->functions[i].name, name) == 0) {
+      *out_function = &module->functions[i];
+      return RK_OK;
+    }
+  }
+  char names[1024] = "";
+  size_t used = 0;
+  for (size_t i = 0; i < module->nfunctions; ++i) {
+    int w = snprintf(names + used, sizeof names - used, "%s%s",
+                     i ? ", " : "", module->functions[i].name);
+    if (w > 0 && used + (size_t)w < sizeof names) used += (size_t)w;
+  }
+  return rk__fail(RK_ERR_NOT_FOUND,
+                  "module has no kernel named '%s' (it has: %s)", name,
+                  module->nfunctions ? names : "no kernels");
+}
+
+const char *rk_function_name(const rk_function_t *function) {
+  return function ? function->name : "";
+}
+
+size_t rk_function_param_count(const rk_function_t *function) {
+  return function ? function->nparams : 0;
+}
+
+rk_status_t rk_function_param(const rk_function_t *function, size_t index,
+                              rk_arg_kind_t *out_kind, size_t *out_size) {
+  if (!function)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT, "function_param: function is "
+                                             "NULL");
+  if (index >= function->nparams)
+    return rk__fail(RK_ERR_OUT_OF_RANGE,
+                    "function_param: kernel '%s' has %zu parameter(s); "
+                    "index %zu is past the end",
+                    function->name, function->nparams, index);
+  if (out_kind) *out_kind = function->params[index].kind;
+  if (out_size) *out_size = function->params[index].size;
+  return RK_OK;
+}
+
+const char *rk_arg_kind_name(rk_arg_kind_t kind) {
+  switch (kind) {
+    case RK_ARG_I32: return "i32";
+    case RK_ARG_U32: return "u32";
+    case RK_ARG_I64: return "i64";
+    case RK_ARG_U64: return "u64";
+    case RK_ARG_F32: return "f32";
+    case RK_ARG_F64: return "f64";
+    case RK_ARG_PTR: return "ptr";
+    case RK_ARG_STRUCT: return "struct";
+  }
+  return "unknown";
+}
+
+void rk__args_free(rk__args_t *args) {
+  if (!args) return;
+  free(args->values);
+  free(args->storage);
+  free(args);
+}
+
+static void describe_params(const rk_function_t *fn, char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; i < fn->nparams; ++i) {
+    int w = snprintf(buf + used, cap - used, "%s%s %s", i ? ", " : "",
+                     rk_arg_kind_name(fn->params[i].kind),
+                     fn->params[i].name);
+    if (w < 0 || used + (size_t)w >= cap) break;
+    used += (size_t)w;
+  }
+}
+
+/* Checks args against the parameters and packs them. */
+static rk_status_t pack_args(rk_function_t *fn, const rk_arg_t *args,
+                             size_t nargs, rk__args_t **out) {
+  if (nargs != fn->nparams) {
+    char sig[512];
+    describe_params(fn, sig, sizeof sig);
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "kernel '%s' takes %zu argument(s) (%s); %zu given",
+                    fn->name, fn->nparams, sig, nargs);
+  }
+  if (nargs > 0 && !args)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "kernel '%s': args is NULL but %zu are expected",
+                    fn->name, nargs);
+  size_t total = 0;
+  for (size_t i = 0; i < nargs; ++i) {
+    const rk__param_t *p = &fn->params[i];
+    if (args[i].kind != p->kind)
+      return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                      "kernel '%s' argument %zu (%s) is %s; %s given",
+                      fn->name, i, p->name, rk_arg_kind_name(p->kind),
+                      rk_arg_kind_name(args[i].kind));
+    if (args[i].size != p->size)
+      return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                      "kernel '%s' argument %zu (%s) is %zu bytes; %zu given",
+                      fn->name, i, p->name, p->size, args[i].size);
+    if (p->kind == RK_ARG_STRUCT && !args[i].value.data)
+      return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                      "kernel '%s' argument %zu (%s): struct data is NULL",
+                      fn->name, i, p->name);
+    if (p->kind == RK_ARG_PTR && args[i].value.ptr != 0) {
+      rk_context_t *ctx = fn->module->context;
+      rk_status_t s = ctx->vt->check_range(ctx, args[i].value.ptr, 0);
+      if (s != RK_OK)
+        return rk__fail_context(s, "kernel '%s' argument %zu (%s)", fn->name,
+                                i, p->name);
+    }
+    total += (p->size + 15) & ~(size_t)15;
+  }
+  rk__args_t *a = calloc(1, sizeof *a);
+  if (a) {
+    a->count = nargs;
+    a->values = calloc(nargs ? nargs : 1, sizeof *a->values);
+    a->storage = calloc(total ? total : 1, 1);
+  }
+  if (!a || !a->values || !a->storage) {
+    rk__args_free(a);
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "launch: packing arguments");
+  }
+  size_t off = 0;
+  for (size_t i = 0; i < nargs; ++i) {
+    a->values[i] = a->storage + off;
+    const void *src = args[i].kind == RK_ARG_STRUCT
+                          ? args[i].value.data
+                          : (const void *)&args[i].value;
+    memcpy(a->values[i], src, args[i].size);
+    off += (args[i].size + 15) & ~(size_t)15;
+  }
+  *out = a;
+  return RK_OK;
+}
+
+rk_status_t rk_function_launch(rk_function_t *function, rk_dim3_t grid,
+                               rk_dim3_t block, size_t shared_mem,
+                               rk_stream_t *stream, const rk_arg_t *args,
+                               size_t nargs) {
+  if (!function)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT, "launch: function is NULL");
+  rk_context_t *ctx = function->module->context;
+  if (stream && stream->context != ctx)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "launch of '%s': the stream belongs to another context",
+                    function->name);
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 ||
+      block.y == 0 || block.z == 0)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "launch of '%s': grid (%u,%u,%u) and block (%u,%u,%u) "
+                    "must have no zero dimension",
+                    function->name, grid.x, grid.y, grid.z, block.x, block.y,
+                    block.z);
+  uint64_t threads = (uint64_t)block.x * block.y * block.z;
+  if (threads > ctx->info.max_threads_per_block)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "launch of '%s': block (%u,%u,%u) has %llu threads; the "
+                    "device allows at most %u",
+                    function->name, block.x, block.y, block.z,
+                    (unsigned long long)threads,
+                    ctx->info.max_threads_per_block);
+  if (shared_mem > ctx->info.shared_mem_per_block)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "launch of '%s': %zu bytes of dynamic shared memory "
+                    "requested; the device allows at most %llu",
+                    function->name, shared_mem,
+                    (unsigned long long)ctx->info.shared_mem_per_block);
+  rk__args_t *packed = NULL;
+  RK_RETURN_IF_ERROR(pack_args(function, args, nargs, &packed));
+  return ctx->vt->launch(function, grid, block, shared_mem, stream, packed);
+}
+
+/* ---- Streams ------------------------------------------------------------ */
+
+rk_status_t rk_context_create_stream(rk_context_t *context,
+                                     rk_stream_t **out_stream) {
+  CHECK_CTX(context, "context_create_stream");
+  if (!out_stream)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "context_create_stream: out_stream is NULL");
+  rk_stream_t *st = NULL;
+  RK_RETURN_IF_ERROR(context->vt->stream_create(context, &st));
+  st->context = context;
+  pthread_mutex_lock(&context->lock);
+  st->next = context->streams;
+  context->streams = st;
+  pthread_mutex_unlock(&context->lock);
+  *out_stream = st;
+  return RK_OK;
+}
+
+rk_status_t rk_stream_destroy(rk_stream_t *stream) {
+  if (!stream) return RK_OK;
+  rk_context_t *ctx = stream->context;
+  pthread_mutex_lock(&ctx->lock);
+  bool found = false;
+  for (rk_stream_t **p = &ctx->streams; *p; p = &(*p)->next) {
+    if (*p == stream) {
+      *p = stream->next;
+      found = true;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  if (!found)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "stream_destroy: stream is not live");
+  return ctx->vt->stream_destroy(stream);
+}
+
+rk_status_t rk_stream_synchronize(rk_stream_t *stream) {
+  if (!stream)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "stream_synchronize: stream is NULL (use "
+                    "rk_context_synchronize for the default stream)");
+  return stream->context->vt->stream_synchronize(stream);
+}
+
+#define CHECK_STREAM(st, what)                                           \
+  do {                                                                   \
+    if (!(st))                                                           \
+      return rk__fail(RK_ERR_INVALID_ARGUMENT, what ": stream is NULL"); \
+  } while (0)
+
+rk_status_t rk_stream_copy_to_device(rk_stream_t *stream, rk_devptr_t dst,
+                                     const void *src, size_t n) {
+  CHECK_STREAM(stream, "stream_copy_to_device");
+  rk__copy_t c = {RK__COPY_TO_DEVICE, (void *)src, dst, 0, n};
+  return do_copy(stream->context, stream, c, "stream_copy_to_device");
+}
+
+rk_status_t rk_stream_copy_to_host(rk_stream_t *stream, void *dst,
+                                   rk_devptr_t src, size_t n) {
+  CHECK_STREAM(stream, "stream_copy_to_host");
+  rk__copy_t c = {RK__COPY_TO_HOST, dst, 0, src, n};
+  return do_copy(stream->context, stream, c, "stream_copy_to_host");
+}
+
+rk_status_t rk_stream_copy_device_to_device(rk_stream_t *stream,
+                                            rk_devptr_t dst, rk_devptr_t src,
+                                            size_t n) {
+  CHECK_STREAM(stream, "stream_copy_device_to_device");
+  rk__copy_t c = {RK__COPY_DEVICE_TO_DEVICE, NULL, dst, src, n};
+  return do_copy(stream->context, stream, c, "stream_copy_device_to_device");
+}

@@ -1,0 +1,130 @@
+/* The backend interface behind the public API.
+ *
+ * Each backend provides one `static const rk__backend_vtable_t` and is listed
+ * once in hal/backends.def. Backend objects embed the base structs below as
+ * their first member. The public functions in hal/api.c validate what can be
+ * checked generically (NULLs, argument count and kinds, launch dimensions)
+ * and keep ownership lists, then dispatch here.
+ */
+#ifndef RK_HAL_HAL_H_
+#define RK_HAL_HAL_H_
+
+#include <pthread.h>
+
+#include "rk/backend.h"
+
+typedef struct rk__backend_vtable rk__backend_vtable_t;
+
+struct rk_backend {
+  const rk__backend_vtable_t *vt;
+  int device_count;
+  int live_contexts; /* atomic */
+};
+
+struct rk_context {
+  const rk__backend_vtable_t *vt;
+  rk_backend_t *backend;
+  int device;
+  rk_device_info_t info;
+  pthread_mutex_t lock; /* guards the lists below */
+  rk_module_t *modules;
+  rk_stream_t *streams;
+};
+
+/* A kernel parameter as declared in the source. */
+typedef struct rk__param {
+  rk_arg_kind_t kind;
+  size_t size;
+  char name[64];
+} rk__param_t;
+
+struct rk_function {
+  rk_module_t *module;
+  const char *name;
+  size_t nparams;
+  const rk__param_t *params;
+};
+
+struct rk_module {
+  rk_context_t *context;
+  rk_module_t *next;
+  size_t nfunctions;
+  rk_function_t *functions; /* owned by the backend's module */
+  bool cache_hit;
+};
+
+struct rk_stream {
+  rk_context_t *context;
+  rk_stream_t *next;
+};
+
+/* Launch arguments checked against the function's parameters and copied
+ * into one block: values[i] points at argument i's bytes. */
+typedef struct rk__args {
+  size_t count;
+  void **values;
+  unsigned char *storage;
+} rk__args_t;
+
+typedef enum rk__copy_dir {
+  RK__COPY_TO_DEVICE,
+  RK__COPY_TO_HOST,
+  RK__COPY_DEVICE_TO_DEVICE,
+} rk__copy_dir_t;
+
+typedef struct rk__copy {
+  rk__copy_dir_t dir;
+  void *host; /* source (TO_DEVICE) or destination (TO_HOST) */
+  rk_devptr_t dst, src; /* device side(s) */
+  size_t n;
+} rk__copy_t;
+
+struct rk__backend_vtable {
+  /* Releases a backend opened by `open`. */
+  void (*destroy)(rk_backend_t *backend);
+  rk_backend_kind_t kind;
+  const char *name;
+  /* Loads the backend's libraries and finds devices. RK_ERR_UNAVAILABLE with
+   * the reason when it cannot. A backend with no devices may still open
+   * (device_count 0). */
+  rk_status_t (*open)(rk_backend_t **out_backend);
+  rk_status_t (*device_info)(const rk_backend_t *backend, int device,
+                             rk_device_info_t *out_info);
+  /* Allocates the backend's context; api.c fills in the base fields. */
+  rk_status_t (*context_create)(rk_backend_t *backend, int device,
+                                rk_context_t **out_context);
+  /* Streams and modules are already destroyed when this is called. Returns
+   * the first unreported asynchronous error. */
+  rk_status_t (*context_destroy)(rk_context_t *context);
+  rk_status_t (*allocate)(rk_context_t *context, size_t bytes,
+                          rk_devptr_t *out_ptr);
+  rk_status_t (*free)(rk_context_t *context, rk_devptr_t ptr);
+  /* Checks that [ptr, ptr+n) lies in one live allocation (n may be 0: ptr
+   * inside an allocation). */
+  rk_status_t (*check_range)(rk_context_t *context, rk_devptr_t ptr,
+                             size_t n);
+  /* A copy on `stream` (NULL: the default stream, done before returning). */
+  rk_status_t (*copy)(rk_context_t *context, rk_stream_t *stream,
+                      const rk__copy_t *copy);
+  rk_status_t (*synchronize)(rk_context_t *context);
+  /* Builds a module; sets functions/nfunctions and cache_hit. */
+  rk_status_t (*compile)(rk_context_t *context, const char *source,
+                         const rk_compile_options_t *options,
+                         rk_module_t **out_module);
+  void (*module_destroy)(rk_module_t *module);
+  /* Takes ownership of `args` (release with rk__args_free). */
+  rk_status_t (*launch)(rk_function_t *function, rk_dim3_t grid,
+                        rk_dim3_t block, size_t shared_mem,
+                        rk_stream_t *stream, rk__args_t *args);
+  rk_status_t (*stream_create)(rk_context_t *context, rk_stream_t **out);
+  /* Finishes queued work first; returns the stream's unreported error. */
+  rk_status_t (*stream_destroy)(rk_stream_t *stream);
+  rk_status_t (*stream_synchronize)(rk_stream_t *stream);
+};
+
+void rk__args_free(rk__args_t *args);
+
+/* The registered backends in auto-selection order. */
+const rk__backend_vtable_t *const *rk__backend_registry(size_t *out_count);
+
+#endif /* RK_HAL_HAL_H_ */
