@@ -1,0 +1,105 @@
+# Makefile - the front door of rk. CMake does the work underneath; these
+# targets are the commands the README and CI use.
+#
+#   make                 build into build/ (Release)
+#   make test            install missing test tools where possible, build, ctest
+#   make demo            build, then `rk demo` on the best available backend
+#   make test-sanitize   the whole suite under ASan+UBSan, then under TSan
+#   make bench           build, then run every build/bench/**/bench_*
+#   make format          clang-format every tracked .c/.h (format-check: verify)
+#   make install         install into $(PREFIX) (/usr/local); DESTDIR honoured
+#   make clean           remove the build directories
+#
+# Variables: BUILD_DIR (build), PREFIX (/usr/local), DESTDIR, CMAKE_ARGS (extra
+# arguments for the configure step), CMAKE_GENERATOR (default Ninja when ninja
+# is installed, else Unix Makefiles; used for new build directories only).
+
+# Targets run one after another in the order written ("test: deps build");
+# the parallelism is inside each build (cmake --build -j).
+.NOTPARALLEL:
+
+BUILD_DIR ?= build
+PREFIX ?= /usr/local
+CMAKE ?= cmake
+CTEST ?= ctest
+CMAKE_ARGS ?=
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+CLANG_FORMAT ?= clang-format
+
+HAVE_NINJA := $(shell command -v ninja 2>/dev/null)
+export CMAKE_GENERATOR ?= $(if $(HAVE_NINJA),Ninja,Unix Makefiles)
+
+# Sanitizer builds: debug info at -O1, and every report is fatal.
+SANITIZE_CMAKE_ARGS = -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1"
+ASAN_ENV = ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:print_stacktrace=1 \
+           UBSAN_OPTIONS=halt_on_error=1:detect_leaks=1:print_stacktrace=1
+TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+.PHONY: all build deps test demo test-sanitize test-asan test-tsan bench \
+        format format-check install clean
+
+# Default target: build.
+all: build
+
+# Check for (and, as root, apt-get install) the tools the build and tests need.
+deps:
+	@bash scripts/deps.sh
+
+# Configure build/ (Release) and build everything with one job per CPU.
+build:
+	$(CMAKE) -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+	$(CMAKE) --build $(BUILD_DIR) -j $(NPROC)
+
+# Build, then run the whole test suite; fails when any test fails.
+test: deps build
+	$(CTEST) --test-dir $(BUILD_DIR) --output-on-failure -j2
+
+# Build, then run the main job on the best available backend.
+demo: deps build
+	$(BUILD_DIR)/tools/rk/rk demo
+
+# The whole suite under ASan+UBSan (build-asan/), then under TSan (build-tsan/).
+test-sanitize: test-asan test-tsan
+
+# $(call sanitize,DIR,RK_SANITIZE value,environment): configure, build, ctest.
+# scripts/sanitizer-exec.sh first runs a tiny program built with the same
+# sanitizer; where that needs ASLR off (gcc 12 TSan with a high
+# vm.mmap_rnd_bits: "unexpected memory mapping"), ctest runs under setarch -R.
+define sanitize
+	$(CMAKE) -S . -B $(1) -DRK_SANITIZE=$(2) $(SANITIZE_CMAKE_ARGS) $(CMAKE_ARGS)
+	$(CMAKE) --build $(1) -j $(NPROC)
+	$(3) bash scripts/sanitizer-exec.sh $(2) $(1) \
+	  $(CTEST) --test-dir $(1) --output-on-failure -j2
+endef
+
+# The suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: deps
+	$(call sanitize,build-asan,address,$(ASAN_ENV))
+
+# The suite under ThreadSanitizer.
+test-tsan: deps
+	$(call sanitize,build-tsan,thread,$(TSAN_ENV))
+
+# Build, then run each benchmark program (build/bench/**/bench_*) in order.
+bench: build
+	@bash scripts/bench.sh $(BUILD_DIR)
+
+# Reformat every tracked C source and header in place.
+format:
+	@command -v $(CLANG_FORMAT) >/dev/null || \
+	  { echo "$(CLANG_FORMAT) not found: apt-get install clang-format" >&2; exit 1; }
+	git ls-files -z -- '*.c' '*.h' | xargs -0 -r $(CLANG_FORMAT) -i
+
+# Fail (listing the places) if `make format` would change any tracked file.
+format-check:
+	@command -v $(CLANG_FORMAT) >/dev/null || \
+	  { echo "$(CLANG_FORMAT) not found: apt-get install clang-format" >&2; exit 1; }
+	git ls-files -z -- '*.c' '*.h' | xargs -0 -r $(CLANG_FORMAT) --dry-run --Werror
+
+# Install headers, libraries, the rk tool, the CMake package and rk.pc.
+install: build
+	DESTDIR="$(DESTDIR)" $(CMAKE) --install $(BUILD_DIR) --prefix "$(PREFIX)"
+
+# Remove every build directory this Makefile creates.
+clean:
+	rm -rf $(BUILD_DIR) build-asan build-tsan

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# scripts/deps.sh - check for the tools rk's build and tests need.
+#
+#   scripts/deps.sh        (or: make deps)
+#
+# Silent when everything is present. Run as root on Debian/Ubuntu, it installs
+# what is missing with one `apt-get update` and one `apt-get install`; otherwise
+# it prints what is missing and the command that installs it. It exits non-zero
+# only when the build itself cannot proceed (no working C compiler, no CMake >=
+# 3.20, neither make nor ninja); a missing test tool is reported, and the tests
+# that need it fail or skip.
+set -uo pipefail
+
+CMAKE_MIN=3.20
+CC=${CC:-cc}
+
+# ---- Commands the tests need: extend here ----------------------------------
+# One entry per line, "command|Debian packages|what needs it". Each command is
+# looked up on PATH.
+TEST_COMMANDS=(
+  "pkg-config|pkg-config|the install test (tests/install)"
+  # "spin|spin|model checking of the actor ring protocol"
+)
+# ------------------------------------------------------------------------------
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# version_ge A B: true when version A >= version B.
+version_ge() { printf '%s\n%s\n' "$2" "$1" | sort -V -C; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rk-deps.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+# compiles FLAGS...: links a C program read from stdin with $CC and FLAGS.
+compiles() { "$CC" -x c - -o "$tmp/a.out" "$@" >/dev/null 2>&1; }
+
+# The GCC support package (libgcc-N-dev) holds omp.h, libgomp.so and the
+# sanitizer runtime links of GCC N.
+gcc_dev_pkg() {
+  local major
+  major=$("$CC" -dumpversion 2>/dev/null | cut -d. -f1)
+  [ -n "$major" ] && echo "libgcc-$major-dev"
+}
+
+missing_build=()  # "what|packages"
+missing_test=()
+
+check() {
+  missing_build=()
+  missing_test=()
+
+  if ! have "$CC"; then
+    missing_build+=("a C compiler ($CC)|gcc libc6-dev")
+  elif ! echo 'int main(void) { return 0; }' | compiles; then
+    missing_build+=("a C compiler that links ($CC; C library headers?)|libc6-dev")
+  else
+    echo '#include <omp.h>
+int main(void) { return omp_get_max_threads() < 1; }' | compiles -fopenmp ||
+      missing_test+=("OpenMP, libgomp (the OpenMP benchmark)|libgomp1 $(gcc_dev_pkg)")
+    echo 'int main(void) { return 0; }' | compiles -fsanitize=address,undefined ||
+      missing_test+=("ASan/UBSan runtimes (make test-sanitize)|$(gcc_dev_pkg)")
+    echo 'int main(void) { return 0; }' | compiles -fsanitize=thread ||
+      missing_test+=("TSan runtime (make test-sanitize)|$(gcc_dev_pkg)")
+  fi
+
+  local v
+  if ! have cmake; then
+    missing_build+=("cmake >= $CMAKE_MIN|cmake")
+  else
+    v=$(cmake --version | sed -n '1s/^cmake version \([0-9][0-9.]*\).*/\1/p')
+    version_ge "${v:-0}" "$CMAKE_MIN" || missing_build+=(
+      "cmake >= $CMAKE_MIN (found ${v:-?}; try backports or pip)|cmake")
+  fi
+
+  have make || have ninja || missing_build+=("make or ninja|make")
+
+  local entry cmd pkgs what
+  for entry in "${TEST_COMMANDS[@]}"; do
+    IFS='|' read -r cmd pkgs what <<<"$entry"
+    have "$cmd" || missing_test+=("$cmd, for $what|$pkgs")
+  done
+}
+
+# packages_of LIST...: the Debian packages of "what|packages" entries.
+packages_of() {
+  local entry
+  for entry in "$@"; do echo "${entry#*|}"; done | tr ' ' '\n' | sed '/^$/d' |
+    sort -u | paste -sd ' ' -
+}
+
+check
+all=("${missing_build[@]}" "${missing_test[@]}")
+[ ${#all[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -eq 0 ] && have apt-get; then
+  read -r -a pkgs <<<"$(packages_of "${all[@]}")"
+  echo "deps: installing ${pkgs[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  if apt-get update -qq </dev/null &&
+     apt-get install -y -qq --no-install-recommends "${pkgs[@]}" </dev/null; then
+    check
+  else
+    echo "deps: apt-get failed" >&2
+  fi
+fi
+
+report() {  # report LEVEL ENTRY...
+  local level=$1 entry
+  shift
+  for entry in "$@"; do echo "  $level: ${entry%%|*}" >&2; done
+}
+if [ ${#missing_build[@]} -gt 0 ] || [ ${#missing_test[@]} -gt 0 ]; then
+  echo "deps: missing tools:" >&2
+  report "build" "${missing_build[@]}"
+  report "tests" "${missing_test[@]}"
+  echo "deps: install with:" >&2
+  echo "  sudo apt-get install --no-install-recommends" \
+    "$(packages_of "${missing_build[@]}" "${missing_test[@]}")" >&2
+fi
+if [ ${#missing_build[@]} -gt 0 ]; then
+  echo "deps: the build cannot proceed." >&2
+  exit 1
+fi
+exit 0

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# tests/install/run_install_test.sh - installs the build tree into a temporary
+# prefix and checks that a program outside the project can use it: consumer/
+# is built with find_package(rk) (against rk::rk and rk::rk_static) and
+# consumer/main.c once more with `cc $(pkg-config --cflags --libs rk)`; each
+# program must run and succeed. Registered by tests/install/CMakeLists.txt:
+#
+#   run_install_test.sh CMAKE BUILD_DIR CONSUMER_DIR CC LIBDIR GENERATOR [MAKE]
+#
+# Exits 77 (skipped) when cmake or pkg-config is missing.
+set -euo pipefail
+
+cmake=$1 build_dir=$2 consumer=$3 cc=$4 libdir=$5 generator=$6
+make_program=${7:-}
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+command -v "$cmake" >/dev/null 2>&1 || skip "cmake not found ($cmake)"
+command -v pkg-config >/dev/null 2>&1 ||
+  skip "pkg-config not found (apt-get install pkg-config, or make deps)"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rk-install-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+
+echo "== cmake --install $build_dir --prefix $prefix"
+env -u DESTDIR "$cmake" --install "$build_dir" --prefix "$prefix" \
+  >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "install failed"; }
+
+missing=()
+for f in include/rk/rk.h include/rk/status.h include/rk/backend.h \
+         include/rk/kernel.h bin/rk "$libdir/librk.so" "$libdir/librk.a" \
+         "$libdir/cmake/rk/rkConfig.cmake" \
+         "$libdir/cmake/rk/rkConfigVersion.cmake" \
+         "$libdir/cmake/rk/rkTargets.cmake" "$libdir/pkgconfig/rk.pc"; do
+  [ -e "$prefix/$f" ] || missing+=("$f")
+done
+[ ${#missing[@]} -eq 0 ] || fail "not installed: ${missing[*]}"
+
+echo "== find_package(rk) consumer"
+cmake_args=(-S "$consumer" -B "$tmp/consumer-build" -G "$generator"
+  -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Release
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON)
+[ -z "$make_program" ] || cmake_args+=(-DCMAKE_MAKE_PROGRAM="$make_program")
+"$cmake" "${cmake_args[@]}" >"$tmp/configure.log" 2>&1 ||
+  { cat "$tmp/configure.log"; fail "configuring the consumer failed"; }
+rk_dir=$(sed -n 's/^rk_DIR:PATH=//p' "$tmp/consumer-build/CMakeCache.txt")
+[ "$rk_dir" = "$prefix/$libdir/cmake/rk" ] ||
+  fail "find_package(rk) found '$rk_dir', not the temporary install"
+"$cmake" --build "$tmp/consumer-build" >"$tmp/build.log" 2>&1 ||
+  { cat "$tmp/build.log"; fail "building the consumer failed"; }
+"$tmp/consumer-build/consumer" || fail "consumer (rk::rk) failed"
+"$tmp/consumer-build/consumer_static" || fail "consumer (rk::rk_static) failed"
+
+echo "== pkg-config consumer"
+export PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+pc_dir=$(pkg-config --variable=pcfiledir rk) || fail "pkg-config cannot find rk"
+[ "$pc_dir" = "$prefix/$libdir/pkgconfig" ] ||
+  fail "pkg-config found rk in '$pc_dir', not the temporary install"
+read -r -a pc_flags <<<"$(pkg-config --cflags --libs rk)"
+echo "$cc main.c ${pc_flags[*]}"
+"$cc" -std=c11 -Wall -Wextra -Werror -o "$tmp/consumer_pc" \
+  "$consumer/main.c" "${pc_flags[@]}" || fail "compiling with pkg-config failed"
+LD_LIBRARY_PATH="$prefix/$libdir" "$tmp/consumer_pc" ||
+  fail "consumer (pkg-config) failed"
+echo "install test passed"
