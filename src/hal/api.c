@@ -439,12 +439,7 @@ const char *rk_arg_kind_name(rk_arg_kind_t kind) {
   return "unknown";
 }
 
-void rk__args_free(rk__args_t *args) {
-  if (!args) return;
-  free(args->values);
-  free(args->storage);
-  free(args);
-}
+void rk__args_free(rk__args_t *args) { free(args); }
 
 static void describe_params(const rk_function_t *fn, char *buf, size_t cap) {
   size_t used = 0;
@@ -497,16 +492,14 @@ static rk_status_t pack_args(rk_function_t *fn, const rk_arg_t *args,
     }
     total += (p->size + 15) & ~(size_t)15;
   }
-  rk__args_t *a = calloc(1, sizeof *a);
-  if (a) {
-    a->count = nargs;
-    a->values = calloc(nargs ? nargs : 1, sizeof *a->values);
-    a->storage = calloc(total ? total : 1, 1);
-  }
-  if (!a || !a->values || !a->storage) {
-    rk__args_free(a);
-    return rk__fail(RK_ERR_OUT_OF_MEMORY, "launch: packing arguments");
-  }
+  /* One allocation: the header, the pointer array, then the values. */
+  size_t head = sizeof(rk__args_t) + nargs * sizeof(void *);
+  head = (head + 15) & ~(size_t)15;
+  rk__args_t *a = malloc(head + total);
+  if (!a) return rk__fail(RK_ERR_OUT_OF_MEMORY, "launch: packing arguments");
+  a->count = nargs;
+  a->values = (void **)(a + 1);
+  a->storage = (unsigned char *)a + head;
   size_t off = 0;
   for (size_t i = 0; i < nargs; ++i) {
     a->values[i] = a->storage + off;

@@ -59,7 +59,8 @@ struct rk_stream {
 };
 
 /* Launch arguments checked against the function's parameters and copied
- * into one block: values[i] points at argument i's bytes. */
+ * into one heap block (header, pointers, values): values[i] points at
+ * argument i's bytes. */
 typedef struct rk__args {
   size_t count;
   void **values;

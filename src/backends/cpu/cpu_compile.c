@@ -34,7 +34,9 @@ extern const char rk__kernel_header_text[];
 extern const size_t rk__kernel_header_size;
 
 static const char *const kFlags[] = {
-    "-std=c11", "-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno",
+    "-std=c11",      "-O3",           "-march=native",
+    "-fPIC",         "-shared",       "-fno-math-errno",
+    "-DRK_CPU_MODULE=1", "-fdiagnostics-color=never",
 };
 
 enum { kMaxCcWords = 16 };
@@ -342,8 +344,24 @@ static rk_status_t run_compiler(const compiler_t *cc, const char *include_dir,
   int exit_code = 0;
   RK_RETURN_IF_ERROR(rk__run_process(argv, &output, &exit_code));
   if (exit_code != 0) {
+    /* The compiler names the temporary file; say the source's name. */
+    rk__strbuf_t log;
+    rk__strbuf_init(&log);
+    size_t plen = strlen(c_path);
+    for (const char *o = output; *o;) {
+      const char *hit = strstr(o, c_path);
+      if (!hit) {
+        rk__strbuf_puts(&log, o);
+        break;
+      }
+      rk__strbuf_append(&log, o, (size_t)(hit - o));
+      rk__strbuf_puts(&log, source_name);
+      o = hit + plen;
+    }
     rk__fail(RK_ERR_COMPILE, "%s: the C compiler (%s) failed with exit %d:\n%s",
-             source_name, cc->spec, exit_code, output);
+             source_name, cc->spec, exit_code,
+             log.failed || !log.data ? output : log.data);
+    rk__strbuf_free(&log);
     free(output);
     unlink(so_path);
     return RK_ERR_COMPILE;
@@ -418,12 +436,6 @@ rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
 
   rk__strbuf_t text;
   rk__strbuf_init(&text);
-  rk__strbuf_puts(&text, "#define RK_CPU_MODULE 1\n#line 1 \"");
-  for (const char *c = name; *c; ++c) {
-    if (*c == '"' || *c == '\\') rk__strbuf_puts(&text, "\\");
-    if (*c != '\n') rk__strbuf_append(&text, c, 1);
-  }
-  rk__strbuf_puts(&text, "\"\n");
   rk__strbuf_puts(&text, source);
   rk__strbuf_puts(&text, "\n#include <rk/kernel.h>\n");
   emit_wrappers(&text, &scan);
