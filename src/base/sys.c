@@ -253,3 +253,17 @@ int rk__allowed_cpus(int *out_ids, int max) {
   for (long c = 0; c < online && n < max; ++c) out_ids[n++] = (int)c;
   return n;
 }
+
+rk_status_t rk__env_long(const char *name, long lo, long hi, long *inout) {
+  const char *v = getenv(name);
+  if (!v || !*v) return RK_OK;
+  char *end;
+  errno = 0;
+  long x = strtol(v, &end, 10);
+  if (*end != '\0' || errno != 0 || x < lo || x > hi)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "%s='%s' is not a whole number from %ld to %ld", name, v,
+                    lo, hi);
+  *inout = x;
+  return RK_OK;
+}

@@ -57,6 +57,11 @@ rk_status_t rk__write_file_atomic(const char *path, const void *data,
 rk_status_t rk__run_process(char *const argv[], char **out_output,
                             int *out_exit);
 
+/* Reads environment variable `name` as a whole number in [lo, hi] into
+ * *inout; leaves *inout alone when the variable is unset or empty. Anything
+ * else is RK_ERR_INVALID_ARGUMENT naming the variable. */
+rk_status_t rk__env_long(const char *name, long lo, long hi, long *inout);
+
 /* Number of CPUs this process may run on, and their ids (up to max). */
 int rk__allowed_cpus(int *out_ids, int max);
 

@@ -235,32 +235,14 @@ static cpu_runner_t *caller_runner(void) {
 rk_status_t rk__cpu_pool_create(int threads, cpu_pool_t **out) {
   int cpus[1024];
   int ncpus = rk__allowed_cpus(cpus, 1024);
-  const char *env = getenv("RK_CPU_THREADS");
-  if (env && *env) {
-    char *end;
-    long v = strtol(env, &end, 10);
-    if (*end != '\0' || v < 1 || v > 1024)
-      return rk__fail(RK_ERR_INVALID_ARGUMENT,
-                      "RK_CPU_THREADS='%s' is not a number from 1 to 1024",
-                      env);
-    threads = (int)v;
-  }
-  if (threads <= 0) threads = ncpus;
-  uint64_t spin_us = 200;
-  const char *spin = getenv("RK_CPU_SPIN_US");
-  if (spin && *spin) {
-    char *end;
-    long v = strtol(spin, &end, 10);
-    if (*end != '\0' || v < 0 || v > 1000000)
-      return rk__fail(RK_ERR_INVALID_ARGUMENT,
-                      "RK_CPU_SPIN_US='%s' is not a number from 0 to 1000000",
-                      spin);
-    spin_us = (uint64_t)v;
-  }
+  long total = threads > 0 ? threads : ncpus, spin_us = 200;
+  RK_RETURN_IF_ERROR(rk__env_long("RK_CPU_THREADS", 1, 1024, &total));
+  RK_RETURN_IF_ERROR(rk__env_long("RK_CPU_SPIN_US", 0, 1000000, &spin_us));
+  threads = (int)total;
   cpu_pool_t *pool = calloc(1, sizeof *pool);
   if (!pool) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cpu: worker pool");
   pool->nworkers = threads - 1;
-  pool->spin_ns = spin_us * 1000;
+  pool->spin_ns = (uint64_t)spin_us * 1000;
   pthread_mutex_init(&pool->lock, NULL);
   pool->workers = calloc((size_t)(pool->nworkers ? pool->nworkers : 1),
                          sizeof *pool->workers);
