@@ -1,3 +1,107 @@
+/* main.c - the `rk` command: dispatch to subcommands, help and version.
+ *
+ *   rk <command> [options]     runs a command from kCommands below
+ *   rk help [command]          prints help (also rk --help, rk <cmd> --help)
+ *   rk --version
+ *
+ * Each command is in cmd_<name>.c; tool.h says how to add one.
+ */
 #include <stdio.h>
+#include <string.h>
+
 #include "rk/rk.h"
-int main(void) { printf("rk %s\n", rk_version()); return 0; }
+#include "tool.h"
+
+static const tool_command_t *const kCommands[] = {
+    &tool_cmd_devices,
+    &tool_cmd_demo,
+};
+enum { kCommandCount = sizeof kCommands / sizeof kCommands[0] };
+
+static const tool_command_t *find_command(const char *name) {
+  for (int i = 0; i < kCommandCount; ++i)
+    if (strcmp(kCommands[i]->name, name) == 0) return kCommands[i];
+  return NULL;
+}
+
+static void print_help(FILE *out) {
+  fprintf(out,
+          "rk %s - a runtime for GPU-style compute kernels\n"
+          "\n"
+          "rk runs compute kernels written once in its kernel language (C11\n"
+          "with #include <rk/kernel.h>) on one of several backends: cpu,\n"
+          "cuda, metal, webgpu or opencl. Programs use it through the librk\n"
+          "library, which picks the best backend present at run time. Which\n"
+          "backends are available depends on how rk was built and on the\n"
+          "machine; this command shows them and checks that they work.\n"
+          "\n"
+          "Usage: rk <command> [options]\n"
+          "       rk help [command]\n"
+          "       rk --version\n"
+          "\n"
+          "Commands:\n",
+          rk_version());
+  for (int i = 0; i < kCommandCount; ++i)
+    fprintf(out, "  %-9s %s\n", kCommands[i]->name, kCommands[i]->summary);
+  fprintf(out, "  %-9s %s\n", "help", "show this help, or a command's help");
+  fputs(
+      "\n"
+      "Environment:\n"
+      "  RK_BACKEND=NAME    use this backend instead of choosing one:\n"
+      "                     cpu, cuda, metal, webgpu, opencl (or auto). A\n"
+      "                     backend that cannot be opened is an error, never\n"
+      "                     a silent fallback.\n"
+      "  RK_CC, CC          C compiler for CPU kernels, with any arguments\n"
+      "                     (\"ccache gcc\"); RK_CC wins; default: cc\n"
+      "  RK_CACHE_DIR=DIR   cache of compiled kernels; default:\n"
+      "                     $XDG_CACHE_HOME/rk, or ~/.cache/rk\n"
+      "  RK_CPU_THREADS=N   threads of the CPU backend, 1 to 1024;\n"
+      "                     default: one per CPU this process may use\n"
+      "  RK_CPU_SPIN_US=US  microseconds idle CPU workers spin before they\n"
+      "                     sleep, 0 to 1000000; default: 200\n"
+      "\n"
+      "Example:\n"
+      "  rk devices                  # which backends and devices are here?\n"
+      "  RK_BACKEND=cpu rk demo      # compile, run and check a kernel\n"
+      "\n"
+      "Exit status: 0 success, 1 failure, 2 usage error.\n"
+      "Run 'rk help <command>' for a command's options and output.\n",
+      out);
+}
+
+/* rk help [command] */
+static int run_help(int argc, char **argv) {
+  if (argc > 3)
+    return tool_usage_error(NULL, "help takes one command name, got %d",
+                            argc - 2);
+  if (argc < 3 || strcmp(argv[2], "help") == 0 || tool_is_help(argv[2])) {
+    print_help(stdout);
+    return TOOL_EXIT_OK;
+  }
+  const tool_command_t *cmd = find_command(argv[2]);
+  if (!cmd) return tool_usage_error(NULL, "unknown command '%s'", argv[2]);
+  cmd->help(stdout);
+  return TOOL_EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    print_help(stderr);
+    return TOOL_EXIT_USAGE;
+  }
+  const char *first = argv[1];
+  if (tool_is_help(first)) {
+    print_help(stdout);
+    return TOOL_EXIT_OK;
+  }
+  if (strcmp(first, "--version") == 0) {
+    printf("rk %s\n", rk_version());
+    return TOOL_EXIT_OK;
+  }
+  if (strcmp(first, "help") == 0) return run_help(argc, argv);
+  if (first[0] == '-')
+    return tool_usage_error(NULL, "unknown option '%s'", first);
+  const tool_command_t *cmd = find_command(first);
+  if (!cmd) return tool_usage_error(NULL, "unknown command '%s'", first);
+  return cmd->run(argc - 1, argv + 1);
+}

@@ -461,6 +461,7 @@ rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
     rk__cpu_scan_free(&scan);
     return s;
   }
+  rk__hash_str(&h, cc.spec); /* extra words such as "-include x.h" */
   rk__hash_str(&h, version);
   for (size_t i = 0; i < sizeof kFlags / sizeof kFlags[0]; ++i)
     rk__hash_str(&h, kFlags[i]);
