@@ -25,6 +25,8 @@
  * Ownership: each create/open has exactly one matching destroy. Destroying a
  * context also releases the memory, modules, functions and streams it still
  * owns; destroying a backend that still has contexts is RK_ERR_INVALID_STATE.
+ * As with free(), using or destroying an object after it was destroyed is
+ * undefined behaviour (device pointers, by contrast, are always checked).
  */
 #ifndef RK_BACKEND_H_
 #define RK_BACKEND_H_

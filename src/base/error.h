@@ -27,6 +27,14 @@ rk_status_t rk__vfail(rk_status_t status, const char *fmt, va_list ap);
 rk_status_t rk__fail_context(rk_status_t status, const char *fmt, ...)
     RK__PRINTF(2, 3);
 
+/* Around a failure the library recovers from (a backend skipped by
+ * auto-selection, a cache directory replaced by a temporary one): save the
+ * caller-visible message first and put it back afterwards, so that a call
+ * that succeeds leaves rk_last_error() as it found it. rk__error_restore
+ * frees the copy; NULL (no memory to save) restores nothing. */
+char *rk__error_save(void);
+void rk__error_restore(char *saved);
+
 #define RK_RETURN_IF_ERROR(expr)      \
   do {                                \
     rk_status_t rk__s_ = (expr);      \

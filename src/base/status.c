@@ -1,5 +1,6 @@
 /* Status names and the per-thread detail message. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
@@ -62,4 +63,12 @@ rk_status_t rk__fail_context(rk_status_t status, const char *fmt, ...) {
   tls_error[plen + 1] = ' ';
   tls_error[plen + 2 + old] = '\0';
   return status;
+}
+
+char *rk__error_save(void) { return strdup(tls_error); }
+
+void rk__error_restore(char *saved) {
+  if (!saved) return;
+  snprintf(tls_error, kErrorCapacity, "%s", saved);
+  free(saved);
 }

@@ -178,9 +178,10 @@ rk_status_t rk__write_file_atomic(const char *path, const void *data,
 rk_status_t rk__run_process(char *const argv[], char **out_output,
                             int *out_exit) {
   int fds[2];
-  if (pipe(fds) != 0)
+  /* Close-on-exec on both ends: a child started by another thread at the
+   * same time must not inherit this pipe (it would hold it open). */
+  if (pipe2(fds, O_CLOEXEC) != 0)
     return rk__fail(RK_ERR_UNAVAILABLE, "pipe: %s", strerror(errno));
-  fcntl(fds[0], F_SETFD, FD_CLOEXEC);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "base/error.h"
+#include "base/strbuf.h"
 #include "hal/hal.h"
 
 static const char *const kKindNames[RK_BACKEND_KIND_COUNT_] = {
@@ -96,10 +97,13 @@ rk_status_t rk_backend_open(rk_backend_kind_t kind,
   }
   char reasons[2048] = "";
   size_t used = 0;
+  /* Skipping absent backends is not a failure of this call. */
+  char *saved = rk__error_save();
   for (size_t i = 0; i < sizeof kAutoOrder / sizeof kAutoOrder[0]; ++i) {
     rk_backend_t *be = NULL;
     rk_status_t s = open_kind(kAutoOrder[i], &be);
     if (s == RK_OK && has_native_device(be)) {
+      rk__error_restore(saved);
       *out_backend = be;
       return RK_OK;
     }
@@ -110,6 +114,7 @@ rk_status_t rk_backend_open(rk_backend_kind_t kind,
     if (w > 0 && used + (size_t)w < sizeof reasons) used += (size_t)w;
     if (be) rk_backend_destroy(be);
   }
+  free(saved);
   return rk__fail(RK_ERR_UNAVAILABLE, "no backend has a usable device:%s",
                   reasons);
 }
@@ -282,22 +287,36 @@ rk_status_t rk_context_copy_device_to_device(rk_context_t *context,
   return do_copy(context, NULL, c, "context_copy_device_to_device");
 }
 
+/* Adds one failure to a synchronization's report. All errors are kept:
+ * the status is the first one's, the message lists every one. */
+static void note_error(rk_status_t s, rk_status_t *first, int *count,
+                       rk__strbuf_t *msg) {
+  if (s == RK_OK) return;
+  if (*first == RK_OK) *first = s;
+  if (++*count > 1) rk__strbuf_puts(msg, "\n");
+  rk__strbuf_puts(msg, rk_last_error());
+}
+
 rk_status_t rk_context_synchronize(rk_context_t *context) {
   CHECK_CTX(context, "context_synchronize");
   rk_status_t first = RK_OK;
-  char msg[1024] = "";
+  int count = 0;
+  rk__strbuf_t msg;
+  rk__strbuf_init(&msg);
   pthread_mutex_lock(&context->lock);
-  for (rk_stream_t *st = context->streams; st; st = st->next) {
-    rk_status_t s = context->vt->stream_synchronize(st);
-    if (s != RK_OK && first == RK_OK) {
-      first = s;
-      snprintf(msg, sizeof msg, "%s", rk_last_error());
-    }
-  }
+  for (rk_stream_t *st = context->streams; st; st = st->next)
+    note_error(context->vt->stream_synchronize(st), &first, &count, &msg);
   pthread_mutex_unlock(&context->lock);
-  rk_status_t s = context->vt->synchronize(context);
-  if (first != RK_OK) return rk__fail(first, "%s", msg);
-  return s;
+  note_error(context->vt->synchronize(context), &first, &count, &msg);
+  if (count > 0) {
+    if (count == 1)
+      rk__fail(first, "%s", msg.data ? msg.data : rk_status_name(first));
+    else
+      rk__fail(first, "%d asynchronous errors:\n%s", count,
+               msg.data ? msg.data : "");
+  }
+  rk__strbuf_free(&msg);
+  return first;
 }
 
 /* ---- Modules and functions --------------------------------------------- */
@@ -531,7 +550,10 @@ rk_status_t rk_function_launch(rk_function_t *function, rk_dim3_t grid,
                     "must have no zero dimension",
                     function->name, grid.x, grid.y, grid.z, block.x, block.y,
                     block.z);
-  uint64_t threads = (uint64_t)block.x * block.y * block.z;
+  /* Each factor is at most 2^32-1, so the product of two cannot wrap; a
+   * block over the limit in one dimension is rejected before the third. */
+  uint64_t threads = (uint64_t)block.x * block.y;
+  if (threads <= ctx->info.max_threads_per_block) threads *= block.z;
   if (threads > ctx->info.max_threads_per_block)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "launch of '%s': block (%u,%u,%u) has %llu threads; the "

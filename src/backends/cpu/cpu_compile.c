@@ -247,10 +247,14 @@ static rk_status_t cache_dir(cpu_context_t *ctx, char *out,
   else if (home && *home)
     snprintf(base, sizeof base, "%s/.cache/rk", home);
   if (base[0]) {
+    char *saved = rk__error_save();
     if (pathf(out, "%s/cpu", base) == RK_OK && dir_writable(out)) {
+      rk__error_restore(saved);
       *out_ephemeral = false;
       return RK_OK;
     }
+    /* Not an error: the temporary directory below takes over. */
+    rk__error_restore(saved);
   }
   pthread_mutex_lock(&ctx->err_lock);
   if (!ctx->tmp_cache[0]) {
@@ -481,9 +485,12 @@ rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
   void *dl = NULL;
   const rk__kmodule_t *desc = NULL;
   bool hit = false;
-  if (!options->no_cache && !ephemeral && access(so_path, R_OK) == 0 &&
-      load(so_path, &scan, &dl, &desc) == RK_OK)
-    hit = true;
+  if (!options->no_cache && !ephemeral && access(so_path, R_OK) == 0) {
+    /* A damaged cache entry is rebuilt, not reported. */
+    char *saved = rk__error_save();
+    hit = load(so_path, &scan, &dl, &desc) == RK_OK;
+    rk__error_restore(saved);
+  }
 
   if (!hit) {
     static unsigned long counter;

@@ -23,7 +23,23 @@ typedef struct lexer {
   int line;
   const char *line_start;
   bool at_line_start; /* only white space since the last newline */
+  bool directive_barrier; /* a directive mentions rk_sync_threads */
 } lexer_t;
+
+static bool is_ident_char(char c) {
+  return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Whether [p, end) contains the identifier `word` (not part of a longer
+ * identifier). */
+static bool contains_ident(const char *p, const char *end, const char *word) {
+  size_t n = strlen(word);
+  for (const char *q = p; q + n <= end; ++q)
+    if (memcmp(q, word, n) == 0 && (q == p || !is_ident_char(q[-1])) &&
+        (q + n == end || !is_ident_char(q[n])))
+      return true;
+  return false;
+}
 
 static void advance(lexer_t *lx) {
   if (*lx->p == '\n') {
@@ -52,10 +68,14 @@ static void skip_trivia(lexer_t *lx) {
         advance(lx);
       }
     } else if (c == '#' && lx->at_line_start) {
+      /* A macro may hide a barrier: #define SYNC() rk_sync_threads() */
+      const char *start = lx->p;
       while (*lx->p && *lx->p != '\n') {
         if (*lx->p == '\\' && lx->p[1] == '\n') advance(lx);
         advance(lx);
       }
+      if (contains_ident(start, lx->p, "rk_sync_threads"))
+        lx->directive_barrier = true;
     } else if (c == '"' || c == '\'') {
       advance(lx);
       while (*lx->p && *lx->p != c && *lx->p != '\n') {
@@ -78,7 +98,7 @@ static tok_t next_token(lexer_t *lx) {
   lx->at_line_start = false;
   if (isalpha((unsigned char)c) || c == '_') {
     t.kind = kTokIdent;
-    while (isalnum((unsigned char)*lx->p) || *lx->p == '_') advance(lx);
+    while (is_ident_char(*lx->p)) advance(lx);
   } else if (isdigit((unsigned char)c)) {
     t.kind = kTokNumber;
     while (isalnum((unsigned char)*lx->p) || *lx->p == '.') advance(lx);
@@ -280,7 +300,7 @@ static rk_status_t parse_params(const char *src, const char *name,
 rk_status_t rk__cpu_scan(const char *source, const char *source_name,
                          cpu_scan_t *out) {
   memset(out, 0, sizeof *out);
-  lexer_t lx = {source, source, 1, source, true};
+  lexer_t lx = {source, source, 1, source, true, false};
   size_t cap = 0;
   rk_status_t s = RK_OK;
   for (;;) {
@@ -337,6 +357,7 @@ rk_status_t rk__cpu_scan(const char *source, const char *source_name,
     }
     out->kernels[out->count++] = sig;
   }
+  out->uses_barrier |= lx.directive_barrier;
   if (s != RK_OK) rk__cpu_scan_free(out);
   return s;
 }

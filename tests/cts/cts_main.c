@@ -1,0 +1,158 @@
+/* CTS driver: runs every case of CTS_CASES on device 0 of every backend kind
+ * that opens here, each case on a fresh context.
+ *
+ *   cts                 all cases on all available backends
+ *   cts shared atomic   only cases whose name contains one of the words
+ *   cts -overflow       all cases but those whose name contains "overflow"
+ */
+#define RK_TEST_IMPLEMENTATION
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cts.h"
+
+typedef struct cts_case {
+  const char *name;
+  void (*run)(rk_context_t *ctx);
+} cts_case_t;
+
+static const cts_case_t kCases[] = {
+#define CTS_ENTRY_(name) {#name, cts_##name},
+    CTS_CASES(CTS_ENTRY_)
+#undef CTS_ENTRY_
+};
+
+static const rk_backend_kind_t kKinds[] = {RK_BACKEND_CPU, RK_BACKEND_CUDA,
+                                           RK_BACKEND_METAL, RK_BACKEND_WEBGPU,
+                                           RK_BACKEND_OPENCL};
+
+static rk_backend_t *g_backend;
+static rk_device_info_t g_device;
+
+const rk_device_info_t *cts_device(void) { return &g_device; }
+rk_backend_t *cts_backend(void) { return g_backend; }
+
+/* ---- Helpers used by the cases ----------------------------------------- */
+
+rk_module_t *cts_compile(rk_context_t *ctx, const char *source_name,
+                         const char *source) {
+  rk_compile_options_t opt;
+  rk_compile_options_init(&opt);
+  opt.source_name = source_name;
+  rk_module_t *mod = NULL;
+  if (!CHECK_OK(rk_context_compile(ctx, source, &opt, &mod))) return NULL;
+  return mod;
+}
+
+rk_function_t *cts_function(rk_module_t *mod, const char *name) {
+  if (!mod) return NULL;
+  rk_function_t *fn = NULL;
+  if (!CHECK_OK(rk_module_get_function(mod, name, &fn))) return NULL;
+  return fn;
+}
+
+rk_devptr_t cts_alloc(rk_context_t *ctx, size_t bytes, const void *host) {
+  rk_devptr_t p = 0;
+  if (!CHECK_OK(rk_context_allocate(ctx, bytes, &p))) return 0;
+  if (host && !CHECK_OK(rk_context_copy_to_device(ctx, p, host, bytes)))
+    return 0;
+  return p;
+}
+
+uint32_t cts_rand(uint32_t *state) {
+  *state = *state * 1664525u + 1013904223u;
+  return *state >> 8;
+}
+
+bool cts_close(double got, double want, double rel) {
+  double scale = want < 0 ? -want : want;
+  if (scale < 1) scale = 1;
+  double diff = got - want;
+  if (diff < 0) diff = -diff;
+  return diff <= rel * scale;
+}
+
+/* ---- Driver ------------------------------------------------------------- */
+
+/* Words select cases whose names contain them; "-word" excludes them. */
+static bool selected(const char *name, int argc, char **argv) {
+  bool any_include = false, included = false;
+  for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] == '-') {
+      if (strstr(name, argv[i] + 1)) return false;
+    } else {
+      any_include = true;
+      included = included || strstr(name, argv[i]) != NULL;
+    }
+  }
+  return !any_include || included;
+}
+
+/* Runs the cases on device 0 of `be`; returns how many cases failed. */
+static int run_backend(rk_backend_t *be, int argc, char **argv) {
+  const char *bname = rk_backend_name(be);
+  g_backend = be;
+  if (!CHECK_OK(rk_backend_device_info(be, 0, &g_device))) return 1;
+  printf(
+      "[%s] device 0: %s (%s), %u compute units, %u threads/block, %llu bytes "
+      "shared/block\n",
+      bname, g_device.name, g_device.vendor, g_device.compute_units,
+      g_device.max_threads_per_block,
+      (unsigned long long)g_device.shared_mem_per_block);
+  int failed_cases = 0;
+  for (size_t i = 0; i < sizeof kCases / sizeof kCases[0]; ++i) {
+    if (!selected(kCases[i].name, argc, argv)) continue;
+    int before = rk_test_failures;
+    rk_context_t *ctx = NULL;
+    if (CHECK_OK(rk_backend_create_context(be, 0, &ctx))) {
+      kCases[i].run(ctx);
+      /* A case leaves no unreported asynchronous error behind. */
+      CHECK_OK(rk_context_synchronize(ctx));
+      CHECK_OK(rk_context_destroy(ctx));
+    }
+    bool ok = rk_test_failures == before;
+    printf("[%s] case %s ... %s\n", bname, kCases[i].name, ok ? "ok" : "FAIL");
+    fflush(stdout);
+    if (!ok) ++failed_cases;
+  }
+  g_backend = NULL;
+  return failed_cases;
+}
+
+int main(int argc, char **argv) {
+  rk_test_use_temp_cache();
+  int ran = 0, failed_cases = 0;
+  char skipped[4096] = "";
+  size_t used = 0;
+  for (size_t k = 0; k < sizeof kKinds / sizeof kKinds[0]; ++k) {
+    const char *kname = rk_backend_kind_name(kKinds[k]);
+    rk_backend_t *be = NULL;
+    rk_status_t s = rk_backend_open(kKinds[k], &be);
+    char why[1024] = "";
+    if (s != RK_OK) {
+      snprintf(why, sizeof why, "%s: %s", rk_status_name(s), rk_last_error());
+      /* The CPU backend is always built in and always opens. */
+      CHECK(kKinds[k] != RK_BACKEND_CPU, "the cpu backend did not open: %s",
+            why);
+    } else if (rk_backend_device_count(be) < 1) {
+      snprintf(why, sizeof why, "no devices");
+      CHECK(kKinds[k] != RK_BACKEND_CPU, "the cpu backend has no device");
+    } else {
+      failed_cases += run_backend(be, argc, argv);
+      ++ran;
+    }
+    if (be) CHECK_OK(rk_backend_destroy(be));
+    if (why[0]) {
+      printf("[%s] skipped: %s\n", kname, why);
+      int w = snprintf(skipped + used, sizeof skipped - used, "  %s: %s\n",
+                       kname, why);
+      if (w > 0 && used + (size_t)w < sizeof skipped) used += (size_t)w;
+    }
+  }
+  printf("\nbackends run: %d; skipped:\n%s", ran, used ? skipped : "  none\n");
+  if (failed_cases) printf("%d case(s) FAILED\n", failed_cases);
+  if (ran == 0 && rk_test_failures == 0)
+    RK_TEST_SKIP("no backend with a device could be opened");
+  return rk_test_finish("cts");
+}
