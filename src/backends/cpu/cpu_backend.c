@@ -95,10 +95,11 @@ static rk_status_t cpu_context_create(rk_backend_t *backend, int device,
 }
 
 static rk_status_t take_pending(cpu_context_t *ctx) {
+  if (__atomic_load_n(&ctx->pending, __ATOMIC_ACQUIRE) == RK_OK) return RK_OK;
   pthread_mutex_lock(&ctx->err_lock);
   rk_status_t s = ctx->pending;
   if (s != RK_OK) rk__fail(s, "%s", ctx->pending_msg);
-  ctx->pending = RK_OK;
+  __atomic_store_n(&ctx->pending, RK_OK, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&ctx->err_lock);
   return s;
 }
@@ -107,8 +108,8 @@ void rk__cpu_context_record_error(cpu_context_t *ctx, rk_status_t status,
                                   const char *msg) {
   pthread_mutex_lock(&ctx->err_lock);
   if (ctx->pending == RK_OK) {
-    ctx->pending = status;
     snprintf(ctx->pending_msg, sizeof ctx->pending_msg, "%s", msg);
+    __atomic_store_n(&ctx->pending, status, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&ctx->err_lock);
 }

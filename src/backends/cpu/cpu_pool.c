@@ -9,6 +9,7 @@
  * workers still looking at it to leave.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,7 @@ struct cpu_pool {
   uint32_t gen;     /* atomic futex word, bumped on every new job */
   int sleepers;     /* atomic: parked workers */
   uint64_t spin_ns; /* how long an idle worker spins before parking */
+  int spare_cpu;    /* the allowed CPU no worker is pinned to, or -1 */
 };
 
 static void job_fail(cpu_job_t *job, rk_status_t s, const char *msg) {
@@ -243,6 +245,7 @@ rk_status_t rk__cpu_pool_create(int threads, cpu_pool_t **out) {
   if (!pool) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cpu: worker pool");
   pool->nworkers = threads - 1;
   pool->spin_ns = (uint64_t)spin_us * 1000;
+  pool->spare_cpu = threads == ncpus && threads > 1 ? cpus[0] : -1;
   pthread_mutex_init(&pool->lock, NULL);
   pool->workers = calloc((size_t)(pool->nworkers ? pool->nworkers : 1),
                          sizeof *pool->workers);
@@ -302,6 +305,29 @@ rk_status_t rk__cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *launch) {
   bool shared = pool->nworkers > 0 && job.nblocks > job.chunk;
   if (shared) {
     pthread_mutex_lock(&pool->lock);
+#if defined(__linux__)
+    /* A pinned worker on the launcher's CPU would share a core with it while
+     * the spare CPU idles (the scheduler moves launchers, e.g. on a futex
+     * wake-up). Move that worker to the spare CPU: one sched_getcpu per
+     * launch, a system call only when the launcher has moved. */
+    if (pool->spare_cpu >= 0) {
+      int here = sched_getcpu();
+      if (here >= 0 && here != pool->spare_cpu) {
+        for (int i = 0; i < pool->nworkers; ++i) {
+          cpu_worker_t *w = &pool->workers[i];
+          if (w->cpu != here) continue;
+          cpu_set_t set;
+          CPU_ZERO(&set);
+          CPU_SET(pool->spare_cpu, &set);
+          if (pthread_setaffinity_np(w->thread, sizeof set, &set) == 0) {
+            w->cpu = pool->spare_cpu;
+            pool->spare_cpu = here;
+          }
+          break;
+        }
+      }
+    }
+#endif
     cpu_job_t **tail = &pool->jobs;
     while (*tail) tail = &(*tail)->next_job;
     *tail = &job;
@@ -312,7 +338,8 @@ rk_status_t rk__cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *launch) {
   }
   work(&job, r);
   if (shared) {
-    uint64_t start = rk__now_ns();
+    uint64_t start =
+        __atomic_load_n(&job.finished, __ATOMIC_ACQUIRE) ? 0 : rk__now_ns();
     for (unsigned i = 1; !__atomic_load_n(&job.finished, __ATOMIC_ACQUIRE);
          ++i) {
       rk__cpu_relax();
