@@ -66,7 +66,7 @@
 
 /* The dependent chain both sides run in configuration 4 (and the host uses
  * to size it); kept identical to the kernel source below. */
-#define LCG_STEP(x) ((x) * 1664525u + 1013904223u)
+#define LCG_STEP(x) ((x)*1664525u + 1013904223u)
 
 static const char kKernelSource[] =
     "#include <rk/kernel.h>\n"
@@ -133,8 +133,8 @@ typedef struct options {
 /* ---- Failure handling --------------------------------------------------- */
 
 static void die_rk(rk_status_t s, const char *what) {
-  fprintf(stderr, "bench_launch: %s failed: %s: %s\n", what,
-          rk_status_name(s), rk_last_error());
+  fprintf(stderr, "bench_launch: %s failed: %s: %s\n", what, rk_status_name(s),
+          rk_last_error());
   exit(1);
 }
 
@@ -196,11 +196,28 @@ static double gomp_spincount_env(void) {
   double v = strtod(e, &end);
   if (end == e || v < 0) return -2;
   switch (*end) {
-    case 'k': case 'K': v *= 1e3; ++end; break;
-    case 'm': case 'M': v *= 1e6; ++end; break;
-    case 'g': case 'G': v *= 1e9; ++end; break;
-    case 't': case 'T': v *= 1e12; ++end; break;
-    default: break;
+    case 'k':
+    case 'K':
+      v *= 1e3;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      v *= 1e6;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      v *= 1e9;
+      ++end;
+      break;
+    case 't':
+    case 'T':
+      v *= 1e12;
+      ++end;
+      break;
+    default:
+      break;
   }
   return *end ? -2 : v;
 }
@@ -212,8 +229,10 @@ static double gomp_spincount_env(void) {
  * Returns -1 for infinite. */
 static double gomp_spin_count(int threads, int cpus) {
   const char *p = getenv("OMP_WAIT_POLICY");
-  int policy = !p ? 0 : !strcasecmp(p, "active") ? 1
-                      : !strcasecmp(p, "passive") ? -1 : 0;
+  int policy = !p                          ? 0
+               : !strcasecmp(p, "active")  ? 1
+               : !strcasecmp(p, "passive") ? -1
+                                           : 0;
   double count = gomp_spincount_env();
   if (count == -2) count = policy > 0 ? -1 : policy < 0 ? 0 : 300000;
   if (threads > cpus) {
@@ -264,8 +283,9 @@ static void omp_op(const config_t *c, int threads) {
     case OMP_EMPTY:
       /* An empty asm keeps GCC from deleting an empty region outright. */
 #pragma omp parallel num_threads(threads)
-      { __asm__ volatile("" ::: "memory"); }
-      break;
+    {
+      __asm__ volatile("" ::: "memory");
+    } break;
     case OMP_BLOCKS: {
       const long nblocks = (long)c->grid;
       const uint32_t bdim = c->block;
@@ -300,8 +320,10 @@ static void omp_check_spin(const config_t *c, int threads) {
   for (int t = 0; t < threads && t < kMaxSink; ++t) {
     uint32_t want = lcg_chain((uint32_t)t + 1u, c->spin_n);
     if (g_omp_spin_sink[t] != want) {
-      fprintf(stderr, "bench_launch: config %s: OpenMP thread %d computed "
-              "%u, expected %u\n", c->name, t, g_omp_spin_sink[t], want);
+      fprintf(stderr,
+              "bench_launch: config %s: OpenMP thread %d computed "
+              "%u, expected %u\n",
+              c->name, t, g_omp_spin_sink[t], want);
       exit(1);
     }
   }
@@ -371,13 +393,13 @@ static void rk_check_spin(const rk_side_t *r, const config_t *c,
                           rk_devptr_t sink) {
   uint32_t *got = xcalloc(c->grid, sizeof *got);
   rk_op(r, c);
-  RK_CHECK(rk_context_copy_to_host(r->ctx, got, sink,
-                                   c->grid * sizeof *got));
+  RK_CHECK(rk_context_copy_to_host(r->ctx, got, sink, c->grid * sizeof *got));
   for (uint32_t b = 0; b < c->grid; ++b) {
     if (got[b] != lcg_chain(b + 1u, c->spin_n)) {
-      fprintf(stderr, "bench_launch: config %s: block %u computed %u, "
-              "expected %u\n", c->name, b, got[b],
-              lcg_chain(b + 1u, c->spin_n));
+      fprintf(stderr,
+              "bench_launch: config %s: block %u computed %u, "
+              "expected %u\n",
+              c->name, b, got[b], lcg_chain(b + 1u, c->spin_n));
       exit(1);
     }
   }
@@ -403,9 +425,8 @@ static uint64_t rk_launcher_tag(const rk_side_t *r) {
  * configuration's shape and work (each followed by a copy back), untimed.
  * Gives the mean number of distinct threads per launch and the share of
  * blocks that pool workers (not the launching thread) ran. */
-static void rk_probe_threads(const rk_side_t *r, const config_t *c,
-                             long probes, double *mean_threads,
-                             double *worker_share) {
+static void rk_probe_threads(const rk_side_t *r, const config_t *c, long probes,
+                             double *mean_threads, double *worker_share) {
   size_t bytes = (size_t)c->grid * sizeof(uint64_t);
   uint64_t *slots = xcalloc(c->grid, sizeof *slots);
   rk_devptr_t dev;
@@ -446,8 +467,7 @@ typedef struct bench {
   long cooldown_ms;
 } bench_t;
 
-static void run_ops(const bench_t *b, side_t side, const config_t *c,
-                    long n) {
+static void run_ops(const bench_t *b, side_t side, const config_t *c, long n) {
   if (side == SIDE_RK) {
     for (long i = 0; i < n; ++i) rk_op(b->rk, c);
   } else {
@@ -481,8 +501,8 @@ typedef struct result {
   long rk_narrow_rounds;
 } result_t;
 
-static result_t run_config(const bench_t *b, const config_t *c,
-                           double *rk_us, double *omp_us, double *rk_thr) {
+static result_t run_config(const bench_t *b, const config_t *c, double *rk_us,
+                           double *omp_us, double *rk_thr) {
   const options_t *o = b->opt;
   bool do_rk = o->run_rk, do_omp = o->run_omp;
 #ifndef _OPENMP
@@ -505,8 +525,8 @@ static result_t run_config(const bench_t *b, const config_t *c,
     if (c->omp == OMP_SPIN) omp_check_spin(c, b->threads);
 #endif
   }
-  uint32_t ideal = (uint32_t)b->threads < c->grid ? (uint32_t)b->threads
-                                                   : c->grid;
+  uint32_t ideal =
+      (uint32_t)b->threads < c->grid ? (uint32_t)b->threads : c->grid;
   double share_sum = 0;
   for (long r = 0; r < o->rounds; ++r) {
     /* Even rounds: rk first; odd rounds: OpenMP first. */
@@ -671,8 +691,8 @@ static cpu_snapshot_t cpu_snapshot(void) {
   FILE *f = fopen("/proc/stat", "r");
   if (!f) return c;
   unsigned long long v[8] = {0};
-  int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
-                 &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+  int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+                 &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
   fclose(f);
   long hz = sysconf(_SC_CLK_TCK);
   if (n < 7 || hz <= 0) return c;
@@ -686,7 +706,7 @@ static cpu_snapshot_t cpu_snapshot(void) {
 /* Prints how much CPU other processes (and the hypervisor) took; returns
  * that share in percent of all CPUs' time (-1 when unknown). */
 static double print_interference(const cpu_snapshot_t *a,
-                               const cpu_snapshot_t *b, int cpus) {
+                                 const cpu_snapshot_t *b, int cpus) {
   if (!a->ok || !b->ok || cpus <= 0) {
     printf("CPU use by other processes: unknown (no /proc/stat)\n");
     return -1;
@@ -696,14 +716,16 @@ static double print_interference(const cpu_snapshot_t *a,
   double others = (b->busy_s - a->busy_s) - (b->self_s - a->self_s);
   if (others < 0) others = 0;
   double steal = b->steal_s - a->steal_s;
-  printf("CPU use during the run: this benchmark %.0f%%, other processes "
-         "%.0f%%, stolen by the\nhypervisor %.0f%% (of %d CPUs x %.1f s)\n",
-         100 * (b->self_s - a->self_s) / capacity, 100 * others / capacity,
-         100 * steal / capacity, cpus, wall);
+  printf(
+      "CPU use during the run: this benchmark %.0f%%, other processes "
+      "%.0f%%, stolen by the\nhypervisor %.0f%% (of %d CPUs x %.1f s)\n",
+      100 * (b->self_s - a->self_s) / capacity, 100 * others / capacity,
+      100 * steal / capacity, cpus, wall);
   if (others > 0.05 * capacity || steal > 0.05 * capacity)
-    printf("warning: other processes or the hypervisor took more than 5%% "
-           "of the CPUs: both sides\nare distorted; rerun on a quiet "
-           "machine for comparable numbers\n");
+    printf(
+        "warning: other processes or the hypervisor took more than 5%% "
+        "of the CPUs: both sides\nare distorted; rerun on a quiet "
+        "machine for comparable numbers\n");
   return 100 * (others + steal) / capacity;
 }
 
@@ -764,12 +786,12 @@ int main(int argc, char **argv) {
   printf("bench_launch: rk launch+sync vs an OpenMP parallel region\n");
   printf("rk %s, backend %s, device \"%s\", compute_units %u\n", rk_version(),
          rk_backend_name(be), info.name, info.compute_units);
-  printf("threads T = %d (from %s); RK_CPU_SPIN_US=%s (rk idle spin %ld "
-         "us); RK_CACHE_DIR=%s\n",
-         threads,
-         getenv("RK_CPU_THREADS") ? "RK_CPU_THREADS" : "compute_units",
-         env_or("RK_CPU_SPIN_US", "unset"), rk_spin_us,
-         env_or("RK_CACHE_DIR", "unset (default cache)"));
+  printf(
+      "threads T = %d (from %s); RK_CPU_SPIN_US=%s (rk idle spin %ld "
+      "us); RK_CACHE_DIR=%s\n",
+      threads, getenv("RK_CPU_THREADS") ? "RK_CPU_THREADS" : "compute_units",
+      env_or("RK_CPU_SPIN_US", "unset"), rk_spin_us,
+      env_or("RK_CACHE_DIR", "unset (default cache)"));
   printf("kernel module: %s in %.1f ms, before any timing\n",
          rk_module_cache_hit(mod) ? "loaded from the cache" : "compiled",
          compile_ms);
@@ -779,39 +801,44 @@ int main(int argc, char **argv) {
   int team = omp_team_size(threads);
   printf("OpenMP: _OPENMP=%d, runtime %s, compiler %s\n", _OPENMP, libpath,
          __VERSION__);
-  printf("OpenMP settings: OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s "
-         "OMP_PROC_BIND=%s OMP_DYNAMIC=%s; team size %d\n",
-         env_or("OMP_WAIT_POLICY", "unset"),
-         env_or("GOMP_SPINCOUNT", "unset"), env_or("OMP_PROC_BIND", "unset"),
-         env_or("OMP_DYNAMIC", "unset"), team);
+  printf(
+      "OpenMP settings: OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s "
+      "OMP_PROC_BIND=%s OMP_DYNAMIC=%s; team size %d\n",
+      env_or("OMP_WAIT_POLICY", "unset"), env_or("GOMP_SPINCOUNT", "unset"),
+      env_or("OMP_PROC_BIND", "unset"), env_or("OMP_DYNAMIC", "unset"), team);
   if (spin_count < 0)
-    printf("OpenMP idle threads spin (practically) forever "
-           "(OMP_WAIT_POLICY=active or GOMP_SPINCOUNT=infinite):\n"
-           "  they never park, so rk rounds compete with them for CPUs; "
-           "the comparison is not fair\n");
+    printf(
+        "OpenMP idle threads spin (practically) forever "
+        "(OMP_WAIT_POLICY=active or GOMP_SPINCOUNT=infinite):\n"
+        "  they never park, so rk rounds compete with them for CPUs; "
+        "the comparison is not fair\n");
   else
-    printf("OpenMP idle spin: %.0f pause loops x %.1f ns = %.2f ms before "
-           "parking (rk: %ld us)\n",
-           spin_count, pns, gomp_spin_ms, rk_spin_us);
+    printf(
+        "OpenMP idle spin: %.0f pause loops x %.1f ns = %.2f ms before "
+        "parking (rk: %ld us)\n",
+        spin_count, pns, gomp_spin_ms, rk_spin_us);
   if (team != threads)
     printf("warning: OpenMP gave a team of %d threads, not %d\n", team,
            threads);
 #else
-  printf("OpenMP: NOT AVAILABLE - bench_launch was built without OpenMP; "
-         "only rk is measured\n");
+  printf(
+      "OpenMP: NOT AVAILABLE - bench_launch was built without OpenMP; "
+      "only rk is measured\n");
 #endif
-  printf("rounds %ld x %ld ops per side, warmup %ld, cooldown %ld ms before "
-         "each round,\nalternating which side goes first%s\n",
-         opt.rounds, opt.iters, opt.warmup, cooldown,
-         opt.quick ? " (--quick: smoke run, numbers are rough)" : "");
-  printf("work config: %d chain steps = %.2f us on one thread (per block "
-         "and per OpenMP thread)\n\n",
-         spin_n, work_us);
+  printf(
+      "rounds %ld x %ld ops per side, warmup %ld, cooldown %ld ms before "
+      "each round,\nalternating which side goes first%s\n",
+      opt.rounds, opt.iters, opt.warmup, cooldown,
+      opt.quick ? " (--quick: smoke run, numbers are rough)" : "");
+  printf(
+      "work config: %d chain steps = %.2f us on one thread (per block "
+      "and per OpenMP thread)\n\n",
+      spin_n, work_us);
 
   uint32_t t = (uint32_t)threads;
   rk_devptr_t spin_sink;
-  RK_CHECK(rk_context_allocate(rk.ctx, (size_t)t * sizeof(uint32_t),
-                               &spin_sink));
+  RK_CHECK(
+      rk_context_allocate(rk.ctx, (size_t)t * sizeof(uint32_t), &spin_sink));
   config_t configs[kNumConfigs];
   memset(configs, 0, sizeof configs);
   config_t *c = &configs[0];
@@ -866,8 +893,9 @@ int main(int argc, char **argv) {
   cpu_snapshot_t cpu_after = cpu_snapshot();
   double others_pct =
       print_interference(&cpu_before, &cpu_after, (int)info.compute_units);
-  printf("\nper-op time in microseconds (one op = launch+sync, or one "
-         "parallel region)\n");
+  printf(
+      "\nper-op time in microseconds (one op = launch+sync, or one "
+      "parallel region)\n");
   printf("%-26s %-4s %10s %10s %10s %10s %10s\n", "config", "side", "median",
          "p10", "p90", "min", "max");
   for (int i = 0; i < kNumConfigs; ++i) {
@@ -886,25 +914,28 @@ int main(int argc, char **argv) {
     }
   }
   if (opt.run_rk) {
-    printf("\nwho ran rk's blocks (untimed: 10 launches of `where`, same "
-           "shape and work, after\nevery rk round; rounds 'narrow' when "
-           "fewer than 90%% of min(T, grid) threads ran blocks):\n");
+    printf(
+        "\nwho ran rk's blocks (untimed: 10 launches of `where`, same "
+        "shape and work, after\nevery rk round; rounds 'narrow' when "
+        "fewer than 90%% of min(T, grid) threads ran blocks):\n");
     for (int i = 0; i < kNumConfigs; ++i) {
       const result_t *r = &results[i];
-      printf("  %-24s threads/launch median %.2f (min %.2f, max %.2f), "
-             "%5.1f%% of blocks on\n  %-24s pool workers, narrow rounds "
-             "%ld/%ld\n",
-             configs[i].name, r->rk_threads.median, r->rk_threads.min,
-             r->rk_threads.max, 100.0 * r->rk_worker_share, "",
-             r->rk_narrow_rounds, opt.rounds);
+      printf(
+          "  %-24s threads/launch median %.2f (min %.2f, max %.2f), "
+          "%5.1f%% of blocks on\n  %-24s pool workers, narrow rounds "
+          "%ld/%ld\n",
+          configs[i].name, r->rk_threads.median, r->rk_threads.min,
+          r->rk_threads.max, 100.0 * r->rk_worker_share, "",
+          r->rk_narrow_rounds, opt.rounds);
     }
-    printf("  An empty kernel's blocks are usually all claimed by the "
-           "launching thread before a\n  worker sees the launch, so narrow "
-           "rounds are expected there; in the work config\n  they mean the "
-           "launch ran (partly) serially, e.g. because the launching "
-           "thread\n  shared a CPU with a pinned worker. An OpenMP region "
-           "always runs on all %d threads.\n",
-           threads);
+    printf(
+        "  An empty kernel's blocks are usually all claimed by the "
+        "launching thread before a\n  worker sees the launch, so narrow "
+        "rounds are expected there; in the work config\n  they mean the "
+        "launch ran (partly) serially, e.g. because the launching "
+        "thread\n  shared a CPU with a pinned worker. An OpenMP region "
+        "always runs on all %d threads.\n",
+        threads);
   }
   printf("\nwhat each side runs:\n");
   for (int i = 0; i < kNumConfigs; ++i)
@@ -915,11 +946,11 @@ int main(int argc, char **argv) {
   for (int i = 0; i < kNumConfigs; ++i) {
     const config_t *ci = &configs[i];
     const result_t *r = &results[i];
-    printf("RESULT launch config=%s threads=%d rounds=%ld iters=%ld",
-           ci->name, threads, opt.rounds, opt.iters);
+    printf("RESULT launch config=%s threads=%d rounds=%ld iters=%ld", ci->name,
+           threads, opt.rounds, opt.iters);
     if (r->have_rk)
-      printf(" rk_median_us=%.3f rk_p10_us=%.3f rk_p90_us=%.3f",
-             r->rk.median, r->rk.p10, r->rk.p90);
+      printf(" rk_median_us=%.3f rk_p10_us=%.3f rk_p90_us=%.3f", r->rk.median,
+             r->rk.p10, r->rk.p90);
     else
       printf(" rk_median_us=na");
     if (r->have_omp)
@@ -935,8 +966,7 @@ int main(int argc, char **argv) {
     if (r->have_rk)
       printf(" rk_threads_per_launch=%.2f rk_narrow_rounds=%ld",
              r->rk_threads.median, r->rk_narrow_rounds);
-    if (others_pct >= 0)
-      printf(" others_cpu_pct=%.1f", others_pct);
+    if (others_pct >= 0) printf(" others_cpu_pct=%.1f", others_pct);
     printf("\n");
   }
 

@@ -95,8 +95,8 @@ typedef struct rk_device_info {
   char name[128];
   char vendor[64];
   rk_backend_kind_t backend;
-  uint32_t compute_units;        /* cores, SMs, compute units */
-  uint64_t memory_bytes;         /* device (or system) memory */
+  uint32_t compute_units; /* cores, SMs, compute units */
+  uint64_t memory_bytes;  /* device (or system) memory */
   uint32_t max_threads_per_block;
   uint64_t shared_mem_per_block; /* bytes of block-shared memory */
   uint32_t caps;                 /* RK_CAP_* flags */

@@ -34,11 +34,11 @@
 
 /* Per-thread execution state of a kernel on the CPU. */
 typedef struct rk__kstate {
-  uint32_t tid[3];  /* thread index within the block */
-  uint32_t bid[3];  /* block index within the grid */
-  uint32_t bdim[3]; /* block dimensions */
-  uint32_t gdim[3]; /* grid dimensions */
-  void *dyn_shared; /* dynamic block-shared memory */
+  uint32_t tid[3];              /* thread index within the block */
+  uint32_t bid[3];              /* block index within the grid */
+  uint32_t bdim[3];             /* block dimensions */
+  uint32_t gdim[3];             /* grid dimensions */
+  void *dyn_shared;             /* dynamic block-shared memory */
   void (*barrier)(void *sched); /* NULL outside a runtime launch */
   void *sched;
 } rk__kstate_t;
@@ -153,22 +153,22 @@ static inline RK__UNUSED void rk_thread_fence(void) {
 /* 32-bit atomics on global or block-shared memory; each returns the old
  * value. */
 #define RK__ATOMIC_OPS(T, S)                                                  \
-  static inline RK__UNUSED T rk_atomic_add_##S(T *p, T v) {                  \
+  static inline RK__UNUSED T rk_atomic_add_##S(T *p, T v) {                   \
     return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);                        \
   }                                                                           \
-  static inline RK__UNUSED T rk_atomic_sub_##S(T *p, T v) {                  \
+  static inline RK__UNUSED T rk_atomic_sub_##S(T *p, T v) {                   \
     return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);                        \
   }                                                                           \
-  static inline RK__UNUSED T rk_atomic_and_##S(T *p, T v) {                  \
+  static inline RK__UNUSED T rk_atomic_and_##S(T *p, T v) {                   \
     return __atomic_fetch_and(p, v, __ATOMIC_RELAXED);                        \
   }                                                                           \
-  static inline RK__UNUSED T rk_atomic_or_##S(T *p, T v) {                   \
+  static inline RK__UNUSED T rk_atomic_or_##S(T *p, T v) {                    \
     return __atomic_fetch_or(p, v, __ATOMIC_RELAXED);                         \
   }                                                                           \
-  static inline RK__UNUSED T rk_atomic_xor_##S(T *p, T v) {                  \
+  static inline RK__UNUSED T rk_atomic_xor_##S(T *p, T v) {                   \
     return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED);                        \
   }                                                                           \
-  static inline RK__UNUSED T rk_atomic_exch_##S(T *p, T v) {                 \
+  static inline RK__UNUSED T rk_atomic_exch_##S(T *p, T v) {                  \
     return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);                       \
   }                                                                           \
   static inline RK__UNUSED T rk_atomic_cas_##S(T *p, T expected, T desired) { \
@@ -176,14 +176,14 @@ static inline RK__UNUSED void rk_thread_fence(void) {
                                 __ATOMIC_RELAXED);                            \
     return expected;                                                          \
   }                                                                           \
-  static inline RK__UNUSED T rk_atomic_min_##S(T *p, T v) {                  \
+  static inline RK__UNUSED T rk_atomic_min_##S(T *p, T v) {                   \
     T old = __atomic_load_n(p, __ATOMIC_RELAXED);                             \
     while (v < old && !__atomic_compare_exchange_n(                           \
                           p, &old, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) \
       ;                                                                       \
     return old;                                                               \
   }                                                                           \
-  static inline RK__UNUSED T rk_atomic_max_##S(T *p, T v) {                  \
+  static inline RK__UNUSED T rk_atomic_max_##S(T *p, T v) {                   \
     T old = __atomic_load_n(p, __ATOMIC_RELAXED);                             \
     while (v > old && !__atomic_compare_exchange_n(                           \
                           p, &old, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) \

@@ -18,28 +18,28 @@ extern "C" {
 
 /* X(enum suffix, human-readable name). The order fixes the numeric values;
  * append new codes at the end. */
-#define RK_STATUS_LIST(X)                        \
-  X(OK, "ok")                                    \
-  X(ERR_INVALID_ARGUMENT, "invalid argument")    \
-  X(ERR_OUT_OF_RANGE, "out of range")            \
-  X(ERR_NOT_FOUND, "not found")                  \
-  X(ERR_UNAVAILABLE, "unavailable")              \
-  X(ERR_UNIMPLEMENTED, "unimplemented")          \
-  X(ERR_OUT_OF_MEMORY, "out of memory")          \
-  X(ERR_COMPILE, "compile error")                \
-  X(ERR_LAUNCH, "launch error")                  \
-  X(ERR_TIMEOUT, "timeout")                      \
-  X(ERR_QUEUE_FULL, "queue full")                \
-  X(ERR_QUEUE_EMPTY, "queue empty")              \
-  X(ERR_INVALID_STATE, "invalid state")          \
-  X(ERR_DEVICE_LOST, "device lost")              \
+#define RK_STATUS_LIST(X)                     \
+  X(OK, "ok")                                 \
+  X(ERR_INVALID_ARGUMENT, "invalid argument") \
+  X(ERR_OUT_OF_RANGE, "out of range")         \
+  X(ERR_NOT_FOUND, "not found")               \
+  X(ERR_UNAVAILABLE, "unavailable")           \
+  X(ERR_UNIMPLEMENTED, "unimplemented")       \
+  X(ERR_OUT_OF_MEMORY, "out of memory")       \
+  X(ERR_COMPILE, "compile error")             \
+  X(ERR_LAUNCH, "launch error")               \
+  X(ERR_TIMEOUT, "timeout")                   \
+  X(ERR_QUEUE_FULL, "queue full")             \
+  X(ERR_QUEUE_EMPTY, "queue empty")           \
+  X(ERR_INVALID_STATE, "invalid state")       \
+  X(ERR_DEVICE_LOST, "device lost")           \
   X(ERR_INTERNAL, "internal error")
 
 typedef enum rk_status {
 #define RK_STATUS_ENUM_(name, text) RK_##name,
   RK_STATUS_LIST(RK_STATUS_ENUM_)
 #undef RK_STATUS_ENUM_
-  RK_STATUS_COUNT_
+      RK_STATUS_COUNT_
 } rk_status_t;
 
 /* The human-readable name of a status ("queue full"); "unknown status" for a

@@ -35,9 +35,9 @@ rk_status_t rk__fail_context(rk_status_t status, const char *fmt, ...)
 char *rk__error_save(void);
 void rk__error_restore(char *saved);
 
-#define RK_RETURN_IF_ERROR(expr)      \
-  do {                                \
-    rk_status_t rk__s_ = (expr);      \
+#define RK_RETURN_IF_ERROR(expr)        \
+  do {                                  \
+    rk_status_t rk__s_ = (expr);        \
     if (rk__s_ != RK_OK) return rk__s_; \
   } while (0)
 

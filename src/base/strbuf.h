@@ -18,7 +18,6 @@ void rk__strbuf_init(rk__strbuf_t *sb);
 void rk__strbuf_free(rk__strbuf_t *sb);
 void rk__strbuf_append(rk__strbuf_t *sb, const char *s, size_t n);
 void rk__strbuf_puts(rk__strbuf_t *sb, const char *s);
-void rk__strbuf_printf(rk__strbuf_t *sb, const char *fmt, ...)
-    RK__PRINTF(2, 3);
+void rk__strbuf_printf(rk__strbuf_t *sb, const char *fmt, ...) RK__PRINTF(2, 3);
 
 #endif /* RK_BASE_STRBUF_H_ */

@@ -63,8 +63,8 @@ static const unsigned __int128 kFnvPrime =
     ((unsigned __int128)0x0000000001000000ull << 64) | 0x000000000000013Bull;
 
 void rk__hash_init(rk__hash_t *hash) {
-  hash->h = ((unsigned __int128)0x6c62272e07bb0142ull << 64) |
-            0x62b821756295c58dull;
+  hash->h =
+      ((unsigned __int128)0x6c62272e07bb0142ull << 64) | 0x62b821756295c58dull;
 }
 
 void rk__hash_update(rk__hash_t *hash, const void *data, size_t n) {
@@ -143,8 +143,8 @@ rk_status_t rk__read_file(const char *path, char **out_data, size_t *out_size) {
 rk_status_t rk__write_file_atomic(const char *path, const void *data,
                                   size_t n) {
   char tmp[4200];
-  int len = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.XXXXXX", path,
-                     (long)getpid());
+  int len =
+      snprintf(tmp, sizeof tmp, "%s.tmp.%ld.XXXXXX", path, (long)getpid());
   if (len < 0 || (size_t)len >= sizeof tmp)
     return rk__fail(RK_ERR_INVALID_ARGUMENT, "path too long: %s", path);
   int fd = mkstemp(tmp);
@@ -226,8 +226,7 @@ rk_status_t rk__run_process(char *const argv[], char **out_output,
   /* posix_spawnp reports a missing program through exit code 127. */
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && n == 0) {
     free(out);
-    return rk__fail(RK_ERR_UNAVAILABLE, "cannot run '%s': not found",
-                    argv[0]);
+    return rk__fail(RK_ERR_UNAVAILABLE, "cannot run '%s': not found", argv[0]);
   }
   if (out_exit) *out_exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (out_output) {

@@ -46,8 +46,7 @@ rk_status_t rk__mkdirs(const char *path);
 rk_status_t rk__read_file(const char *path, char **out_data, size_t *out_size);
 /* Writes data to path through a temporary file in the same directory and a
  * rename, so readers never see a partial file. */
-rk_status_t rk__write_file_atomic(const char *path, const void *data,
-                                  size_t n);
+rk_status_t rk__write_file_atomic(const char *path, const void *data, size_t n);
 
 /* Runs argv[0] (searched in PATH) with argv, no shell, waiting for it.
  * Combined stdout+stderr is returned in *out_output (malloc'd, NUL-

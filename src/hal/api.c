@@ -107,8 +107,8 @@ rk_status_t rk_backend_open(rk_backend_kind_t kind,
       *out_backend = be;
       return RK_OK;
     }
-    const char *why = s == RK_OK ? "no usable non-software device"
-                                 : rk_last_error();
+    const char *why =
+        s == RK_OK ? "no usable non-software device" : rk_last_error();
     int w = snprintf(reasons + used, sizeof reasons - used, "\n  %s: %s",
                      rk_backend_kind_name(kAutoOrder[i]), why);
     if (w > 0 && used + (size_t)w < sizeof reasons) used += (size_t)w;
@@ -188,9 +188,9 @@ rk_status_t rk_backend_create_context(rk_backend_t *backend, int device,
 
 /* ---- Contexts ----------------------------------------------------------- */
 
-#define CHECK_CTX(ctx, what)                                            \
-  do {                                                                  \
-    if (!(ctx))                                                         \
+#define CHECK_CTX(ctx, what)                                              \
+  do {                                                                    \
+    if (!(ctx))                                                           \
       return rk__fail(RK_ERR_INVALID_ARGUMENT, what ": context is NULL"); \
   } while (0)
 
@@ -246,8 +246,7 @@ static rk_status_t check_copy(rk_context_t *context, const rk__copy_t *c,
   if (c->n == 0)
     return rk__fail(RK_ERR_INVALID_ARGUMENT, "%s: size is 0 bytes", what);
   if (c->dir != RK__COPY_DEVICE_TO_DEVICE && !c->host)
-    return rk__fail(RK_ERR_INVALID_ARGUMENT, "%s: host pointer is NULL",
-                    what);
+    return rk__fail(RK_ERR_INVALID_ARGUMENT, "%s: host pointer is NULL", what);
   if (c->dir != RK__COPY_TO_HOST) {
     rk_status_t s = context->vt->check_range(context, c->dst, c->n);
     if (s != RK_OK) return rk__fail_context(s, "%s: destination", what);
@@ -357,8 +356,7 @@ rk_status_t rk_context_compile(rk_context_t *context, const char *source,
   rk_module_t *mod = NULL;
   RK_RETURN_IF_ERROR(context->vt->compile(context, source, options, &mod));
   mod->context = context;
-  for (size_t i = 0; i < mod->nfunctions; ++i)
-    mod->functions[i].module = mod;
+  for (size_t i = 0; i < mod->nfunctions; ++i) mod->functions[i].module = mod;
   pthread_mutex_lock(&context->lock);
   mod->next = context->modules;
   context->modules = mod;
@@ -412,8 +410,8 @@ rk_status_t rk_module_get_function(rk_module_t *module, const char *name,
   char names[1024] = "";
   size_t used = 0;
   for (size_t i = 0; i < module->nfunctions; ++i) {
-    int w = snprintf(names + used, sizeof names - used, "%s%s",
-                     i ? ", " : "", module->functions[i].name);
+    int w = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                     module->functions[i].name);
     if (w > 0 && used + (size_t)w < sizeof names) used += (size_t)w;
   }
   return rk__fail(RK_ERR_NOT_FOUND,
@@ -432,8 +430,9 @@ size_t rk_function_param_count(const rk_function_t *function) {
 rk_status_t rk_function_param(const rk_function_t *function, size_t index,
                               rk_arg_kind_t *out_kind, size_t *out_size) {
   if (!function)
-    return rk__fail(RK_ERR_INVALID_ARGUMENT, "function_param: function is "
-                                             "NULL");
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "function_param: function is "
+                    "NULL");
   if (index >= function->nparams)
     return rk__fail(RK_ERR_OUT_OF_RANGE,
                     "function_param: kernel '%s' has %zu parameter(s); "
@@ -446,14 +445,22 @@ rk_status_t rk_function_param(const rk_function_t *function, size_t index,
 
 const char *rk_arg_kind_name(rk_arg_kind_t kind) {
   switch (kind) {
-    case RK_ARG_I32: return "i32";
-    case RK_ARG_U32: return "u32";
-    case RK_ARG_I64: return "i64";
-    case RK_ARG_U64: return "u64";
-    case RK_ARG_F32: return "f32";
-    case RK_ARG_F64: return "f64";
-    case RK_ARG_PTR: return "ptr";
-    case RK_ARG_STRUCT: return "struct";
+    case RK_ARG_I32:
+      return "i32";
+    case RK_ARG_U32:
+      return "u32";
+    case RK_ARG_I64:
+      return "i64";
+    case RK_ARG_U64:
+      return "u64";
+    case RK_ARG_F32:
+      return "f32";
+    case RK_ARG_F64:
+      return "f64";
+    case RK_ARG_PTR:
+      return "ptr";
+    case RK_ARG_STRUCT:
+      return "struct";
   }
   return "unknown";
 }
@@ -465,8 +472,7 @@ static void describe_params(const rk_function_t *fn, char *buf, size_t cap) {
   buf[0] = '\0';
   for (size_t i = 0; i < fn->nparams; ++i) {
     int w = snprintf(buf + used, cap - used, "%s%s %s", i ? ", " : "",
-                     rk_arg_kind_name(fn->params[i].kind),
-                     fn->params[i].name);
+                     rk_arg_kind_name(fn->params[i].kind), fn->params[i].name);
     if (w < 0 || used + (size_t)w >= cap) break;
     used += (size_t)w;
   }
@@ -484,15 +490,15 @@ static rk_status_t pack_args(rk_function_t *fn, const rk_arg_t *args,
   }
   if (nargs > 0 && !args)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
-                    "kernel '%s': args is NULL but %zu are expected",
-                    fn->name, nargs);
+                    "kernel '%s': args is NULL but %zu are expected", fn->name,
+                    nargs);
   size_t total = 0;
   for (size_t i = 0; i < nargs; ++i) {
     const rk__param_t *p = &fn->params[i];
     if (args[i].kind != p->kind)
       return rk__fail(RK_ERR_INVALID_ARGUMENT,
-                      "kernel '%s' argument %zu (%s) is %s; %s given",
-                      fn->name, i, p->name, rk_arg_kind_name(p->kind),
+                      "kernel '%s' argument %zu (%s) is %s; %s given", fn->name,
+                      i, p->name, rk_arg_kind_name(p->kind),
                       rk_arg_kind_name(args[i].kind));
     if (args[i].size != p->size)
       return rk__fail(RK_ERR_INVALID_ARGUMENT,
@@ -506,8 +512,8 @@ static rk_status_t pack_args(rk_function_t *fn, const rk_arg_t *args,
       rk_context_t *ctx = fn->module->context;
       rk_status_t s = ctx->vt->check_range(ctx, args[i].value.ptr, 0);
       if (s != RK_OK)
-        return rk__fail_context(s, "kernel '%s' argument %zu (%s)", fn->name,
-                                i, p->name);
+        return rk__fail_context(s, "kernel '%s' argument %zu (%s)", fn->name, i,
+                                p->name);
     }
     total += (p->size + 15) & ~(size_t)15;
   }

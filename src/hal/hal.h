@@ -75,7 +75,7 @@ typedef enum rk__copy_dir {
 
 typedef struct rk__copy {
   rk__copy_dir_t dir;
-  void *host; /* source (TO_DEVICE) or destination (TO_HOST) */
+  void *host;           /* source (TO_DEVICE) or destination (TO_HOST) */
   rk_devptr_t dst, src; /* device side(s) */
   size_t n;
 } rk__copy_t;
@@ -102,8 +102,7 @@ struct rk__backend_vtable {
   rk_status_t (*free)(rk_context_t *context, rk_devptr_t ptr);
   /* Checks that [ptr, ptr+n) lies in one live allocation (n may be 0: ptr
    * inside an allocation). */
-  rk_status_t (*check_range)(rk_context_t *context, rk_devptr_t ptr,
-                             size_t n);
+  rk_status_t (*check_range)(rk_context_t *context, rk_devptr_t ptr, size_t n);
   /* A copy on `stream` (NULL: the default stream, done before returning). */
   rk_status_t (*copy)(rk_context_t *context, rk_stream_t *stream,
                       const rk__copy_t *copy);
@@ -115,8 +114,8 @@ struct rk__backend_vtable {
   void (*module_destroy)(rk_module_t *module);
   /* Takes ownership of `args` (release with rk__args_free). */
   rk_status_t (*launch)(rk_function_t *function, rk_dim3_t grid,
-                        rk_dim3_t block, size_t shared_mem,
-                        rk_stream_t *stream, rk__args_t *args);
+                        rk_dim3_t block, size_t shared_mem, rk_stream_t *stream,
+                        rk__args_t *args);
   rk_status_t (*stream_create)(rk_context_t *context, rk_stream_t **out);
   /* Finishes queued work first; returns the stream's unreported error. */
   rk_status_t (*stream_destroy)(rk_stream_t *stream);

@@ -42,8 +42,7 @@ rk_status_t rk__cpu_memory_free(cpu_memory_t *mem, rk_devptr_t ptr);
 /* Caller holds mem->lock (read or write). */
 rk_status_t rk__cpu_memory_check_locked(const cpu_memory_t *mem,
                                         rk_devptr_t ptr, size_t n);
-rk_status_t rk__cpu_memory_check(cpu_memory_t *mem, rk_devptr_t ptr,
-                                 size_t n);
+rk_status_t rk__cpu_memory_check(cpu_memory_t *mem, rk_devptr_t ptr, size_t n);
 /* Re-validates and performs a copy, holding the table so the memory cannot
  * be freed meanwhile. */
 rk_status_t rk__cpu_memory_copy(cpu_memory_t *mem, const rk__copy_t *copy);
@@ -98,7 +97,7 @@ typedef struct cpu_context {
   cpu_pool_t *pool;
   char tmp_cache[4096]; /* fallback cache directory, "" when unused */
   pthread_mutex_t err_lock;
-  rk_status_t pending;    /* first unreported default-stream error */
+  rk_status_t pending; /* first unreported default-stream error */
   char pending_msg[1024];
 } cpu_context_t;
 
@@ -130,7 +129,6 @@ rk_status_t rk__cpu_stream_synchronize(rk_stream_t *stream);
 /* Queue a copy / launch; the stream takes ownership of `args`. */
 rk_status_t rk__cpu_stream_copy(rk_stream_t *stream, const rk__copy_t *copy);
 rk_status_t rk__cpu_stream_launch(rk_stream_t *stream,
-                                  const cpu_launch_t *launch,
-                                  rk__args_t *args);
+                                  const cpu_launch_t *launch, rk__args_t *args);
 
 #endif /* RK_BACKENDS_CPU_CPU_H_ */

@@ -16,8 +16,8 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +34,9 @@ extern const char rk__kernel_header_text[];
 extern const size_t rk__kernel_header_size;
 
 static const char *const kFlags[] = {
-    "-std=c11",      "-O3",           "-march=native",
-    "-fPIC",         "-shared",       "-fno-math-errno",
+    "-std=c11",          "-O3",
+    "-march=native",     "-fPIC",
+    "-shared",           "-fno-math-errno",
     "-DRK_CPU_MODULE=1", "-fdiagnostics-color=never",
 };
 
@@ -129,8 +130,9 @@ static void emit_wrappers(rk__strbuf_t *sb, const cpu_scan_t *scan) {
   for (size_t n = 0; n < scan->count; ++n) {
     const cpu_sig_t *k = &scan->kernels[n];
     if (k->nparams)
-      rk__strbuf_printf(sb, "  {\"%s\", %u, rk__params_%s, rk__blocks_%s, "
-                            "rk__thread_%s},\n",
+      rk__strbuf_printf(sb,
+                        "  {\"%s\", %u, rk__params_%s, rk__blocks_%s, "
+                        "rk__thread_%s},\n",
                         k->name, k->nparams, k->name, k->name, k->name);
     else
       rk__strbuf_printf(sb, "  {\"%s\", 0, 0, rk__blocks_%s, rk__thread_%s},\n",
@@ -162,7 +164,7 @@ static rk_status_t pathf(char *out, const char *fmt, ...) {
 }
 
 typedef struct compiler {
-  char spec[512];     /* as given: "cc", "ccache gcc" */
+  char spec[512]; /* as given: "cc", "ccache gcc" */
   char *words[kMaxCcWords];
   int nwords;
   char storage[512];
@@ -260,8 +262,7 @@ static rk_status_t cache_dir(cpu_context_t *ctx, char *out,
   if (!ctx->tmp_cache[0]) {
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp) tmp = "/tmp";
-    snprintf(ctx->tmp_cache, sizeof ctx->tmp_cache, "%s/rk-cache-XXXXXX",
-             tmp);
+    snprintf(ctx->tmp_cache, sizeof ctx->tmp_cache, "%s/rk-cache-XXXXXX", tmp);
     if (!mkdtemp(ctx->tmp_cache)) {
       int e = errno;
       ctx->tmp_cache[0] = '\0';
@@ -380,8 +381,7 @@ static rk_status_t make_module(const cpu_scan_t *scan, void *dl,
   size_t total = 0;
   for (size_t i = 0; i < desc->nentries; ++i) total += desc->entries[i].nparams;
   cpu_module_t *m = calloc(1, sizeof *m);
-  rk_function_t *fns =
-      calloc(desc->nentries ? desc->nentries : 1, sizeof *fns);
+  rk_function_t *fns = calloc(desc->nentries ? desc->nentries : 1, sizeof *fns);
   rk__param_t *params = calloc(total ? total : 1, sizeof *params);
   if (!m || !fns || !params) {
     free(m);
@@ -400,8 +400,7 @@ static rk_status_t make_module(const cpu_scan_t *scan, void *dl,
     for (uint32_t j = 0; j < e->nparams; ++j, ++p) {
       params[p].kind = (rk_arg_kind_t)e->params[j].kind;
       params[p].size = e->params[j].size;
-      snprintf(params[p].name, sizeof params[p].name, "%s",
-               e->params[j].name);
+      snprintf(params[p].name, sizeof params[p].name, "%s", e->params[j].name);
     }
   }
   m->dl = dl;
@@ -447,8 +446,8 @@ rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
   compiler_t cc;
   char version[512], dir[kPathMax], include_dir[kPathMax];
   bool ephemeral = false;
-  rk_status_t s = text.failed ? rk__fail(RK_ERR_OUT_OF_MEMORY, "cpu: wrapper")
-                              : RK_OK;
+  rk_status_t s =
+      text.failed ? rk__fail(RK_ERR_OUT_OF_MEMORY, "cpu: wrapper") : RK_OK;
   if (s == RK_OK) s = find_compiler(&cc);
   if (s == RK_OK) s = compiler_version(&cc, version, sizeof version);
   if (s == RK_OK) s = cache_dir(ctx, dir, &ephemeral);
@@ -458,8 +457,7 @@ rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
   rk__hash_init(&h);
   rk__hash_update(&h, rk__kernel_header_text, rk__kernel_header_size);
   rk__hash_hex(&h, header_hex);
-  if (s == RK_OK)
-    s = install_header(dir, ephemeral, header_hex, include_dir);
+  if (s == RK_OK) s = install_header(dir, ephemeral, header_hex, include_dir);
   if (s != RK_OK) {
     rk__strbuf_free(&text);
     rk__cpu_scan_free(&scan);

@@ -250,8 +250,8 @@ static void prepare(cpu_fiber_set_t *set, cpu_fiber_t *f, uint32_t index) {
   f->uc.uc_stack.ss_size = f->map_size - page;
   f->uc.uc_link = NULL;
   uintptr_t p = (uintptr_t)f;
-  makecontext(&f->uc, (void (*)(void))fiber_main_uc, 2,
-              (unsigned)(p >> 32), (unsigned)(p & 0xffffffffu));
+  makecontext(&f->uc, (void (*)(void))fiber_main_uc, 2, (unsigned)(p >> 32),
+              (unsigned)(p & 0xffffffffu));
 #endif
   (void)page;
 #ifdef RK_FIBER_TSAN

@@ -114,8 +114,7 @@ rk_status_t rk__cpu_memory_check_locked(const cpu_memory_t *mem,
   return RK_OK;
 }
 
-rk_status_t rk__cpu_memory_check(cpu_memory_t *mem, rk_devptr_t ptr,
-                                 size_t n) {
+rk_status_t rk__cpu_memory_check(cpu_memory_t *mem, rk_devptr_t ptr, size_t n) {
   pthread_rwlock_rdlock(&mem->lock);
   rk_status_t s = rk__cpu_memory_check_locked(mem, ptr, n);
   pthread_rwlock_unlock(&mem->lock);

@@ -132,8 +132,7 @@ static void run_blocks(cpu_job_t *job, cpu_runner_t *r, uint64_t first,
     fb.bid[0] = (uint32_t)(b % L->grid.x);
     fb.bid[1] = (uint32_t)((b / L->grid.x) % L->grid.y);
     fb.bid[2] = (uint32_t)(b / ((uint64_t)L->grid.x * L->grid.y));
-    if (rk__cpu_fiber_run(r->fibers, threads, run_fiber_thread, &fb) !=
-        RK_OK) {
+    if (rk__cpu_fiber_run(r->fibers, threads, run_fiber_thread, &fb) != RK_OK) {
       job_fail(job, RK_ERR_OUT_OF_MEMORY, rk_last_error());
       return;
     }
@@ -294,8 +293,7 @@ rk_status_t rk__cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *launch) {
   cpu_job_t job;
   memset(&job, 0, sizeof job);
   job.launch = launch;
-  job.nblocks =
-      (uint64_t)launch->grid.x * launch->grid.y * launch->grid.z;
+  job.nblocks = (uint64_t)launch->grid.x * launch->grid.y * launch->grid.z;
   /* Several chunks per thread balance uneven blocks; fiber blocks are
    * heavy enough to hand out one at a time. */
   uint64_t parts = (uint64_t)(pool->nworkers + 1) * 8;
@@ -358,8 +356,7 @@ rk_status_t rk__cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *launch) {
       }
     }
     pthread_mutex_unlock(&pool->lock);
-    while (__atomic_load_n(&job.active, __ATOMIC_ACQUIRE) != 0)
-      rk__cpu_relax();
+    while (__atomic_load_n(&job.active, __ATOMIC_ACQUIRE) != 0) rk__cpu_relax();
   }
   if (__atomic_load_n(&job.failed, __ATOMIC_ACQUIRE))
     return rk__fail(job.error, "%s", job.msg);

@@ -22,7 +22,7 @@ typedef struct lexer {
   const char *src, *p;
   int line;
   const char *line_start;
-  bool at_line_start; /* only white space since the last newline */
+  bool at_line_start;     /* only white space since the last newline */
   bool directive_barrier; /* a directive mentions rk_sync_threads */
 } lexer_t;
 
@@ -143,9 +143,8 @@ static rk_status_t diag(const char *src, const char *name, const tok_t *at,
 }
 
 static bool is_qualifier(const tok_t *t) {
-  return tok_is(t, "const") || tok_is(t, "volatile") ||
-         tok_is(t, "restrict") || tok_is(t, "__restrict") ||
-         tok_is(t, "__restrict__");
+  return tok_is(t, "const") || tok_is(t, "volatile") || tok_is(t, "restrict") ||
+         tok_is(t, "__restrict") || tok_is(t, "__restrict__");
 }
 
 static const struct {
@@ -176,9 +175,11 @@ static const struct {
 
 /* Types that are neither a supported scalar nor a struct. */
 static const char *const kRefused[] = {
-    "char", "short", "bool", "_Bool", "long double", "int8_t", "uint8_t",
-    "int16_t", "uint16_t", "void", "unsigned char", "signed char",
-    "unsigned short", "short int", "unsigned short int"};
+    "char",           "short",         "bool",
+    "_Bool",          "long double",   "int8_t",
+    "uint8_t",        "int16_t",       "uint16_t",
+    "void",           "unsigned char", "signed char",
+    "unsigned short", "short int",     "unsigned short int"};
 
 static rk_status_t parse_param(const char *src, const char *name,
                                const tok_t *toks, size_t n, const char *kernel,
@@ -261,9 +262,8 @@ static rk_status_t parse_param(const char *src, const char *name,
 }
 
 /* Parses "( params )" after the kernel name; lx is just past the '('. */
-static rk_status_t parse_params(const char *src, const char *name,
-                                lexer_t *lx, cpu_sig_t *sig,
-                                const tok_t *open) {
+static rk_status_t parse_params(const char *src, const char *name, lexer_t *lx,
+                                cpu_sig_t *sig, const tok_t *open) {
   tok_t toks[128];
   size_t n = 0;
   int depth = 0;
@@ -271,8 +271,8 @@ static rk_status_t parse_params(const char *src, const char *name,
   for (;;) {
     tok_t t = next_token(lx);
     if (t.kind == kTokEnd)
-      return diag(src, name, open,
-                  "unterminated parameter list of kernel '%s'", sig->name);
+      return diag(src, name, open, "unterminated parameter list of kernel '%s'",
+                  sig->name);
     bool close = tok_is(&t, ")") && depth == 0;
     if ((tok_is(&t, ",") && depth == 0) || close) {
       if (n == 0 && close && sig->nparams == 0) return RK_OK; /* () */
@@ -334,8 +334,8 @@ rk_status_t rk__cpu_scan(const char *source, const char *source_name,
     tok_t after = next_token(&lx);
     if (tok_is(&after, ";")) continue; /* a prototype */
     if (!tok_is(&after, "{")) {
-      s = diag(source, source_name, &after,
-               "expected the body of kernel '%s'", sig.name);
+      s = diag(source, source_name, &after, "expected the body of kernel '%s'",
+               sig.name);
       break;
     }
     bool duplicate = false;

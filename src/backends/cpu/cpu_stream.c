@@ -3,9 +3,9 @@
  * queued operation is kept and returned by the next synchronization; later
  * operations still run (as on CUDA, where a failed copy does not cancel the
  * queue). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 #include "backends/cpu/cpu.h"
 #include "base/error.h"
