@@ -6,13 +6,16 @@
 #   make demo            build, then `rk demo` on the best available backend
 #   make test-sanitize   the whole suite under ASan+UBSan, then under TSan
 #   make bench           build, then run every build/bench/**/bench_*
+#   make fuzz            fuzz the transpiler with libFuzzer (clang) for
+#                        FUZZ_SECONDS; a finding lands in tests/fuzz/regressions
 #   make format          clang-format every tracked .c/.h (format-check: verify)
 #   make install         install into $(PREFIX) (/usr/local); DESTDIR honoured
 #   make clean           remove the build directories
 #
 # Variables: BUILD_DIR (build), PREFIX (/usr/local), DESTDIR, CMAKE_ARGS (extra
 # arguments for the configure step), CMAKE_GENERATOR (default Ninja when ninja
-# is installed, else Unix Makefiles; used for new build directories only).
+# is installed, else Unix Makefiles; used for new build directories only),
+# FUZZ_SECONDS (60) and FUZZ_BUILD_DIR (build-fuzz) for make fuzz.
 
 # Targets run one after another in the order written ("test: deps build");
 # the parallelism is inside each build (cmake --build -j).
@@ -25,6 +28,8 @@ CTEST ?= ctest
 CMAKE_ARGS ?=
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 CLANG_FORMAT ?= clang-format
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD_DIR ?= build-fuzz
 
 HAVE_NINJA := $(shell command -v ninja 2>/dev/null)
 export CMAKE_GENERATOR ?= $(if $(HAVE_NINJA),Ninja,Unix Makefiles)
@@ -36,7 +41,7 @@ ASAN_ENV = ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:print_stacktrace=1 \
 TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
 .PHONY: all build deps test demo test-sanitize test-asan test-tsan bench \
-        format format-check install clean
+        fuzz format format-check install clean
 
 # Default target: build.
 all: build
@@ -84,6 +89,14 @@ test-tsan: deps
 bench: build
 	@bash scripts/bench.sh $(BUILD_DIR)
 
+# Build tests/fuzz/libfuzzer with clang into $(FUZZ_BUILD_DIR), then fuzz
+# rk_transpile for FUZZ_SECONDS (inputs <= 4096 bytes, 5 s each), seeded
+# from tests/fuzz/corpus, tests/fuzz/regressions and tests/codegen/kernels.
+# Fails, with the input copied into tests/fuzz/regressions/, on any finding;
+# fails too, saying what to install, without clang's libFuzzer.
+fuzz: deps
+	@bash tests/fuzz/run_fuzz.sh $(FUZZ_BUILD_DIR) $(FUZZ_SECONDS)
+
 # Reformat every tracked C source and header in place.
 format:
 	@command -v $(CLANG_FORMAT) >/dev/null || \
@@ -102,4 +115,4 @@ install: build
 
 # Remove every build directory this Makefile creates.
 clean:
-	rm -rf $(BUILD_DIR) build-asan build-tsan
+	rm -rf $(BUILD_DIR) build-asan build-tsan $(FUZZ_BUILD_DIR)

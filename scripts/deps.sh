@@ -21,6 +21,15 @@ TEST_COMMANDS=(
   "pkg-config|pkg-config|the install test (tests/install)"
   # "spin|spin|model checking of the actor ring protocol"
 )
+# Shared libraries the tests load with dlopen: "soname|Debian packages|what
+# needs it", looked up in the ldconfig cache.
+TEST_LIBRARIES=(
+  "libOpenCL.so.1|ocl-icd-libopencl1|the OpenCL ICD loader (OpenCL compile checks, tests/gpucompile)"
+)
+# Files: "glob|Debian packages|what needs it"; any match will do.
+TEST_FILES=(
+  "/etc/OpenCL/vendors/*.icd|pocl-opencl-icd|an OpenCL platform, e.g. PoCL's CPU device (OpenCL compile checks, tests/gpucompile)"
+)
 # ------------------------------------------------------------------------------
 
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -33,6 +42,30 @@ trap 'rm -rf "$tmp"' EXIT
 
 # compiles FLAGS...: links a C program read from stdin with $CC and FLAGS.
 compiles() { "$CC" -x c - -o "$tmp/a.out" "$@" >/dev/null 2>&1; }
+
+# has_library SONAME: the dynamic linker's cache lists SONAME.
+has_library() {
+  local ldconfig
+  ldconfig=$(command -v ldconfig || echo /sbin/ldconfig)
+  "$ldconfig" -p 2>/dev/null | awk -v so="$1" '$1 == so { f = 1 } END { exit !f }'
+}
+
+# make fuzz needs clang and its libFuzzer runtime (libclang-rt-N-dev, N the
+# clang major version; with no clang, the distribution's default pair).
+check_libfuzzer() {
+  if ! have clang; then
+    missing_test+=("clang with libFuzzer (make fuzz)|clang libclang-rt-dev")
+    return
+  fi
+  local major
+  major=$(clang -dumpversion 2>/dev/null | cut -d. -f1)
+  printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
+    'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {' \
+    '  (void)d; (void)n; return 0; }' |
+    clang -x c - -o "$tmp/fuzz.out" -fsanitize=fuzzer,address,undefined \
+      >/dev/null 2>&1 ||
+    missing_test+=("libFuzzer for clang${major:+ $major} (make fuzz)|libclang-rt-${major:-14}-dev")
+}
 
 # The GCC support package (libgcc-N-dev) holds omp.h, libgomp.so and the
 # sanitizer runtime links of GCC N.
@@ -79,6 +112,15 @@ int main(void) { return omp_get_max_threads() < 1; }' | compiles -fopenmp ||
     IFS='|' read -r cmd pkgs what <<<"$entry"
     have "$cmd" || missing_test+=("$cmd, for $what|$pkgs")
   done
+  for entry in "${TEST_LIBRARIES[@]}"; do
+    IFS='|' read -r cmd pkgs what <<<"$entry"
+    has_library "$cmd" || missing_test+=("$cmd, $what|$pkgs")
+  done
+  for entry in "${TEST_FILES[@]}"; do
+    IFS='|' read -r cmd pkgs what <<<"$entry"
+    compgen -G "$cmd" >/dev/null || missing_test+=("$what|$pkgs")
+  done
+  check_libfuzzer
 }
 
 # packages_of LIST...: the Debian packages of "what|packages" entries.

@@ -297,7 +297,7 @@ static void omp_op(const config_t *c, int threads) {
     case OMP_ARG: {
       const int arg = 7;
 #pragma omp parallel num_threads(threads)
-      { g_omp_sink = arg; }
+      { __atomic_store_n(&g_omp_sink, arg, __ATOMIC_RELAXED); }
       break;
     }
     case OMP_SPIN: {

@@ -42,7 +42,7 @@ typedef struct cpu_runner {
 typedef struct cpu_worker {
   cpu_pool_t *pool;
   pthread_t thread;
-  int cpu; /* -1: not pinned */
+  int cpu; /* atomic; -1: not pinned */
   cpu_runner_t runner;
 } cpu_worker_t;
 
@@ -167,10 +167,12 @@ static void *worker_main(void *arg) {
   cpu_worker_t *w = arg;
   cpu_pool_t *pool = w->pool;
 #if defined(__linux__)
-  if (w->cpu >= 0) {
+  /* A launcher may re-pin this worker (and update cpu) at any time. */
+  int cpu = __atomic_load_n(&w->cpu, __ATOMIC_RELAXED);
+  if (cpu >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(w->cpu, &set);
+    CPU_SET(cpu, &set);
     /* Pinning is best effort: containers may forbid it. */
     pthread_setaffinity_np(pthread_self(), sizeof set, &set);
   }
@@ -313,12 +315,12 @@ rk_status_t rk__cpu_pool_run(cpu_pool_t *pool, const cpu_launch_t *launch) {
       if (here >= 0 && here != pool->spare_cpu) {
         for (int i = 0; i < pool->nworkers; ++i) {
           cpu_worker_t *w = &pool->workers[i];
-          if (w->cpu != here) continue;
+          if (__atomic_load_n(&w->cpu, __ATOMIC_RELAXED) != here) continue;
           cpu_set_t set;
           CPU_ZERO(&set);
           CPU_SET(pool->spare_cpu, &set);
           if (pthread_setaffinity_np(w->thread, sizeof set, &set) == 0) {
-            w->cpu = pool->spare_cpu;
+            __atomic_store_n(&w->cpu, pool->spare_cpu, __ATOMIC_RELAXED);
             pool->spare_cpu = here;
           }
           break;

@@ -1,0 +1,177 @@
+/* rk/codegen.h - the kernel-language transpiler: one C source, many targets.
+ *
+ * A kernel source (C11 with #include <rk/kernel.h>, see
+ * docs/kernel-language.md) is parsed once into a typed tree, checked against
+ * the language rules and the target's limits, and printed for one target:
+ *
+ *   char *cuda = NULL;
+ *   rk_transpile_options_t o;
+ *   rk_transpile_options_init(&o);
+ *   o.source_name = "saxpy.c";
+ *   if (rk_transpile(source, RK_TARGET_CUDA, &o, &cuda) != RK_OK)
+ *     fprintf(stderr, "%s\n", rk_last_error()); // saxpy.c:3:7: error: ...
+ *   ...
+ *   rk_transpile_free(cuda);
+ *
+ * rk_codegen_list_entries() describes the entry points (kernels, stencils,
+ * actor handlers) and their launch parameters, so a runtime can check launch
+ * arguments without compiling anything.
+ *
+ * Thread safety: every function here may be called from several threads at
+ * once; nothing is shared between calls. Errors: RK_ERR_COMPILE for a source
+ * that is not valid kernel language, with the diagnostic in rk_last_error()
+ * ("name:line:col: error: what and why", the source line and a caret) and,
+ * structured, in an rk_diagnostic_t where the call takes one.
+ */
+#ifndef RK_CODEGEN_H_
+#define RK_CODEGEN_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rk/backend.h"
+#include "rk/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Output languages. WGSL is declared but its printer is not written yet:
+ * transpiling to it checks the source (including WGSL's type limits) and
+ * then returns RK_ERR_UNIMPLEMENTED. */
+typedef enum rk_target {
+  RK_TARGET_C = 0,  /* C11 for the CPU backend (includes <rk/kernel.h>) */
+  RK_TARGET_CUDA,   /* CUDA C++ for NVRTC (extern "C" __global__ kernels) */
+  RK_TARGET_OPENCL, /* OpenCL C 1.2 */
+  RK_TARGET_WGSL,   /* WebGPU Shading Language (not yet implemented) */
+  RK_TARGET_MSL,    /* Metal Shading Language */
+  RK_TARGET_COUNT_
+} rk_target_t;
+
+/* "c", "cuda", "opencl", "wgsl", "msl"; "unknown" for anything else. Never
+ * NULL; the string is static. */
+const char *rk_target_name(rk_target_t target);
+
+/* Parses a target name as above (case-insensitive). An unknown name is
+ * RK_ERR_INVALID_ARGUMENT and the message lists the known ones;
+ * *out_target is set only on success. */
+rk_status_t rk_target_from_name(const char *name, rk_target_t *out_target);
+
+typedef struct rk_transpile_options {
+  /* Name used in diagnostics and in the output's header comment
+   * ("saxpy.c"); NULL or "" means "<source>". Not retained. */
+  const char *source_name;
+  /* Only this entry point (kernel, stencil or handler); NULL means all of
+   * them. Structs, constants and helper functions are always kept. A name
+   * that is not an entry point is RK_ERR_NOT_FOUND. */
+  const char *entry;
+} rk_transpile_options_t;
+
+/* Sets the defaults: no source name, all entries. */
+void rk_transpile_options_init(rk_transpile_options_t *options);
+
+/* Where and why a source was refused. Filled by the calls that take one when
+ * they return RK_ERR_COMPILE; zeroed (line 0) on any other outcome. */
+typedef struct rk_diagnostic {
+  char source_name[256]; /* as in the options, truncated */
+  uint32_t line;         /* 1-based; 0 when there is no diagnostic */
+  uint32_t column;       /* 1-based, in bytes (a tab counts as one) */
+  char message[1024];    /* "what and why", without location or caret */
+} rk_diagnostic_t;
+
+/* Transpiles `source` (NUL-terminated kernel language, at most 1 MiB) for
+ * `target`. On success *out_text is the program text, NUL-terminated,
+ * allocated with malloc: release it with rk_transpile_free() (or free()).
+ * `options` may be NULL for the defaults. On failure *out_text is NULL and:
+ *   RK_ERR_COMPILE        the source breaks a language or target rule;
+ *                         rk_last_error() holds "name:line:col: error: ...",
+ *                         the source line and a caret;
+ *   RK_ERR_NOT_FOUND      options->entry names no entry point;
+ *   RK_ERR_UNIMPLEMENTED  target is RK_TARGET_WGSL (printer not written);
+ *   RK_ERR_INVALID_ARGUMENT  NULL source or out_text, or unknown target;
+ *   RK_ERR_OUT_OF_MEMORY  an allocation failed.
+ * Never crashes, hangs or exits on any input. */
+rk_status_t rk_transpile(const char *source, rk_target_t target,
+                         const rk_transpile_options_t *options,
+                         char **out_text);
+
+/* rk_transpile() that also fills *out_diag (may be NULL) with the location
+ * and message of a compile error, so callers need not parse the text. */
+rk_status_t rk_transpile_ex(const char *source, rk_target_t target,
+                            const rk_transpile_options_t *options,
+                            char **out_text, rk_diagnostic_t *out_diag);
+
+/* Releases text returned by rk_transpile(). NULL is accepted. */
+void rk_transpile_free(char *text);
+
+/* ---- Entry points -------------------------------------------------------- */
+
+typedef enum rk_entry_kind {
+  RK_ENTRY_KERNEL = 1, /* RK_KERNEL void f(params) */
+  RK_ENTRY_STENCIL,    /* RK_STENCIL(tx, ty, halo) / RK_STENCIL3D(...) */
+  RK_ENTRY_HANDLER,    /* RK_HANDLER void f(const IN *in, OUT *out[, S *s]) */
+} rk_entry_kind_t;
+
+/* One launch parameter of an entry point, in launch order. */
+typedef struct rk_entry_param {
+  const char *name; /* as declared */
+  const char *type; /* as C spells it: "const float *", "int", "msg_t" */
+  rk_arg_kind_t kind;
+  /* Bytes of the launch argument: 4 or 8 for scalars, sizeof(rk_devptr_t)
+   * (8) for pointers, the C size of a struct passed by value. */
+  size_t size;
+  /* Pointers: bytes of one element (the pointee; for handlers the message
+   * or state size); 0 otherwise. */
+  size_t elem_size;
+  bool read_only; /* a pointer declared `const T *` */
+} rk_entry_param_t;
+
+typedef struct rk_entry {
+  const char *name;
+  rk_entry_kind_t kind;
+  /* Launch parameters. For a stencil these omit the leading rk_grid_pos_t
+   * and start with the domain size (int nx, int ny[, int nz]). */
+  size_t param_count;
+  const rk_entry_param_t *params;
+  /* Stencils: 2 or 3 dimensions, the tile (threads per block in x, y, z; z
+   * is 1 in 2D) and the halo width. Launch them with block = tile and
+   * grid = ceil(domain / tile). Zero for other entries. */
+  uint32_t dims;
+  uint32_t tile[3];
+  uint32_t halo;
+  /* rk_sync_threads() is reached from this entry. */
+  bool uses_barrier;
+  /* Bytes of static block-shared memory on GPU targets: RK_SHARED arrays
+   * plus, for stencils, the tiles (with halo) of the buffers they read
+   * through neighbour functions. */
+  size_t shared_bytes;
+} rk_entry_t;
+
+/* The entry points of a source, in source order. One allocation: release
+ * it with rk_entry_list_destroy(). */
+typedef struct rk_entry_list {
+  size_t count;
+  const rk_entry_t *entries;
+} rk_entry_list_t;
+
+/* Checks `source` (target-independent rules: 64-bit types and double are
+ * allowed) and describes its entry points; options->entry (if set) keeps
+ * only that one. *out_list is set only on success. Errors as for
+ * rk_transpile(); out_diag may be NULL. */
+rk_status_t rk_codegen_list_entries(const char *source,
+                                    const rk_transpile_options_t *options,
+                                    rk_entry_list_t **out_list,
+                                    rk_diagnostic_t *out_diag);
+
+/* Releases a list from rk_codegen_list_entries(). NULL is accepted. */
+void rk_entry_list_destroy(rk_entry_list_t *list);
+
+/* "kernel", "stencil", "handler"; "unknown" otherwise. */
+const char *rk_entry_kind_name(rk_entry_kind_t kind);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RK_CODEGEN_H_ */

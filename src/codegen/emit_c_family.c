@@ -1,0 +1,1670 @@
+/* The C-family printer: C, CUDA C++, OpenCL C 1.2 and MSL from one walk of
+ * the checked tree, parameterised by the table kTargets below (emit.h).
+ *
+ * Lowerings that are not a plain respelling:
+ *   - Stencils become ordinary kernels without the rk_grid_pos_t parameter.
+ *     The prologue builds the position (as a local struct rk_stencil_pos_t),
+ *     skips points outside the interior [halo, n - halo), and on GPU targets
+ *     first loads the tile plus halo of every buffer read through neighbour
+ *     functions into block-shared memory and synchronizes; the body then
+ *     reads neighbours from the tile. The C target reads global memory.
+ *   - Handlers become a function rk_handle_<name> with the handler's body and
+ *     a kernel <name> (same parameters) in which global thread 0 calls it
+ *     once: one message per launch.
+ *   - MSL has no global thread indices: kernels receive them as parameters
+ *     (rk_tid, rk_bid, rk_bdim, rk_gdim) and pass them on to helpers that
+ *     use index built-ins, directly or through their callees.
+ *   - MSL atomics cast the element's address to device/threadgroup
+ *     atomic_int/atomic_uint; compare-and-swap goes through a small helper
+ *     that turns the weak exchange into a strong one.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/check.h"
+#include "codegen/emit.h"
+
+typedef enum atomic_style {
+  ATOMIC_C,    /* rk_atomic_add_i32(&x[i], v), as written */
+  ATOMIC_CALL, /* atomicAdd(&x[i], v) / atomic_add(&x[i], v) */
+  ATOMIC_MSL,  /* metal::atomic_fetch_add_explicit((device ...*)&x[i], v, */
+} atomic_style_t;
+
+typedef enum assert_style {
+  ASSERT_C11,     /* _Static_assert(cond, "msg"); */
+  ASSERT_CXX,     /* static_assert(cond, "msg"); */
+  ASSERT_TYPEDEF, /* typedef char name[(cond) ? 1 : -1]; */
+} assert_style_t;
+
+typedef struct target_desc {
+  rk_target_t target;
+  const char *name;     /* "cuda" */
+  const char *language; /* for the header comment */
+  bool cxx;             /* C++-based: brace-initialiser narrowing rules */
+  bool gpu;             /* stencils use tiles in block-shared memory */
+  const char *types[CG_TY_F64 + 1]; /* scalar type names */
+  const char *i64_suffix, *u64_suffix;
+  const char *kernel_decl;  /* "RK_KERNEL void" */
+  const char *helper_decl;  /* "" or "__device__" (after static/inline) */
+  const char *global_space; /* address space of buffers, with a space */
+  const char *shared_decl;  /* block-shared arrays, with a space */
+  const char *const_decl;   /* file-scope constants */
+  const char *restrict_kw;  /* NULL: dropped */
+  /* Index built-ins: thread, block, block dim, grid dim, global. '$'
+   * becomes the axis letter, '#' the axis number. */
+  const char *index_fmt[5];
+  bool index_is_cast; /* the spellings above are casts (precedence) */
+  const char *sync, *fence;
+  atomic_style_t atomic_style;
+  const char *atomics[9]; /* add sub and or xor exch min max cas */
+  const char *math[14];   /* in CG_BI_SQRTF .. CG_BI_TANHF order */
+  assert_style_t asserts;
+  const char *alignof_name;
+  const char *offsetof_name;   /* NULL: the target has none (NVRTC) */
+  bool explicit_builtin_casts; /* overloaded built-ins: spell conversions */
+  bool index_params;           /* MSL: indices are entry parameters */
+  bool const_ref_params;       /* MSL: `constant T &x [[buffer(i)]]` */
+} target_desc_t;
+
+static const target_desc_t kTargets[RK_TARGET_COUNT_] =
+    {
+        [RK_TARGET_C] =
+            {
+                .target = RK_TARGET_C,
+                .name = "c",
+                .language = "C11 for the rk CPU backend",
+                .types = {"void", "bool", "int", "unsigned int", "long long",
+                          "unsigned long long", "float", "double"},
+                .i64_suffix = "ll",
+                .u64_suffix = "ull",
+                .kernel_decl = "RK_KERNEL void",
+                .helper_decl = "",
+                .global_space = "",
+                .shared_decl = "RK_SHARED ",
+                .const_decl = "static const",
+                .restrict_kw = "restrict",
+                .index_fmt = {"rk_thread_idx_$()", "rk_block_idx_$()",
+                              "rk_block_dim_$()", "rk_grid_dim_$()",
+                              "rk_global_idx_$()"},
+                .sync = "rk_sync_threads()",
+                .fence = "rk_thread_fence()",
+                .atomic_style = ATOMIC_C,
+                .math = {"sqrtf", "expf", "logf", "powf", "sinf", "cosf",
+                         "tanf", "fabsf", "fminf", "fmaxf", "floorf", "ceilf",
+                         "fmaf", "tanhf"},
+                .asserts = ASSERT_C11,
+                .alignof_name = "_Alignof",
+                .offsetof_name = "offsetof",
+            },
+        [RK_TARGET_CUDA] =
+            {
+                .target = RK_TARGET_CUDA,
+                .name = "cuda",
+                .language = "CUDA C++ for NVRTC",
+                .cxx = true,
+                .gpu = true,
+                .types = {"void", "bool", "int", "unsigned int", "long long",
+                          "unsigned long long", "float", "double"},
+                .i64_suffix = "ll",
+                .u64_suffix = "ull",
+                .kernel_decl = "extern \"C\" __global__ void",
+                .helper_decl = "__device__",
+                .global_space = "",
+                .shared_decl = "__shared__ ",
+                .const_decl = "static constexpr",
+                .restrict_kw = "__restrict__",
+                .index_fmt = {"threadIdx.$", "blockIdx.$", "blockDim.$",
+                              "gridDim.$",
+                              "(blockIdx.$ * blockDim.$ + threadIdx.$)"},
+                .sync = "__syncthreads()",
+                .fence = "__threadfence()",
+                .atomic_style = ATOMIC_CALL,
+                .atomics = {"atomicAdd", "atomicSub", "atomicAnd", "atomicOr",
+                            "atomicXor", "atomicExch", "atomicMin", "atomicMax",
+                            "atomicCAS"},
+                .math = {"sqrtf", "expf", "logf", "powf", "sinf", "cosf",
+                         "tanf", "fabsf", "fminf", "fmaxf", "floorf", "ceilf",
+                         "fmaf", "tanhf"},
+                .asserts = ASSERT_CXX,
+                .alignof_name = "alignof",
+                .offsetof_name = NULL,
+            },
+        [RK_TARGET_OPENCL] =
+            {
+                .target = RK_TARGET_OPENCL,
+                .name = "opencl",
+                .language = "OpenCL C 1.2",
+                .gpu = true,
+                .types = {"void", "bool", "int", "uint", "long", "ulong",
+                          "float", "double"},
+                .i64_suffix = "l",
+                .u64_suffix = "ul",
+                .kernel_decl = "__kernel void",
+                .helper_decl = "",
+                .global_space = "__global ",
+                .shared_decl = "__local ",
+                .const_decl = "__constant",
+                .restrict_kw = "restrict",
+                .index_fmt = {"(uint)get_local_id(#)", "(uint)get_group_id(#)",
+                              "(uint)get_local_size(#)",
+                              "(uint)get_num_groups(#)",
+                              "(uint)get_global_id(#)"},
+                .index_is_cast = true,
+                .sync = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)",
+                .fence =
+                    "mem_fence(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)",
+                .atomic_style = ATOMIC_CALL,
+                .atomics = {"atomic_add", "atomic_sub", "atomic_and",
+                            "atomic_or", "atomic_xor", "atomic_xchg",
+                            "atomic_min", "atomic_max", "atomic_cmpxchg"},
+                .math = {"sqrt", "exp", "log", "pow", "sin", "cos", "tan",
+                         "fabs", "fmin", "fmax", "floor", "ceil", "fma",
+                         "tanh"},
+                .asserts = ASSERT_TYPEDEF,
+                .alignof_name = "__alignof__",
+                .offsetof_name = "__builtin_offsetof",
+                .explicit_builtin_casts = true,
+            },
+        [RK_TARGET_MSL] =
+            {
+                .target = RK_TARGET_MSL,
+                .name = "msl",
+                .language = "Metal Shading Language",
+                .cxx = true,
+                .gpu = true,
+                .types = {"void", "bool", "int", "uint", "long", "ulong",
+                          "float", "double"},
+                .i64_suffix = "l",
+                .u64_suffix = "ul",
+                .kernel_decl = "kernel void",
+                .helper_decl = "",
+                .global_space = "device ",
+                .shared_decl = "threadgroup ",
+                .const_decl = "constant",
+                .restrict_kw = NULL,
+                .index_fmt = {"rk_tid.$", "rk_bid.$", "rk_bdim.$", "rk_gdim.$",
+                              "(rk_bid.$ * rk_bdim.$ + rk_tid.$)"},
+                .sync = "metal::threadgroup_barrier(metal::mem_flags::mem_"
+                        "device "
+                        "| metal::mem_flags::mem_threadgroup)",
+                .fence =
+                    "metal::atomic_thread_fence(metal::mem_flags::mem_device, "
+                    "metal::memory_order_seq_cst, "
+                    "metal::thread_scope_device)",
+                .atomic_style = ATOMIC_MSL,
+                .atomics = {"metal::atomic_fetch_add_explicit",
+                            "metal::atomic_fetch_sub_explicit",
+                            "metal::atomic_fetch_and_explicit",
+                            "metal::atomic_fetch_or_explicit",
+                            "metal::atomic_fetch_xor_explicit",
+                            "metal::atomic_exchange_explicit",
+                            "metal::atomic_fetch_min_explicit",
+                            "metal::atomic_fetch_max_explicit",
+                            "rk_atomic_cas"},
+                .math = {"metal::sqrt", "metal::exp", "metal::log",
+                         "metal::pow", "metal::sin", "metal::cos", "metal::tan",
+                         "metal::fabs", "metal::fmin", "metal::fmax",
+                         "metal::floor", "metal::ceil", "metal::fma",
+                         "metal::tanh"},
+                .asserts = ASSERT_CXX,
+                .alignof_name = "alignof",
+                .offsetof_name = "__builtin_offsetof",
+                .explicit_builtin_casts = true,
+                .index_params = true,
+                .const_ref_params = true,
+            },
+};
+
+/* ---- Reserved names -------------------------------------------------------
+ */
+
+/* The C library names <rk/kernel.h> brings in (math.h, stdint.h,
+ * stddef.h), and device math every GPU language predefines. */
+static const char *const kMathNames[] = {
+    "acos",        "acosf",        "acosh",       "acoshf",      "asin",
+    "asinf",       "asinh",        "asinhf",      "atan",        "atanf",
+    "atan2",       "atan2f",       "atanh",       "atanhf",      "cbrt",
+    "cbrtf",       "ceil",         "ceilf",       "copysign",    "copysignf",
+    "cos",         "cosf",         "cosh",        "coshf",       "erf",
+    "erff",        "erfc",         "erfcf",       "exp",         "expf",
+    "exp2",        "exp2f",        "exp10",       "exp10f",      "expm1",
+    "expm1f",      "fabs",         "fabsf",       "fdim",        "fdimf",
+    "floor",       "floorf",       "fma",         "fmaf",        "fmax",
+    "fmaxf",       "fmin",         "fminf",       "fmod",        "fmodf",
+    "frexp",       "frexpf",       "hypot",       "hypotf",      "ilogb",
+    "ilogbf",      "ldexp",        "ldexpf",      "lgamma",      "lgammaf",
+    "llrint",      "llrintf",      "llround",     "llroundf",    "log",
+    "logf",        "log10",        "log10f",      "log1p",       "log1pf",
+    "log2",        "log2f",        "logb",        "logbf",       "lrint",
+    "lrintf",      "lround",       "lroundf",     "modf",        "modff",
+    "nan",         "nanf",         "nearbyint",   "nearbyintf",  "nextafter",
+    "nextafterf",  "nexttoward",   "nexttowardf", "pow",         "powf",
+    "remainder",   "remainderf",   "remquo",      "remquof",     "rint",
+    "rintf",       "round",        "roundf",      "scalbln",     "scalblnf",
+    "scalbn",      "scalbnf",      "sin",         "sinf",        "sinh",
+    "sinhf",       "sqrt",         "sqrtf",       "tan",         "tanf",
+    "tanh",        "tanhf",        "tgamma",      "tgammaf",     "trunc",
+    "truncf",      "j0",           "j1",          "jn",          "y0",
+    "y1",          "yn",           "gamma",       "signgam",     "drem",
+    "finite",      "significand",  "sincos",      "sincosf",     "isnan",
+    "isinf",       "isfinite",     "isnormal",    "signbit",     "fpclassify",
+    "isgreater",   "isless",       "isunordered", "rsqrt",       "rsqrtf",
+    "min",         "max",          "abs",         "labs",        "llabs",
+    "div",         "clamp",        "errno",       "assert",      "NULL",
+    "offsetof",    "INFINITY",     "NAN",         "HUGE_VAL",    "HUGE_VALF",
+    "M_PI",        "M_E",          "M_PI_2",      "M_PI_4",      "M_1_PI",
+    "M_2_PI",      "M_SQRT2",      "M_LN2",       "M_LN10",      "M_LOG2E",
+    "M_LOG10E",    "M_SQRT1_2",    "M_2_SQRTPI",  "FLT_MAX",     "FLT_MIN",
+    "FLT_EPSILON", "DBL_MAX",      "DBL_MIN",     "DBL_EPSILON", "INT_MAX",
+    "INT_MIN",     "UINT_MAX",     "INT8_MAX",    "INT16_MAX",   "INT32_MAX",
+    "INT64_MAX",   "INT8_MIN",     "INT16_MIN",   "INT32_MIN",   "INT64_MIN",
+    "UINT8_MAX",   "UINT16_MAX",   "UINT32_MAX",  "UINT64_MAX",  "SIZE_MAX",
+    "PTRDIFF_MAX", "INTPTR_MAX",   "UINTPTR_MAX", "CHAR_BIT",    "wchar_t",
+    "max_align_t", "int_least8_t", "intmax_t",    "uintmax_t",   "printf",
+};
+
+/* C++ keywords (CUDA and MSL). */
+static const char *const kCxxNames[] = {
+    "alignas",    "alignof",       "and",          "and_eq",
+    "bitand",     "bitor",         "catch",        "char8_t",
+    "char16_t",   "char32_t",      "class",        "compl",
+    "concept",    "consteval",     "constexpr",    "constinit",
+    "const_cast", "co_await",      "co_return",    "co_yield",
+    "decltype",   "delete",        "dynamic_cast", "explicit",
+    "export",     "friend",        "mutable",      "namespace",
+    "new",        "noexcept",      "not",          "not_eq",
+    "nullptr",    "operator",      "or",           "or_eq",
+    "private",    "protected",     "public",       "reinterpret_cast",
+    "requires",   "static_assert", "static_cast",  "template",
+    "this",       "thread_local",  "throw",        "try",
+    "typeid",     "typename",      "using",        "virtual",
+    "xor",        "xor_eq",        "std",          "main",
+};
+
+static const char *const kCudaNames[] = {
+    "threadIdx", "blockIdx",    "blockDim", "gridDim",     "warpSize",
+    "dim3",      "clock",       "clock64",  "malloc",      "free",
+    "memcpy",    "memset",      "umin",     "umax",        "llmin",
+    "llmax",     "ullmin",      "ullmax",   "saturate",    "brev",
+    "trap",      "cudaError_t", "half",     "nv_bfloat16",
+};
+
+static const char *const kOpenclNames[] = {
+    "kernel",
+    "global",
+    "local",
+    "constant",
+    "private",
+    "read_only",
+    "write_only",
+    "read_write",
+    "uchar",
+    "ushort",
+    "uint",
+    "ulong",
+    "half",
+    "size_t",
+    "ptrdiff_t",
+    "intptr_t",
+    "uintptr_t",
+    "sampler_t",
+    "event_t",
+    "image1d_t",
+    "image2d_t",
+    "image3d_t",
+    "image1d_array_t",
+    "image1d_buffer_t",
+    "image2d_array_t",
+    "cl_mem_fence_flags",
+    "barrier",
+    "mem_fence",
+    "read_mem_fence",
+    "write_mem_fence",
+    "mad",
+    "mad24",
+    "mul24",
+    "mad_hi",
+    "mad_sat",
+    "mul_hi",
+    "rotate",
+    "upsample",
+    "popcount",
+    "clz",
+    "ctz",
+    "hadd",
+    "rhadd",
+    "add_sat",
+    "sub_sat",
+    "abs_diff",
+    "degrees",
+    "radians",
+    "mix",
+    "step",
+    "smoothstep",
+    "sign",
+    "cross",
+    "dot",
+    "distance",
+    "length",
+    "normalize",
+    "fast_distance",
+    "fast_length",
+    "fast_normalize",
+    "isequal",
+    "isnotequal",
+    "isgreaterequal",
+    "islessequal",
+    "islessgreater",
+    "isordered",
+    "any",
+    "all",
+    "bitselect",
+    "select",
+    "shuffle",
+    "shuffle2",
+    "fract",
+    "cospi",
+    "sinpi",
+    "tanpi",
+    "acospi",
+    "asinpi",
+    "atanpi",
+    "atan2pi",
+    "maxmag",
+    "minmag",
+    "pown",
+    "powr",
+    "rootn",
+    "prefetch",
+    "wait_group_events",
+    "async_work_group_copy",
+    "async_work_group_strided_copy",
+    "printf",
+    "kernel_exec",
+    "vec_step",
+    "sampler",
+    "complex",
+    "imaginary",
+    "packed",
+    "vector",
+    "typename",
+    "entry",
+};
+
+static const char *const kMslNames[] = {
+    "kernel",      "vertex",      "fragment",    "device",
+    "constant",    "threadgroup", "thread",      "threadgroup_imageblock",
+    "ray_data",    "object_data", "visible",     "stage_in",
+    "uchar",       "ushort",      "uint",        "ulong",
+    "half",        "bfloat",      "size_t",      "ptrdiff_t",
+    "metal",       "array",       "sampler",     "texture1d",
+    "texture2d",   "texture3d",   "texturecube", "depth2d",
+    "atomic_int",  "atomic_uint", "atomic_bool", "atomic_float",
+    "simd",        "patch",       "mesh",        "object",
+    "intersector",
+};
+
+static const char *const kOpenclPrefixes[] = {
+    "atomic_", "atom_",      "get_",        "convert_",    "as_",
+    "vload",   "vstore",     "read_image",  "write_image", "native_",
+    "half_",   "sub_group_", "work_group_",
+};
+
+static bool in_list(const char *const *list, size_t n, const char *name) {
+  for (size_t i = 0; i < n; ++i)
+    if (list[i][0] == name[0] && strcmp(list[i], name) == 0) return true;
+  return false;
+}
+
+#define IN_LIST(list, name) in_list(list, sizeof list / sizeof list[0], name)
+
+/* int2, float4, uchar16, float4x4, longlong2 ... vector and matrix types of
+ * CUDA, OpenCL and MSL. */
+static bool is_vector_type_name(const char *name) {
+  static const char *const kBases[] = {
+      "bool",         "char",         "uchar",        "short",
+      "ushort",       "int",          "uint",         "long",
+      "ulong",        "half",         "float",        "double",
+      "longlong",     "ulonglong",    "bfloat",       "packed_float",
+      "packed_int",   "packed_uint",  "packed_half",  "packed_char",
+      "packed_uchar", "packed_short", "packed_ushort"};
+  for (size_t i = 0; i < sizeof kBases / sizeof kBases[0]; ++i) {
+    size_t n = strlen(kBases[i]);
+    if (strncmp(name, kBases[i], n) != 0) continue;
+    const char *s = name + n;
+    if (*s < '1' || *s > '9') continue;
+    while (*s >= '0' && *s <= '9') s++;
+    if (*s == '\0') return true;
+    if (*s == 'x' && s[1] >= '1' && s[1] <= '9') {
+      s += 2;
+      while (*s >= '0' && *s <= '9') s++;
+      if (*s == '\0') return true;
+    }
+  }
+  return false;
+}
+
+bool rk__cg_target_reserves(rk_target_t target, const char *name) {
+  switch (target) {
+    case RK_TARGET_C:
+      return IN_LIST(kMathNames, name);
+    case RK_TARGET_CUDA:
+      return IN_LIST(kMathNames, name) || IN_LIST(kCxxNames, name) ||
+             IN_LIST(kCudaNames, name) || is_vector_type_name(name) ||
+             (strncmp(name, "atomic", 6) == 0 && name[6] >= 'A' &&
+              name[6] <= 'Z') ||
+             strncmp(name, "make_", 5) == 0;
+    case RK_TARGET_OPENCL:
+      if (IN_LIST(kMathNames, name) || IN_LIST(kOpenclNames, name) ||
+          is_vector_type_name(name))
+        return true;
+      for (size_t i = 0; i < sizeof kOpenclPrefixes / sizeof *kOpenclPrefixes;
+           ++i)
+        if (strncmp(name, kOpenclPrefixes[i], strlen(kOpenclPrefixes[i])) == 0)
+          return true;
+      return false;
+    case RK_TARGET_MSL:
+      return IN_LIST(kCxxNames, name) || IN_LIST(kMslNames, name) ||
+             is_vector_type_name(name);
+    default:
+      return false;
+  }
+}
+
+const char *rk__cg_reserved_by(const char *name) {
+  static const rk_target_t kOrder[] = {RK_TARGET_C, RK_TARGET_CUDA,
+                                       RK_TARGET_OPENCL, RK_TARGET_MSL};
+  for (size_t i = 0; i < sizeof kOrder / sizeof kOrder[0]; ++i)
+    if (rk__cg_target_reserves(kOrder[i], name))
+      return rk_target_name(kOrder[i]);
+  return NULL;
+}
+
+/* ---- Printer state --------------------------------------------------------
+ */
+
+typedef struct printer {
+  const target_desc_t *t;
+  const cg_unit_t *unit;
+  rk__strbuf_t *out;
+  int indent;
+  const cg_func_t *fn; /* the function being printed */
+  int nasserts;        /* OpenCL assertion typedef counter */
+} printer_t;
+
+/* Precedence levels for printing (higher binds tighter). */
+enum {
+  PREC_ASSIGN = 1,
+  PREC_COND = 2,
+  PREC_BINARY0 = 2, /* + rk__cg_op_precedence(): 3 (||) .. 12 (* / %) */
+  PREC_UNARY = 13,
+  PREC_POSTFIX = 14,
+  PREC_PRIMARY = 15,
+};
+
+static void puts_(printer_t *p, const char *s) { rk__strbuf_puts(p->out, s); }
+
+static void printf_(printer_t *p, const char *fmt, ...) RK__PRINTF(2, 3);
+static void printf_(printer_t *p, const char *fmt, ...) {
+  char small[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    p->out->failed = true;
+    return;
+  }
+  if ((size_t)n < sizeof small) {
+    rk__strbuf_append(p->out, small, (size_t)n);
+    return;
+  }
+  char *big = malloc((size_t)n + 1);
+  if (!big) {
+    p->out->failed = true;
+    return;
+  }
+  va_start(ap, fmt);
+  vsnprintf(big, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  rk__strbuf_append(p->out, big, (size_t)n);
+  free(big);
+}
+
+static void indent(printer_t *p) {
+  for (int i = 0; i < p->indent; ++i) puts_(p, "  ");
+}
+
+/* A user name as the target must spell it. */
+static void name_(printer_t *p, const char *name) {
+  if (rk__cg_target_reserves(p->t->target, name)) puts_(p, "rk_u_");
+  puts_(p, name);
+}
+
+static void struct_name(printer_t *p, const cg_struct_t *st) {
+  if (st->typedef_name) {
+    name_(p, st->typedef_name);
+  } else {
+    puts_(p, "struct ");
+    name_(p, st->tag);
+  }
+}
+
+/* The base type of t (arrays stripped): "float", "msg_t". */
+static void type_name(printer_t *p, const cg_type_t *t) {
+  t = rk__cg_type_base(t);
+  if (t->kind == CG_TY_STRUCT)
+    struct_name(p, t->st);
+  else if (t->kind == CG_TY_POS)
+    puts_(p, "rk_stencil_pos_t");
+  else
+    puts_(p, p->t->types[t->kind]);
+}
+
+static void expr(printer_t *p, const cg_expr_t *e, int min_prec);
+
+/* ---- Expressions ----------------------------------------------------------
+ */
+
+static void int_literal(printer_t *p, uint64_t v, cg_type_kind_t k, bool hex) {
+  if (hex)
+    printf_(p, "0x%llx", (unsigned long long)v);
+  else
+    printf_(p, "%llu", (unsigned long long)v);
+  switch (k) {
+    case CG_TY_U32:
+      puts_(p, "u");
+      break;
+    case CG_TY_I64:
+      puts_(p, p->t->i64_suffix);
+      break;
+    case CG_TY_U64:
+      puts_(p, p->t->u64_suffix);
+      break;
+    default:
+      break;
+  }
+}
+
+static const cg_expr_t *skip_converts(const cg_expr_t *e) {
+  while (e->kind == CG_E_CONVERT) e = e->convert.operand;
+  return e;
+}
+
+/* An implicit conversion spelled out: `(float)x`, or for a small integer
+ * literal the literal in the new type (`1u`, `2.0f`). */
+static void explicit_convert(printer_t *p, const cg_expr_t *e, int min_prec) {
+  const cg_expr_t *x = e->convert.operand;
+  cg_type_kind_t to = e->type->kind;
+  if (x->kind == CG_E_INT && !x->paren && x->lit_int.value < (1u << 24)) {
+    uint64_t v = x->lit_int.value;
+    if (to == CG_TY_U32 || to == CG_TY_I32 || to == CG_TY_I64 ||
+        to == CG_TY_U64) {
+      int_literal(p, v, to, x->lit_int.hex);
+      return;
+    }
+    if (to == CG_TY_F32 || to == CG_TY_F64) {
+      printf_(p, "%llu.0%s", (unsigned long long)v, to == CG_TY_F32 ? "f" : "");
+      return;
+    }
+  }
+  if (min_prec > PREC_UNARY) puts_(p, "(");
+  puts_(p, "(");
+  type_name(p, e->type);
+  puts_(p, ")");
+  expr(p, x, PREC_UNARY);
+  if (min_prec > PREC_UNARY) puts_(p, ")");
+}
+
+/* An argument of a built-in: conversions explicit where overloads would
+ * otherwise pick another type. */
+static void builtin_arg(printer_t *p, const cg_expr_t *e) {
+  if (p->t->explicit_builtin_casts && e->kind == CG_E_CONVERT)
+    explicit_convert(p, e, PREC_ASSIGN);
+  else
+    expr(p, e, PREC_ASSIGN);
+}
+
+static void index_builtin(printer_t *p, int kind, int axis, int min_prec) {
+  bool wrap = p->t->index_is_cast && min_prec > PREC_UNARY;
+  if (wrap) puts_(p, "(");
+  for (const char *s = p->t->index_fmt[kind]; *s; ++s) {
+    char c = *s == '$' ? "xyz"[axis] : *s == '#' ? (char)('0' + axis) : *s;
+    rk__strbuf_append(p->out, &c, 1);
+  }
+  if (wrap) puts_(p, ")");
+}
+
+/* The root variable of an indexing chain (a buffer or shared array). */
+static const cg_var_t *index_root(const cg_expr_t *e) {
+  e = skip_converts(e);
+  while (e->kind == CG_E_INDEX) e = skip_converts(e->index.base);
+  return e->kind == CG_E_NAME ? e->name.var : NULL;
+}
+
+static void atomic_call(printer_t *p, const cg_expr_t *e) {
+  cg_builtin_t b = e->call.builtin;
+  int op = rk__cg_bi_atomic_op(b);
+  const cg_expr_t *addr = e->call.args[0];
+  const cg_var_t *root = index_root(addr->addr.operand);
+  const char *space =
+      root && root->kind == CG_VAR_SHARED ? "threadgroup" : "device";
+  if (p->t->atomic_style == ATOMIC_C) {
+    puts_(p, rk__cg_builtin_name(b));
+  } else {
+    puts_(p, p->t->atomics[op]);
+    /* Metal's CAS helpers are per address space (rk_atomic_cas_device). */
+    if (p->t->atomic_style == ATOMIC_MSL && op == 8) printf_(p, "_%s", space);
+  }
+  puts_(p, "(");
+  if (p->t->atomic_style == ATOMIC_MSL)
+    printf_(p, "(%s metal::%s *)", space,
+            rk__cg_bi_atomic_unsigned(b) ? "atomic_uint" : "atomic_int");
+  puts_(p, "&");
+  expr(p, addr->addr.operand, PREC_UNARY);
+  for (uint32_t i = 1; i < e->call.nargs; ++i) {
+    puts_(p, ", ");
+    builtin_arg(p, e->call.args[i]);
+  }
+  if (p->t->atomic_style == ATOMIC_MSL && op != 8)
+    puts_(p, ", metal::memory_order_relaxed");
+  puts_(p, ")");
+}
+
+/* A neighbour read: from the tile in block-shared memory on GPU targets,
+ * from the buffer in C. */
+static void stencil_read(printer_t *p, const cg_expr_t *e) {
+  const cg_var_t *buf = e->call.buffer;
+  const char *pos = p->fn->params[0]->name;
+  int d[3] = {e->call.dx, e->call.dy, e->call.dz};
+  if (p->t->gpu) {
+    puts_(p, "rk_tile_");
+    name_(p, buf->name);
+    static const char *const kLocal[] = {"rk_lx", "rk_ly", "rk_lz"};
+    for (int axis = (int)p->fn->dims - 1; axis >= 0; --axis) {
+      printf_(p, "[%s", kLocal[axis]);
+      if (d[axis] > 0) printf_(p, " + %d", d[axis]);
+      if (d[axis] < 0) printf_(p, " - %d", -d[axis]);
+      puts_(p, "]");
+    }
+    return;
+  }
+  name_(p, buf->name);
+  puts_(p, "[");
+  name_(p, pos);
+  puts_(p, ".idx");
+  /* idx + dz*nx*ny + dy*nx + dx */
+  static const char *const kStride[] = {NULL, ".nx", ".nx * "};
+  for (int axis = 2; axis >= 0; --axis) {
+    int v = d[axis];
+    if (!v) continue;
+    puts_(p, v < 0 ? " - " : " + ");
+    int m = v < 0 ? -v : v;
+    if (axis == 0) {
+      printf_(p, "%d", m);
+      continue;
+    }
+    if (m != 1) printf_(p, "%d * ", m);
+    name_(p, pos);
+    if (axis == 1) {
+      puts_(p, kStride[1]);
+    } else {
+      puts_(p, kStride[2]);
+      name_(p, pos);
+      puts_(p, ".ny");
+    }
+  }
+  puts_(p, "]");
+}
+
+static void call(printer_t *p, const cg_expr_t *e, int min_prec) {
+  cg_builtin_t b = e->call.builtin;
+  if (b == CG_BI_NONE_) {
+    const cg_func_t *callee = e->call.callee->def;
+    name_(p, callee->name);
+    puts_(p, "(");
+    for (uint32_t i = 0; i < e->call.nargs; ++i) {
+      if (i) puts_(p, ", ");
+      expr(p, e->call.args[i], PREC_ASSIGN);
+    }
+    if (p->t->index_params && callee->uses_index)
+      printf_(p, "%srk_tid, rk_bid, rk_bdim, rk_gdim",
+              e->call.nargs ? ", " : "");
+    puts_(p, ")");
+    return;
+  }
+  if (rk__cg_bi_is_index(b)) {
+    index_builtin(p, rk__cg_bi_index_kind(b), rk__cg_bi_axis(b), min_prec);
+  } else if (b == CG_BI_SYNC_THREADS) {
+    puts_(p, p->t->sync);
+  } else if (b == CG_BI_THREAD_FENCE) {
+    puts_(p, p->t->fence);
+  } else if (rk__cg_bi_is_atomic(b)) {
+    atomic_call(p, e);
+  } else if (rk__cg_bi_is_math(b)) {
+    puts_(p, p->t->math[b - CG_BI_SQRTF]);
+    puts_(p, "(");
+    for (uint32_t i = 0; i < e->call.nargs; ++i) {
+      if (i) puts_(p, ", ");
+      builtin_arg(p, e->call.args[i]);
+    }
+    puts_(p, ")");
+  } else if (rk__cg_bi_is_stencil(b)) {
+    stencil_read(p, e);
+  }
+}
+
+static int prec_of(const printer_t *p, const cg_expr_t *e) {
+  switch (e->kind) {
+    case CG_E_INT:
+    case CG_E_FLOAT:
+    case CG_E_BOOL:
+    case CG_E_NAME:
+    case CG_E_INIT_LIST:
+      return PREC_PRIMARY;
+    case CG_E_CALL:
+      return rk__cg_bi_is_index(e->call.builtin) && p->t->index_is_cast
+                 ? PREC_UNARY
+                 : PREC_POSTFIX;
+    case CG_E_INDEX:
+    case CG_E_MEMBER:
+      return PREC_POSTFIX;
+    case CG_E_INCDEC:
+      return e->incdec.prefix ? PREC_UNARY : PREC_POSTFIX;
+    case CG_E_UNARY:
+    case CG_E_CAST:
+    case CG_E_ADDR:
+      return PREC_UNARY;
+    case CG_E_BINARY:
+      return PREC_BINARY0 + rk__cg_op_precedence(e->binary.op);
+    case CG_E_COND:
+      return PREC_COND;
+    case CG_E_ASSIGN:
+      return PREC_ASSIGN;
+    case CG_E_CONVERT:
+      return prec_of(p, e->convert.operand);
+  }
+  return PREC_PRIMARY;
+}
+
+static void expr(printer_t *p, const cg_expr_t *e, int min_prec) {
+  if (e->kind == CG_E_CONVERT) {
+    expr(p, e->convert.operand, min_prec);
+    return;
+  }
+  int prec = prec_of(p, e);
+  bool paren = e->paren || prec < min_prec;
+  if (e->kind == CG_E_CALL && rk__cg_bi_is_index(e->call.builtin))
+    paren = e->paren; /* index_builtin() handles precedence itself */
+  if (paren) puts_(p, "(");
+  int inner = paren ? PREC_ASSIGN : min_prec;
+  switch (e->kind) {
+    case CG_E_INT:
+      int_literal(p, e->lit_int.value, e->type->kind, e->lit_int.hex);
+      break;
+    case CG_E_FLOAT:
+      puts_(p, e->lit_float.text);
+      if (e->type->kind == CG_TY_F32) puts_(p, "f");
+      break;
+    case CG_E_BOOL:
+      puts_(p, e->lit_bool ? "true" : "false");
+      break;
+    case CG_E_NAME:
+      name_(p, e->name.name);
+      break;
+    case CG_E_UNARY: {
+      puts_(p, rk__cg_op_spelling(e->unary.op));
+      const cg_expr_t *x = skip_converts(e->unary.operand);
+      /* "- -x" must not become "--x". */
+      bool sep = (e->unary.op == CG_OP_NEG || e->unary.op == CG_OP_PLUS) &&
+                 !x->paren &&
+                 ((x->kind == CG_E_UNARY &&
+                   (x->unary.op == CG_OP_NEG || x->unary.op == CG_OP_PLUS)) ||
+                  (x->kind == CG_E_INCDEC && x->incdec.prefix));
+      expr(p, e->unary.operand, sep ? PREC_PRIMARY : PREC_UNARY);
+      break;
+    }
+    case CG_E_BINARY: {
+      int bp = PREC_BINARY0 + rk__cg_op_precedence(e->binary.op);
+      expr(p, e->binary.lhs, bp);
+      printf_(p, " %s ", rk__cg_op_spelling(e->binary.op));
+      expr(p, e->binary.rhs, bp + 1);
+      break;
+    }
+    case CG_E_ASSIGN:
+      expr(p, e->assign.target, PREC_UNARY);
+      printf_(
+          p, " %s%s ",
+          e->assign.op == CG_OP_NONE ? "" : rk__cg_op_spelling(e->assign.op),
+          "=");
+      expr(p, e->assign.value, PREC_ASSIGN);
+      break;
+    case CG_E_INCDEC:
+      if (e->incdec.prefix) puts_(p, e->incdec.inc ? "++" : "--");
+      expr(p, e->incdec.target, PREC_POSTFIX);
+      if (!e->incdec.prefix) puts_(p, e->incdec.inc ? "++" : "--");
+      break;
+    case CG_E_COND:
+      expr(p, e->cond.cond, PREC_COND + 1);
+      puts_(p, " ? ");
+      expr(p, e->cond.then, PREC_ASSIGN);
+      puts_(p, " : ");
+      expr(p, e->cond.other, PREC_COND);
+      break;
+    case CG_E_CAST:
+      puts_(p, "(");
+      type_name(p, e->type);
+      puts_(p, ")");
+      expr(p, e->cast.operand, PREC_UNARY);
+      break;
+    case CG_E_INDEX:
+      expr(p, e->index.base, PREC_POSTFIX);
+      puts_(p, "[");
+      expr(p, e->index.index, PREC_ASSIGN);
+      puts_(p, "]");
+      break;
+    case CG_E_MEMBER:
+      expr(p, e->member.base, PREC_POSTFIX);
+      puts_(p, e->member.arrow ? "->" : ".");
+      if (e->member.field)
+        name_(p, e->member.name);
+      else
+        puts_(p, e->member.name); /* rk_grid_pos_t fields */
+      break;
+    case CG_E_CALL:
+      call(p, e, inner);
+      break;
+    case CG_E_ADDR:
+      puts_(p, "&");
+      expr(p, e->addr.operand, PREC_UNARY);
+      break;
+    case CG_E_INIT_LIST:
+      puts_(p, "{");
+      for (uint32_t i = 0; i < e->init.n; ++i) {
+        if (i) puts_(p, ", ");
+        const cg_expr_t *x = e->init.elems[i];
+        /* C++ refuses narrowing in braces; spell conversions of anything
+         * but a literal (and float -> integer always). */
+        if (p->t->cxx && x->kind == CG_E_CONVERT) {
+          const cg_expr_t *o = skip_converts(x);
+          bool literal =
+              o->kind == CG_E_INT || o->kind == CG_E_FLOAT ||
+              o->kind == CG_E_BOOL ||
+              (o->kind == CG_E_UNARY && o->unary.op == CG_OP_NEG &&
+               (skip_converts(o->unary.operand)->kind == CG_E_INT ||
+                skip_converts(o->unary.operand)->kind == CG_E_FLOAT));
+          bool to_int = rk__cg_is_integer(x->type) && rk__cg_is_float(o->type);
+          if (!literal || to_int) {
+            explicit_convert(p, x, PREC_ASSIGN);
+            continue;
+          }
+        }
+        expr(p, x, PREC_ASSIGN);
+      }
+      puts_(p, "}");
+      break;
+    case CG_E_CONVERT:
+      break;
+  }
+  if (paren) puts_(p, ")");
+}
+
+/* ---- Declarations ---------------------------------------------------------
+ */
+
+static void dims(printer_t *p, cg_expr_t *const *d, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) {
+    puts_(p, "[");
+    expr(p, d[i], PREC_ASSIGN);
+    puts_(p, "]");
+  }
+}
+
+/* `const float *restrict x` with the target's address space. */
+static void pointer_decl(printer_t *p, const cg_var_t *v) {
+  puts_(p, p->t->global_space);
+  if (v->type->elem_const) puts_(p, "const ");
+  type_name(p, v->type->elem);
+  puts_(p, " *");
+  if (v->is_const) puts_(p, "const ");
+  if (v->is_restrict && p->t->restrict_kw) printf_(p, "%s ", p->t->restrict_kw);
+  name_(p, v->name);
+}
+
+static void value_decl(printer_t *p, const cg_var_t *v) {
+  if (v->is_const) puts_(p, "const ");
+  type_name(p, v->type);
+  puts_(p, " ");
+  name_(p, v->name);
+  dims(p, v->dims, v->ndims);
+}
+
+static void param_decl(printer_t *p, const cg_var_t *v) {
+  if (v->type->kind == CG_TY_PTR)
+    pointer_decl(p, v);
+  else
+    value_decl(p, v);
+}
+
+/* ---- Statements -----------------------------------------------------------
+ */
+
+static void stmt(printer_t *p, const cg_stmt_t *s);
+
+static void decl_inline(printer_t *p, const cg_stmt_t *s) {
+  for (uint32_t i = 0; i < s->decl.n; ++i) {
+    const cg_var_t *v = s->decl.vars[i];
+    if (i == 0) {
+      if (v->kind == CG_VAR_SHARED) puts_(p, p->t->shared_decl);
+      if (v->is_const) puts_(p, "const ");
+      type_name(p, v->type);
+      puts_(p, " ");
+    } else {
+      puts_(p, ", ");
+    }
+    name_(p, v->name);
+    dims(p, v->dims, v->ndims);
+    if (v->init) {
+      puts_(p, " = ");
+      expr(p, v->init, PREC_ASSIGN);
+    }
+  }
+}
+
+/* A statement as the body of if/else/loops: a block stays on the header's
+ * line, anything else goes on its own indented line. */
+static void body(printer_t *p, const cg_stmt_t *s) {
+  if (s->kind == CG_S_BLOCK) {
+    puts_(p, " ");
+    stmt(p, s);
+  } else {
+    puts_(p, "\n");
+    p->indent++;
+    indent(p);
+    stmt(p, s);
+    p->indent--;
+  }
+}
+
+static void block_items(printer_t *p, const cg_stmt_t *s) {
+  for (uint32_t i = 0; i < s->block.n; ++i) {
+    indent(p);
+    stmt(p, s->block.items[i]);
+    puts_(p, "\n");
+  }
+}
+
+/* Prints one statement at the current position (the caller indented);
+ * no trailing newline. */
+static void stmt(printer_t *p, const cg_stmt_t *s) {
+  switch (s->kind) {
+    case CG_S_BLOCK:
+      puts_(p, "{\n");
+      p->indent++;
+      block_items(p, s);
+      p->indent--;
+      indent(p);
+      puts_(p, "}");
+      return;
+    case CG_S_DECL:
+      decl_inline(p, s);
+      puts_(p, ";");
+      return;
+    case CG_S_EXPR:
+      expr(p, s->expr, PREC_ASSIGN);
+      puts_(p, ";");
+      return;
+    case CG_S_IF:
+      puts_(p, "if (");
+      expr(p, s->if_.cond, PREC_ASSIGN);
+      puts_(p, ")");
+      body(p, s->if_.then);
+      if (s->if_.other) {
+        if (s->if_.then->kind == CG_S_BLOCK) {
+          puts_(p, " else");
+        } else {
+          puts_(p, "\n");
+          indent(p);
+          puts_(p, "else");
+        }
+        if (s->if_.other->kind == CG_S_IF) {
+          puts_(p, " ");
+          stmt(p, s->if_.other);
+        } else {
+          body(p, s->if_.other);
+        }
+      }
+      return;
+    case CG_S_WHILE:
+      puts_(p, "while (");
+      expr(p, s->loop.cond, PREC_ASSIGN);
+      puts_(p, ")");
+      body(p, s->loop.body);
+      return;
+    case CG_S_DO:
+      puts_(p, "do");
+      body(p, s->loop.body);
+      if (s->loop.body->kind == CG_S_BLOCK) {
+        puts_(p, " while (");
+      } else {
+        puts_(p, "\n");
+        indent(p);
+        puts_(p, "while (");
+      }
+      expr(p, s->loop.cond, PREC_ASSIGN);
+      puts_(p, ");");
+      return;
+    case CG_S_FOR:
+      puts_(p, "for (");
+      if (s->for_.init) {
+        if (s->for_.init->kind == CG_S_DECL)
+          decl_inline(p, s->for_.init);
+        else
+          expr(p, s->for_.init->expr, PREC_ASSIGN);
+      }
+      puts_(p, ";");
+      if (s->for_.cond) {
+        puts_(p, " ");
+        expr(p, s->for_.cond, PREC_ASSIGN);
+      }
+      puts_(p, ";");
+      if (s->for_.step) {
+        puts_(p, " ");
+        expr(p, s->for_.step, PREC_ASSIGN);
+      }
+      puts_(p, ")");
+      body(p, s->for_.body);
+      return;
+    case CG_S_SWITCH: {
+      puts_(p, "switch (");
+      expr(p, s->switch_.value, PREC_ASSIGN);
+      puts_(p, ") {\n");
+      const cg_stmt_t *b = s->switch_.body;
+      p->indent++;
+      for (uint32_t i = 0; i < b->block.n; ++i) {
+        const cg_stmt_t *item = b->block.items[i];
+        bool label = item->kind == CG_S_CASE || item->kind == CG_S_DEFAULT;
+        if (!label) p->indent++;
+        indent(p);
+        stmt(p, item);
+        puts_(p, "\n");
+        if (!label) p->indent--;
+      }
+      p->indent--;
+      indent(p);
+      puts_(p, "}");
+      return;
+    }
+    case CG_S_CASE:
+      puts_(p, "case ");
+      expr(p, s->case_.value, PREC_COND);
+      puts_(p, ":");
+      return;
+    case CG_S_DEFAULT:
+      puts_(p, "default:");
+      return;
+    case CG_S_BREAK:
+      puts_(p, "break;");
+      return;
+    case CG_S_CONTINUE:
+      puts_(p, "continue;");
+      return;
+    case CG_S_RETURN:
+      puts_(p, "return");
+      if (s->expr) {
+        puts_(p, " ");
+        expr(p, s->expr, PREC_ASSIGN);
+      }
+      puts_(p, ";");
+      return;
+    case CG_S_EMPTY:
+      puts_(p, ";");
+      return;
+  }
+}
+
+/* ---- File-scope items -----------------------------------------------------
+ */
+
+typedef enum layout_what {
+  LAYOUT_SIZE,
+  LAYOUT_ALIGN,
+  LAYOUT_OFFSET
+} layout_what_t;
+
+/* One assertion of the layout: sizeof, alignof or offsetof == value. */
+static void layout_assert(printer_t *p, const cg_struct_t *st,
+                          layout_what_t what, const char *field,
+                          uint32_t value) {
+  switch (p->t->asserts) {
+    case ASSERT_C11:
+      puts_(p, "_Static_assert(");
+      break;
+    case ASSERT_CXX:
+      puts_(p, "static_assert(");
+      break;
+    case ASSERT_TYPEDEF:
+      printf_(p, "typedef char rk_layout_check_%d[(", p->nasserts++);
+      break;
+  }
+  puts_(p, what == LAYOUT_SIZE    ? "sizeof("
+           : what == LAYOUT_ALIGN ? p->t->alignof_name
+                                  : p->t->offsetof_name);
+  if (what != LAYOUT_SIZE) puts_(p, "(");
+  struct_name(p, st);
+  if (what == LAYOUT_OFFSET) {
+    puts_(p, ", ");
+    name_(p, field);
+  }
+  printf_(p, ") == %u", (unsigned)value);
+  if (p->t->asserts == ASSERT_TYPEDEF) {
+    puts_(p, ") ? 1 : -1];\n");
+    return;
+  }
+  puts_(p, ", \"rk layout of ");
+  puts_(p, st->typedef_name ? st->typedef_name : st->tag);
+  if (field) printf_(p, ".%s", field);
+  puts_(p, "\");\n");
+}
+
+static void struct_def(printer_t *p, const cg_struct_t *st) {
+  if (st->typedef_name) puts_(p, "typedef ");
+  puts_(p, "struct ");
+  if (st->tag) {
+    name_(p, st->tag);
+    puts_(p, " ");
+  }
+  puts_(p, "{\n");
+  for (uint32_t i = 0; i < st->nfields; ++i) {
+    const cg_field_t *f = &st->fields[i];
+    puts_(p, "  ");
+    type_name(p, f->type);
+    puts_(p, " ");
+    name_(p, f->name);
+    dims(p, f->dims, f->ndims);
+    puts_(p, ";\n");
+  }
+  puts_(p, "}");
+  if (st->typedef_name) {
+    puts_(p, " ");
+    name_(p, st->typedef_name);
+  }
+  puts_(p, ";\n");
+  /* The layout the checker computed with C's rules; every target must
+   * agree, or the host and the device would disagree about the bytes.
+   * Without offsetof (NVRTC has none unless host headers are given), the
+   * offsets follow from the asserted sizes and alignments. */
+  layout_assert(p, st, LAYOUT_SIZE, NULL, st->size);
+  layout_assert(p, st, LAYOUT_ALIGN, NULL, st->align);
+  if (p->t->offsetof_name)
+    for (uint32_t i = 0; i < st->nfields; ++i)
+      layout_assert(p, st, LAYOUT_OFFSET, st->fields[i].name,
+                    st->fields[i].offset);
+}
+
+static const char *kIndexParams =
+    "uint3 rk_tid [[thread_position_in_threadgroup]],\n"
+    "    uint3 rk_bid [[threadgroup_position_in_grid]],\n"
+    "    uint3 rk_bdim [[threads_per_threadgroup]],\n"
+    "    uint3 rk_gdim [[threadgroups_per_grid]]";
+
+/* The launch parameters of an entry (a stencil's position omitted). */
+static uint32_t first_launch_param(const cg_func_t *fn) {
+  return fn->kind == CG_FN_STENCIL ? 1 : 0;
+}
+
+static void entry_signature(printer_t *p, const cg_func_t *fn) {
+  printf_(p, "%s %s(", p->t->kernel_decl, fn->name);
+  uint32_t first = first_launch_param(fn);
+  if (p->t->const_ref_params) {
+    /* MSL: one parameter per line with its buffer index. */
+    uint32_t slot = 0;
+    for (uint32_t i = first; i < fn->nparams; ++i, ++slot) {
+      const cg_var_t *v = fn->params[i];
+      puts_(p, slot ? ",\n    " : "\n    ");
+      if (v->type->kind == CG_TY_PTR) {
+        pointer_decl(p, v);
+      } else {
+        puts_(p, "constant ");
+        type_name(p, v->type);
+        puts_(p, " &");
+        if (v->modified) puts_(p, "rk_arg_");
+        name_(p, v->name);
+      }
+      printf_(p, " [[buffer(%u)]]", (unsigned)slot);
+    }
+    printf_(p, "%s%s) {\n", slot ? ",\n    " : "\n    ", kIndexParams);
+    for (uint32_t i = first; i < fn->nparams; ++i) {
+      const cg_var_t *v = fn->params[i];
+      if (v->type->kind == CG_TY_PTR || !v->modified) continue;
+      puts_(p, "  ");
+      type_name(p, v->type);
+      puts_(p, " ");
+      name_(p, v->name);
+      puts_(p, " = rk_arg_");
+      name_(p, v->name);
+      puts_(p, ";\n");
+    }
+    return;
+  }
+  /* One line if it fits in 80 columns, else one parameter per line. */
+  size_t start = p->out->len;
+  size_t line_start = start;
+  while (line_start > 0 && p->out->data[line_start - 1] != '\n') line_start--;
+  for (uint32_t i = first; i < fn->nparams; ++i) {
+    if (i > first) puts_(p, ", ");
+    param_decl(p, fn->params[i]);
+  }
+  if (first == fn->nparams && !p->t->cxx) puts_(p, "void");
+  puts_(p, ") {");
+  if (!p->out->failed && p->out->len - line_start > 80 &&
+      fn->nparams - first > 1) {
+    p->out->len = start;
+    p->out->data[start] = '\0';
+    for (uint32_t i = first; i < fn->nparams; ++i) {
+      puts_(p, i > first ? ",\n    " : "\n    ");
+      param_decl(p, fn->params[i]);
+    }
+    puts_(p, ") {");
+  }
+  puts_(p, "\n");
+}
+
+static void helper_signature(printer_t *p, const cg_func_t *fn,
+                             const char *prefix) {
+  puts_(p, "static ");
+  if (fn->is_inline) puts_(p, "inline ");
+  if (*p->t->helper_decl) printf_(p, "%s ", p->t->helper_decl);
+  type_name(p, fn->ret);
+  puts_(p, " ");
+  if (prefix) puts_(p, prefix);
+  name_(p, fn->name);
+  puts_(p, "(");
+  for (uint32_t i = 0; i < fn->nparams; ++i) {
+    if (i) puts_(p, ", ");
+    param_decl(p, fn->params[i]);
+  }
+  const cg_func_t *def = fn->def ? fn->def : fn;
+  if (p->t->index_params && def->uses_index)
+    printf_(p, "%suint3 rk_tid, uint3 rk_bid, uint3 rk_bdim, uint3 rk_gdim",
+            fn->nparams ? ", " : "");
+  if (fn->nparams == 0 && !(p->t->index_params && def->uses_index) &&
+      !p->t->cxx)
+    puts_(p, "void");
+  puts_(p, ")");
+}
+
+static void function_body(printer_t *p, const cg_stmt_t *b) {
+  p->indent = 1;
+  block_items(p, b);
+  p->indent = 0;
+}
+
+/* An index built-in in generated code (kind and axis as in ast.h). */
+static void idx(printer_t *p, int kind, int axis) {
+  index_builtin(p, kind, axis, PREC_UNARY);
+}
+
+static void stencil_entry(printer_t *p, const cg_func_t *fn) {
+  const target_desc_t *t = p->t;
+  const cg_var_t *pos = fn->params[0];
+  const uint32_t D = fn->dims, H = fn->halo;
+  const uint32_t *T = fn->tile;
+  uint32_t full[3];
+  for (uint32_t a = 0; a < 3; ++a) full[a] = a < D ? T[a] + 2 * H : 1;
+
+  entry_signature(p, fn);
+  if (t->gpu && fn->tiled.n) {
+    for (uint32_t i = 0; i < fn->tiled.n; ++i) {
+      const cg_var_t *b = fn->tiled.v[i];
+      printf_(p, "  %s", t->shared_decl);
+      type_name(p, b->type->elem);
+      puts_(p, " rk_tile_");
+      name_(p, b->name);
+      for (int a = (int)D - 1; a >= 0; --a) printf_(p, "[%u]", full[a]);
+      puts_(p, ";\n");
+    }
+  }
+  /* The position: global coordinates, the domain, the linear index. */
+  puts_(p, "  rk_stencil_pos_t ");
+  name_(p, pos->name);
+  puts_(p, ";\n");
+  for (uint32_t a = 0; a < 3; ++a) {
+    printf_(p, "  ");
+    name_(p, pos->name);
+    printf_(p, ".%c = ", "xyz"[a]);
+    if (a >= D) {
+      puts_(p, "0;\n");
+      continue;
+    }
+    if (t->gpu) {
+      puts_(p, "(int)(");
+      idx(p, 1, (int)a);
+      printf_(p, " * %uu + ", (unsigned)T[a]);
+      idx(p, 0, (int)a);
+      puts_(p, ");\n");
+    } else {
+      puts_(p, "(int)");
+      idx(p, 4, (int)a);
+      puts_(p, ";\n");
+    }
+  }
+  for (uint32_t a = 0; a < 3; ++a) {
+    printf_(p, "  ");
+    name_(p, pos->name);
+    printf_(p, ".n%c = ", "xyz"[a]);
+    if (a < D)
+      name_(p, fn->params[1 + a]->name);
+    else
+      puts_(p, "1");
+    puts_(p, ";\n");
+  }
+
+  if (t->gpu && fn->tiled.n) {
+    /* Every thread of the block loads part of the tile plus halo of each
+     * buffer read through neighbour functions; outside the domain the tile
+     * holds 0 (never read: the body runs for interior points only). */
+    uint32_t cells = full[0] * full[1] * full[2];
+    uint32_t threads = T[0] * T[1] * T[2];
+    printf_(p, "  /* Load the %ux%u", (unsigned)T[0], (unsigned)T[1]);
+    if (D == 3) printf_(p, "x%u", (unsigned)T[2]);
+    printf_(p, " tile and its halo of %u. */\n", (unsigned)H);
+    puts_(p, "  for (int rk_i = (int)(");
+    if (D == 3) {
+      puts_(p, "(");
+      idx(p, 0, 2);
+      printf_(p, " * %uu + ", (unsigned)T[1]);
+      idx(p, 0, 1);
+      printf_(p, ") * %uu + ", (unsigned)T[0]);
+    } else {
+      idx(p, 0, 1);
+      printf_(p, " * %uu + ", (unsigned)T[0]);
+    }
+    idx(p, 0, 0);
+    printf_(p, "); rk_i < %u; rk_i += %u) {\n", (unsigned)cells,
+            (unsigned)threads);
+    static const char *const kG[] = {"rk_gx", "rk_gy", "rk_gz"};
+    for (uint32_t a = 0; a < D; ++a) {
+      printf_(p, "    int %s = (int)(", kG[a]);
+      idx(p, 1, (int)a);
+      printf_(p, " * %uu) + ", (unsigned)T[a]);
+      if (a == 0)
+        printf_(p, "rk_i %% %u", (unsigned)full[0]);
+      else if (a == 1 && D == 2)
+        printf_(p, "rk_i / %u", (unsigned)full[0]);
+      else if (a == 1)
+        printf_(p, "rk_i / %u %% %u", (unsigned)full[0], (unsigned)full[1]);
+      else
+        printf_(p, "rk_i / %u", (unsigned)(full[0] * full[1]));
+      printf_(p, " - %u;\n", (unsigned)H);
+    }
+    puts_(p, "    bool rk_in = ");
+    for (uint32_t a = 0; a < D; ++a) {
+      if (a) puts_(p, " && ");
+      printf_(p, "%s >= 0 && %s < ", kG[a], kG[a]);
+      name_(p, fn->params[1 + a]->name);
+    }
+    puts_(p, ";\n");
+    for (uint32_t i = 0; i < fn->tiled.n; ++i) {
+      const cg_var_t *b = fn->tiled.v[i];
+      puts_(p, "    rk_tile_");
+      name_(p, b->name);
+      for (int a = (int)D - 1; a >= 0; --a) {
+        if (a == 0)
+          printf_(p, "[rk_i %% %u]", (unsigned)full[0]);
+        else if (a == 1 && D == 2)
+          printf_(p, "[rk_i / %u]", (unsigned)full[0]);
+        else if (a == 1)
+          printf_(p, "[rk_i / %u %% %u]", (unsigned)full[0], (unsigned)full[1]);
+        else
+          printf_(p, "[rk_i / %u]", (unsigned)(full[0] * full[1]));
+      }
+      puts_(p, " = rk_in ? ");
+      name_(p, b->name);
+      puts_(p, "[");
+      if (D == 3) {
+        puts_(p, "(rk_gz * ");
+        name_(p, fn->params[2]->name);
+        puts_(p, " + rk_gy) * ");
+      } else {
+        puts_(p, "rk_gy * ");
+      }
+      name_(p, fn->params[1]->name);
+      puts_(p, " + rk_gx] : (");
+      type_name(p, b->type->elem);
+      puts_(p, ")0;\n");
+    }
+    puts_(p, "  }\n  ");
+    puts_(p, t->sync);
+    puts_(p, ";\n");
+  }
+  if (t->gpu) {
+    /* Threads beyond the tile (a block larger than the tile) only helped
+     * to load it. */
+    puts_(p, "  if (");
+    for (uint32_t a = 0; a < D; ++a) {
+      if (a) puts_(p, " || ");
+      idx(p, 0, (int)a);
+      printf_(p, " >= %uu", (unsigned)T[a]);
+    }
+    puts_(p, ") return;\n");
+  }
+  /* Only interior points run the body. */
+  puts_(p, "  if (");
+  for (uint32_t a = 0; a < D; ++a) {
+    if (a) puts_(p, " || ");
+    name_(p, pos->name);
+    printf_(p, ".%c < %u || ", "xyz"[a], (unsigned)H);
+    name_(p, pos->name);
+    printf_(p, ".%c >= ", "xyz"[a]);
+    name_(p, pos->name);
+    printf_(p, ".n%c - %u", "xyz"[a], (unsigned)H);
+  }
+  puts_(p, ") return;\n  ");
+  name_(p, pos->name);
+  puts_(p, ".idx = ");
+  if (D == 3) {
+    puts_(p, "(");
+    name_(p, pos->name);
+    puts_(p, ".z * ");
+    name_(p, pos->name);
+    puts_(p, ".ny + ");
+    name_(p, pos->name);
+    puts_(p, ".y) * ");
+  } else {
+    name_(p, pos->name);
+    puts_(p, ".y * ");
+  }
+  name_(p, pos->name);
+  puts_(p, ".nx + ");
+  name_(p, pos->name);
+  puts_(p, ".x;\n");
+  if (t->gpu && fn->tiled.n) {
+    static const char *const kL[] = {"rk_lx", "rk_ly", "rk_lz"};
+    for (uint32_t a = 0; a < D; ++a) {
+      printf_(p, "  const int %s = (int)", kL[a]);
+      idx(p, 0, (int)a);
+      printf_(p, " + %u;\n", (unsigned)H);
+    }
+  }
+  puts_(p, "\n");
+  function_body(p, fn->body);
+  puts_(p, "}\n");
+}
+
+static void handler_entry(printer_t *p, const cg_func_t *fn) {
+  /* The body, callable by ring templates as rk_handle_<name>. */
+  helper_signature(p, fn, "rk_handle_");
+  puts_(p, " {\n");
+  function_body(p, fn->body);
+  puts_(p, "}\n\n");
+  /* One message per launch, handled by global thread 0. */
+  entry_signature(p, fn);
+  puts_(p, "  if (");
+  for (int a = 0; a < 3; ++a) {
+    if (a) puts_(p, " && ");
+    idx(p, 4, a);
+    puts_(p, " == 0");
+  }
+  puts_(p, ")\n    rk_handle_");
+  name_(p, fn->name);
+  puts_(p, "(");
+  for (uint32_t i = 0; i < fn->nparams; ++i) {
+    if (i) puts_(p, ", ");
+    name_(p, fn->params[i]->name);
+  }
+  if (p->t->index_params && fn->uses_index)
+    printf_(p, "%srk_tid, rk_bid, rk_bdim, rk_gdim", fn->nparams ? ", " : "");
+  puts_(p, ");\n}\n");
+}
+
+static void function(printer_t *p, const cg_func_t *fn,
+                     const cg_emit_options_t *o) {
+  p->fn = fn;
+  if (fn->kind != CG_FN_HELPER && o->entry && strcmp(o->entry, fn->name))
+    return;
+  puts_(p, "\n");
+  switch (fn->kind) {
+    case CG_FN_HELPER:
+      helper_signature(p, fn, NULL);
+      if (!fn->body) {
+        puts_(p, ";\n");
+        return;
+      }
+      puts_(p, " {\n");
+      function_body(p, fn->body);
+      puts_(p, "}\n");
+      return;
+    case CG_FN_KERNEL:
+      entry_signature(p, fn);
+      function_body(p, fn->body);
+      puts_(p, "}\n");
+      return;
+    case CG_FN_STENCIL:
+      stencil_entry(p, fn);
+      return;
+    case CG_FN_HANDLER:
+      handler_entry(p, fn);
+      return;
+  }
+}
+
+/* ---- Prelude --------------------------------------------------------------
+ */
+
+/* rk_atomic_cas_* for Metal: a strong compare-and-swap that returns the old
+ * value, for each address space and element type. */
+static void msl_cas_helpers(printer_t *p) {
+  static const char *const kSpaces[] = {"device", "threadgroup"};
+  static const char *const kTypes[][2] = {{"atomic_int", "int"},
+                                          {"atomic_uint", "uint"}};
+  puts_(p,
+        "\n/* rk_atomic_cas_*: compare-and-swap returning the old value. Metal "
+        "has only\n * the weak exchange, which may fail spuriously: retry "
+        "until it succeeds or\n * sees another value. */\n");
+  for (int s = 0; s < 2; ++s)
+    for (int t = 0; t < 2; ++t)
+      printf_(
+          p,
+          "static inline %s rk_atomic_cas_%s(%s metal::%s *p, %s expected,\n"
+          "    %s desired) {\n"
+          "  %s old = expected;\n"
+          "  while (!metal::atomic_compare_exchange_weak_explicit(\n"
+          "             p, &old, desired, metal::memory_order_relaxed,\n"
+          "             metal::memory_order_relaxed) &&\n"
+          "         old == expected) {\n"
+          "  }\n"
+          "  return old;\n"
+          "}\n",
+          kTypes[t][1], kSpaces[s], kSpaces[s], kTypes[t][0], kTypes[t][1],
+          kTypes[t][1], kTypes[t][1]);
+}
+
+static void header_comment(printer_t *p, const char *source_name) {
+  printf_(p, "/* Generated by rk for target %s (%s) from\n *   ", p->t->name,
+          p->t->language);
+  /* The name goes into a comment: keep it printable and unable to close
+   * the comment. */
+  for (const char *s = source_name; *s && s - source_name < 200; ++s) {
+    char c = *s;
+    if ((unsigned char)c < 32 || (unsigned char)c > 126) c = '?';
+    if (c == '/' && s > source_name && s[-1] == '*') c = '?';
+    rk__strbuf_append(p->out, &c, 1);
+  }
+  puts_(p,
+        "\n * Do not edit: change the kernel source and transpile again. */\n");
+}
+
+static void prelude(printer_t *p) {
+  switch (p->t->target) {
+    case RK_TARGET_C:
+      puts_(p, "#include <rk/kernel.h>\n");
+      break;
+    case RK_TARGET_OPENCL:
+      if (p->unit->uses_f64)
+        puts_(p, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
+      break;
+    case RK_TARGET_MSL:
+      puts_(p, "#include <metal_stdlib>\n");
+      if (p->unit->uses_cas) msl_cas_helpers(p);
+      break;
+    default:
+      break;
+  }
+  if (p->unit->has_stencil)
+    puts_(p,
+          "\n/* The position of a stencil point: global coordinates, the "
+          "linear index\n * idx = (z * ny + y) * nx + x and the domain size. "
+          "*/\n"
+          "typedef struct rk_stencil_pos {\n"
+          "  int x, y, z, idx, nx, ny, nz;\n"
+          "} rk_stencil_pos_t;\n");
+}
+
+void rk__cg_emit_c_family(const cg_unit_t *unit, rk_target_t target,
+                          const cg_emit_options_t *options, rk__strbuf_t *out) {
+  printer_t p;
+  memset(&p, 0, sizeof p);
+  p.t = &kTargets[target];
+  p.unit = unit;
+  p.out = out;
+  header_comment(&p, options->source_name ? options->source_name : "<source>");
+  prelude(&p);
+  bool after_defines = true;
+  for (uint32_t i = 0; i < unit->nitems; ++i) {
+    const cg_item_t *it = &unit->items[i];
+    switch (it->kind) {
+      case CG_ITEM_STRUCT:
+        puts_(&p, "\n");
+        struct_def(&p, it->st);
+        after_defines = true;
+        break;
+      case CG_ITEM_MACRO:
+      case CG_ITEM_CONST: {
+        if (after_defines) puts_(&p, "\n");
+        after_defines = false;
+        const cg_var_t *v = it->var;
+        if (it->kind == CG_ITEM_MACRO) {
+          puts_(&p, "#define ");
+          name_(&p, v->name);
+          puts_(&p, " ");
+        } else {
+          printf_(&p, "%s ", p.t->const_decl);
+          type_name(&p, v->type);
+          puts_(&p, " ");
+          name_(&p, v->name);
+          puts_(&p, " = ");
+        }
+        expr(&p, v->init, PREC_ASSIGN);
+        puts_(&p, it->kind == CG_ITEM_MACRO ? "\n" : ";\n");
+        break;
+      }
+      case CG_ITEM_FUNC:
+        function(&p, it->fn, options);
+        after_defines = true;
+        break;
+    }
+  }
+}

@@ -1,0 +1,194 @@
+/* Golden files: every corpus kernel (tests/codegen/kernels/NAME.c) transpiled
+ * for C, CUDA, OpenCL and MSL must match tests/codegen/golden/<kernel>.<ext>
+ * exactly. A target that refuses a kernel has <kernel>.<ext>.err holding the
+ * expected diagnostic instead. WGSL must say it is not implemented yet.
+ *
+ * Then every kernel's C output must compile with the system C compiler
+ * (cc -fsyntax-only -std=c11 -Wall -Wextra -Werror -I include
+ * -DRK_CPU_MODULE=1), and so must every kernel source itself, with the
+ * stencil/handler additions of kernel_h_additions.h.
+ *
+ * After an intended change of the printers, rewrite the goldens with
+ *   RK_UPDATE_GOLDEN=1 ctest --test-dir <build> -R codegen_golden
+ * and review the diff (git diff tests/codegen/golden).
+ */
+#define RK_TEST_IMPLEMENTATION
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/sys.h"
+#include "cg_test_util.h"
+#include "rk_test.h"
+
+static const rk_target_t kGoldenTargets[] = {RK_TARGET_C, RK_TARGET_CUDA,
+                                             RK_TARGET_OPENCL, RK_TARGET_MSL};
+
+static bool g_update;
+static int g_mismatches;
+
+/* Prints the first line where want and got differ. */
+static void show_difference(const char *path, const char *want,
+                            const char *got) {
+  int line = 1;
+  const char *w = want, *g = got;
+  while (*w && *w == *g) {
+    if (*w == '\n') line++;
+    w++;
+    g++;
+  }
+  const char *ws = w, *gs = g;
+  while (ws > want && ws[-1] != '\n') ws--;
+  while (gs > got && gs[-1] != '\n') gs--;
+  printf("  %s differs at line %d:\n    expected: %.*s\n    actual:   %.*s\n",
+         path, line, (int)strcspn(ws, "\n"), ws, (int)strcspn(gs, "\n"), gs);
+}
+
+/* Compares text with the golden file at path (or rewrites it). The file
+ * that should not exist (the .err twin) is removed on update and reported
+ * otherwise. */
+static void check_golden(const char *path, const char *stale,
+                         const char *text) {
+  if (g_update) {
+    CHECK(cg_write_file(path, text), "cannot write %s", path);
+    unlink(stale);
+    return;
+  }
+  char *want = cg_read_file(path);
+  if (!CHECK(want != NULL, "missing golden file %s", path)) {
+    g_mismatches++;
+    return;
+  }
+  if (strcmp(want, text) != 0) {
+    g_mismatches++;
+    CHECK(false, "output differs from %s", path);
+    show_difference(path, want, text);
+  }
+  free(want);
+  CHECK(access(stale, F_OK) != 0, "stale golden file %s (remove it)", stale);
+}
+
+static void test_goldens(const cg_corpus_t *corpus) {
+  CHECK(corpus->count >= 15, "the corpus has %d kernels, want at least 15",
+        corpus->count);
+  for (int k = 0; k < corpus->count; ++k) {
+    const char *name = corpus->names[k];
+    char *src = cg_read_kernel(name);
+    if (!CHECK(src != NULL, "cannot read kernel %s", name)) continue;
+    for (size_t t = 0; t < sizeof kGoldenTargets / sizeof *kGoldenTargets;
+         ++t) {
+      rk_target_t target = kGoldenTargets[t];
+      char path[1024], err_path[1100];
+      snprintf(path, sizeof path, "%s/golden/%s.%s", CG_TEST_DIR, name,
+               cg_target_ext(target));
+      snprintf(err_path, sizeof err_path, "%s.err", path);
+      char *out = NULL;
+      rk_status_t s = cg_transpile(src, name, target, &out);
+      if (s == RK_OK) {
+        check_golden(path, err_path, out);
+      } else {
+        CHECK(s == RK_ERR_COMPILE, "%s for %s: %s: %s", name,
+              rk_target_name(target), rk_status_name(s), rk_last_error());
+        char msg[4096];
+        snprintf(msg, sizeof msg, "%s\n", rk_last_error());
+        check_golden(err_path, path, msg);
+      }
+      rk_transpile_free(out);
+    }
+    /* WGSL: checked, then refused until its printer exists. */
+    char *out = (char *)"not touched";
+    rk_status_t s = cg_transpile(src, name, RK_TARGET_WGSL, &out);
+    CHECK(s == RK_ERR_UNIMPLEMENTED || s == RK_ERR_COMPILE, "%s for wgsl: %s",
+          name, rk_status_name(s));
+    CHECK(out == NULL, "%s for wgsl: out_text not cleared", name);
+    if (s == RK_ERR_UNIMPLEMENTED) CHECK_ERROR_HAS("WGSL printer");
+    free(src);
+  }
+  if (g_mismatches)
+    printf(
+        "\n%d golden file(s) differ. If the change is intended, run\n"
+        "  RK_UPDATE_GOLDEN=1 ctest --test-dir <build dir> -R "
+        "codegen_golden\nand review `git diff tests/codegen/golden`.\n\n",
+        g_mismatches);
+  if (g_update) printf("golden files rewritten under %s/golden\n", CG_TEST_DIR);
+}
+
+/* ---- C compiler checks --------------------------------------------------- */
+
+static const char *compiler(void) {
+  const char *cc = getenv("CC");
+  return cc && *cc && !strchr(cc, ' ') ? cc : "cc";
+}
+
+/* Runs the C compiler on `path` (syntax only, warnings are errors). Extra
+ * arguments (e.g. -include x.h) come first. Returns false with the log
+ * printed on failure; *out_ran false when no compiler could be started. */
+static bool compile_c(const char *path, const char *extra1, const char *extra2,
+                      bool *out_ran) {
+  char *argv[] = {(char *)compiler(),
+                  "-fsyntax-only",
+                  "-std=c11",
+                  "-Wall",
+                  "-Wextra",
+                  "-Werror",
+                  "-Wno-unused-function",
+                  "-Wno-unused-parameter",
+                  "-I" RK_SOURCE_INCLUDE_DIR,
+                  "-DRK_CPU_MODULE=1",
+                  (char *)(extra1 ? extra1 : "-DRK_NOTHING_="),
+                  (char *)(extra2 ? extra2 : "-DRK_NOTHING2_="),
+                  (char *)path,
+                  NULL};
+  char *log = NULL;
+  int code = -1;
+  rk_status_t s = rk__run_process(argv, &log, &code);
+  *out_ran = s == RK_OK;
+  bool ok = s == RK_OK && code == 0;
+  if (s == RK_OK && code != 0) printf("%s\n", log ? log : "");
+  free(log);
+  return ok;
+}
+
+static void test_c_compiles(const cg_corpus_t *corpus) {
+  const char *dir = rk_test_temp_dir();
+  bool ran = false;
+  for (int k = 0; k < corpus->count; ++k) {
+    const char *name = corpus->names[k];
+    char *src = cg_read_kernel(name);
+    if (!src) continue;
+    char *out = NULL;
+    if (CHECK_OK(cg_transpile(src, name, RK_TARGET_C, &out))) {
+      char path[1024];
+      snprintf(path, sizeof path, "%s/%s.c", dir, name);
+      CHECK(cg_write_file(path, out), "cannot write %s", path);
+      bool ok = compile_c(path, NULL, NULL, &ran);
+      if (!ran) {
+        printf("note: no C compiler (%s); C output not compiled\n", compiler());
+        free(out);
+        free(src);
+        return;
+      }
+      CHECK(ok, "the C output of %s does not compile", name);
+    }
+    free(out);
+    /* The source itself is valid C once kernel.h has the additions. */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/kernels/%s.c", CG_TEST_DIR, name);
+    CHECK(
+        compile_c(path, "-include", CG_TEST_DIR "/kernel_h_additions.h", &ran),
+        "kernel source %s is not valid C with kernel_h_additions.h", name);
+    free(src);
+  }
+}
+
+int main(void) {
+  const char *update = getenv("RK_UPDATE_GOLDEN");
+  g_update = update && *update && strcmp(update, "0") != 0;
+  cg_corpus_t corpus;
+  if (cg_corpus_load(&corpus)) {
+    test_goldens(&corpus);
+    test_c_compiles(&corpus);
+  }
+  return rk_test_finish("codegen_golden");
+}
