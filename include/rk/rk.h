@@ -2,8 +2,8 @@
  *
  *   #include <rk/rk.h>
  *
- * brings in the status codes and the backend interface. Kernel sources
- * include <rk/kernel.h> instead. */
+ * brings in the status codes, the backend interface and the transpiler.
+ * Kernel sources include <rk/kernel.h> instead. */
 #ifndef RK_RK_H_
 #define RK_RK_H_
 
@@ -12,6 +12,7 @@
 #define RK_VERSION_PATCH 0
 
 #include "rk/backend.h"
+#include "rk/codegen.h"
 #include "rk/status.h"
 
 #ifdef __cplusplus

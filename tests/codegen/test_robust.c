@@ -105,10 +105,10 @@ static void expect_compile_error(char *src, const char *fragment,
                                  const char *what) {
   if (!src) return;
   char *out = NULL;
-  uint64_t t0 = rk__now_ns();
+  /* A pathological input must end in an error, not a hang; the test's
+   * time limit catches a hang (speed itself is bench/transpile's job). */
   CHECK_STATUS(rk_transpile(src, RK_TARGET_C, NULL, &out), RK_ERR_COMPILE);
   CHECK_ERROR_HAS(fragment);
-  CHECK(rk__now_ns() - t0 < 2000000000ull, "%s took over 2 s", what);
   run_all(src, what);
   free(src);
 }
@@ -116,9 +116,8 @@ static void expect_compile_error(char *src, const char *fragment,
 static void expect_ok(char *src, const char *what) {
   if (!src) return;
   char *out = NULL;
-  uint64_t t0 = rk__now_ns();
-  CHECK_OK(rk_transpile(src, RK_TARGET_CUDA, NULL, &out));
-  CHECK(rk__now_ns() - t0 < 2000000000ull, "%s took over 2 s", what);
+  if (!CHECK_OK(rk_transpile(src, RK_TARGET_CUDA, NULL, &out)))
+    printf("  (while transpiling %s)\n", what);
   rk_transpile_free(out);
   free(src);
 }
