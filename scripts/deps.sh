@@ -25,11 +25,18 @@ TEST_COMMANDS=(
 # needs it", looked up in the ldconfig cache.
 TEST_LIBRARIES=(
   "libOpenCL.so.1|ocl-icd-libopencl1|the OpenCL ICD loader (OpenCL compile checks, tests/gpucompile)"
+  "libvulkan.so.1|libvulkan1|the Vulkan loader (WGSL validation, codegen_wgsl_validate)"
 )
 # Files: "glob|Debian packages|what needs it"; any match will do.
 TEST_FILES=(
   "/etc/OpenCL/vendors/*.icd|pocl-opencl-icd|an OpenCL platform, e.g. PoCL's CPU device (OpenCL compile checks, tests/gpucompile)"
+  "/usr/share/vulkan/icd.d/*.json|mesa-vulkan-drivers python3-venv|a Vulkan driver, e.g. Mesa's lavapipe (WGSL validation, codegen_wgsl_validate)"
 )
+# Python's wgpu package (wgpu-py, which bundles wgpu-native: its naga front end
+# validates WGSL) lives in its own virtual environment, never in the system
+# Python; tests/codegen/CMakeLists.txt looks for it there. Optional: without
+# it codegen_wgsl_validate skips.
+RK_WGPU_VENV=${RK_WGPU_VENV:-${XDG_DATA_HOME:-$HOME/.local/share}/rk/wgpu-venv}
 # ------------------------------------------------------------------------------
 
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -121,6 +128,18 @@ int main(void) { return omp_get_max_threads() < 1; }' | compiles -fopenmp ||
     compgen -G "$cmd" >/dev/null || missing_test+=("$what|$pkgs")
   done
   check_libfuzzer
+  "$RK_WGPU_VENV/bin/python" -c 'import wgpu' >/dev/null 2>&1 ||
+    missing_test+=("python wgpu in $RK_WGPU_VENV (WGSL validation, codegen_wgsl_validate; as root deps.sh creates it: python3 -m venv \"$RK_WGPU_VENV\" && \"$RK_WGPU_VENV/bin/pip\" install wgpu)|")
+}
+
+# install_wgpu: the wgpu venv (as root only, like the packages).
+install_wgpu() {
+  "$RK_WGPU_VENV/bin/python" -c 'import wgpu' >/dev/null 2>&1 && return
+  have python3 || return
+  echo "deps: installing python wgpu into $RK_WGPU_VENV"
+  python3 -m venv "$RK_WGPU_VENV" >/dev/null 2>&1 &&
+    "$RK_WGPU_VENV/bin/pip" install -q wgpu </dev/null >/dev/null 2>&1 ||
+    echo "deps: pip install wgpu failed (optional)" >&2
 }
 
 # packages_of LIST...: the Debian packages of "what|packages" entries.
@@ -138,8 +157,10 @@ if [ "$(id -u)" -eq 0 ] && have apt-get; then
   read -r -a pkgs <<<"$(packages_of "${all[@]}")"
   echo "deps: installing ${pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  if apt-get update -qq </dev/null &&
-     apt-get install -y -qq --no-install-recommends "${pkgs[@]}" </dev/null; then
+  if [ ${#pkgs[@]} -eq 0 ] ||
+     { apt-get update -qq </dev/null &&
+       apt-get install -y -qq --no-install-recommends "${pkgs[@]}" </dev/null; }; then
+    install_wgpu
     check
   else
     echo "deps: apt-get failed" >&2

@@ -37,14 +37,13 @@
 extern "C" {
 #endif
 
-/* Output languages. WGSL is declared but its printer is not written yet:
- * transpiling to it checks the source (including WGSL's type limits) and
- * then returns RK_ERR_UNIMPLEMENTED. */
+/* Output languages. The WGSL output's binding layout and pipeline
+ * constants are described in docs/kernel-language.md ("WGSL"). */
 typedef enum rk_target {
   RK_TARGET_C = 0,  /* C11 for the CPU backend (includes <rk/kernel.h>) */
   RK_TARGET_CUDA,   /* CUDA C++ for NVRTC (extern "C" __global__ kernels) */
   RK_TARGET_OPENCL, /* OpenCL C 1.2 */
-  RK_TARGET_WGSL,   /* WebGPU Shading Language (not yet implemented) */
+  RK_TARGET_WGSL,   /* WebGPU Shading Language */
   RK_TARGET_MSL,    /* Metal Shading Language */
   RK_TARGET_COUNT_
 } rk_target_t;
@@ -88,7 +87,6 @@ typedef struct rk_diagnostic {
  *                         rk_last_error() holds "name:line:col: error: ...",
  *                         the source line and a caret;
  *   RK_ERR_NOT_FOUND      options->entry names no entry point;
- *   RK_ERR_UNIMPLEMENTED  target is RK_TARGET_WGSL (printer not written);
  *   RK_ERR_INVALID_ARGUMENT  NULL source or out_text, or unknown target;
  *   RK_ERR_OUT_OF_MEMORY  an allocation failed.
  * Never crashes, hangs or exits on any input. */

@@ -84,6 +84,21 @@ static rk_status_t front_end(cg_ctx_t *ctx, cg_unit_t *unit) {
   return RK_OK;
 }
 
+/* The WGSL printer can refuse a source (rk__cg_error), so it runs under
+ * the same error exit as the front end. */
+static rk_status_t print_wgsl(cg_ctx_t *ctx, const cg_unit_t *unit,
+                              const cg_emit_options_t *eo, rk__strbuf_t *out) {
+  jmp_buf jb;
+  ctx->jmp = &jb;
+  if (setjmp(jb) != 0) {
+    ctx->jmp = NULL;
+    return ctx->status;
+  }
+  rk__cg_emit_wgsl(ctx, unit, eo, out);
+  ctx->jmp = NULL;
+  return RK_OK;
+}
+
 static bool is_entry(const cg_item_t *it) {
   return it->kind == CG_ITEM_FUNC && it->fn->kind != CG_FN_HELPER &&
          it->fn->body;
@@ -153,17 +168,17 @@ rk_status_t rk_transpile_ex(const char *source, rk_target_t target,
   s = front_end(&ctx, &unit);
   if (s == RK_OK)
     s = find_entry(&unit, options ? options->entry : NULL, ctx.source_name);
-  if (s == RK_OK && target == RK_TARGET_WGSL)
-    s = rk__fail(RK_ERR_UNIMPLEMENTED,
-                 "%s: the WGSL printer is not written yet (the source was "
-                 "checked against WGSL's rules and is valid)",
-                 ctx.source_name);
   if (s == RK_OK) {
     rk__strbuf_t out;
     rk__strbuf_init(&out);
     cg_emit_options_t eo = {ctx.source_name, options ? options->entry : NULL};
-    rk__cg_emit_c_family(&unit, target, &eo, &out);
-    if (out.failed || !out.data) {
+    if (target == RK_TARGET_WGSL)
+      s = print_wgsl(&ctx, &unit, &eo, &out);
+    else
+      rk__cg_emit_c_family(&unit, target, &eo, &out);
+    if (s != RK_OK) {
+      rk__strbuf_free(&out);
+    } else if (out.failed || !out.data) {
       rk__strbuf_free(&out);
       s = rk__fail(RK_ERR_OUT_OF_MEMORY, "%s: out of memory while printing",
                    ctx.source_name);

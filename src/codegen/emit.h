@@ -6,8 +6,10 @@
  * names, built-ins, atomics, barriers, entry-point decoration, layout
  * assertions. The few things a table cannot say (MSL's thread indices as
  * entry parameters, the stencil tile loader of GPU targets) are flags of the
- * same table. A WGSL printer will be a sibling (emit_wgsl.c) with the same
- * entry shape: rk__cg_emit_<lang>(ctx, unit, target, options, out).
+ * same table. WGSL is different enough to have its own small printer
+ * (emit_wgsl.c) over the same tree; it may refuse a source (module-scope
+ * name clashes, layouts WGSL cannot match), so it takes the compilation
+ * context and must run under its error exit (context.h).
  *
  * Names: a user identifier that a target reserves (an OpenCL built-in like
  * `min`, an MSL keyword like `kernel`) is printed as rk_u_<name> in that
@@ -30,6 +32,16 @@ typedef struct cg_emit_options {
  * allocation failure is sticky in out->failed). */
 void rk__cg_emit_c_family(const cg_unit_t *unit, rk_target_t target,
                           const cg_emit_options_t *options, rk__strbuf_t *out);
+
+/* Prints `unit` as WGSL into out (appending; allocation failure is sticky
+ * in out->failed). Refusals go through rk__cg_error(ctx, ...): call it with
+ * ctx->jmp set. */
+void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_unit_t *unit,
+                      const cg_emit_options_t *options, rk__strbuf_t *out);
+
+/* Whether WGSL reserves `name` (keywords, reserved words, predeclared
+ * types and functions); rk__cg_target_reserves(RK_TARGET_WGSL, name). */
+bool rk__cg_wgsl_reserves(const char *name);
 
 /* Whether `target` reserves `name` (a keyword, type or built-in function
  * of its language); such names are renamed in its output. */

@@ -468,6 +468,8 @@ bool rk__cg_target_reserves(rk_target_t target, const char *name) {
     case RK_TARGET_MSL:
       return IN_LIST(kCxxNames, name) || IN_LIST(kMslNames, name) ||
              is_vector_type_name(name);
+    case RK_TARGET_WGSL:
+      return rk__cg_wgsl_reserves(name);
     default:
       return false;
   }

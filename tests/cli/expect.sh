@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # expect.sh - runs a command, then checks its exit status and its output.
 #
-#   expect.sh [--exit N|nonzero] [--out RE]... [--err RE]... [--quiet-out] \
-#             -- COMMAND [ARG]...
+#   expect.sh [--exit N|nonzero] [--out RE]... [--err RE]... [--no-out RE]...
+#             [--quiet-out] -- COMMAND [ARG]...
 #
 #   --exit N      the exit status it must have (default 0); "nonzero": any
 #                 failure, but not a crash by signal
 #   --out RE      some line of stdout must match the extended regular
 #                 expression RE (grep -E); may be given several times
 #   --err RE      the same for stderr
+#   --no-out RE   no line of stdout may match RE; may be given several times
 #   --quiet-out   stdout must be empty (usage errors go to stderr)
 #
 # Exits 0 when every check holds; otherwise prints the failed checks, the
@@ -18,12 +19,14 @@ set -u
 want_exit=0
 outs=()
 errs=()
+no_outs=()
 quiet_out=0
 while [ $# -gt 0 ]; do
   case $1 in
     --exit) want_exit=$2; shift 2 ;;
     --out) outs+=("$2"); shift 2 ;;
     --err) errs+=("$2"); shift 2 ;;
+    --no-out) no_outs+=("$2"); shift 2 ;;
     --quiet-out) quiet_out=1; shift ;;
     --) shift; break ;;
     *) echo "expect.sh: unknown option '$1'" >&2; exit 1 ;;
@@ -57,6 +60,9 @@ for re in ${outs[@]+"${outs[@]}"}; do
 done
 for re in ${errs[@]+"${errs[@]}"}; do
   grep -Eq -e "$re" "$tmp/err" || fail "no line of stderr matches: $re"
+done
+for re in ${no_outs[@]+"${no_outs[@]}"}; do
+  grep -Eq -e "$re" "$tmp/out" && fail "a line of stdout matches: $re"
 done
 if [ "$quiet_out" -eq 1 ] && [ -s "$tmp/out" ]; then
   fail "stdout is not empty"

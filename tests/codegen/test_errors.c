@@ -198,6 +198,21 @@ static const error_case_t kCases[] = {
     {"missing return value", RK_TARGET_C,
      K "static int h(int a) { if (a) return; return 1; }\n", 2, "return;",
      "'h' must return a value"},
+    {"double on wgsl", RK_TARGET_WGSL,
+     K "RK_KERNEL void k(double *o) { o[0] = 1.0; }\n", 2, "double",
+     "double is not supported by target wgsl"},
+    {"entry name reserved by wgsl", RK_TARGET_WGSL,
+     K "RK_KERNEL void filter(int *o) { o[0] = 1; }\n", 2, "filter",
+     "'filter' cannot name an entry point: WGSL reserves it"},
+    {"wgsl module-scope clash", RK_TARGET_WGSL,
+     K "static int x(int a) { return a; }\n"
+       "RK_KERNEL void k(int *x) { x[0] = 1; }\n",
+     3, "x)", "'x' would be declared twice at WGSL module scope"},
+    {"wgsl ?: with effects in a loop condition", RK_TARGET_WGSL,
+     K "RK_KERNEL void k(int *o) {\n"
+       "  while ((o[2] > 0 ? rk_atomic_add_i32(&o[1], 1) : 0) < 5) {\n"
+       "  }\n}\n",
+     3, "? rk_atomic", "this ?: cannot be expressed in WGSL here"},
     {"increment inside an expression", RK_TARGET_C,
      K "RK_KERNEL void k(int *o) { int i = 0; o[i++] = 1; }\n", 2, "++",
      "'++' inside an expression is not supported"},
@@ -409,9 +424,13 @@ static void test_api(void) {
                RK_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(rk_transpile(src, (rk_target_t)42, NULL, &out),
                RK_ERR_INVALID_ARGUMENT);
-  CHECK_STATUS(rk_transpile(src, RK_TARGET_WGSL, NULL, &out),
-               RK_ERR_UNIMPLEMENTED);
-  CHECK(out == NULL, "no text for WGSL");
+  /* WGSL: several entry points prefix their module-scope resources. */
+  if (CHECK_OK(rk_transpile(src, RK_TARGET_WGSL, NULL, &out))) {
+    CHECK(strstr(out, "var<storage, read_write> one_o: array<i32>;") &&
+              strstr(out, "var<storage, read_write> two_o: array<i32>;"),
+          "WGSL resources of two entries");
+    rk_transpile_free(out);
+  }
 
   /* NULL options: defaults. */
   if (CHECK_OK(rk_transpile(src, RK_TARGET_CUDA, NULL, &out))) {

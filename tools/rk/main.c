@@ -15,6 +15,7 @@
 static const tool_command_t *const kCommands[] = {
     &tool_cmd_devices,
     &tool_cmd_demo,
+    &tool_cmd_transpile,
 };
 enum { kCommandCount = sizeof kCommands / sizeof kCommands[0] };
 
@@ -33,7 +34,8 @@ static void print_help(FILE *out) {
           "cuda, metal, webgpu or opencl. Programs use it through the librk\n"
           "library, which picks the best backend present at run time. Which\n"
           "backends are available depends on how rk was built and on the\n"
-          "machine; this command shows them and checks that they work.\n"
+          "machine; this command shows them, checks that they work, and\n"
+          "shows what a kernel becomes in each backend's language.\n"
           "\n"
           "Usage: rk <command> [options]\n"
           "       rk help [command]\n"
@@ -42,8 +44,8 @@ static void print_help(FILE *out) {
           "Commands:\n",
           rk_version());
   for (int i = 0; i < kCommandCount; ++i)
-    fprintf(out, "  %-9s %s\n", kCommands[i]->name, kCommands[i]->summary);
-  fprintf(out, "  %-9s %s\n", "help", "show this help, or a command's help");
+    fprintf(out, "  %-10s %s\n", kCommands[i]->name, kCommands[i]->summary);
+  fprintf(out, "  %-10s %s\n", "help", "show this help, or a command's help");
   fputs(
       "\n"
       "Environment:\n"
@@ -61,8 +63,10 @@ static void print_help(FILE *out) {
       "                     sleep, 0 to 1000000; default: 200\n"
       "\n"
       "Example:\n"
-      "  rk devices                  # which backends and devices are here?\n"
-      "  RK_BACKEND=cpu rk demo      # compile, run and check a kernel\n"
+      "  rk devices                      # which backends and devices are "
+      "here?\n"
+      "  RK_BACKEND=cpu rk demo          # compile, run and check a kernel\n"
+      "  rk transpile k.c --target cuda  # k.c as CUDA C++, on stdout\n"
       "\n"
       "Exit status: 0 success, 1 failure, 2 usage error.\n"
       "Run 'rk help <command>' for a command's options and output.\n",

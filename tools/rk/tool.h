@@ -15,6 +15,7 @@
 #define RK_TOOL_H_
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 enum {
@@ -35,6 +36,7 @@ typedef struct tool_command {
 
 extern const tool_command_t tool_cmd_devices;
 extern const tool_command_t tool_cmd_demo;
+extern const tool_command_t tool_cmd_transpile;
 
 /* ---- Helpers (util.c) --------------------------------------------------- */
 
@@ -53,6 +55,17 @@ bool tool_is_help(const char *arg);
  * caller to report), and *i is advanced past a separate value. */
 bool tool_match_option(int argc, char **argv, int *i, const char *name,
                        const char **out_value);
+
+/* Replaces the file at `path` with `len` bytes of `data`, all or nothing:
+ * the bytes go to a temporary file in the same directory, which is then
+ * renamed over `path` (a symbolic link is followed and its target
+ * replaced). A new file gets 0666 less the umask; an existing one keeps its
+ * permissions. Something that is not a regular file (/dev/null, a FIFO) is
+ * written in place. Returns false with the reason ("cannot write 'x': ...")
+ * in `why` (cap bytes) on failure, leaving `path` untouched. A process
+ * killed while writing may leave the temporary file ("<path>.rk-XXXXXX"). */
+bool tool_write_file_atomic(const char *path, const void *data, size_t len,
+                            char *why, size_t cap);
 
 /* Seconds on a monotonic clock, for measuring intervals. */
 double tool_now_seconds(void);
