@@ -195,8 +195,7 @@ RK__ATOMIC_OPS(int32_t, i32)
 RK__ATOMIC_OPS(uint32_t, u32)
 #undef RK__ATOMIC_OPS
 
-/* Kept for tests that include the former stand-in for this section. */
-#define RK_GRID_POS_DEFINED_ 1
+
 
 /* ---- Stencils and actor handlers ---------------------------------------- */
 
