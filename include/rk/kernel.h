@@ -195,8 +195,6 @@ RK__ATOMIC_OPS(int32_t, i32)
 RK__ATOMIC_OPS(uint32_t, u32)
 #undef RK__ATOMIC_OPS
 
-
-
 /* ---- Stencils and actor handlers ---------------------------------------- */
 
 /* The position of a stencil point, passed by value as a stencil's first

@@ -3,6 +3,8 @@
  *   - plain RK_KERNEL sources are valid C themselves, so the source and its
  *     transpiled C are both compiled by the CPU backend and run on the same
  *     inputs; every output buffer must be identical, byte for byte;
+ *   - every plain RK_KERNEL entry is also run through its C output against a
+ *     sequential scalar reference on random nonzero inputs (test_scalar_refs);
  *   - stencils and handlers (lowered by the transpiler) are checked against
  *     reference computations here; atomics against their known results.
  * Skipped (exit 77) when the CPU backend or a C compiler is missing. */
@@ -24,7 +26,8 @@ static rk_context_t *g_ctx;
 
 /* One launch argument. Buffers: element type f (float), d (double),
  * i (int32), u (uint32), l (int64); fill r (random), p (1..100), z (zero),
- * c (the constant `value`), f (fraction in [0, 1)). */
+ * c (the constant `value`), f (fraction in [0, 1)), d (copied from `data`,
+ * BUFD). */
 typedef struct arg {
   char kind; /* i u f d U (uint64) scalar, B buffer, S struct */
   double value;
@@ -44,6 +47,8 @@ typedef struct arg {
   { 'B', 0, (e), (f), (n), NULL, 0 }
 #define BUFC(e, n, v) \
   { 'B', (v), (e), 'c', (n), NULL, 0 }
+#define BUFD(e, n, p) \
+  { 'B', 0, (e), 'd', (n), (p), 0 }
 #define STRUCT(p) \
   { 'S', 0, 0, 0, 0, (p), sizeof *(p) }
 
@@ -63,6 +68,10 @@ static uint32_t rnd(void) {
 }
 
 static void fill(void *p, const arg_t *a) {
+  if (a->fill == 'd') {
+    memcpy(p, a->data, a->count * elem_size(a->elem));
+    return;
+  }
   for (size_t i = 0; i < a->count; ++i) {
     double x = a->fill == 'r'   ? (double)(rnd() % 4001) / 1000.0 - 2.0
                : a->fill == 'f' ? (double)(rnd() % 1000) / 1000.0
@@ -559,6 +568,561 @@ static void test_atomics(void) {
   free(gen);
 }
 
+/* ---- Scalar references ----------------------------------------------------
+ * Every plain corpus kernel, run through its transpiled C on the CPU backend,
+ * against a sequential host computation of what the kernel means (block-level
+ * algorithms are simulated block by block). Inputs are random and nonzero
+ * (fills r, p, f); outputs start as a sentinel, so an element the kernel fails
+ * to write (or writes where it must not) shows. Integers compare exactly.
+ * Floats compare with a relative tolerance: |got - want| <= tol * scale,
+ * where scale is 1 + |want| for elementwise arithmetic (tol 1e-5: a few ulps
+ * of float, room for contraction into fma and libm differences), and the sum
+ * of the absolute values of the terms for sums whose order differs from the
+ * kernel's (tree reduction, tiled matmul: tol 1e-5). Doubles use tol 1e-12. */
+
+/* The buffers as launch() fills them before the launch (same seed, same
+ * order), for kernels that update buffers in place. */
+static void ref_inputs(const arg_t *args, int nargs, run_t *in) {
+  memset(in, 0, sizeof *in);
+  g_seed = 12345;
+  for (int i = 0; i < nargs; ++i) {
+    if (args[i].kind != 'B') continue;
+    in->bytes[i] = args[i].count * elem_size(args[i].elem);
+    in->host[i] = malloc(in->bytes[i]);
+    fill(in->host[i], &args[i]);
+  }
+}
+
+/* Runs `entry` of the transpiled `kernel`; *in gets the launch's inputs. */
+static bool ref_run(const char *kernel, const char *entry, rk_dim3_t grid,
+                    rk_dim3_t block, const arg_t *args, int nargs, run_t *in,
+                    run_t *out) {
+  char *gen = transpile_c(kernel);
+  bool ok = gen && launch(gen, kernel, entry, grid, block, args, nargs, out);
+  free(gen);
+  if (ok) ref_inputs(args, nargs, in);
+  return ok;
+}
+
+static void ref_done(run_t *in, run_t *out) {
+  free_run(in);
+  free_run(out);
+}
+
+static int g_bad; /* mismatches reported by the current check */
+
+static void ref_i64(const char *what, size_t i, int64_t got, int64_t want) {
+  if (got != want && g_bad++ < 3)
+    CHECK(false, "%s[%zu]: %lld, want %lld", what, i, (long long)got,
+          (long long)want);
+}
+
+static void ref_f64(const char *what, size_t i, double got, double want,
+                    double tol, double scale) {
+  if (!(fabs(got - want) <= tol * scale) && g_bad++ < 3)
+    CHECK(false, "%s[%zu]: %.9g, want %.9g (tolerance %g)", what, i, got, want,
+          tol * scale);
+}
+
+static void ref_f32(const char *what, size_t i, float got, double want) {
+  ref_f64(what, i, got, want, 1e-5, 1.0 + fabs(want));
+}
+
+static void ref_begin(void) { g_bad = 0; }
+static void ref_end(const char *kernel) {
+  CHECK(g_bad == 0, "%s: %d elements differ from the scalar reference", kernel,
+        g_bad);
+}
+
+#define SENT_F (-777.0) /* sentinel fill of output buffers */
+#define SENT_I 777777.0
+
+static void ref_saxpy(void) {
+  const int n = 250;
+  const float a = 1.5f;
+  arg_t args[] = {I32(n), F32(a), BUF('f', 256, 'r'), BUF('f', 256, 'r')};
+  run_t in, r;
+  if (!ref_run("saxpy", "saxpy", rk_dim3(4, 1, 1), rk_dim3(64, 1, 1), args, 4,
+               &in, &r))
+    return;
+  const float *x = in.host[2], *y0 = in.host[3], *y = r.host[3];
+  ref_begin();
+  for (int i = 0; i < 256; ++i) {
+    double want = i < n ? (double)a * x[i] + y0[i] : y0[i];
+    ref_f32("saxpy y", (size_t)i, y[i], want);
+  }
+  ref_end("saxpy");
+  ref_done(&in, &r);
+}
+
+static void ref_reduce_sum(void) {
+  const int n = 1000;
+  arg_t args[] = {I32(n), BUF('f', 1024, 'r'), BUFC('f', 4, SENT_F)};
+  run_t in, r;
+  if (!ref_run("reduce_sum", "reduce_sum", rk_dim3(4, 1, 1), rk_dim3(256, 1, 1),
+               args, 3, &in, &r))
+    return;
+  const float *x = in.host[1], *partial = r.host[2];
+  ref_begin();
+  for (int b = 0; b < 4; ++b) {
+    double sum = 0, mag = 0;
+    for (int i = b * 256; i < (b + 1) * 256 && i < n; ++i) {
+      sum += x[i];
+      mag += fabs(x[i]);
+    }
+    ref_f64("reduce_sum partial", (size_t)b, partial[b], sum, 1e-5, mag);
+  }
+  ref_end("reduce_sum");
+  ref_done(&in, &r);
+}
+
+static void ref_matmul_tiled(void) {
+  const int n = 40;
+  arg_t args[] = {I32(n), BUF('f', 1600, 'r'), BUF('f', 1600, 'r'),
+                  BUFC('f', 1600, SENT_F)};
+  run_t in, r;
+  if (!ref_run("matmul_tiled", "matmul_tiled", rk_dim3(3, 3, 1),
+               rk_dim3(16, 16, 1), args, 4, &in, &r))
+    return;
+  const float *a = in.host[1], *b = in.host[2], *c = r.host[3];
+  ref_begin();
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      double sum = 0, mag = 0;
+      for (int k = 0; k < n; ++k) {
+        sum += (double)a[i * n + k] * b[k * n + j];
+        mag += fabs((double)a[i * n + k] * b[k * n + j]);
+      }
+      ref_f64("matmul_tiled c", (size_t)(i * n + j), c[i * n + j], sum, 1e-5,
+              mag);
+    }
+  ref_end("matmul_tiled");
+  ref_done(&in, &r);
+}
+
+static void ref_prefix_sum(void) {
+  const int n = 600;
+  arg_t args[] = {I32(n), BUF('i', 768, 'r'), BUFC('i', 768, SENT_I),
+                  BUFC('i', 3, SENT_I)};
+  run_t in, r;
+  if (!ref_run("prefix_sum", "prefix_sum", rk_dim3(3, 1, 1), rk_dim3(256, 1, 1),
+               args, 4, &in, &r))
+    return;
+  const int32_t *x = in.host[1], *out = r.host[2], *sums = r.host[3];
+  ref_begin();
+  for (int b = 0; b < 3; ++b) {
+    int64_t run = 0;
+    for (int t = 0; t < 256; ++t) {
+      int i = b * 256 + t;
+      if (i < n) run += x[i];
+      ref_i64("prefix_sum out", (size_t)i, out[i], i < n ? run : (int)SENT_I);
+    }
+    ref_i64("prefix_sum sums", (size_t)b, sums[b], run);
+  }
+  ref_end("prefix_sum");
+  ref_done(&in, &r);
+}
+
+static void ref_histogram(void) {
+  const int n = 5000;
+  /* bins start at 1..100: the kernel adds to them */
+  arg_t args[] = {I32(n), BUF('f', 5000, 'f'), BUF('u', 64, 'p')};
+  run_t in, r;
+  if (!ref_run("histogram", "histogram", rk_dim3(4, 1, 1), rk_dim3(128, 1, 1),
+               args, 3, &in, &r))
+    return;
+  const float *v = in.host[1];
+  const uint32_t *bins0 = in.host[2], *bins = r.host[2];
+  uint32_t want[64];
+  memcpy(want, bins0, sizeof want);
+  for (int i = 0; i < n; ++i) {
+    int b = (int)floor((double)v[i] * 64.0);
+    want[b < 0 ? 0 : b > 63 ? 63 : b]++;
+  }
+  ref_begin();
+  for (int b = 0; b < 64; ++b)
+    ref_i64("histogram bins", (size_t)b, bins[b], want[b]);
+  ref_end("histogram");
+  ref_done(&in, &r);
+}
+
+static void ref_helpers(void) {
+  const int n = 120;
+  const float t = 0.3f;
+  arg_t args[] = {I32(n),
+                  F32(t),
+                  BUF('f', 128, 'r'),
+                  BUF('f', 128, 'r'),
+                  BUFC('f', 128, SENT_F),
+                  BUFC('i', 128, SENT_I)};
+  run_t in, r;
+  if (!ref_run("helpers", "blend", rk_dim3(2, 1, 1), rk_dim3(64, 1, 1), args, 6,
+               &in, &r))
+    return;
+  const float *a = in.host[2], *b = in.host[3], *out = r.host[4];
+  const int32_t *lanes = r.host[5];
+  ref_begin();
+  for (int i = 0; i < 128; ++i) {
+    double want = SENT_F;
+    int lane = (int)SENT_I;
+    if (i < n) {
+      want = a[i] + (b[i] - a[i]) * (double)t + 0.5 * (a[i] - b[i]);
+      want = want < -10 ? -10 : want > 10 ? 10 : want;
+      lane = 2 * ((i % 64) % 32);
+    }
+    ref_f32("blend out", (size_t)i, out[i], want);
+    ref_i64("blend lanes", (size_t)i, lanes[i], lane);
+  }
+  ref_end("helpers");
+  ref_done(&in, &r);
+}
+
+/* Random code (as in test_differential) reaches only cases 7, 5, 6, 1, 0 and
+ * default; the fixed program reaches every case, case 8 both ways (the sign
+ * of acc varies with the random input) and stops at default before an op
+ * that must not run. */
+static const int32_t kSwitchProgram[12] = {1, 2, 8, 3, 5, 7 | (3 << 4),
+                                           4, 8, 6, 0, 9, 1};
+
+static void ref_switch_ops_run(const char *label, arg_t program) {
+  const int n = 100, len = 12;
+  arg_t args[] = {I32(n), I32(len), program, BUF('f', 128, 'r'),
+                  BUFC('f', 128, SENT_F)};
+  run_t in, r;
+  if (!ref_run("switch_ops", "interpret", rk_dim3(2, 1, 1), rk_dim3(64, 1, 1),
+               args, 5, &in, &r))
+    return;
+  const int32_t *code = in.host[2];
+  const float *x = in.host[3], *out = r.host[4];
+  ref_begin();
+  for (int i = 0; i < 128; ++i) {
+    if (i >= n) {
+      ref_f32("interpret out", (size_t)i, out[i], SENT_F);
+      continue;
+    }
+    float acc = x[i]; /* float: repeated += 0.25f must round as the kernel */
+    for (int pc = 0; pc < len; ++pc) {
+      int op = code[pc], kind = op & 15;
+      if (kind == 0) {
+      } else if (kind == 1) {
+        acc = acc + 1.0f;
+      } else if (kind == 2) {
+        acc = acc * 2.0f;
+      } else if (kind == 3 || kind == 4) {
+        acc = -acc;
+      } else if (kind == 5) {
+        acc = (acc + 10.0f) * 0.5f;
+      } else if (kind == 6) {
+        acc = acc * 0.5f;
+      } else if (kind == 7) {
+        for (int k = 0; k < op / 16; ++k) acc = acc + 0.25f;
+      } else if (kind == 8) {
+        if (acc >= 0.0f) acc = (float)sqrt(acc);
+      } else {
+        break; /* default ends the program */
+      }
+    }
+    ref_f32("interpret out", (size_t)i, out[i], acc);
+  }
+  ref_end(label);
+  ref_done(&in, &r);
+}
+
+static void ref_switch_ops(void) {
+  ref_switch_ops_run("switch_ops (random code)", (arg_t)BUF('u', 12, 'r'));
+  ref_switch_ops_run("switch_ops (every case)",
+                     (arg_t)BUFD('i', 12, kSwitchProgram));
+}
+
+static void ref_bits(void) {
+  const int n = 200;
+  arg_t args[] = {I32(n),
+                  BUF('u', 256, 'r'),
+                  BUFC('u', 256, SENT_I),
+                  BUFC('u', 256, SENT_I),
+                  BUFC('i', 256, SENT_I),
+                  BUFC('i', 256, SENT_I)};
+  run_t in, r;
+  if (!ref_run("bits", "bits", rk_dim3(4, 1, 1), rk_dim3(64, 1, 1), args, 6,
+               &in, &r))
+    return;
+  const uint32_t *v = in.host[1], *pop = r.host[2], *rev = r.host[3];
+  const int32_t *clz = r.host[4], *parity = r.host[5];
+  ref_begin();
+  for (int i = 0; i < 256; ++i) {
+    int64_t wp = (int64_t)SENT_I, wr = (int64_t)SENT_I, wc = (int64_t)SENT_I,
+            wq = (int64_t)SENT_I;
+    if (i < n) {
+      int ones = 0, lead = 32;
+      uint32_t reversed = 0;
+      for (int b = 0; b < 32; ++b)
+        if (v[i] >> b & 1u) {
+          ones++;
+          reversed |= 1u << (31 - b);
+          lead = 31 - b; /* last set bit seen is the highest */
+        }
+      wp = ones;
+      wr = reversed;
+      wc = lead;
+      wq = ones % 2;
+    }
+    ref_i64("bits pop", (size_t)i, pop[i], wp);
+    ref_i64("bits rev", (size_t)i, rev[i], wr);
+    ref_i64("bits clz", (size_t)i, clz[i], wc);
+    ref_i64("bits parity", (size_t)i, parity[i], wq);
+  }
+  ref_end("bits");
+  ref_done(&in, &r);
+}
+
+static void ref_loops(void) {
+  const int n = 100;
+  arg_t args[] = {I32(n), BUF('i', 128, 'p'), BUFC('i', 384, SENT_I)};
+  run_t in, r;
+  if (!ref_run("loops", "loops", rk_dim3(2, 1, 1), rk_dim3(64, 1, 1), args, 3,
+               &in, &r))
+    return;
+  const int32_t *x = in.host[1], *out = r.host[2];
+  ref_begin();
+  for (int i = 0; i < 128; ++i) {
+    int64_t w[3] = {(int64_t)SENT_I, (int64_t)SENT_I, (int64_t)SENT_I};
+    if (i < n) {
+      int64_t v = x[i];
+      /* weights 1+2+2+1 (k == 2 skipped), minus 1+5+3+4+2+6 from grid */
+      int64_t sum = 6 * v - 21;
+      int64_t steps = 0;
+      while (v != 1 && steps < 100) {
+        v = v % 2 == 0 ? v / 2 : 3 * v + 1;
+        steps++;
+      }
+      w[0] = 2 * sum + (sum % 2 != 0);
+      w[1] = steps;
+      w[2] = sum / 2; /* (int)(sum * 0.5f + 0.25f - 0.25f): truncation */
+    }
+    for (int k = 0; k < 3; ++k)
+      ref_i64("loops out", (size_t)(i * 3 + k), out[i * 3 + k], w[k]);
+  }
+  ref_end("loops");
+  ref_done(&in, &r);
+}
+
+static void ref_math_all(void) {
+  const int n = 64;
+  arg_t args[] = {I32(n), BUF('f', 64, 'r'), BUFC('f', 64 * 14, SENT_F)};
+  run_t in, r;
+  if (!ref_run("math_all", "math_all", rk_dim3(1, 1, 1), rk_dim3(64, 1, 1),
+               args, 3, &in, &r))
+    return;
+  const float *x = in.host[1], *out = r.host[2];
+  ref_begin();
+  for (int i = 0; i < n; ++i) {
+    double v = x[i], a = fabs(v) + 1.0;
+    /* in double: the kernel's float results agree to the tolerance */
+    const double w[14] = {
+        sqrt(a),  exp(v * 0.1f), log(a),        pow(a, 1.5),  sin(v),
+        cos(v),   tan(v * 0.25), fabs(v),       fmin(v, 0.5), fmax(v, i),
+        floor(v), ceil(v),       v * 2.0 + 1.0, tanh(v)};
+    for (int k = 0; k < 14; ++k)
+      ref_f32("math_all out", (size_t)(i * 14 + k), out[i * 14 + k], w[k]);
+  }
+  ref_end("math_all");
+  ref_done(&in, &r);
+}
+
+static void ref_builtins_index(void) {
+  arg_t args[] = {BUFC('u', 128 * 15, SENT_I)};
+  run_t in, r;
+  if (!ref_run("builtins_index", "builtins_index", rk_dim3(2, 2, 2),
+               rk_dim3(4, 2, 2), args, 1, &in, &r))
+    return;
+  const uint32_t *out = r.host[0];
+  ref_begin();
+  for (uint32_t bz = 0; bz < 2; ++bz)
+    for (uint32_t by = 0; by < 2; ++by)
+      for (uint32_t bx = 0; bx < 2; ++bx)
+        for (uint32_t tz = 0; tz < 2; ++tz)
+          for (uint32_t ty = 0; ty < 2; ++ty)
+            for (uint32_t tx = 0; tx < 4; ++tx) {
+              uint32_t gx = bx * 4 + tx, gy = by * 2 + ty, gz = bz * 2 + tz;
+              uint32_t t = gx + gy * 8 + gz * 8 * 4;
+              const uint32_t w[15] = {tx, ty, tz, bx, by, bz, 4, 2,
+                                      2,  2,  2,  2,  gx, gy, gz};
+              for (uint32_t k = 0; k < 15; ++k)
+                ref_i64("builtins_index out", t * 15 + k, out[t * 15 + k],
+                        w[k]);
+            }
+  ref_end("builtins_index");
+  ref_done(&in, &r);
+}
+
+typedef struct ref_particle {
+  float pos[3], vel[3], mass;
+  int32_t id;
+  uint32_t flags[2];
+} ref_particle_t;
+
+static void ref_structs(void) {
+  const int n = 50;
+  arg_t args[] = {I32(n), STRUCT(&kSim), BUF('f', 50 * 10, 'r')};
+  run_t in, r;
+  if (!ref_run("structs", "integrate", rk_dim3(1, 1, 1), rk_dim3(64, 1, 1),
+               args, 3, &in, &r))
+    return;
+  ref_begin();
+  const float g[3] = {kSim.gx, kSim.gy, kSim.gz};
+  for (int i = 0; i < n; ++i) {
+    ref_particle_t p0, p;
+    memcpy(&p0, (const char *)in.host[2] + i * sizeof p0, sizeof p0);
+    memcpy(&p, (const char *)r.host[2] + i * sizeof p, sizeof p);
+    double pos[3], vel[3];
+    for (int c = 0; c < 3; ++c) {
+      pos[c] = p0.pos[c];
+      vel[c] = p0.vel[c];
+    }
+    for (int s = 0; s < kSim.steps; ++s)
+      for (int c = 0; c < 3; ++c) {
+        vel[c] += (double)g[c] * kSim.dt;
+        pos[c] += vel[c] * kSim.dt;
+      }
+    for (int c = 0; c < 3; ++c) {
+      ref_f32("integrate pos", (size_t)(i * 3 + c), p.pos[c], pos[c]);
+      ref_f32("integrate vel", (size_t)(i * 3 + c), p.vel[c], vel[c]);
+    }
+    ref_i64("integrate mass bits", (size_t)i, memcmp(&p.mass, &p0.mass, 4), 0);
+    ref_i64("integrate id", (size_t)i, p.id, p0.id);
+    ref_i64("integrate flags[0]", (size_t)i, p.flags[0], p0.flags[0] | 1u);
+    ref_i64("integrate flags[1]", (size_t)i, p.flags[1], (uint32_t)p0.id);
+  }
+  ref_end("structs");
+  ref_done(&in, &r);
+}
+
+static void ref_defines(void) {
+  const int n = 100;
+  arg_t args[] = {I32(n), BUF('f', 128, 'r'), BUFC('f', 128, SENT_F)};
+  run_t in, r;
+  if (!ref_run("defines", "defines", rk_dim3(2, 1, 1), rk_dim3(64, 1, 1), args,
+               3, &in, &r))
+    return;
+  const float *x = in.host[1], *out = r.host[2];
+  ref_begin();
+  for (int i = 0; i < 128; ++i) {
+    double want = SENT_F;
+    if (i < n) {
+      double s = 0;
+      for (int k = 0; k < 4; ++k) {
+        double v = i + k < n ? x[i + k] : 0.0;
+        for (int j = 0; j < 3; ++j) v = v * 0.5 + 1.25; /* shade(v, 3) */
+        s += v;
+      }
+      want = s * 0.5 + 1.25 + (i & 255);
+    }
+    ref_f32("defines out", (size_t)i, out[i], want);
+  }
+  ref_end("defines");
+  ref_done(&in, &r);
+}
+
+static void ref_wide_types(void) {
+  const int n = 64;
+  const uint64_t seed = 987654321u;
+  arg_t args[] = {I32(n), BUF('d', 64, 'r'), BUFC('l', 64, SENT_I),
+                  U64((double)seed), BUFC('d', 64, SENT_F)};
+  run_t in, r;
+  if (!ref_run("wide_types", "wide_types", rk_dim3(1, 1, 1), rk_dim3(64, 1, 1),
+               args, 5, &in, &r))
+    return;
+  const double *x = in.host[1], *out = r.host[4];
+  const int64_t *acc = r.host[2];
+  ref_begin();
+  for (int i = 0; i < n; ++i) {
+    uint64_t h = seed ^ ((uint64_t)i * 0x9E3779B97F4A7C15ull);
+    h ^= h >> 33;
+    int64_t big = (int64_t)(h % (1ull << 40)) - (1ll << 40);
+    ref_i64("wide_types acc", (size_t)i, acc[i], big + (int64_t)trunc(x[i]));
+    double want = x[i] / 2 + (double)big / 3.0;
+    ref_f64("wide_types out", (size_t)i, out[i], want, 1e-12, 1 + fabs(want));
+  }
+  ref_end("wide_types");
+  ref_done(&in, &r);
+}
+
+typedef struct ref_range {
+  float lo, hi;
+} ref_range_t;
+
+static void ref_wgsl_lowering(void) {
+  /* claim: one thread per slot wins the compare-and-swap; which one is up
+   * to the scheduler, so the check is that exactly one of the candidates
+   * (t < n, t % 4 == slot) saw -1, the rest saw the winner, and the slot
+   * holds the winner. */
+  const int n = 21, threads = 32;
+  static const ref_range_t range = {0.25f, 3.5f};
+  arg_t args[] = {I32(n), BUFC('i', 4, -1), BUFC('i', 32, SENT_I),
+                  STRUCT(&range), BUFC('f', 32, SENT_F)};
+  run_t in, r;
+  if (ref_run("wgsl_lowering", "claim", rk_dim3(1, 1, 1),
+              rk_dim3((unsigned)threads, 1, 1), args, 5, &in, &r)) {
+    const int32_t *slots = r.host[1], *owner = r.host[2];
+    const float *out = r.host[4];
+    ref_begin();
+    for (int s = 0; s < 4; ++s) {
+      int winners = 0;
+      for (int t = s; t < n; t += 4) {
+        if (owner[t] == -1) {
+          winners++;
+          ref_i64("claim slots", (size_t)s, slots[s], t);
+        } else {
+          ref_i64("claim owner", (size_t)t, owner[t], slots[s]);
+        }
+      }
+      ref_i64("claim winners of slot", (size_t)s, winners, 1);
+    }
+    for (int t = 0; t < threads; ++t) {
+      if (t >= n) ref_i64("claim owner", (size_t)t, owner[t], -2);
+      int select = t % 3;
+      double width = range.hi - range.lo + (select == 0 ? 2.0 : 0.0);
+      /* k = t * 0.5 truncated; u = (0 - t) >> 28 in 32 bits */
+      double want = width + t / 2 + select + (t == 0 ? 0 : 15);
+      ref_f32("claim out", (size_t)t, out[t], want);
+    }
+    ref_end("wgsl_lowering claim");
+    ref_done(&in, &r);
+  }
+  /* scale: out *= f in place below n */
+  const int m = 100;
+  const float f = 1.75f;
+  arg_t sargs[] = {I32(m), F32(f), BUF('f', 128, 'r')};
+  if (ref_run("wgsl_lowering", "scale", rk_dim3(2, 1, 1), rk_dim3(64, 1, 1),
+              sargs, 3, &in, &r)) {
+    const float *x = in.host[2], *out = r.host[2];
+    ref_begin();
+    for (int i = 0; i < 128; ++i)
+      ref_f32("scale out", (size_t)i, out[i],
+              i < m ? (double)x[i] * f : (double)x[i]);
+    ref_end("wgsl_lowering scale");
+    ref_done(&in, &r);
+  }
+}
+
+static void test_scalar_refs(void) {
+  ref_saxpy();
+  ref_reduce_sum();
+  ref_matmul_tiled();
+  ref_prefix_sum();
+  ref_histogram();
+  ref_helpers();
+  ref_switch_ops();
+  ref_bits();
+  ref_loops();
+  ref_math_all();
+  ref_builtins_index();
+  ref_structs();
+  ref_defines();
+  ref_wide_types();
+  ref_wgsl_lowering();
+}
+
 int main(void) {
   rk_test_use_temp_cache();
   rk_backend_t *be = NULL;
@@ -582,6 +1146,7 @@ int main(void) {
   rk_module_destroy(probe);
 
   test_differential();
+  test_scalar_refs();
   test_laplace2d();
   test_heat2d();
   test_heat3d();
