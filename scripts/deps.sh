@@ -155,7 +155,7 @@ all=("${missing_build[@]}" "${missing_test[@]}")
 
 if [ "$(id -u)" -eq 0 ] && have apt-get; then
   read -r -a pkgs <<<"$(packages_of "${all[@]}")"
-  echo "deps: installing ${pkgs[*]}"
+  [ ${#pkgs[@]} -eq 0 ] || echo "deps: installing ${pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive
   if [ ${#pkgs[@]} -eq 0 ] ||
      { apt-get update -qq </dev/null &&
