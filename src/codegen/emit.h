@@ -51,4 +51,42 @@ bool rk__cg_target_reserves(rk_target_t target, const char *name);
  * names must not be reserved anywhere (the runtime looks them up). */
 const char *rk__cg_reserved_by(const char *name);
 
+/* A predicate over expressions, with the caller's state. */
+typedef bool (*cg_expr_pred_t)(const cg_expr_t *e, void *arg);
+
+/* f on each direct sub-expression of e, in source order; true as soon as
+ * one call returns true (the rest are not visited). */
+bool rk__cg_expr_any_child(const cg_expr_t *e, cg_expr_pred_t f, void *arg);
+
+/* f on each expression that statements below s (s included, may be NULL)
+ * hold directly (initialisers, conditions, steps, values), in source
+ * order; true as soon as one call returns true. f is not applied to the
+ * sub-expressions itself: it recurses with rk__cg_expr_any_child. */
+bool rk__cg_stmt_any_expr(const cg_stmt_t *s, cg_expr_pred_t f, void *arg);
+
+/* The start of a stencil entry's body after its tile is loaded: the
+ * interior check on position `pos` (spelled for `target`) with halo
+ * `halo` in `dims` axes, closed by `ret` (") return;\n" in C), then the
+ * assignment of pos.idx, the flat index of the point. */
+void rk__cg_emit_stencil_interior(rk__strbuf_t *out, rk_target_t target,
+                                  const char *pos, uint32_t dims, uint32_t halo,
+                                  const char *ret);
+
+/* e without the implicit conversions around it. */
+const cg_expr_t *rk__cg_skip_converts(const cg_expr_t *e);
+
+/* The root variable of an indexing chain (a[i][j] -> a), or NULL. */
+const cg_var_t *rk__cg_index_root(const cg_expr_t *e);
+
+/* An integer literal of type k in decimal or hex: u32 gets "u", i64 and
+ * u64 the suffixes given (may be ""). */
+void rk__cg_emit_int_literal(rk__strbuf_t *out, uint64_t v, cg_type_kind_t k,
+                             bool hex, const char *i64_suffix,
+                             const char *u64_suffix);
+
+/* A literal expression (CG_E_INT, CG_E_FLOAT, CG_E_BOOL) as written, with
+ * the integer suffixes of rk__cg_emit_int_literal(). */
+void rk__cg_emit_literal(rk__strbuf_t *out, const cg_expr_t *e,
+                         const char *i64_suffix, const char *u64_suffix);
+
 #endif /* RK_CODEGEN_EMIT_H_ */

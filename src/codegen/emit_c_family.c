@@ -571,28 +571,8 @@ static void expr(printer_t *p, const cg_expr_t *e, int min_prec);
  */
 
 static void int_literal(printer_t *p, uint64_t v, cg_type_kind_t k, bool hex) {
-  if (hex)
-    printf_(p, "0x%llx", (unsigned long long)v);
-  else
-    printf_(p, "%llu", (unsigned long long)v);
-  switch (k) {
-    case CG_TY_U32:
-      puts_(p, "u");
-      break;
-    case CG_TY_I64:
-      puts_(p, p->t->i64_suffix);
-      break;
-    case CG_TY_U64:
-      puts_(p, p->t->u64_suffix);
-      break;
-    default:
-      break;
-  }
-}
-
-static const cg_expr_t *skip_converts(const cg_expr_t *e) {
-  while (e->kind == CG_E_CONVERT) e = e->convert.operand;
-  return e;
+  rk__cg_emit_int_literal(p->out, v, k, hex, p->t->i64_suffix,
+                          p->t->u64_suffix);
 }
 
 /* An implicit conversion spelled out: `(float)x`, or for a small integer
@@ -639,18 +619,11 @@ static void index_builtin(printer_t *p, int kind, int axis, int min_prec) {
   if (wrap) puts_(p, ")");
 }
 
-/* The root variable of an indexing chain (a buffer or shared array). */
-static const cg_var_t *index_root(const cg_expr_t *e) {
-  e = skip_converts(e);
-  while (e->kind == CG_E_INDEX) e = skip_converts(e->index.base);
-  return e->kind == CG_E_NAME ? e->name.var : NULL;
-}
-
 static void atomic_call(printer_t *p, const cg_expr_t *e) {
   cg_builtin_t b = e->call.builtin;
   int op = rk__cg_bi_atomic_op(b);
   const cg_expr_t *addr = e->call.args[0];
-  const cg_var_t *root = index_root(addr->addr.operand);
+  const cg_var_t *root = rk__cg_index_root(addr->addr.operand);
   const char *space =
       root && root->kind == CG_VAR_SHARED ? "threadgroup" : "device";
   if (p->t->atomic_style == ATOMIC_C) {
@@ -804,21 +777,16 @@ static void expr(printer_t *p, const cg_expr_t *e, int min_prec) {
   int inner = paren ? PREC_ASSIGN : min_prec;
   switch (e->kind) {
     case CG_E_INT:
-      int_literal(p, e->lit_int.value, e->type->kind, e->lit_int.hex);
-      break;
     case CG_E_FLOAT:
-      puts_(p, e->lit_float.text);
-      if (e->type->kind == CG_TY_F32) puts_(p, "f");
-      break;
     case CG_E_BOOL:
-      puts_(p, e->lit_bool ? "true" : "false");
+      rk__cg_emit_literal(p->out, e, p->t->i64_suffix, p->t->u64_suffix);
       break;
     case CG_E_NAME:
       name_(p, e->name.name);
       break;
     case CG_E_UNARY: {
       puts_(p, rk__cg_op_spelling(e->unary.op));
-      const cg_expr_t *x = skip_converts(e->unary.operand);
+      const cg_expr_t *x = rk__cg_skip_converts(e->unary.operand);
       /* "- -x" must not become "--x". */
       bool sep = (e->unary.op == CG_OP_NEG || e->unary.op == CG_OP_PLUS) &&
                  !x->paren &&
@@ -890,13 +858,13 @@ static void expr(printer_t *p, const cg_expr_t *e, int min_prec) {
         /* C++ refuses narrowing in braces; spell conversions of anything
          * but a literal (and float -> integer always). */
         if (p->t->cxx && x->kind == CG_E_CONVERT) {
-          const cg_expr_t *o = skip_converts(x);
+          const cg_expr_t *o = rk__cg_skip_converts(x);
           bool literal =
               o->kind == CG_E_INT || o->kind == CG_E_FLOAT ||
               o->kind == CG_E_BOOL ||
               (o->kind == CG_E_UNARY && o->unary.op == CG_OP_NEG &&
-               (skip_converts(o->unary.operand)->kind == CG_E_INT ||
-                skip_converts(o->unary.operand)->kind == CG_E_FLOAT));
+               (rk__cg_skip_converts(o->unary.operand)->kind == CG_E_INT ||
+                rk__cg_skip_converts(o->unary.operand)->kind == CG_E_FLOAT));
           bool to_int = rk__cg_is_integer(x->type) && rk__cg_is_float(o->type);
           if (!literal || to_int) {
             explicit_convert(p, x, PREC_ASSIGN);
@@ -1454,35 +1422,8 @@ static void stencil_entry(printer_t *p, const cg_func_t *fn) {
     puts_(p, ") return;\n");
   }
   /* Only interior points run the body. */
-  puts_(p, "  if (");
-  for (uint32_t a = 0; a < D; ++a) {
-    if (a) puts_(p, " || ");
-    name_(p, pos->name);
-    printf_(p, ".%c < %u || ", "xyz"[a], (unsigned)H);
-    name_(p, pos->name);
-    printf_(p, ".%c >= ", "xyz"[a]);
-    name_(p, pos->name);
-    printf_(p, ".n%c - %u", "xyz"[a], (unsigned)H);
-  }
-  puts_(p, ") return;\n  ");
-  name_(p, pos->name);
-  puts_(p, ".idx = ");
-  if (D == 3) {
-    puts_(p, "(");
-    name_(p, pos->name);
-    puts_(p, ".z * ");
-    name_(p, pos->name);
-    puts_(p, ".ny + ");
-    name_(p, pos->name);
-    puts_(p, ".y) * ");
-  } else {
-    name_(p, pos->name);
-    puts_(p, ".y * ");
-  }
-  name_(p, pos->name);
-  puts_(p, ".nx + ");
-  name_(p, pos->name);
-  puts_(p, ".x;\n");
+  rk__cg_emit_stencil_interior(p->out, p->t->target, pos->name, D, H,
+                               ") return;\n");
   if (t->gpu && fn->tiled.n) {
     static const char *const kL[] = {"rk_lx", "rk_ly", "rk_lz"};
     for (uint32_t a = 0; a < D; ++a) {

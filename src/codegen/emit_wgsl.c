@@ -501,21 +501,10 @@ static void type_(printer_t *p, const cg_type_t *t, bool atomic) {
 
 static void expr(printer_t *p, const cg_expr_t *e);
 
-static const cg_expr_t *skip_converts(const cg_expr_t *e) {
-  while (e->kind == CG_E_CONVERT) e = e->convert.operand;
-  return e;
-}
-
-/* The root variable of an indexing chain. */
-static const cg_var_t *index_root(const cg_expr_t *e) {
-  e = skip_converts(e);
-  while (e->kind == CG_E_INDEX) e = skip_converts(e->index.base);
-  return e->kind == CG_E_NAME ? e->name.var : NULL;
-}
-
 /* Whether evaluating e may do more than compute a value: atomics, and
  * helpers that reach a barrier. Helpers cannot write memory otherwise. */
-static bool has_effects(const cg_expr_t *e) {
+static bool has_effects_cb(const cg_expr_t *e, void *arg) {
+  (void)arg;
   switch (e->kind) {
     case CG_E_CALL:
       if (rk__cg_bi_is_atomic(e->call.builtin) ||
@@ -525,37 +514,16 @@ static bool has_effects(const cg_expr_t *e) {
       if (e->call.builtin == CG_BI_NONE_ && e->call.callee &&
           e->call.callee->def && e->call.callee->def->uses_barrier)
         return true;
-      for (uint32_t i = 0; i < e->call.nargs; ++i)
-        if (has_effects(e->call.args[i])) return true;
-      return false;
-    case CG_E_UNARY:
-      return has_effects(e->unary.operand);
-    case CG_E_BINARY:
-      return has_effects(e->binary.lhs) || has_effects(e->binary.rhs);
-    case CG_E_COND:
-      return has_effects(e->cond.cond) || has_effects(e->cond.then) ||
-             has_effects(e->cond.other);
-    case CG_E_CAST:
-      return has_effects(e->cast.operand);
-    case CG_E_CONVERT:
-      return has_effects(e->convert.operand);
-    case CG_E_INDEX:
-      return has_effects(e->index.base) || has_effects(e->index.index);
-    case CG_E_MEMBER:
-      return has_effects(e->member.base);
-    case CG_E_ADDR:
-      return has_effects(e->addr.operand);
-    case CG_E_INIT_LIST:
-      for (uint32_t i = 0; i < e->init.n; ++i)
-        if (has_effects(e->init.elems[i])) return true;
-      return false;
+      return rk__cg_expr_any_child(e, has_effects_cb, NULL);
     case CG_E_ASSIGN:
     case CG_E_INCDEC:
       return true;
     default:
-      return false;
+      return rk__cg_expr_any_child(e, has_effects_cb, NULL);
   }
 }
+
+static bool has_effects(const cg_expr_t *e) { return has_effects_cb(e, NULL); }
 
 /* A ?: that select() cannot express: non-scalar, or a branch with side
  * effects (select evaluates both). */
@@ -566,11 +534,7 @@ static bool cond_needs_if(const cg_expr_t *e) {
 }
 
 static void int_literal(printer_t *p, uint64_t v, cg_type_kind_t k, bool hex) {
-  if (hex)
-    printf_(p, "0x%llx", (unsigned long long)v);
-  else
-    printf_(p, "%llu", (unsigned long long)v);
-  if (k == CG_TY_U32) puts_(p, "u");
+  rk__cg_emit_int_literal(p->out, v, k, hex, "", "");
 }
 
 /* Binary operator classes for WGSL's grammar, which forbids mixing some
@@ -650,7 +614,7 @@ static void unary_operand(printer_t *p, const cg_expr_t *e) {
 
 /* The shift amount: WGSL wants u32. */
 static void shift_amount(printer_t *p, const cg_expr_t *e) {
-  const cg_expr_t *x = skip_converts(e);
+  const cg_expr_t *x = rk__cg_skip_converts(e);
   if (x->kind == CG_E_INT && rk__cg_is_integer(x->type) &&
       x->lit_int.value < (1u << 31)) {
     int_literal(p, x->lit_int.value, CG_TY_U32, x->lit_int.hex);
@@ -731,7 +695,7 @@ static void index_builtin(printer_t *p, int kind, int axis) {
 
 /* An lvalue or element as a reference, without atomicLoad. */
 static void place(printer_t *p, const cg_expr_t *e) {
-  e = skip_converts(e);
+  e = rk__cg_skip_converts(e);
   if (e->kind == CG_E_INDEX) {
     place(p, e->index.base);
     puts_(p, "[");
@@ -752,14 +716,15 @@ static void atomic_call(printer_t *p, const cg_expr_t *e) {
   const cg_expr_t *target = e->call.args[0]->addr.operand;
   if (op == 8) {
     /* rk_cas_<array>(indices..., expected, desired) */
-    const cg_var_t *root = index_root(target);
+    const cg_var_t *root = rk__cg_index_root(target);
     puts_(p, "rk_cas_");
     if (root) resource_name(p, root);
     puts_(p, "(");
     const cg_expr_t *chain[16];
     int n = 0;
-    for (const cg_expr_t *x = skip_converts(target);
-         x->kind == CG_E_INDEX && n < 16; x = skip_converts(x->index.base))
+    for (const cg_expr_t *x = rk__cg_skip_converts(target);
+         x->kind == CG_E_INDEX && n < 16;
+         x = rk__cg_skip_converts(x->index.base))
       chain[n++] = x;
     for (int i = n - 1; i >= 0; --i) {
       convert(p, rk__cg_type_scalar(CG_TY_U32), chain[i]->index.index);
@@ -866,14 +831,9 @@ static void init_value(printer_t *p, const cg_type_t *t, const cg_expr_t *e) {
 static void expr(printer_t *p, const cg_expr_t *e) {
   switch (e->kind) {
     case CG_E_INT:
-      int_literal(p, e->lit_int.value, e->type->kind, e->lit_int.hex);
-      return;
     case CG_E_FLOAT:
-      puts_(p, e->lit_float.text);
-      if (e->type->kind == CG_TY_F32) puts_(p, "f");
-      return;
     case CG_E_BOOL:
-      puts_(p, e->lit_bool ? "true" : "false");
+      rk__cg_emit_literal(p->out, e, "", "");
       return;
     case CG_E_NAME: {
       const cg_var_t *v = e->name.var;
@@ -951,7 +911,7 @@ static void expr(printer_t *p, const cg_expr_t *e) {
       return;
     }
     case CG_E_INDEX: {
-      const cg_var_t *root = index_root(e);
+      const cg_var_t *root = rk__cg_index_root(e);
       bool load = is_atomic_var(p, root) && rk__cg_is_integer(e->type);
       if (load) puts_(p, "atomicLoad(&");
       unary_operand(p, e->index.base);
@@ -1002,6 +962,13 @@ static void check_size(printer_t *p, cg_loc_t loc) {
 /* Emits `var rk_tN: T; if (c) { rk_tN = a; } else { rk_tN = b; }` before
  * the statement for every ?: in e that select() cannot express. Branches
  * are hoisted inside their own arm, so they run only when C runs them. */
+static void hoist(printer_t *p, const cg_expr_t *e);
+
+static bool hoist_cb(const cg_expr_t *e, void *p) {
+  hoist(p, e);
+  return false;
+}
+
 static void hoist(printer_t *p, const cg_expr_t *e) {
   switch (e->kind) {
     case CG_E_COND: {
@@ -1039,9 +1006,6 @@ static void hoist(printer_t *p, const cg_expr_t *e) {
                      rk__cg_strndup(p->ctx, name, strlen(name)));
       return;
     }
-    case CG_E_UNARY:
-      hoist(p, e->unary.operand);
-      return;
     case CG_E_BINARY:
       hoist(p, e->binary.lhs);
       /* the right operand of && and || runs conditionally: not hoisted */
@@ -1049,36 +1013,8 @@ static void hoist(printer_t *p, const cg_expr_t *e) {
           !has_effects(e->binary.rhs))
         hoist(p, e->binary.rhs);
       return;
-    case CG_E_ASSIGN:
-      hoist(p, e->assign.target);
-      hoist(p, e->assign.value);
-      return;
-    case CG_E_INCDEC:
-      hoist(p, e->incdec.target);
-      return;
-    case CG_E_CAST:
-      hoist(p, e->cast.operand);
-      return;
-    case CG_E_CONVERT:
-      hoist(p, e->convert.operand);
-      return;
-    case CG_E_INDEX:
-      hoist(p, e->index.base);
-      hoist(p, e->index.index);
-      return;
-    case CG_E_MEMBER:
-      hoist(p, e->member.base);
-      return;
-    case CG_E_ADDR:
-      hoist(p, e->addr.operand);
-      return;
-    case CG_E_CALL:
-      for (uint32_t i = 0; i < e->call.nargs; ++i) hoist(p, e->call.args[i]);
-      return;
-    case CG_E_INIT_LIST:
-      for (uint32_t i = 0; i < e->init.n; ++i) hoist(p, e->init.elems[i]);
-      return;
     default:
+      rk__cg_expr_any_child(e, hoist_cb, p);
       return;
   }
 }
@@ -1101,7 +1037,8 @@ static void assignment(printer_t *p, const cg_expr_t *e) {
     op_type = e->assign.op_type ? e->assign.op_type : target->type;
   }
   const cg_type_t *tt = target->type;
-  bool atomic = is_atomic_var(p, index_root(target)) && rk__cg_is_integer(tt);
+  bool atomic =
+      is_atomic_var(p, rk__cg_index_root(target)) && rk__cg_is_integer(tt);
   bool integer = tt->kind == CG_TY_I32 || tt->kind == CG_TY_U32;
   if (atomic) {
     puts_(p, "atomicStore(&");
@@ -1644,103 +1581,22 @@ static void helper(printer_t *p, const cg_func_t *fn) {
 }
 
 /* Collects, into p->atomic_vars, the arrays an atomic built-in touches. */
-static void find_atomics_expr(printer_t *p, const cg_expr_t *e);
-
-static void find_atomics_stmt(printer_t *p, const cg_stmt_t *s) {
-  if (!s) return;
-  switch (s->kind) {
-    case CG_S_BLOCK:
-      for (uint32_t i = 0; i < s->block.n; ++i)
-        find_atomics_stmt(p, s->block.items[i]);
-      return;
-    case CG_S_DECL:
-      for (uint32_t i = 0; i < s->decl.n; ++i)
-        if (s->decl.vars[i]->init) find_atomics_expr(p, s->decl.vars[i]->init);
-      return;
-    case CG_S_EXPR:
-    case CG_S_RETURN:
-      if (s->expr) find_atomics_expr(p, s->expr);
-      return;
-    case CG_S_IF:
-      find_atomics_expr(p, s->if_.cond);
-      find_atomics_stmt(p, s->if_.then);
-      find_atomics_stmt(p, s->if_.other);
-      return;
-    case CG_S_WHILE:
-    case CG_S_DO:
-      find_atomics_expr(p, s->loop.cond);
-      find_atomics_stmt(p, s->loop.body);
-      return;
-    case CG_S_FOR:
-      find_atomics_stmt(p, s->for_.init);
-      if (s->for_.cond) find_atomics_expr(p, s->for_.cond);
-      if (s->for_.step) find_atomics_expr(p, s->for_.step);
-      find_atomics_stmt(p, s->for_.body);
-      return;
-    case CG_S_SWITCH:
-      find_atomics_expr(p, s->switch_.value);
-      find_atomics_stmt(p, s->switch_.body);
-      return;
-    default:
-      return;
+/* Records in p->atomic_vars the arrays that atomics in e work on. */
+static bool find_atomics_expr(const cg_expr_t *e, void *arg) {
+  printer_t *p = arg;
+  if (e->kind == CG_E_CALL && rk__cg_bi_is_atomic(e->call.builtin) &&
+      e->call.nargs > 0 && e->call.args[0]->kind == CG_E_ADDR) {
+    const cg_var_t *root = rk__cg_index_root(e->call.args[0]->addr.operand);
+    if (root)
+      rk__cg_map_put(p->ctx, &p->atomic_vars, ptr_key_dup(p, root),
+                     (void *)root);
   }
+  rk__cg_expr_any_child(e, find_atomics_expr, p);
+  return false;
 }
 
-static void find_atomics_expr(printer_t *p, const cg_expr_t *e) {
-  switch (e->kind) {
-    case CG_E_CALL:
-      if (rk__cg_bi_is_atomic(e->call.builtin) && e->call.nargs > 0 &&
-          e->call.args[0]->kind == CG_E_ADDR) {
-        const cg_var_t *root = index_root(e->call.args[0]->addr.operand);
-        if (root)
-          rk__cg_map_put(p->ctx, &p->atomic_vars, ptr_key_dup(p, root),
-                         (void *)root);
-      }
-      for (uint32_t i = 0; i < e->call.nargs; ++i)
-        find_atomics_expr(p, e->call.args[i]);
-      return;
-    case CG_E_UNARY:
-      find_atomics_expr(p, e->unary.operand);
-      return;
-    case CG_E_BINARY:
-      find_atomics_expr(p, e->binary.lhs);
-      find_atomics_expr(p, e->binary.rhs);
-      return;
-    case CG_E_ASSIGN:
-      find_atomics_expr(p, e->assign.target);
-      find_atomics_expr(p, e->assign.value);
-      return;
-    case CG_E_INCDEC:
-      find_atomics_expr(p, e->incdec.target);
-      return;
-    case CG_E_COND:
-      find_atomics_expr(p, e->cond.cond);
-      find_atomics_expr(p, e->cond.then);
-      find_atomics_expr(p, e->cond.other);
-      return;
-    case CG_E_CAST:
-      find_atomics_expr(p, e->cast.operand);
-      return;
-    case CG_E_CONVERT:
-      find_atomics_expr(p, e->convert.operand);
-      return;
-    case CG_E_INDEX:
-      find_atomics_expr(p, e->index.base);
-      find_atomics_expr(p, e->index.index);
-      return;
-    case CG_E_MEMBER:
-      find_atomics_expr(p, e->member.base);
-      return;
-    case CG_E_ADDR:
-      find_atomics_expr(p, e->addr.operand);
-      return;
-    case CG_E_INIT_LIST:
-      for (uint32_t i = 0; i < e->init.n; ++i)
-        find_atomics_expr(p, e->init.elems[i]);
-      return;
-    default:
-      return;
-  }
+static void find_atomics_stmt(printer_t *p, const cg_stmt_t *s) {
+  rk__cg_stmt_any_expr(s, find_atomics_expr, p);
 }
 
 /* Shared arrays declared in the outermost block of a kernel. */
@@ -1803,74 +1659,28 @@ static void cas_helper(printer_t *p, const cg_var_t *v) {
         "}\n");
 }
 
-static bool uses_cas_on(const cg_expr_t *e, const cg_var_t *v);
-
-static bool uses_cas_stmt(const cg_stmt_t *s, const cg_var_t *v) {
-  if (!s) return false;
-  switch (s->kind) {
-    case CG_S_BLOCK:
-      for (uint32_t i = 0; i < s->block.n; ++i)
-        if (uses_cas_stmt(s->block.items[i], v)) return true;
-      return false;
-    case CG_S_DECL:
-      for (uint32_t i = 0; i < s->decl.n; ++i)
-        if (s->decl.vars[i]->init && uses_cas_on(s->decl.vars[i]->init, v))
-          return true;
-      return false;
-    case CG_S_EXPR:
-    case CG_S_RETURN:
-      return s->expr && uses_cas_on(s->expr, v);
-    case CG_S_IF:
-      return uses_cas_on(s->if_.cond, v) || uses_cas_stmt(s->if_.then, v) ||
-             uses_cas_stmt(s->if_.other, v);
-    case CG_S_WHILE:
-    case CG_S_DO:
-      return uses_cas_on(s->loop.cond, v) || uses_cas_stmt(s->loop.body, v);
-    case CG_S_FOR:
-      return uses_cas_stmt(s->for_.init, v) ||
-             (s->for_.cond && uses_cas_on(s->for_.cond, v)) ||
-             (s->for_.step && uses_cas_on(s->for_.step, v)) ||
-             uses_cas_stmt(s->for_.body, v);
-    case CG_S_SWITCH:
-      return uses_cas_on(s->switch_.value, v) ||
-             uses_cas_stmt(s->switch_.body, v);
-    default:
-      return false;
-  }
-}
-
-static bool uses_cas_on(const cg_expr_t *e, const cg_var_t *v) {
+/* Whether e holds a compare-and-swap on array v (arg). */
+static bool uses_cas_on(const cg_expr_t *e, void *arg) {
+  const cg_var_t *v = arg;
   switch (e->kind) {
     case CG_E_CALL:
       if (rk__cg_bi_is_atomic(e->call.builtin) &&
           rk__cg_bi_atomic_op(e->call.builtin) == 8 && e->call.nargs &&
           e->call.args[0]->kind == CG_E_ADDR &&
-          index_root(e->call.args[0]->addr.operand) == v)
+          rk__cg_index_root(e->call.args[0]->addr.operand) == v)
         return true;
-      for (uint32_t i = 0; i < e->call.nargs; ++i)
-        if (uses_cas_on(e->call.args[i], v)) return true;
-      return false;
-    case CG_E_UNARY:
-      return uses_cas_on(e->unary.operand, v);
-    case CG_E_BINARY:
-      return uses_cas_on(e->binary.lhs, v) || uses_cas_on(e->binary.rhs, v);
-    case CG_E_ASSIGN:
-      return uses_cas_on(e->assign.target, v) ||
-             uses_cas_on(e->assign.value, v);
-    case CG_E_COND:
-      return uses_cas_on(e->cond.cond, v) || uses_cas_on(e->cond.then, v) ||
-             uses_cas_on(e->cond.other, v);
-    case CG_E_CAST:
-      return uses_cas_on(e->cast.operand, v);
-    case CG_E_CONVERT:
-      return uses_cas_on(e->convert.operand, v);
-    case CG_E_INDEX:
-      return uses_cas_on(e->index.base, v) || uses_cas_on(e->index.index, v);
-    case CG_E_MEMBER:
-      return uses_cas_on(e->member.base, v);
+      return rk__cg_expr_any_child(e, uses_cas_on, arg);
+    case CG_E_INCDEC:
+    case CG_E_ADDR:
+    case CG_E_INIT_LIST:
+      return false; /* not looked into */
     default:
-      return false;
+      return rk__cg_expr_any_child(e, uses_cas_on, arg);
   }
+}
+
+static bool uses_cas_stmt(const cg_stmt_t *s, const cg_var_t *v) {
+  return rk__cg_stmt_any_expr(s, uses_cas_on, (void *)v);
 }
 
 static bool is_launch_param(const cg_func_t *fn, uint32_t i) {
@@ -2076,35 +1886,8 @@ static void stencil_entry(printer_t *p, const cg_func_t *fn) {
   }
   puts_(p, ") {\n    return;\n  }\n");
   /* Only interior points run the body. */
-  puts_(p, "  if (");
-  for (uint32_t a = 0; a < D; ++a) {
-    if (a) puts_(p, " || ");
-    name_(p, pos->name);
-    printf_(p, ".%c < %u || ", "xyz"[a], (unsigned)H);
-    name_(p, pos->name);
-    printf_(p, ".%c >= ", "xyz"[a]);
-    name_(p, pos->name);
-    printf_(p, ".n%c - %u", "xyz"[a], (unsigned)H);
-  }
-  puts_(p, ") {\n    return;\n  }\n  ");
-  name_(p, pos->name);
-  puts_(p, ".idx = ");
-  if (D == 3) {
-    puts_(p, "(");
-    name_(p, pos->name);
-    puts_(p, ".z * ");
-    name_(p, pos->name);
-    puts_(p, ".ny + ");
-    name_(p, pos->name);
-    puts_(p, ".y) * ");
-  } else {
-    name_(p, pos->name);
-    puts_(p, ".y * ");
-  }
-  name_(p, pos->name);
-  puts_(p, ".nx + ");
-  name_(p, pos->name);
-  puts_(p, ".x;\n");
+  rk__cg_emit_stencil_interior(p->out, RK_TARGET_WGSL, pos->name, D, H,
+                               ") {\n    return;\n  }\n");
   if (fn->tiled.n) {
     static const char *const kL[] = {"rk_lx", "rk_ly", "rk_lz"};
     for (uint32_t a = 0; a < D; ++a)
