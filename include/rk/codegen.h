@@ -108,7 +108,9 @@ void rk_transpile_free(char *text);
 typedef enum rk_entry_kind {
   RK_ENTRY_KERNEL = 1, /* RK_KERNEL void f(params) */
   RK_ENTRY_STENCIL,    /* RK_STENCIL(tx, ty, halo) / RK_STENCIL3D(...) */
-  RK_ENTRY_HANDLER,    /* RK_HANDLER void f(const IN *in, OUT *out[, S *s]) */
+  /* RK_HANDLER void f(const IN *in, OUT *out[, S *s]), or the same
+   * returning int (0: success, else an error code; see handler_status). */
+  RK_ENTRY_HANDLER,
 } rk_entry_kind_t;
 
 /* One launch parameter of an entry point, in launch order. */
@@ -129,7 +131,8 @@ typedef struct rk_entry {
   const char *name;
   rk_entry_kind_t kind;
   /* Launch parameters. For a stencil these omit the leading rk_grid_pos_t
-   * and start with the domain size (int nx, int ny[, int nz]). */
+   * and start with the domain size (int nx, int ny[, int nz]). For an int
+   * handler the last one is rk_status (see handler_status). */
   size_t param_count;
   const rk_entry_param_t *params;
   /* Stencils: 2 or 3 dimensions, the tile (threads per block in x, y, z; z
@@ -144,6 +147,12 @@ typedef struct rk_entry {
    * plus, for stencils, the tiles (with halo) of the buffers they read
    * through neighbour functions. */
   size_t shared_bytes;
+  /* Handlers: the kernel takes a trailing int32_t *rk_status receiving the
+   * handler's return value (an RK_HANDLER declared to return int; 0 means
+   * success, anything else is the handler's error code). It is the last of
+   * params: kind RK_ARG_PTR, type "int32_t *", elem_size 4, not read-only.
+   * false for void handlers and other entries. */
+  bool handler_status;
 } rk_entry_t;
 
 /* The entry points of a source, in source order. One allocation: release

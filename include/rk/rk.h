@@ -2,7 +2,8 @@
  *
  *   #include <rk/rk.h>
  *
- * brings in the status codes, the backend interface and the transpiler.
+ * brings in the status codes, the backend interface, actors and the
+ * transpiler.
  * Kernel sources include <rk/kernel.h> instead. */
 #ifndef RK_RK_H_
 #define RK_RK_H_
@@ -11,6 +12,7 @@
 #define RK_VERSION_MINOR 1
 #define RK_VERSION_PATCH 0
 
+#include "rk/actor.h"
 #include "rk/backend.h"
 #include "rk/codegen.h"
 #include "rk/status.h"

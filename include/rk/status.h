@@ -33,7 +33,8 @@ extern "C" {
   X(ERR_QUEUE_EMPTY, "queue empty")           \
   X(ERR_INVALID_STATE, "invalid state")       \
   X(ERR_DEVICE_LOST, "device lost")           \
-  X(ERR_INTERNAL, "internal error")
+  X(ERR_INTERNAL, "internal error")           \
+  X(ERR_HANDLER, "handler error")
 
 typedef enum rk_status {
 #define RK_STATUS_ENUM_(name, text) RK_##name,

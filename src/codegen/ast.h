@@ -464,6 +464,17 @@ struct cg_func {
   int visit;             /* checker scratch */
 };
 
+/* An RK_HANDLER that returns int: its kernel takes a trailing int32_t
+ * buffer, rk_status, whose element 0 receives rk_handle_<name>'s return
+ * value (0: success, anything else: the handler's error code). */
+static inline bool rk__cg_handler_status(const cg_func_t *fn) {
+  return fn->kind == CG_FN_HANDLER && fn->ret && fn->ret->kind != CG_TY_VOID;
+}
+
+/* The name of that parameter in every target's output. User names cannot
+ * start with rk_, so it never clashes with the handler's own. */
+#define CG_HANDLER_STATUS_NAME "rk_status"
+
 typedef enum cg_item_kind {
   CG_ITEM_STRUCT = 1,
   CG_ITEM_FUNC,

@@ -1688,9 +1688,17 @@ static void check_function(checker_t *ch, cg_func_t *fn) {
   if (ret->kind == CG_TY_POS)
     rk__cg_error(ch->ctx, fn->ret_spec.loc,
                  "functions cannot return rk_grid_pos_t");
-  if (fn->kind != CG_FN_HELPER && ret->kind != CG_TY_VOID)
+  if (fn->kind == CG_FN_HANDLER) {
+    /* void: always succeeds; int: 0 or an error code for the caller. */
+    if (ret->kind != CG_TY_VOID && ret->kind != CG_TY_I32)
+      rk__cg_error(ch->ctx, fn->ret_spec.loc,
+                   "an RK_HANDLER returns void or int (0 for success, "
+                   "anything else an error code for the caller), not %s",
+                   describe(ret, a, sizeof a));
+  } else if (fn->kind != CG_FN_HELPER && ret->kind != CG_TY_VOID) {
     rk__cg_error(ch->ctx, fn->ret_spec.loc, "an %s function must return void",
                  fn_kind_name(fn->kind));
+  }
   if (fn->kind != CG_FN_HELPER && fn->is_inline)
     rk__cg_error(ch->ctx, fn->loc, "entry points cannot be inline");
   fn->ret = ret;

@@ -225,6 +225,9 @@ static bool wanted(const cg_item_t *it, const char *entry) {
   return is_entry(it) && (!entry || strcmp(it->fn->name, entry) == 0);
 }
 
+/* The C type of an int handler's status parameter, as listed. */
+static const char kStatusType[] = "int32_t *";
+
 /* Copies everything into one allocation: the list, the entries, the
  * parameters, then the strings. */
 static rk_status_t build_list(const cg_unit_t *unit, const char *entry,
@@ -241,6 +244,10 @@ static rk_status_t build_list(const cg_unit_t *unit, const char *entry,
       nparams++;
       rk__cg_type_describe(fn->params[k]->type, type, sizeof type);
       strings += strlen(fn->params[k]->name) + 1 + strlen(type) + 1;
+    }
+    if (rk__cg_handler_status(fn)) {
+      nparams++;
+      strings += sizeof CG_HANDLER_STATUS_NAME + sizeof kStatusType;
     }
   }
   size_t bytes = sizeof(rk_entry_list_t) + nentries * sizeof(rk_entry_t) +
@@ -294,6 +301,22 @@ static rk_status_t build_list(const cg_unit_t *unit, const char *entry,
         ep->elem_size = v->type->elem->size;
         ep->read_only = v->type->elem_const;
       }
+    }
+    if (rk__cg_handler_status(fn)) {
+      /* The kernel's trailing int32_t buffer for the handler's result. */
+      rk_entry_param_t *ep = &params[p++];
+      en->param_count++;
+      en->handler_status = true;
+      memcpy(str, CG_HANDLER_STATUS_NAME, sizeof CG_HANDLER_STATUS_NAME);
+      ep->name = str;
+      str += sizeof CG_HANDLER_STATUS_NAME;
+      memcpy(str, kStatusType, sizeof kStatusType);
+      ep->type = str;
+      str += sizeof kStatusType;
+      ep->kind = RK_ARG_PTR;
+      ep->size = sizeof(rk_devptr_t);
+      ep->elem_size = sizeof(int32_t);
+      ep->read_only = false;
     }
   }
   *out = list;

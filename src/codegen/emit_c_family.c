@@ -10,7 +10,9 @@
  *     reads neighbours from the tile. The C target reads global memory.
  *   - Handlers become a function rk_handle_<name> with the handler's body and
  *     a kernel <name> (same parameters) in which global thread 0 calls it
- *     once: one message per launch.
+ *     once: one message per launch. A handler that returns int gets a
+ *     trailing int32_t *rk_status parameter on its kernel, and thread 0
+ *     stores the return value in rk_status[0].
  *   - MSL has no global thread indices: kernels receive them as parameters
  *     (rk_tid, rk_bid, rk_bdim, rk_gdim) and pass them on to helpers that
  *     use index built-ins, directly or through their callees.
@@ -1185,16 +1187,34 @@ static uint32_t first_launch_param(const cg_func_t *fn) {
   return fn->kind == CG_FN_STENCIL ? 1 : 0;
 }
 
+/* The trailing int32_t buffer of an int handler's kernel (ast.h). */
+static void status_decl(printer_t *p) {
+  printf_(p, "%s%s *" CG_HANDLER_STATUS_NAME, p->t->global_space,
+          p->t->types[CG_TY_I32]);
+}
+
+/* Launch parameter i of an entry: its own parameters, then (i == nparams)
+ * an int handler's status buffer. */
+static void launch_param_decl(printer_t *p, const cg_func_t *fn, uint32_t i) {
+  if (i < fn->nparams)
+    param_decl(p, fn->params[i]);
+  else
+    status_decl(p);
+}
+
 static void entry_signature(printer_t *p, const cg_func_t *fn) {
   printf_(p, "%s %s(", p->t->kernel_decl, fn->name);
   uint32_t first = first_launch_param(fn);
+  uint32_t end = fn->nparams + (rk__cg_handler_status(fn) ? 1 : 0);
   if (p->t->const_ref_params) {
     /* MSL: one parameter per line with its buffer index. */
     uint32_t slot = 0;
-    for (uint32_t i = first; i < fn->nparams; ++i, ++slot) {
-      const cg_var_t *v = fn->params[i];
+    for (uint32_t i = first; i < end; ++i, ++slot) {
+      const cg_var_t *v = i < fn->nparams ? fn->params[i] : NULL;
       puts_(p, slot ? ",\n    " : "\n    ");
-      if (v->type->kind == CG_TY_PTR) {
+      if (!v) {
+        status_decl(p);
+      } else if (v->type->kind == CG_TY_PTR) {
         pointer_decl(p, v);
       } else {
         puts_(p, "constant ");
@@ -1223,19 +1243,18 @@ static void entry_signature(printer_t *p, const cg_func_t *fn) {
   size_t start = p->out->len;
   size_t line_start = start;
   while (line_start > 0 && p->out->data[line_start - 1] != '\n') line_start--;
-  for (uint32_t i = first; i < fn->nparams; ++i) {
+  for (uint32_t i = first; i < end; ++i) {
     if (i > first) puts_(p, ", ");
-    param_decl(p, fn->params[i]);
+    launch_param_decl(p, fn, i);
   }
-  if (first == fn->nparams && !p->t->cxx) puts_(p, "void");
+  if (first == end && !p->t->cxx) puts_(p, "void");
   puts_(p, ") {");
-  if (!p->out->failed && p->out->len - line_start > 80 &&
-      fn->nparams - first > 1) {
+  if (!p->out->failed && p->out->len - line_start > 80 && end - first > 1) {
     p->out->len = start;
     p->out->data[start] = '\0';
-    for (uint32_t i = first; i < fn->nparams; ++i) {
+    for (uint32_t i = first; i < end; ++i) {
       puts_(p, i > first ? ",\n    " : "\n    ");
-      param_decl(p, fn->params[i]);
+      launch_param_decl(p, fn, i);
     }
     puts_(p, ") {");
   }
@@ -1451,7 +1470,10 @@ static void handler_entry(printer_t *p, const cg_func_t *fn) {
     idx(p, 4, a);
     puts_(p, " == 0");
   }
-  puts_(p, ")\n    rk_handle_");
+  puts_(p, ")\n    ");
+  /* An int handler's return value goes to the caller through rk_status. */
+  if (rk__cg_handler_status(fn)) puts_(p, CG_HANDLER_STATUS_NAME "[0] = ");
+  puts_(p, "rk_handle_");
   name_(p, fn->name);
   puts_(p, "(");
   for (uint32_t i = 0; i < fn->nparams; ++i) {

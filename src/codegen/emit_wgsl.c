@@ -29,7 +29,9 @@
  *     atomicLoad/atomicStore. Compare-and-swap is a helper per array that
  *     retries atomicCompareExchangeWeak until it succeeds or sees another
  *     value (strong, as on the other targets).
- *   - Stencils and handlers are lowered as by the C-family GPU targets.
+ *   - Stencils and handlers are lowered as by the C-family GPU targets;
+ *     an int handler's rk_status buffer is bound after its message
+ *     buffers.
  *
  * Refusals are compile errors with a location (rk__cg_error), raised while
  * printing: codegen.c runs this printer under the compilation's error exit.
@@ -1687,8 +1689,18 @@ static bool is_launch_param(const cg_func_t *fn, uint32_t i) {
   return !(fn->kind == CG_FN_STENCIL && i == 0);
 }
 
-/* Bindings: buffers 0..k-1 in parameter order, then the by-value
- * parameters packed into one struct read from a storage buffer. */
+/* The module-scope name of an int handler's status buffer (ast.h),
+ * prefixed with the entry's name as buffers are. */
+static const char *status_string(printer_t *p, const cg_func_t *fn) {
+  char name[600];
+  snprintf(name, sizeof name, "%.500s%s" CG_HANDLER_STATUS_NAME,
+           p->multi ? fn->name : "", p->multi ? "_" : "");
+  return rk__cg_strndup(p->ctx, name, strlen(name));
+}
+
+/* Bindings: buffers 0..k-1 in parameter order (an int handler's status
+ * buffer last among them), then the by-value parameters packed into one
+ * struct read from a storage buffer. */
 static void resources(printer_t *p, const cg_func_t *fn) {
   uint32_t binding = 0, nvalues = 0;
   puts_(p, "\n");
@@ -1706,6 +1718,16 @@ static void resources(printer_t *p, const cg_func_t *fn) {
     puts_(p, ": array<");
     type_(p, v->type->elem, is_atomic_var(p, v));
     puts_(p, ">;\n");
+  }
+  if (rk__cg_handler_status(fn)) {
+    const char *status = status_string(p, fn);
+    declare(p, status, fn->loc);
+    printf_(p,
+            "// What %.400s returns (0: success, else its error code), "
+            "written by\n// global thread 0.\n"
+            "@group(0) @binding(%u) var<storage, read_write> %s: "
+            "array<i32>;\n",
+            fn->name, (unsigned)binding++, status);
   }
   if (nvalues) {
     const char *suffix = p->multi ? fn->name : "";
@@ -1904,10 +1926,11 @@ static void handler_entry(printer_t *p, const cg_func_t *fn) {
   char hname[600];
   snprintf(hname, sizeof hname, "rk_handle_%.500s", fn->name);
   declare(p, rk__cg_strndup(p->ctx, hname, strlen(hname)), fn->loc);
-  printf_(p, "\nfn %s(%s) {\n", hname,
+  printf_(p, "\nfn %s(%s)%s {\n", hname,
           fn->uses_index
               ? "rk_tid: vec3<u32>, rk_bid: vec3<u32>, rk_gdim: vec3<u32>"
-              : "");
+              : "",
+          rk__cg_handler_status(fn) ? " -> i32" : "");
   function_body(p, fn->body);
   puts_(p, "}\n");
   /* One message per launch, handled by global thread 0. */
@@ -1918,7 +1941,10 @@ static void handler_entry(printer_t *p, const cg_func_t *fn) {
     index_builtin(p, 4, a);
     puts_(p, " == 0u");
   }
-  printf_(p, ") {\n    %s(%s);\n  }\n}\n", hname,
+  puts_(p, ") {\n    ");
+  /* An int handler's return value goes to the caller through rk_status. */
+  if (rk__cg_handler_status(fn)) printf_(p, "%s[0] = ", status_string(p, fn));
+  printf_(p, "%s(%s);\n  }\n}\n", hname,
           fn->uses_index ? "rk_tid, rk_bid, rk_gdim" : "");
 }
 

@@ -387,6 +387,19 @@ rk_status_t rk_module_destroy(rk_module_t *module) {
   return s;
 }
 
+void rk__module_abandon(rk_module_t *module) {
+  rk_context_t *ctx = module->context;
+  pthread_mutex_lock(&ctx->lock);
+  for (rk_module_t **p = &ctx->modules; *p; p = &(*p)->next) {
+    if (*p == module) {
+      *p = module->next;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  module->next = NULL;
+}
+
 bool rk_module_cache_hit(const rk_module_t *module) {
   return module && module->cache_hit;
 }

@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 
+#include "abi/actor_abi.h"
 #include "rk/backend.h"
 
 typedef struct rk__backend_vtable rk__backend_vtable_t;
@@ -80,6 +81,22 @@ typedef struct rk__copy {
   size_t n;
 } rk__copy_t;
 
+/* The device side of a persistent actor as the actor layer hands it to a
+ * backend: the handler kernel, the rings and control block (in memory the
+ * device can reach, see mapped_alloc) and the initial state. */
+typedef struct rk__actor_device {
+  rk_function_t *function; /* (in, out[, state][, int32_t *status]) */
+  rk_abi_control_t *control;
+  rk_abi_ring_t *in, *out;
+  void *in_slots, *out_slots;
+  bool has_state, has_status;
+  const void *initial_state; /* state_size bytes (control->state_size) */
+  rk_dim3_t grid, block;
+} rk__actor_device_t;
+
+/* A backend's resident actor (its worker thread or persistent kernel). */
+typedef struct rk__actor_worker rk__actor_worker_t;
+
 struct rk__backend_vtable {
   /* Releases a backend opened by `open`. */
   void (*destroy)(rk_backend_t *backend);
@@ -120,7 +137,32 @@ struct rk__backend_vtable {
   /* Finishes queued work first; returns the stream's unreported error. */
   rk_status_t (*stream_destroy)(rk_stream_t *stream);
   rk_status_t (*stream_synchronize)(rk_stream_t *stream);
+
+  /* ---- Persistent actors (optional: NULL when the backend cannot keep a
+   * handler resident; the actor layer then refuses persistent mode). */
+  /* Starts the device side, which runs until control->terminate is set and
+   * then sets control->terminated. The descriptor's memory outlives the
+   * worker; the backend keeps its own copy of the state. */
+  rk_status_t (*actor_start)(rk_context_t *context,
+                             const rk__actor_device_t *device,
+                             rk__actor_worker_t **out_worker);
+  /* Releases a worker. `stopped`: control->terminated was seen, so the
+   * worker is joined and freed. Otherwise (a handler that never returned)
+   * the worker is abandoned: it frees its own resources if it ever stops,
+   * and the caller must keep the descriptor's memory and the module. */
+  void (*actor_release)(rk__actor_worker_t *worker, bool stopped);
+  /* Optional: memory for rings and control blocks that both the host and
+   * the device address directly (pinned and mapped). NULL: ordinary host
+   * memory, for backends whose devices read it as is. */
+  rk_status_t (*mapped_alloc)(rk_context_t *context, size_t bytes,
+                              void **out_host);
+  void (*mapped_free)(rk_context_t *context, void *host);
 };
+
+/* Unlinks a module from its context without unloading it, for code that
+ * must stay mapped after the context is gone (an abandoned actor's
+ * handler). The module is never destroyed afterwards. */
+void rk__module_abandon(rk_module_t *module);
 
 void rk__args_free(rk__args_t *args);
 

@@ -123,6 +123,12 @@ rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
                             rk_module_t **out_module);
 void rk__cpu_module_destroy(rk_module_t *module);
 
+/* Persistent actors (cpu_actor.c); see the vtable slots in hal.h. */
+rk_status_t rk__cpu_actor_start(rk_context_t *context,
+                                const rk__actor_device_t *device,
+                                rk__actor_worker_t **out_worker);
+void rk__cpu_actor_release(rk__actor_worker_t *worker, bool stopped);
+
 rk_status_t rk__cpu_stream_create(rk_context_t *context, rk_stream_t **out);
 rk_status_t rk__cpu_stream_destroy(rk_stream_t *stream);
 rk_status_t rk__cpu_stream_synchronize(rk_stream_t *stream);

@@ -1,0 +1,201 @@
+/* rk/actor.h - persistent actor kernels ("ring kernels").
+ *
+ * An actor is a handler written once in the kernel language
+ *
+ *   typedef struct { int v; } req_t;
+ *   typedef struct { int v; } resp_t;
+ *   RK_HANDLER void add_one(const req_t *in, resp_t *out) { out->v = in->v+1; }
+ *
+ * launched once and fed through lock-free rings: the host writes requests
+ * into an input ring, the device side runs the handler on each and writes a
+ * response, with the request's correlation id, into an output ring.
+ *
+ *   rk_actor_options_t o;
+ *   rk_actor_options_init(&o);                 // persistent, auto-activated
+ *   rk_actor_t *a;
+ *   rk_actor_launch(ctx, source, "add_one", &o, &a);
+ *   req_t q = {41}; resp_t r;
+ *   rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL);
+ *   rk_actor_terminate(a, 1000000000);          // 1 s deadline
+ *   rk_actor_destroy(a);
+ *
+ * Modes. RK_ACTOR_PERSISTENT keeps the handler resident: on the CPU backend a
+ * pinned worker thread per actor that spins briefly on the input ring, then
+ * parks until a sender wakes it. RK_ACTOR_TRADITIONAL runs the same handler
+ * with one kernel launch per request (copy in, launch, wait, copy out),
+ * performed by the sending thread, for comparison and for backends that
+ * cannot keep a kernel resident.
+ *
+ * States: LAUNCHED -> ACTIVE <-> DEACTIVATED -> TERMINATING -> TERMINATED,
+ * and FAILED when termination missed its deadline or the device side was
+ * lost. Any other transition, and sending to an actor that is not ACTIVE,
+ * returns RK_ERR_INVALID_STATE and changes nothing.
+ *
+ * Handlers that return int report an error with a non-zero value: the
+ * response still comes back (with status RK_ERR_HANDLER and the code), the
+ * error count rises, and the actor keeps running.
+ *
+ * Thread safety: send, receive, call, state and stats may be called from
+ * any number of threads at once. activate, deactivate, terminate and
+ * destroy are for one controlling thread; destroy must not race with
+ * anything.
+ */
+#ifndef RK_ACTOR_H_
+#define RK_ACTOR_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rk/backend.h"
+#include "rk/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rk_actor rk_actor_t;
+
+/* Timeouts are in nanoseconds: 0 tries once without waiting, this waits
+ * as long as it takes. */
+#define RK_TIMEOUT_INFINITE UINT64_MAX
+
+typedef enum rk_actor_mode {
+  RK_ACTOR_PERSISTENT = 0,
+  RK_ACTOR_TRADITIONAL = 1,
+} rk_actor_mode_t;
+
+typedef enum rk_actor_state {
+  RK_ACTOR_LAUNCHED = 0,
+  RK_ACTOR_ACTIVE,
+  RK_ACTOR_DEACTIVATED,
+  RK_ACTOR_TERMINATING,
+  RK_ACTOR_TERMINATED,
+  RK_ACTOR_FAILED,
+} rk_actor_state_t;
+
+typedef struct rk_actor_options {
+  rk_actor_mode_t mode;
+  /* Launch geometry of the handler kernel (default 1x1x1 and 1x1x1). The
+   * handler runs once per message whatever the geometry; larger shapes only
+   * matter to backends that spread the polling over blocks. */
+  rk_dim3_t grid, block;
+  /* Ring capacities in messages: powers of two, default 1024 each. */
+  uint32_t input_capacity, output_capacity;
+  /* Start ACTIVE (default true); otherwise LAUNCHED until activated. */
+  bool auto_activate;
+  /* Initial handler state, copied at launch (NULL: zeroes). Must be exactly
+   * the state struct's size when given. */
+  const void *initial_state;
+  size_t initial_state_size;
+  /* Name of the source in diagnostics (default "<source>"). */
+  const char *source_name;
+  /* Bypass the backend's compiled-module cache. */
+  bool no_cache;
+} rk_actor_options_t;
+
+/* Fills in the defaults above. */
+void rk_actor_options_init(rk_actor_options_t *options);
+
+/* What came with a message besides its payload. */
+typedef struct rk_actor_message {
+  uint64_t correlation_id; /* the id rk_actor_send returned for the request */
+  uint64_t timestamp;      /* hybrid logical clock of the response */
+  size_t size;             /* payload bytes */
+  rk_status_t status;      /* RK_OK or RK_ERR_HANDLER */
+  int32_t handler_code;    /* the handler's return value (0 for void ones) */
+} rk_actor_message_t;
+
+typedef struct rk_actor_stats {
+  rk_actor_state_t state;
+  rk_actor_mode_t mode;
+  uint64_t sent;             /* requests accepted by send/call */
+  uint64_t processed;        /* requests the handler has finished */
+  uint64_t handler_errors;   /* of those, how many returned non-zero */
+  int32_t last_handler_code; /* the latest non-zero return, 0 if none */
+  uint64_t dropped_sends;    /* send/call refused: queue full or bad state */
+  uint64_t input_depth;      /* requests waiting for the handler */
+  uint64_t output_depth;     /* responses waiting for receive/call */
+  uint64_t input_capacity, output_capacity;
+  /* Send-to-response latency over the last 4096 round trips observed by
+   * rk_actor_call (and a sample of pipelined sends), nanoseconds; 0 when
+   * none yet. */
+  uint64_t latency_samples;
+  double latency_p50_ns, latency_p99_ns;
+  size_t request_size, response_size, state_size;
+} rk_actor_stats_t;
+
+/* Compiles `source` for the context's backend, finds the RK_HANDLER named
+ * `handler`, allocates its rings, state and control block and starts it.
+ * Errors: RK_ERR_COMPILE (diagnostics in rk_last_error), RK_ERR_NOT_FOUND
+ * (no such handler), RK_ERR_INVALID_ARGUMENT (bad options, capacities that
+ * are not powers of two, an initial state of the wrong size),
+ * RK_ERR_UNIMPLEMENTED (persistent mode on a backend that has none).
+ * options may be NULL (defaults). *out_actor is set only on success. */
+rk_status_t rk_actor_launch(rk_context_t *context, const char *source,
+                            const char *handler,
+                            const rk_actor_options_t *options,
+                            rk_actor_t **out_actor);
+
+/* LAUNCHED or DEACTIVATED -> ACTIVE: the handler takes messages (queued ones
+ * first). */
+rk_status_t rk_actor_activate(rk_actor_t *actor);
+/* ACTIVE -> DEACTIVATED: sends are refused; messages already queued stay
+ * queued (the one in hand finishes). */
+rk_status_t rk_actor_deactivate(rk_actor_t *actor);
+
+/* Queues one request of exactly the handler's request size. On success
+ * *out_correlation_id (may be NULL) identifies the response. When the input
+ * ring is full, waits up to timeout_ns for space, then RK_ERR_QUEUE_FULL
+ * (nothing queued; counted as a dropped send). RK_ERR_INVALID_STATE unless
+ * ACTIVE. */
+rk_status_t rk_actor_send(rk_actor_t *actor, const void *request, size_t size,
+                          uint64_t timeout_ns, uint64_t *out_correlation_id);
+
+/* Takes the oldest response not claimed by a pending rk_actor_call, waiting
+ * up to timeout_ns (RK_ERR_TIMEOUT when none came; RK_ERR_QUEUE_EMPTY with
+ * timeout 0). `capacity` must hold the response size. Returns RK_OK or, for
+ * a response whose handler failed, RK_ERR_HANDLER with the payload still
+ * copied; out_info (may be NULL) gets the details. Works in any state while
+ * responses remain. */
+rk_status_t rk_actor_receive(rk_actor_t *actor, void *response,
+                             size_t capacity, uint64_t timeout_ns,
+                             rk_actor_message_t *out_info);
+
+/* Sends a request and waits up to timeout_ns (for space and then for the
+ * answer) for the response with its correlation id; responses to other
+ * requests that arrive meanwhile go to their own callers or stay for
+ * rk_actor_receive. On RK_ERR_TIMEOUT after the request was queued, its
+ * response, when it comes, is left for rk_actor_receive. Returns as
+ * rk_actor_receive. */
+rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
+                          size_t request_size, void *response,
+                          size_t capacity, uint64_t timeout_ns,
+                          rk_actor_message_t *out_info);
+
+/* Asks the device side to stop after the message in hand and waits up to
+ * timeout_ns for it to confirm: RK_OK (TERMINATED) or RK_ERR_TIMEOUT
+ * (FAILED: the handler did not return in time; the actor can only be
+ * destroyed, and other actors and the context stay usable). Responses
+ * already produced can still be received. */
+rk_status_t rk_actor_terminate(rk_actor_t *actor, uint64_t timeout_ns);
+
+/* Releases the actor. An actor still running is terminated first (waiting
+ * as long as it takes) unless it is FAILED: then a handler that never
+ * returns keeps its thread, code and memory until the process exits, and
+ * nothing else is affected. NULL is ignored. */
+void rk_actor_destroy(rk_actor_t *actor);
+
+rk_actor_state_t rk_actor_state(const rk_actor_t *actor);
+/* "launched", "active", ... */
+const char *rk_actor_state_name(rk_actor_state_t state);
+const char *rk_actor_mode_name(rk_actor_mode_t mode);
+
+/* A snapshot; counters are read without stopping the actor. */
+rk_status_t rk_actor_stats(rk_actor_t *actor, rk_actor_stats_t *out_stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RK_ACTOR_H_ */

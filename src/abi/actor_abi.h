@@ -1,0 +1,198 @@
+/* Layouts shared by the host runtime and the code that runs an actor on a
+ * device: the ring header, the control block and the message slot header.
+ *
+ * Plain C structs with fixed-width fields, no pointers and no dependencies,
+ * so the same bytes can live in host-mapped memory read by a GPU. Every size
+ * and offset is pinned below; a change to any of them is a new
+ * RK_ABI_VERSION.
+ *
+ * Ownership of fields: "host" fields are written only by the host side, and
+ * "device" fields only by the side that runs the handler (a CPU worker
+ * thread, a persistent GPU kernel). The fields of one writer share cache
+ * lines; fields of different writers never do.
+ *
+ *   ring memory:  [rk_abi_ring_t][slot 0][slot 1]...[slot capacity-1]
+ *   slot:         [rk_abi_msg_t (32 bytes)][payload][padding to slot_size]
+ */
+#ifndef RK_ABI_ACTOR_ABI_H_
+#define RK_ABI_ACTOR_ABI_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RK_ABI_VERSION 1u
+#define RK_ABI_RING_MAGIC 0x474e4952u    /* "RING" */
+#define RK_ABI_CONTROL_MAGIC 0x4c54434bu /* "KCTL" */
+
+/* Distance between fields of different writers. 128 bytes rather than 64:
+ * x86 prefetches cache lines in adjacent pairs and Apple cores use 128-byte
+ * lines, so 64 apart would still share traffic. */
+#define RK_ABI_LINE 128u
+/* Slots are a multiple of this many bytes. */
+#define RK_ABI_SLOT_ALIGN 64u
+#define RK_ABI_MSG_HEADER 32u
+
+/* ---- Ring ----------------------------------------------------------------
+ *
+ * One producer and one consumer. `tail` counts slots ever published and
+ * `head` slots ever consumed (free-running, never wrapped); slot i lives at
+ * index i & (capacity - 1). The ring is empty when head == tail and full
+ * when tail - head == capacity.
+ *
+ * Producer: load own tail (relaxed), the consumer's head (acquire), write
+ * the slot, publish with a release store of tail + 1. Consumer: load own head
+ * (relaxed), the producer's tail (acquire), read the slot, release it with a
+ * release store of head + 1.
+ *
+ * Waiting. Either side may park instead of spinning: the consumer for data,
+ * the producer for space. A parked side first raises its *_waiters count,
+ * issues a full fence, re-checks the indices, and sleeps on the other side's
+ * wake sequence; the other side, after publishing, fences and, if the count
+ * is non-zero, increments its wake sequence and wakes it. Both fences make
+ * the store-then-load pairs sequentially consistent, so a wake-up is never
+ * lost (the io_uring NEED_WAKEUP idea, in both directions). */
+typedef struct rk_abi_ring {
+  /* Set once before either side starts. */
+  uint32_t magic;
+  uint32_t version;
+  uint32_t capacity;  /* slots, a power of two */
+  uint32_t slot_size; /* bytes, a multiple of RK_ABI_SLOT_ALIGN */
+  uint8_t pad0[RK_ABI_LINE - 16];
+
+  /* Producer: written on every publish. */
+  uint64_t tail;
+  uint8_t pad1[RK_ABI_LINE - 8];
+
+  /* Consumer: written on every release. */
+  uint64_t head;
+  uint8_t pad2[RK_ABI_LINE - 8];
+
+  /* Producer, rarely: bumped to wake a parked consumer; the count of parked
+   * producers (a producer waiting for space). */
+  uint32_t data_seq;
+  uint32_t space_waiters;
+  uint8_t pad3[RK_ABI_LINE - 8];
+
+  /* Consumer, rarely: bumped to wake a parked producer; the count of parked
+   * consumers (waiting for data). */
+  uint32_t space_seq;
+  uint32_t data_waiters;
+  uint8_t pad4[RK_ABI_LINE - 8];
+} rk_abi_ring_t;
+
+_Static_assert(sizeof(rk_abi_ring_t) == 5 * RK_ABI_LINE, "ring header size");
+_Static_assert(offsetof(rk_abi_ring_t, capacity) == 8, "ring capacity");
+_Static_assert(offsetof(rk_abi_ring_t, slot_size) == 12, "ring slot_size");
+_Static_assert(offsetof(rk_abi_ring_t, tail) == 1 * RK_ABI_LINE, "ring tail");
+_Static_assert(offsetof(rk_abi_ring_t, head) == 2 * RK_ABI_LINE, "ring head");
+_Static_assert(offsetof(rk_abi_ring_t, data_seq) == 3 * RK_ABI_LINE,
+               "ring data_seq");
+_Static_assert(offsetof(rk_abi_ring_t, space_waiters) == 3 * RK_ABI_LINE + 4,
+               "ring space_waiters");
+_Static_assert(offsetof(rk_abi_ring_t, space_seq) == 4 * RK_ABI_LINE,
+               "ring space_seq");
+_Static_assert(offsetof(rk_abi_ring_t, data_waiters) == 4 * RK_ABI_LINE + 4,
+               "ring data_waiters");
+
+/* ---- Message slot header --------------------------------------------------
+ *
+ * The timestamp is a hybrid logical clock: nanoseconds since the Unix epoch
+ * with the low 16 bits replaced by a logical counter. A clock is one 64-bit
+ * word advanced by compare-and-swap to max(previous + 1, physical time), so
+ * two ticks of one clock, concurrent or not, never return the same value,
+ * and a receiver that merges a sender's stamp (max(own, received) + 1) orders
+ * its reply after the request. Devices without a wall clock tick logically
+ * (received + 1). */
+typedef enum rk_abi_msg_type {
+  RK_ABI_MSG_REQUEST = 1,
+  RK_ABI_MSG_RESPONSE = 2,
+} rk_abi_msg_type_t;
+
+typedef enum rk_abi_msg_status {
+  RK_ABI_MSG_OK = 0,
+  RK_ABI_MSG_HANDLER_ERROR = 1, /* `code` holds the handler's return value */
+} rk_abi_msg_status_t;
+
+typedef struct rk_abi_msg {
+  uint64_t correlation_id; /* a response carries its request's id */
+  uint64_t timestamp;      /* hybrid logical clock, see above */
+  uint32_t type;           /* rk_abi_msg_type_t */
+  uint32_t size;           /* payload bytes */
+  uint32_t status;         /* rk_abi_msg_status_t, responses only */
+  int32_t code;            /* handler return value, 0 when it has none */
+} rk_abi_msg_t;
+
+_Static_assert(sizeof(rk_abi_msg_t) == RK_ABI_MSG_HEADER, "message header");
+_Static_assert(offsetof(rk_abi_msg_t, timestamp) == 8, "msg timestamp");
+_Static_assert(offsetof(rk_abi_msg_t, type) == 16, "msg type");
+_Static_assert(offsetof(rk_abi_msg_t, size) == 20, "msg size");
+_Static_assert(offsetof(rk_abi_msg_t, status) == 24, "msg status");
+_Static_assert(offsetof(rk_abi_msg_t, code) == 28, "msg code");
+
+/* The slot size for a payload: header plus payload, rounded up to
+ * RK_ABI_SLOT_ALIGN. */
+static inline uint32_t rk_abi_slot_size(uint32_t payload) {
+  return (RK_ABI_MSG_HEADER + payload + RK_ABI_SLOT_ALIGN - 1) &
+         ~(RK_ABI_SLOT_ALIGN - 1);
+}
+
+/* ---- Control block --------------------------------------------------------
+ *
+ * Requests from the host and the device's answers. Termination is a
+ * handshake: the host sets `terminate` and waits (with a deadline) for the
+ * device to set `terminated`; nothing is torn down under a running
+ * handler. */
+typedef enum rk_abi_run_state {
+  RK_ABI_RUN_STARTING = 0, /* the device side has not looked yet */
+  RK_ABI_RUN_IDLE = 1,     /* running, not taking messages (inactive) */
+  RK_ABI_RUN_ACTIVE = 2,   /* taking messages */
+  RK_ABI_RUN_STOPPED = 3,  /* left its loop; `terminated` is set */
+} rk_abi_run_state_t;
+
+typedef struct rk_abi_control {
+  /* Set once. */
+  uint32_t magic;
+  uint32_t version;
+  uint32_t in_payload;    /* request bytes */
+  uint32_t out_payload;   /* response bytes */
+  uint32_t state_size;    /* handler state bytes, 0 without state */
+  uint32_t handler_flags; /* RK_ABI_HANDLER_* */
+  uint8_t pad0[RK_ABI_LINE - 24];
+
+  /* Host. */
+  uint32_t active;    /* 1: take messages; 0: leave them queued */
+  uint32_t terminate; /* 1: leave the loop (after the message in hand) */
+  uint8_t pad1[RK_ABI_LINE - 8];
+
+  /* Device. */
+  uint32_t run_state;  /* rk_abi_run_state_t */
+  uint32_t terminated; /* 1 once the device side has left its loop */
+  uint64_t processed;  /* messages handled */
+  uint64_t errors;     /* handler errors among them */
+  int32_t last_error;  /* the last handler error code */
+  uint32_t pad2a;
+  uint64_t clock; /* the actor's hybrid logical clock */
+  uint8_t pad2[RK_ABI_LINE - 40];
+} rk_abi_control_t;
+
+#define RK_ABI_HANDLER_STATUS 1u /* the handler returns a status code */
+
+_Static_assert(sizeof(rk_abi_control_t) == 3 * RK_ABI_LINE, "control size");
+_Static_assert(offsetof(rk_abi_control_t, handler_flags) == 20,
+               "control handler_flags");
+_Static_assert(offsetof(rk_abi_control_t, active) == RK_ABI_LINE,
+               "control active");
+_Static_assert(offsetof(rk_abi_control_t, terminate) == RK_ABI_LINE + 4,
+               "control terminate");
+_Static_assert(offsetof(rk_abi_control_t, run_state) == 2 * RK_ABI_LINE,
+               "control run_state");
+_Static_assert(offsetof(rk_abi_control_t, processed) == 2 * RK_ABI_LINE + 8,
+               "control processed");
+_Static_assert(offsetof(rk_abi_control_t, errors) == 2 * RK_ABI_LINE + 16,
+               "control errors");
+_Static_assert(offsetof(rk_abi_control_t, last_error) == 2 * RK_ABI_LINE + 24,
+               "control last_error");
+_Static_assert(offsetof(rk_abi_control_t, clock) == 2 * RK_ABI_LINE + 32,
+               "control clock");
+
+#endif /* RK_ABI_ACTOR_ABI_H_ */

@@ -1,0 +1,965 @@
+/* Actors, host side: launch, lifecycle, send/receive/call with correlation,
+ * traditional mode and statistics.
+ *
+ * Memory. One block holds the control block, both ring headers and both
+ * rings' slots (from the backend's mapped_alloc where it has one). The
+ * device side (a backend worker, see hal.h) consumes the input ring and
+ * produces the output ring; the host is the other end of each.
+ *
+ * Input. Senders go through the multi-producer stage (base/ring.h), so any
+ * number of threads may send while the ring keeps one producer.
+ *
+ * Output. One host thread at a time holds the "drain role": it moves every
+ * published response either to the rk_actor_call waiting for its
+ * correlation id or to the receive queue, then releases the ring slots.
+ * Threads without the role wait on `epoch`, which the drainer bumps when it
+ * delivers something or gives the role up.
+ *
+ * Traditional mode uses no device side: the sending thread copies the
+ * request to the device, launches the handler kernel, waits for it and
+ * publishes the response into the output ring itself (one launch per
+ * request, serialised by a lock because the handler state is shared).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "actor/actor_internal.h"
+#include "base/error.h"
+#include "base/hlc.h"
+#include "base/ring.h"
+#include "base/sys.h"
+#include "rk/codegen.h"
+
+#define LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+enum {
+  kLatencyWindow = 4096, /* round trips kept for the percentiles */
+  kSampleEvery = 16,     /* pipelined sends timed: one in this many */
+  kSampleTable = 256,
+  kDefaultCapacity = 1024,
+};
+
+/* A pending rk_actor_call, on its caller's stack. */
+typedef struct waiter {
+  struct waiter *next;
+  uint64_t id;
+  void *response;
+  size_t capacity;
+  rk_actor_message_t info;
+  uint32_t done; /* atomic; set by the drainer under host_lock */
+} waiter_t;
+
+struct rk_actor {
+  /* The input stage first: its fields are aligned to RK_ABI_LINE. */
+  rk__ring_mp_t in_mp;
+
+  rk_context_t *context;
+  rk_module_t *module;
+  rk_function_t *function;
+  rk_actor_mode_t mode;
+  bool external; /* no device side: a test drives it */
+  uint32_t state;         /* rk_actor_state_t; atomic */
+  uint32_t in_size, out_size, state_size;
+  bool has_state, has_status;
+  uint64_t spin_ns;
+
+  void *mapped; /* the block below, from mapped_alloc or aligned_alloc */
+  bool mapped_by_backend;
+  rk_abi_control_t *control;
+  rk__actor_device_t device;
+  rk__actor_worker_t *worker;
+
+  uint64_t next_id;    /* atomic; correlation ids start at 1 */
+  uint64_t host_clock; /* hybrid logical clock of the senders */
+  uint64_t sent, dropped; /* atomic */
+
+  /* Traditional mode. */
+  pthread_mutex_t trad_lock;
+  rk_devptr_t d_in, d_out, d_state, d_status;
+  rk__ring_end_t trad_out; /* producer end of the output ring */
+  uint64_t trad_processed, trad_errors; /* atomic */
+  int32_t trad_last_error;              /* atomic */
+
+  /* Output side. */
+  uint32_t drain_role; /* atomic flag */
+  rk__ring_end_t out_c; /* consumer end; only the role holder uses it */
+  uint32_t epoch, epoch_waiters; /* atomic */
+  pthread_mutex_t host_lock;     /* waiters, receive queue, latencies */
+  waiter_t *waiters;
+  unsigned char *rq; /* receive queue: whole output slots */
+  size_t rq_cap, rq_head, rq_count;
+
+  /* Latency. sample_t/sample_id: send times of sampled pipelined sends. */
+  uint64_t sample_t[kSampleTable], sample_id[kSampleTable]; /* atomic */
+  uint64_t lat[kLatencyWindow];
+  uint64_t lat_total;
+};
+
+/* Actors abandoned by rk_actor_destroy with a handler still running: kept
+ * reachable (their worker may still use the memory) until exit. */
+static pthread_mutex_t g_abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
+static rk_actor_t *g_abandoned[64];
+static size_t g_abandoned_count;
+
+static const char *const kStateNames[] = {
+    "launched", "active", "deactivated", "terminating", "terminated", "failed",
+};
+
+const char *rk_actor_state_name(rk_actor_state_t state) {
+  if ((unsigned)state < sizeof kStateNames / sizeof kStateNames[0])
+    return kStateNames[state];
+  return "unknown";
+}
+
+const char *rk_actor_mode_name(rk_actor_mode_t mode) {
+  switch (mode) {
+    case RK_ACTOR_PERSISTENT:
+      return "persistent";
+    case RK_ACTOR_TRADITIONAL:
+      return "traditional";
+  }
+  return "unknown";
+}
+
+void rk_actor_options_init(rk_actor_options_t *options) {
+  if (!options) return;
+  memset(options, 0, sizeof *options);
+  options->mode = RK_ACTOR_PERSISTENT;
+  options->grid = rk_dim3(1, 1, 1);
+  options->block = rk_dim3(1, 1, 1);
+  options->input_capacity = kDefaultCapacity;
+  options->output_capacity = kDefaultCapacity;
+  options->auto_activate = true;
+}
+
+static rk_actor_state_t get_state(const rk_actor_t *a) {
+  return (rk_actor_state_t)LOAD_ACQUIRE(&a->state);
+}
+
+static void set_state(rk_actor_t *a, rk_actor_state_t s) {
+  STORE_RELEASE(&a->state, (uint32_t)s);
+}
+
+static uint64_t deadline_after(uint64_t timeout_ns) {
+  if (timeout_ns == RK_TIMEOUT_INFINITE) return 0; /* no deadline */
+  uint64_t now = rk__now_ns();
+  return now + (timeout_ns ? timeout_ns : 1); /* 0: expired right away */
+}
+
+static bool expired(uint64_t deadline) {
+  return deadline != 0 && rk__now_ns() >= deadline;
+}
+
+/* ---- Launch -------------------------------------------------------------- */
+
+static rk_target_t target_for(rk_backend_kind_t kind) {
+  switch (kind) {
+    case RK_BACKEND_CUDA:
+      return RK_TARGET_CUDA;
+    case RK_BACKEND_OPENCL:
+      return RK_TARGET_OPENCL;
+    case RK_BACKEND_WEBGPU:
+      return RK_TARGET_WGSL;
+    case RK_BACKEND_METAL:
+      return RK_TARGET_MSL;
+    default:
+      return RK_TARGET_C;
+  }
+}
+
+static bool pow2(uint32_t v) { return v && (v & (v - 1)) == 0; }
+
+static rk_status_t check_options(const rk_actor_options_t *o) {
+  if (o->mode != RK_ACTOR_PERSISTENT && o->mode != RK_ACTOR_TRADITIONAL)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor: unknown mode %d",
+                    (int)o->mode);
+  if (!pow2(o->input_capacity) || !pow2(o->output_capacity) ||
+      o->input_capacity > (1u << 24) || o->output_capacity > (1u << 24))
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor: capacities must be powers of two in 1..2^24 "
+                    "(input %u, output %u)",
+                    o->input_capacity, o->output_capacity);
+  const rk_dim3_t g = o->grid, b = o->block;
+  if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor: grid and block dimensions must be at least 1");
+  if (o->initial_state_size && !o->initial_state)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor: initial_state_size without initial_state");
+  return RK_OK;
+}
+
+/* Finds the handler and its message sizes. */
+static rk_status_t describe_handler(rk_actor_t *a, const char *source,
+                                    const char *handler,
+                                    const rk_actor_options_t *o) {
+  rk_transpile_options_t to;
+  rk_transpile_options_init(&to);
+  to.source_name = o->source_name;
+  to.entry = handler;
+  rk_entry_list_t *list = NULL;
+  rk_status_t s = rk_codegen_list_entries(source, &to, &list, NULL);
+  if (s != RK_OK) return rk__fail_context(s, "actor '%s'", handler);
+  const rk_entry_t *e = &list->entries[0];
+  if (e->kind != RK_ENTRY_HANDLER) {
+    rk__fail(RK_ERR_INVALID_ARGUMENT,
+             "actor: '%s' is an %s, not an RK_HANDLER", handler,
+             rk_entry_kind_name(e->kind));
+    rk_entry_list_destroy(list);
+    return RK_ERR_INVALID_ARGUMENT;
+  }
+  a->has_status = e->handler_status;
+  size_t user = e->param_count - (a->has_status ? 1 : 0);
+  a->in_size = (uint32_t)e->params[0].elem_size;
+  a->out_size = (uint32_t)e->params[1].elem_size;
+  a->has_state = user == 3;
+  a->state_size = a->has_state ? (uint32_t)e->params[2].elem_size : 0;
+  rk_entry_list_destroy(list);
+  if (o->initial_state && o->initial_state_size != a->state_size)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor '%s': initial state is %zu bytes, the handler's "
+                    "state is %u",
+                    handler, o->initial_state_size, a->state_size);
+  return RK_OK;
+}
+
+static rk_status_t compile_handler(rk_actor_t *a, const char *source,
+                                   const char *handler,
+                                   const rk_actor_options_t *o) {
+  rk_backend_kind_t kind = rk_backend_kind(rk_context_backend(a->context));
+  rk_transpile_options_t to;
+  rk_transpile_options_init(&to);
+  to.source_name = o->source_name;
+  to.entry = handler;
+  char *text = NULL;
+  rk_status_t s = rk_transpile(source, target_for(kind), &to, &text);
+  if (s != RK_OK) return rk__fail_context(s, "actor '%s'", handler);
+  rk_compile_options_t co;
+  rk_compile_options_init(&co);
+  co.source_name = o->source_name;
+  co.no_cache = o->no_cache;
+  s = rk_context_compile(a->context, text, &co, &a->module);
+  rk_transpile_free(text);
+  if (s != RK_OK) return rk__fail_context(s, "actor '%s'", handler);
+  s = rk_module_get_function(a->module, handler, &a->function);
+  if (s != RK_OK) return rk__fail_context(s, "actor '%s'", handler);
+  return RK_OK;
+}
+
+static size_t round_line(size_t n) {
+  return (n + RK_ABI_LINE - 1) & ~(size_t)(RK_ABI_LINE - 1);
+}
+
+/* Control block, ring headers and slots in one block. */
+static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
+  const uint32_t in_slot = rk_abi_slot_size(a->in_size);
+  const uint32_t out_slot = rk_abi_slot_size(a->out_size);
+  const size_t off_in = round_line(sizeof(rk_abi_control_t));
+  const size_t off_out = off_in + sizeof(rk_abi_ring_t);
+  const size_t off_in_slots = off_out + sizeof(rk_abi_ring_t);
+  const size_t off_out_slots =
+      off_in_slots + round_line(rk__ring_slot_bytes(o->input_capacity, in_slot));
+  const size_t total =
+      off_out_slots + round_line(rk__ring_slot_bytes(o->output_capacity,
+                                                     out_slot));
+  const rk__backend_vtable_t *vt = a->context->vt;
+  if (vt->mapped_alloc) {
+    RK_RETURN_IF_ERROR(vt->mapped_alloc(a->context, total, &a->mapped));
+    a->mapped_by_backend = true;
+  } else {
+    a->mapped = aligned_alloc(RK_ABI_LINE, total);
+    if (!a->mapped)
+      return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor: %zu bytes of ring memory",
+                      total);
+  }
+  unsigned char *base = a->mapped;
+  memset(base, 0, total);
+  rk_abi_control_t *c = (rk_abi_control_t *)base;
+  c->magic = RK_ABI_CONTROL_MAGIC;
+  c->version = RK_ABI_VERSION;
+  c->in_payload = a->in_size;
+  c->out_payload = a->out_size;
+  c->state_size = a->state_size;
+  c->handler_flags = a->has_status ? RK_ABI_HANDLER_STATUS : 0;
+  a->control = c;
+  rk__actor_device_t *d = &a->device;
+  d->function = a->function;
+  d->control = c;
+  d->in = (rk_abi_ring_t *)(base + off_in);
+  d->out = (rk_abi_ring_t *)(base + off_out);
+  d->in_slots = base + off_in_slots;
+  d->out_slots = base + off_out_slots;
+  d->has_state = a->has_state;
+  d->has_status = a->has_status;
+  d->initial_state = o->initial_state;
+  d->grid = o->grid;
+  d->block = o->block;
+  RK_RETURN_IF_ERROR(rk__ring_init(d->in, o->input_capacity, in_slot));
+  RK_RETURN_IF_ERROR(rk__ring_init(d->out, o->output_capacity, out_slot));
+  rk__ring_mp_init(&a->in_mp, d->in, d->in_slots, RK__RING_MP_CLAIM);
+  rk__ring_attach(&a->out_c, d->out, d->out_slots, false);
+  rk__ring_attach(&a->trad_out, d->out, d->out_slots, true);
+  return RK_OK;
+}
+
+/* Device buffers of traditional mode. */
+static rk_status_t trad_setup(rk_actor_t *a, const rk_actor_options_t *o) {
+  RK_RETURN_IF_ERROR(rk_context_allocate(a->context, a->in_size, &a->d_in));
+  RK_RETURN_IF_ERROR(rk_context_allocate(a->context, a->out_size, &a->d_out));
+  RK_RETURN_IF_ERROR(rk_context_allocate(a->context, 4, &a->d_status));
+  if (a->has_state) {
+    RK_RETURN_IF_ERROR(
+        rk_context_allocate(a->context, a->state_size, &a->d_state));
+    void *zeros = NULL;
+    const void *init = o->initial_state;
+    if (!init) init = zeros = calloc(1, a->state_size);
+    if (!init) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor: state");
+    rk_status_t s =
+        rk_context_copy_to_device(a->context, a->d_state, init, a->state_size);
+    free(zeros);
+    RK_RETURN_IF_ERROR(s);
+  }
+  return RK_OK;
+}
+
+static void release(rk_actor_t *a);
+
+static rk_status_t launch(rk_context_t *context, const char *source,
+                          const char *handler, const rk_actor_options_t *opt,
+                          bool external, rk_actor_t **out_actor) {
+  if (!context || !source || !handler || !out_actor)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_launch: context, source, handler and out_actor are "
+                    "required");
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  if (opt) o = *opt;
+  RK_RETURN_IF_ERROR(check_options(&o));
+  if (o.mode == RK_ACTOR_PERSISTENT && !external &&
+      !context->vt->actor_start)
+    return rk__fail(RK_ERR_UNIMPLEMENTED,
+                    "actor: the %s backend cannot keep a handler resident; "
+                    "use RK_ACTOR_TRADITIONAL",
+                    context->vt->name);
+
+  rk_actor_t *a = aligned_alloc(RK_ABI_LINE, round_line(sizeof *a));
+  if (!a) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor");
+  memset(a, 0, sizeof *a);
+  a->context = context;
+  a->mode = o.mode;
+  a->external = external;
+  a->next_id = 1;
+  long spin_us = 200;
+  rk__env_long("RK_ACTOR_SPIN_US", 0, 1000000, &spin_us);
+  a->spin_ns = (uint64_t)spin_us * 1000u;
+  pthread_mutex_init(&a->trad_lock, NULL);
+  pthread_mutex_init(&a->host_lock, NULL);
+  set_state(a, RK_ACTOR_LAUNCHED);
+
+  rk_status_t s = describe_handler(a, source, handler, &o);
+  if (s == RK_OK) s = compile_handler(a, source, handler, &o);
+  if (s == RK_OK) s = map_rings(a, &o);
+  if (s == RK_OK && a->mode == RK_ACTOR_TRADITIONAL) s = trad_setup(a, &o);
+  if (s == RK_OK && a->mode == RK_ACTOR_PERSISTENT && !external)
+    s = context->vt->actor_start(context, &a->device, &a->worker);
+  if (s != RK_OK) {
+    release(a);
+    return s;
+  }
+  if (o.auto_activate) {
+    STORE_RELEASE(&a->control->active, 1u);
+    set_state(a, RK_ACTOR_ACTIVE);
+    rk__ring_kick(a->device.in);
+  }
+  *out_actor = a;
+  return RK_OK;
+}
+
+rk_status_t rk_actor_launch(rk_context_t *context, const char *source,
+                            const char *handler,
+                            const rk_actor_options_t *options,
+                            rk_actor_t **out_actor) {
+  return launch(context, source, handler, options, false, out_actor);
+}
+
+rk_status_t rk__actor_launch_external(rk_context_t *context,
+                                      const char *source, const char *handler,
+                                      const rk_actor_options_t *options,
+                                      rk_actor_t **out_actor,
+                                      const rk__actor_device_t **out_device) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  if (options) o = *options;
+  o.mode = RK_ACTOR_PERSISTENT;
+  RK_RETURN_IF_ERROR(launch(context, source, handler, &o, true, out_actor));
+  *out_device = &(*out_actor)->device;
+  return RK_OK;
+}
+
+/* ---- Lifecycle ----------------------------------------------------------- */
+
+static rk_status_t bad_transition(const rk_actor_t *a, const char *what) {
+  return rk__fail(RK_ERR_INVALID_STATE, "actor: cannot %s an actor that is %s",
+                  what, rk_actor_state_name(get_state(a)));
+}
+
+rk_status_t rk_actor_activate(rk_actor_t *actor) {
+  if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
+  rk_actor_state_t s = get_state(actor);
+  if (s != RK_ACTOR_LAUNCHED && s != RK_ACTOR_DEACTIVATED)
+    return bad_transition(actor, "activate");
+  STORE_RELEASE(&actor->control->active, 1u);
+  set_state(actor, RK_ACTOR_ACTIVE);
+  rk__ring_kick(actor->device.in);
+  return RK_OK;
+}
+
+rk_status_t rk_actor_deactivate(rk_actor_t *actor) {
+  if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
+  if (get_state(actor) != RK_ACTOR_ACTIVE)
+    return bad_transition(actor, "deactivate");
+  STORE_RELEASE(&actor->control->active, 0u);
+  set_state(actor, RK_ACTOR_DEACTIVATED);
+  rk__ring_kick(actor->device.in);
+  return RK_OK;
+}
+
+rk_status_t rk_actor_terminate(rk_actor_t *actor, uint64_t timeout_ns) {
+  if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
+  rk_actor_state_t st = get_state(actor);
+  if (st == RK_ACTOR_TERMINATING || st == RK_ACTOR_TERMINATED ||
+      st == RK_ACTOR_FAILED)
+    return bad_transition(actor, "terminate");
+  set_state(actor, RK_ACTOR_TERMINATING);
+  rk_abi_control_t *c = actor->control;
+  STORE_RELEASE(&c->active, 0u);
+  STORE_RELEASE(&c->terminate, 1u);
+  if (actor->mode == RK_ACTOR_TRADITIONAL) {
+    /* Nothing runs between sends; wait for a send in progress. */
+    pthread_mutex_lock(&actor->trad_lock);
+    STORE_RELEASE(&c->terminated, 1u);
+    pthread_mutex_unlock(&actor->trad_lock);
+    set_state(actor, RK_ACTOR_TERMINATED);
+    return RK_OK;
+  }
+  rk__ring_kick(actor->device.in);
+  /* The device side sets `terminated` and then kicks the output ring. */
+  const uint64_t deadline = deadline_after(timeout_ns);
+  while (!LOAD_ACQUIRE(&c->terminated)) {
+    if (expired(deadline)) {
+      set_state(actor, RK_ACTOR_FAILED);
+      return rk__fail(RK_ERR_TIMEOUT,
+                      "actor: the handler did not stop within %.3f ms; the "
+                      "actor is failed and can only be destroyed",
+                      (double)timeout_ns / 1e6);
+    }
+    uint64_t slice = rk__now_ns() + 1000000u;
+    if (deadline && deadline < slice) slice = deadline;
+    uint32_t seq = LOAD_ACQUIRE(&actor->device.out->data_seq);
+    if (!LOAD_ACQUIRE(&c->terminated)) {
+      __atomic_fetch_add(&actor->device.out->data_waiters, 1u,
+                         __ATOMIC_SEQ_CST);
+      __atomic_thread_fence(__ATOMIC_SEQ_CST);
+      if (!LOAD_ACQUIRE(&c->terminated))
+        rk__wait_while_equal(&actor->device.out->data_seq, seq,
+                             slice - rk__now_ns() + 1);
+      __atomic_fetch_sub(&actor->device.out->data_waiters, 1u,
+                         __ATOMIC_RELAXED);
+    }
+  }
+  set_state(actor, RK_ACTOR_TERMINATED);
+  return RK_OK;
+}
+
+static void release(rk_actor_t *a) {
+  if (a->worker)
+    a->context->vt->actor_release(a->worker,
+                                  LOAD_ACQUIRE(&a->control->terminated) != 0);
+  if (a->d_in) rk_context_free(a->context, a->d_in);
+  if (a->d_out) rk_context_free(a->context, a->d_out);
+  if (a->d_status) rk_context_free(a->context, a->d_status);
+  if (a->d_state) rk_context_free(a->context, a->d_state);
+  if (a->module) rk_module_destroy(a->module);
+  if (a->mapped) {
+    if (a->mapped_by_backend)
+      a->context->vt->mapped_free(a->context, a->mapped);
+    else
+      free(a->mapped);
+  }
+  free(a->rq);
+  pthread_mutex_destroy(&a->trad_lock);
+  pthread_mutex_destroy(&a->host_lock);
+  free(a);
+}
+
+void rk_actor_destroy(rk_actor_t *actor) {
+  if (!actor) return;
+  rk_actor_state_t st = get_state(actor);
+  if (st != RK_ACTOR_TERMINATED && st != RK_ACTOR_FAILED) {
+    char *saved = rk__error_save();
+    rk_actor_terminate(actor, RK_TIMEOUT_INFINITE);
+    rk__error_restore(saved);
+  }
+  if (actor->worker && !LOAD_ACQUIRE(&actor->control->terminated)) {
+    /* A handler that never returned: the worker keeps the code and the
+     * rings. */
+    actor->context->vt->actor_release(actor->worker, false);
+    actor->worker = NULL;
+    rk__module_abandon(actor->module);
+    pthread_mutex_lock(&g_abandoned_lock);
+    if (g_abandoned_count < sizeof g_abandoned / sizeof g_abandoned[0])
+      g_abandoned[g_abandoned_count++] = actor;
+    pthread_mutex_unlock(&g_abandoned_lock);
+    return;
+  }
+  release(actor);
+}
+
+rk_actor_state_t rk_actor_state(const rk_actor_t *actor) {
+  return actor ? get_state(actor) : RK_ACTOR_FAILED;
+}
+
+/* ---- Latency ------------------------------------------------------------- */
+
+/* Caller holds host_lock. */
+static void record_latency(rk_actor_t *a, uint64_t ns) {
+  a->lat[a->lat_total % kLatencyWindow] = ns;
+  a->lat_total++;
+}
+
+static int cmp_u64(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* ---- Output side --------------------------------------------------------- */
+
+static void bump_epoch(rk_actor_t *a) {
+  __atomic_fetch_add(&a->epoch, 1u, __ATOMIC_RELEASE);
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (LOAD_RELAXED(&a->epoch_waiters)) rk__wake_all(&a->epoch);
+}
+
+static rk_status_t rq_push(rk_actor_t *a, const unsigned char *slot,
+                           uint32_t slot_size) {
+  if (a->rq_count == a->rq_cap) {
+    size_t cap = a->rq_cap ? a->rq_cap * 2 : 64;
+    unsigned char *grown = malloc(cap * slot_size);
+    if (!grown) return RK_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < a->rq_count; ++i)
+      memcpy(grown + i * slot_size,
+             a->rq + ((a->rq_head + i) % a->rq_cap) * slot_size, slot_size);
+    free(a->rq);
+    a->rq = grown;
+    a->rq_cap = cap;
+    a->rq_head = 0;
+  }
+  memcpy(a->rq + ((a->rq_head + a->rq_count) % a->rq_cap) * slot_size, slot,
+         RK_ABI_MSG_HEADER + a->out_size);
+  __atomic_fetch_add(&a->rq_count, 1u, __ATOMIC_RELAXED);
+  return RK_OK;
+}
+
+static void fill_info(const rk_abi_msg_t *m, rk_actor_message_t *info) {
+  info->correlation_id = m->correlation_id;
+  info->timestamp = m->timestamp;
+  info->size = m->size;
+  info->status = m->status == RK_ABI_MSG_OK ? RK_OK : RK_ERR_HANDLER;
+  info->handler_code = m->code;
+}
+
+/* Moves every published response to its caller or the receive queue.
+ * Caller holds the drain role. Returns true if anything moved. */
+static bool drain(rk_actor_t *a) {
+  rk__ring_end_t *c = &a->out_c;
+  uint64_t n = rk__ring_available(c);
+  if (n == 0) return false;
+  const uint32_t slot_size = c->slot_size;
+  uint64_t now = rk__now_ns();
+  uint64_t moved = 0;
+  pthread_mutex_lock(&a->host_lock);
+  for (; moved < n; ++moved) {
+    const unsigned char *slot = rk__ring_peek(c, (uint32_t)moved);
+    const rk_abi_msg_t *m = (const rk_abi_msg_t *)slot;
+    waiter_t **pw = &a->waiters;
+    while (*pw && (*pw)->id != m->correlation_id) pw = &(*pw)->next;
+    if (*pw) {
+      waiter_t *w = *pw;
+      *pw = w->next;
+      memcpy(w->response, slot + RK_ABI_MSG_HEADER, a->out_size);
+      fill_info(m, &w->info);
+      STORE_RELEASE(&w->done, 1u);
+      continue;
+    }
+    if (rq_push(a, slot, slot_size) != RK_OK) break; /* retried later */
+    uint64_t id = m->correlation_id, k = (id / kSampleEvery) % kSampleTable;
+    if (id % kSampleEvery == 0 && LOAD_ACQUIRE(&a->sample_id[k]) == id) {
+      uint64_t t = LOAD_RELAXED(&a->sample_t[k]);
+      if (now > t) record_latency(a, now - t);
+    }
+  }
+  pthread_mutex_unlock(&a->host_lock);
+  rk__ring_release(c, (uint32_t)moved);
+  rk__ring_signal_space(c->hdr);
+  return moved != 0;
+}
+
+typedef bool (*ready_fn)(rk_actor_t *a, void *arg);
+
+/* Waits until ready(a, arg), draining responses meanwhile. RK_OK or
+ * RK_ERR_TIMEOUT. */
+static rk_status_t wait_until(rk_actor_t *a, ready_fn ready, void *arg,
+                              uint64_t deadline) {
+  uint64_t spin_end = 0;
+  for (;;) {
+    if (ready(a, arg)) return RK_OK;
+    uint32_t e = LOAD_ACQUIRE(&a->epoch);
+    if (LOAD_RELAXED(&a->drain_role) == 0 &&
+        __atomic_exchange_n(&a->drain_role, 1u, __ATOMIC_ACQUIRE) == 0) {
+      bool moved = drain(a);
+      bool done = ready(a, arg);
+      if (!done && !moved) {
+        /* Nothing yet: spin on the ring a while, then park on it. */
+        uint64_t now = rk__now_ns();
+        if (!spin_end) spin_end = now + a->spin_ns;
+        if (now < spin_end) {
+          for (int i = 0; i < 256 && !rk__ring_available(&a->out_c); ++i)
+            rk__cpu_relax();
+        } else {
+          uint64_t slice = now + 1000000u;
+          if (deadline && deadline < slice) slice = deadline;
+          rk__ring_wait_data(a->device.out, a->out_c.own, slice);
+        }
+      }
+      __atomic_store_n(&a->drain_role, 0u, __ATOMIC_RELEASE);
+      if (moved || LOAD_RELAXED(&a->epoch_waiters)) bump_epoch(a);
+      if (done) return RK_OK;
+    } else {
+      /* Another thread drains: wait for it to deliver or step down. */
+      __atomic_fetch_add(&a->epoch_waiters, 1u, __ATOMIC_SEQ_CST);
+      __atomic_thread_fence(__ATOMIC_SEQ_CST);
+      if (!ready(a, arg) && LOAD_ACQUIRE(&a->epoch) == e) {
+        uint64_t t = 1000000u;
+        if (deadline) {
+          uint64_t now = rk__now_ns();
+          t = deadline > now ? deadline - now : 1;
+          if (t > 1000000u) t = 1000000u;
+        }
+        rk__wait_while_equal(&a->epoch, e, t);
+      }
+      __atomic_fetch_sub(&a->epoch_waiters, 1u, __ATOMIC_RELAXED);
+    }
+    if (expired(deadline)) return ready(a, arg) ? RK_OK : RK_ERR_TIMEOUT;
+  }
+}
+
+static bool waiter_done(rk_actor_t *a, void *arg) {
+  (void)a;
+  return LOAD_ACQUIRE(&((waiter_t *)arg)->done) != 0;
+}
+
+static bool rq_nonempty(rk_actor_t *a, void *arg) {
+  (void)arg;
+  return LOAD_RELAXED(&a->rq_count) != 0;
+}
+
+/* ---- Send ---------------------------------------------------------------- */
+
+static rk_status_t check_send(rk_actor_t *a, const void *request, size_t size) {
+  if (!a || !request)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor_send: actor and request "
+                                             "are required");
+  if (size != a->in_size) {
+    __atomic_fetch_add(&a->dropped, 1u, __ATOMIC_RELAXED);
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_send: the request is %zu bytes; the handler takes "
+                    "%u",
+                    size, a->in_size);
+  }
+  rk_actor_state_t st = get_state(a);
+  if (st != RK_ACTOR_ACTIVE) {
+    __atomic_fetch_add(&a->dropped, 1u, __ATOMIC_RELAXED);
+    return rk__fail(RK_ERR_INVALID_STATE,
+                    "actor_send: the actor is %s, not active",
+                    rk_actor_state_name(st));
+  }
+  return RK_OK;
+}
+
+/* Runs one request through the handler kernel and publishes its response.
+ * Caller holds trad_lock and has reserved `out_slot`. */
+static rk_status_t trad_step(rk_actor_t *a, const rk_abi_msg_t *req,
+                             const void *payload, unsigned char *out_slot) {
+  rk_context_t *ctx = a->context;
+  RK_RETURN_IF_ERROR(
+      rk_context_copy_to_device(ctx, a->d_in, payload, a->in_size));
+  rk_arg_t args[4];
+  size_t n = 0;
+  args[n++] = rk_arg_ptr(a->d_in);
+  args[n++] = rk_arg_ptr(a->d_out);
+  if (a->has_state) args[n++] = rk_arg_ptr(a->d_state);
+  if (a->has_status) args[n++] = rk_arg_ptr(a->d_status);
+  RK_RETURN_IF_ERROR(rk_function_launch(a->function, a->device.grid,
+                                        a->device.block, 0, NULL, args, n));
+  RK_RETURN_IF_ERROR(rk_context_synchronize(ctx));
+  rk_abi_msg_t *m = (rk_abi_msg_t *)out_slot;
+  RK_RETURN_IF_ERROR(rk_context_copy_to_host(
+      ctx, out_slot + RK_ABI_MSG_HEADER, a->d_out, a->out_size));
+  int32_t code = 0;
+  if (a->has_status)
+    RK_RETURN_IF_ERROR(rk_context_copy_to_host(ctx, &code, a->d_status, 4));
+  m->correlation_id = req->correlation_id;
+  m->timestamp = rk__hlc_merge(&a->control->clock, req->timestamp);
+  m->type = RK_ABI_MSG_RESPONSE;
+  m->size = a->out_size;
+  m->status = code ? RK_ABI_MSG_HANDLER_ERROR : RK_ABI_MSG_OK;
+  m->code = code;
+  if (code) {
+    __atomic_fetch_add(&a->trad_errors, 1u, __ATOMIC_RELAXED);
+    __atomic_store_n(&a->trad_last_error, code, __ATOMIC_RELAXED);
+  }
+  __atomic_fetch_add(&a->trad_processed, 1u, __ATOMIC_RELEASE);
+  rk__ring_publish(&a->trad_out, 1);
+  rk__ring_signal_data(a->trad_out.hdr);
+  return RK_OK;
+}
+
+static rk_status_t trad_send(rk_actor_t *a, const rk_abi_msg_t *req,
+                             const void *payload, uint64_t timeout_ns,
+                             uint64_t deadline) {
+  pthread_mutex_lock(&a->trad_lock);
+  rk_status_t s = RK_OK;
+  unsigned char *slot;
+  while (!(slot = rk__ring_reserve(&a->trad_out))) {
+    if (timeout_ns == 0 || expired(deadline)) {
+      s = RK_ERR_QUEUE_FULL;
+      break;
+    }
+    uint64_t slice = rk__now_ns() + 1000000u;
+    if (deadline && deadline < slice) slice = deadline;
+    rk__ring_wait_space(a->trad_out.hdr, a->trad_out.own, slice);
+  }
+  if (s == RK_OK && get_state(a) != RK_ACTOR_ACTIVE)
+    s = rk__fail(RK_ERR_INVALID_STATE, "actor_send: the actor is %s",
+                 rk_actor_state_name(get_state(a)));
+  else if (s == RK_OK)
+    s = trad_step(a, req, payload, slot);
+  pthread_mutex_unlock(&a->trad_lock);
+  return s;
+}
+
+/* Queues (persistent) or runs (traditional) one request, waiting for
+ * space until the deadline. */
+static rk_status_t enqueue(rk_actor_t *a, const rk_abi_msg_t *m,
+                           const void *request, uint64_t timeout_ns,
+                           uint64_t deadline) {
+  if (a->mode == RK_ACTOR_TRADITIONAL)
+    return trad_send(a, m, request, timeout_ns, deadline);
+  for (;;) {
+    rk_status_t s = rk__ring_mp_send(&a->in_mp, m, request, a->in_size, NULL);
+    if (s != RK_ERR_QUEUE_FULL || timeout_ns == 0 || expired(deadline))
+      return s;
+    uint64_t slice = rk__now_ns() + 1000000u;
+    if (deadline && deadline < slice) slice = deadline;
+    rk__ring_mp_wait_space(&a->in_mp, slice);
+  }
+}
+
+static rk_status_t send_one(rk_actor_t *a, const void *request,
+                            uint64_t timeout_ns, uint64_t *out_id,
+                            uint64_t *out_t0) {
+  const uint64_t id = __atomic_fetch_add(&a->next_id, 1u, __ATOMIC_RELAXED);
+  rk_abi_msg_t m = {id, rk__hlc_tick(&a->host_clock), RK_ABI_MSG_REQUEST,
+                    a->in_size, 0, 0};
+  uint64_t t0 = 0;
+  if (out_t0 || id % kSampleEvery == 0) t0 = rk__now_ns();
+  if (id % kSampleEvery == 0) {
+    uint64_t k = (id / kSampleEvery) % kSampleTable;
+    __atomic_store_n(&a->sample_t[k], t0, __ATOMIC_RELAXED);
+    __atomic_store_n(&a->sample_id[k], id, __ATOMIC_RELEASE);
+  }
+  const uint64_t deadline = deadline_after(timeout_ns);
+  rk_status_t s = enqueue(a, &m, request, timeout_ns, deadline);
+  if (s == RK_ERR_QUEUE_FULL) {
+    __atomic_fetch_add(&a->dropped, 1u, __ATOMIC_RELAXED);
+    return rk__fail(RK_ERR_QUEUE_FULL,
+                    "actor_send: the %s ring is full (%u messages)",
+                    a->mode == RK_ACTOR_TRADITIONAL ? "output" : "input",
+                    a->mode == RK_ACTOR_TRADITIONAL
+                        ? a->device.out->capacity
+                        : a->device.in->capacity);
+  }
+  if (s != RK_OK) {
+    __atomic_fetch_add(&a->dropped, 1u, __ATOMIC_RELAXED);
+    return s;
+  }
+  __atomic_fetch_add(&a->sent, 1u, __ATOMIC_RELAXED);
+  if (out_id) *out_id = id;
+  if (out_t0) *out_t0 = t0;
+  return RK_OK;
+}
+
+rk_status_t rk_actor_send(rk_actor_t *actor, const void *request, size_t size,
+                          uint64_t timeout_ns, uint64_t *out_correlation_id) {
+  RK_RETURN_IF_ERROR(check_send(actor, request, size));
+  return send_one(actor, request, timeout_ns, out_correlation_id, NULL);
+}
+
+/* ---- Receive and call ---------------------------------------------------- */
+
+static rk_status_t check_capacity(const rk_actor_t *a, const void *response,
+                                  size_t capacity) {
+  if (!response || capacity < a->out_size)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor: the response buffer (%zu bytes) cannot hold the "
+                    "handler's response (%u bytes)",
+                    response ? capacity : 0, a->out_size);
+  return RK_OK;
+}
+
+rk_status_t rk_actor_receive(rk_actor_t *actor, void *response,
+                             size_t capacity, uint64_t timeout_ns,
+                             rk_actor_message_t *out_info) {
+  if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
+  RK_RETURN_IF_ERROR(check_capacity(actor, response, capacity));
+  const uint64_t deadline = deadline_after(timeout_ns);
+  for (;;) {
+    rk_status_t s = wait_until(actor, rq_nonempty, NULL, deadline);
+    if (s != RK_OK)
+      return timeout_ns == 0
+                 ? rk__fail(RK_ERR_QUEUE_EMPTY, "actor_receive: no response")
+                 : rk__fail(RK_ERR_TIMEOUT,
+                            "actor_receive: no response within %.3f ms",
+                            (double)timeout_ns / 1e6);
+    pthread_mutex_lock(&actor->host_lock);
+    if (actor->rq_count == 0) { /* another receiver took it */
+      pthread_mutex_unlock(&actor->host_lock);
+      continue;
+    }
+    const uint32_t slot_size = actor->device.out->slot_size;
+    const unsigned char *slot = actor->rq + actor->rq_head * slot_size;
+    const rk_abi_msg_t *m = (const rk_abi_msg_t *)slot;
+    rk_actor_message_t info;
+    fill_info(m, &info);
+    memcpy(response, slot + RK_ABI_MSG_HEADER, actor->out_size);
+    actor->rq_head = (actor->rq_head + 1) % actor->rq_cap;
+    __atomic_fetch_sub(&actor->rq_count, 1u, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&actor->host_lock);
+    if (out_info) *out_info = info;
+    if (info.status != RK_OK)
+      return rk__fail(RK_ERR_HANDLER,
+                      "actor: the handler returned %d for request %llu",
+                      (int)info.handler_code,
+                      (unsigned long long)info.correlation_id);
+    return RK_OK;
+  }
+}
+
+rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
+                          size_t request_size, void *response,
+                          size_t capacity, uint64_t timeout_ns,
+                          rk_actor_message_t *out_info) {
+  RK_RETURN_IF_ERROR(check_send(actor, request, request_size));
+  RK_RETURN_IF_ERROR(check_capacity(actor, response, capacity));
+  /* Registered before the request is published, so its response cannot
+   * slip into the receive queue. */
+  waiter_t w;
+  memset(&w, 0, sizeof w);
+  w.response = response;
+  w.capacity = capacity;
+  w.id = __atomic_fetch_add(&actor->next_id, 1u, __ATOMIC_RELAXED);
+  const uint64_t deadline = deadline_after(timeout_ns);
+  pthread_mutex_lock(&actor->host_lock);
+  w.next = actor->waiters;
+  actor->waiters = &w;
+  pthread_mutex_unlock(&actor->host_lock);
+  rk_abi_msg_t m = {w.id, rk__hlc_tick(&actor->host_clock),
+                    RK_ABI_MSG_REQUEST, actor->in_size, 0, 0};
+  const uint64_t t0 = rk__now_ns();
+  rk_status_t s = enqueue(actor, &m, request, timeout_ns, deadline);
+  if (s != RK_OK) {
+    pthread_mutex_lock(&actor->host_lock);
+    for (waiter_t **p = &actor->waiters; *p; p = &(*p)->next)
+      if (*p == &w) {
+        *p = w.next;
+        break;
+      }
+    pthread_mutex_unlock(&actor->host_lock);
+    __atomic_fetch_add(&actor->dropped, 1u, __ATOMIC_RELAXED);
+    if (s == RK_ERR_QUEUE_FULL)
+      return rk__fail(s, "actor_call: the ring is full");
+    return s;
+  }
+  __atomic_fetch_add(&actor->sent, 1u, __ATOMIC_RELAXED);
+  s = wait_until(actor, waiter_done, &w, deadline);
+  pthread_mutex_lock(&actor->host_lock);
+  if (!LOAD_ACQUIRE(&w.done)) {
+    /* Timed out: unregister; a late response goes to receive. */
+    for (waiter_t **p = &actor->waiters; *p; p = &(*p)->next)
+      if (*p == &w) {
+        *p = w.next;
+        break;
+      }
+    pthread_mutex_unlock(&actor->host_lock);
+    return rk__fail(RK_ERR_TIMEOUT,
+                    "actor_call: no response to request %llu within %.3f ms",
+                    (unsigned long long)w.id, (double)timeout_ns / 1e6);
+  }
+  record_latency(actor, rk__now_ns() - t0);
+  pthread_mutex_unlock(&actor->host_lock);
+  if (out_info) *out_info = w.info;
+  if (w.info.status != RK_OK)
+    return rk__fail(RK_ERR_HANDLER,
+                    "actor: the handler returned %d for request %llu",
+                    (int)w.info.handler_code, (unsigned long long)w.id);
+  return RK_OK;
+}
+
+/* ---- Stats --------------------------------------------------------------- */
+
+rk_status_t rk_actor_stats(rk_actor_t *actor, rk_actor_stats_t *out_stats) {
+  if (!actor || !out_stats)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_stats: actor and out_stats are required");
+  rk_actor_stats_t st;
+  memset(&st, 0, sizeof st);
+  const rk_abi_control_t *c = actor->control;
+  st.state = get_state(actor);
+  st.mode = actor->mode;
+  st.sent = LOAD_RELAXED(&actor->sent);
+  st.dropped_sends = LOAD_RELAXED(&actor->dropped);
+  if (actor->mode == RK_ACTOR_TRADITIONAL) {
+    st.processed = LOAD_ACQUIRE(&actor->trad_processed);
+    st.handler_errors = LOAD_RELAXED(&actor->trad_errors);
+    st.last_handler_code = LOAD_RELAXED(&actor->trad_last_error);
+  } else {
+    st.processed = LOAD_ACQUIRE(&c->processed);
+    st.handler_errors = LOAD_RELAXED(&c->errors);
+    st.last_handler_code = LOAD_RELAXED(&c->last_error);
+  }
+  st.input_depth = rk__ring_depth(actor->device.in);
+  st.input_capacity = actor->device.in->capacity;
+  st.output_capacity = actor->device.out->capacity;
+  st.request_size = actor->in_size;
+  st.response_size = actor->out_size;
+  st.state_size = actor->state_size;
+  uint64_t *copy = malloc(sizeof(uint64_t) * kLatencyWindow);
+  if (!copy) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor_stats");
+  pthread_mutex_lock(&actor->host_lock);
+  st.output_depth = rk__ring_depth(actor->device.out) + actor->rq_count;
+  size_t n = actor->lat_total < kLatencyWindow ? (size_t)actor->lat_total
+                                               : kLatencyWindow;
+  memcpy(copy, actor->lat, n * sizeof *copy);
+  pthread_mutex_unlock(&actor->host_lock);
+  st.latency_samples = n;
+  if (n) {
+    qsort(copy, n, sizeof *copy, cmp_u64);
+    st.latency_p50_ns = (double)copy[(n - 1) / 2];
+    st.latency_p99_ns = (double)copy[(size_t)((double)(n - 1) * 0.99)];
+  }
+  free(copy);
+  *out_stats = st;
+  return RK_OK;
+}

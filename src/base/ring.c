@@ -1,0 +1,277 @@
+/* Single-producer/single-consumer rings and the multi-producer stage. The
+ * protocol (and the Promela model that checks it) is described in
+ * abi/actor_abi.h and tests/model/. */
+#include "base/ring.h"
+
+#include <sched.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/sys.h"
+
+#define LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+rk_status_t rk__ring_init(rk_abi_ring_t *hdr, uint32_t capacity,
+                          uint32_t slot_size) {
+  if (capacity == 0 || (capacity & (capacity - 1)) != 0 ||
+      capacity > (1u << 30))
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "ring capacity %u is not a power of two in 1..2^30",
+                    capacity);
+  if (slot_size == 0 || slot_size % RK_ABI_SLOT_ALIGN != 0)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "ring slot size %u is not a multiple of %u", slot_size,
+                    RK_ABI_SLOT_ALIGN);
+  memset(hdr, 0, sizeof *hdr);
+  hdr->magic = RK_ABI_RING_MAGIC;
+  hdr->version = RK_ABI_VERSION;
+  hdr->capacity = capacity;
+  hdr->slot_size = slot_size;
+  return RK_OK;
+}
+
+void rk__ring_attach(rk__ring_end_t *end, rk_abi_ring_t *hdr, void *slots,
+                     bool producer) {
+  end->hdr = hdr;
+  end->slots = slots;
+  end->mask = hdr->capacity - 1u;
+  end->slot_size = hdr->slot_size;
+  /* Acquire: a side attached while the other runs starts from a view whose
+   * slots are complete. */
+  uint64_t tail = LOAD_ACQUIRE(&hdr->tail), head = LOAD_ACQUIRE(&hdr->head);
+  end->own = producer ? tail : head;
+  end->other = producer ? head : tail;
+}
+
+uint64_t rk__ring_depth(const rk_abi_ring_t *hdr) {
+  uint64_t head = LOAD_ACQUIRE(&hdr->head);
+  uint64_t tail = LOAD_ACQUIRE(&hdr->tail);
+  return tail >= head ? tail - head : 0;
+}
+
+static inline unsigned char *slot_at(const rk__ring_end_t *e, uint64_t i) {
+  return e->slots + (size_t)(i & e->mask) * e->slot_size;
+}
+
+/* ---- Producer ------------------------------------------------------------ */
+
+void *rk__ring_reserve_at(rk__ring_end_t *p, uint32_t i) {
+  uint64_t want = p->own + i;
+  uint64_t cap = p->mask + 1;
+  if (want - p->other >= cap) {
+    /* Acquire: the consumer has finished reading the slots it released, so
+     * they may be overwritten now. */
+    p->other = LOAD_ACQUIRE(&p->hdr->head);
+    if (want - p->other >= cap) return NULL;
+  }
+  return slot_at(p, want);
+}
+
+void rk__ring_publish(rk__ring_end_t *p, uint32_t n) {
+  p->own += n;
+  /* Release: the slot contents are visible before the new tail is. */
+  STORE_RELEASE(&p->hdr->tail, p->own);
+}
+
+/* The signalling half of the parking protocol: our index store, a full
+ * fence, then the waiter count. Paired with the fence in park() so that
+ * either we see the waiter or the waiter sees our index. */
+static void signal(uint32_t *seq, const uint32_t *waiters) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (LOAD_RELAXED(waiters) != 0) {
+    __atomic_fetch_add(seq, 1u, __ATOMIC_RELEASE);
+    rk__wake_all(seq);
+  }
+}
+
+void rk__ring_signal_data(rk_abi_ring_t *hdr) {
+  signal(&hdr->data_seq, &hdr->data_waiters);
+}
+
+void rk__ring_kick(rk_abi_ring_t *hdr) {
+  __atomic_fetch_add(&hdr->data_seq, 1u, __ATOMIC_RELEASE);
+  rk__wake_all(&hdr->data_seq);
+}
+
+/* ---- Consumer ------------------------------------------------------------ */
+
+uint64_t rk__ring_available(rk__ring_end_t *c) {
+  /* Acquire: the producer's slot writes happen-before our reads. */
+  c->other = LOAD_ACQUIRE(&c->hdr->tail);
+  return c->other - c->own;
+}
+
+const void *rk__ring_peek(rk__ring_end_t *c, uint32_t i) {
+  if (c->other - c->own <= i) {
+    c->other = LOAD_ACQUIRE(&c->hdr->tail);
+    if (c->other - c->own <= i) return NULL;
+  }
+  return slot_at(c, c->own + i);
+}
+
+void rk__ring_release(rk__ring_end_t *c, uint32_t n) {
+  c->own += n;
+  /* Release: our reads of the slots complete before the producer may reuse
+   * them. */
+  STORE_RELEASE(&c->hdr->head, c->own);
+}
+
+void rk__ring_signal_space(rk_abi_ring_t *hdr) {
+  signal(&hdr->space_seq, &hdr->space_waiters);
+}
+
+/* ---- Waiting ------------------------------------------------------------- */
+
+static bool has_data(const rk_abi_ring_t *hdr, uint64_t head) {
+  return LOAD_ACQUIRE(&hdr->tail) != head;
+}
+
+static bool has_space(const rk_abi_ring_t *hdr, uint64_t tail) {
+  return tail - LOAD_ACQUIRE(&hdr->head) < hdr->capacity;
+}
+
+/* Parks until `ready` or a change of *seq. The sequence is read before the
+ * waiter count is raised: a signal after that read changes it, and the
+ * futex wait then returns at once. */
+static bool park(const rk_abi_ring_t *hdr, uint64_t index, uint32_t *seq,
+                 uint32_t *waiters, bool (*ready)(const rk_abi_ring_t *,
+                                                  uint64_t),
+                 uint64_t deadline_ns) {
+  uint32_t s = LOAD_ACQUIRE(seq);
+  __atomic_fetch_add(waiters, 1u, __ATOMIC_SEQ_CST);
+  /* Pairs with the fence in signal(): our count before their index, or
+   * their index before our check. */
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  bool ok = ready(hdr, index);
+  if (!ok) {
+    uint64_t timeout = 0;
+    bool wait = true;
+    if (deadline_ns) {
+      uint64_t now = rk__now_ns();
+      if (now >= deadline_ns)
+        wait = false;
+      else
+        timeout = deadline_ns - now;
+    }
+    if (wait) rk__wait_while_equal(seq, s, timeout);
+    ok = ready(hdr, index);
+  }
+  __atomic_fetch_sub(waiters, 1u, __ATOMIC_RELAXED);
+  return ok;
+}
+
+bool rk__ring_wait_data(rk_abi_ring_t *hdr, uint64_t head,
+                        uint64_t deadline_ns) {
+  return park(hdr, head, &hdr->data_seq, &hdr->data_waiters, has_data,
+              deadline_ns);
+}
+
+bool rk__ring_wait_space(rk_abi_ring_t *hdr, uint64_t own_tail,
+                         uint64_t deadline_ns) {
+  return park(hdr, own_tail, &hdr->space_seq, &hdr->space_waiters, has_space,
+              deadline_ns);
+}
+
+/* ---- Multi-producer stage ------------------------------------------------ */
+
+void rk__ring_mp_init(rk__ring_mp_t *mp, rk_abi_ring_t *hdr, void *slots,
+                      rk__ring_mp_kind_t kind) {
+  memset(mp, 0, sizeof *mp);
+  rk__ring_attach(&mp->end, hdr, slots, true);
+  mp->claim = mp->end.own;
+  mp->head_cache = mp->end.other;
+  mp->kind = kind;
+}
+
+static void write_slot(unsigned char *slot, const rk_abi_msg_t *msg,
+                       const void *payload, uint32_t size) {
+  memcpy(slot, msg, sizeof *msg);
+  ((rk_abi_msg_t *)slot)->size = size;
+  if (size) memcpy(slot + RK_ABI_MSG_HEADER, payload, size);
+}
+
+static rk_status_t mp_send_lock(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
+                                const void *payload, uint32_t size,
+                                uint64_t *out_tail) {
+  /* Test-and-test-and-set; holders only copy a message, so spin, yielding
+   * now and then in case the holder was preempted. */
+  for (unsigned spins = 0;; ++spins) {
+    if (LOAD_RELAXED(&mp->lock) == 0 &&
+        __atomic_exchange_n(&mp->lock, 1u, __ATOMIC_ACQUIRE) == 0)
+      break;
+    if (spins % 64 == 63)
+      sched_yield();
+    else
+      rk__cpu_relax();
+  }
+  rk__ring_end_t *p = &mp->end;
+  unsigned char *slot = rk__ring_reserve(p);
+  rk_status_t st = RK_ERR_QUEUE_FULL;
+  if (slot) {
+    write_slot(slot, msg, payload, size);
+    rk__ring_publish(p, 1);
+    *out_tail = p->own;
+    st = RK_OK;
+  }
+  __atomic_store_n(&mp->lock, 0u, __ATOMIC_RELEASE);
+  if (st == RK_OK) rk__ring_signal_data(p->hdr);
+  return st;
+}
+
+static rk_status_t mp_send_claim(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
+                                 const void *payload, uint32_t size,
+                                 uint64_t *out_tail) {
+  rk__ring_end_t *p = &mp->end;
+  rk_abi_ring_t *hdr = p->hdr;
+  const uint64_t cap = p->mask + 1;
+  uint64_t mine = LOAD_RELAXED(&mp->claim);
+  for (;;) {
+    uint64_t head = LOAD_RELAXED(&mp->head_cache);
+    if (mine - head >= cap) {
+      /* Acquire: slots the consumer released are free to overwrite. */
+      head = LOAD_ACQUIRE(&hdr->head);
+      __atomic_store_n(&mp->head_cache, head, __ATOMIC_RELAXED);
+      if (mine - head >= cap) return RK_ERR_QUEUE_FULL;
+    }
+    /* Relaxed is enough: the slot number only has to be unique; ordering
+     * with the consumer comes from the tail publication below. */
+    if (__atomic_compare_exchange_n(&mp->claim, &mine, mine + 1, true,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      break;
+  }
+  write_slot(p->slots + (size_t)(mine & p->mask) * p->slot_size, msg, payload,
+             size);
+  /* Publish in claim order: wait for the producers that claimed earlier
+   * slots. Acquire pairs with their release so that our release of tail
+   * also covers their slot writes (the consumer sees one chain). */
+  for (unsigned spins = 0; LOAD_ACQUIRE(&hdr->tail) != mine; ++spins) {
+    if (spins % 64 == 63)
+      sched_yield();
+    else
+      rk__cpu_relax();
+  }
+  STORE_RELEASE(&hdr->tail, mine + 1);
+  *out_tail = mine + 1;
+  rk__ring_signal_data(hdr);
+  return RK_OK;
+}
+
+rk_status_t rk__ring_mp_send(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
+                             const void *payload, uint32_t size,
+                             uint64_t *out_tail) {
+  uint64_t tail = 0;
+  rk_status_t st = mp->kind == RK__RING_MP_LOCK
+                       ? mp_send_lock(mp, msg, payload, size, &tail)
+                       : mp_send_claim(mp, msg, payload, size, &tail);
+  if (out_tail) *out_tail = tail;
+  return st;
+}
+
+void rk__ring_mp_wait_space(rk__ring_mp_t *mp, uint64_t deadline_ns) {
+  uint64_t next = mp->kind == RK__RING_MP_LOCK
+                      ? LOAD_ACQUIRE(&mp->end.hdr->tail)
+                      : LOAD_RELAXED(&mp->claim);
+  rk__ring_wait_space(mp->end.hdr, next, deadline_ns);
+}

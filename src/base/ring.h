@@ -1,0 +1,140 @@
+/* Lock-free rings over caller-provided memory, the host side of the protocol
+ * described in abi/actor_abi.h.
+ *
+ * An rk__ring_end_t is one side's view of a ring: the producer's or the
+ * consumer's. It caches its own index (it is the only writer) and the last
+ * value it saw of the other side's, so a side touches the other's cache line
+ * only when its cached view says the ring is full (producer) or empty
+ * (consumer).
+ *
+ *   rk__ring_init(hdr, capacity, slot_size);        // once, before use
+ *   rk__ring_end_t p, c;
+ *   rk__ring_attach(&p, hdr, slots, true);
+ *   rk__ring_attach(&c, hdr, slots, false);
+ *   void *s = rk__ring_reserve(&p);                 // producer thread
+ *   if (s) { fill(s); rk__ring_publish(&p, 1); rk__ring_signal_data(&p); }
+ *   const void *m = rk__ring_peek(&c, 0);           // consumer thread
+ *   if (m) { use(m); rk__ring_release(&c, 1); rk__ring_signal_space(&c); }
+ *
+ * Several threads may produce into one ring through an rk__ring_mp_t, the
+ * multi-producer stage: it serialises producers on the host so the ring
+ * itself keeps exactly one producer at a time.
+ */
+#ifndef RK_BASE_RING_H_
+#define RK_BASE_RING_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "abi/actor_abi.h"
+#include "rk/status.h"
+
+typedef struct rk__ring_end {
+  rk_abi_ring_t *hdr;
+  unsigned char *slots;
+  uint64_t mask;
+  uint32_t slot_size;
+  uint64_t own;   /* tail (producer) or head (consumer), as last published */
+  uint64_t other; /* the other side's index, as last loaded */
+} rk__ring_end_t;
+
+/* Bytes of slot memory for a ring. */
+static inline uint64_t rk__ring_slot_bytes(uint32_t capacity,
+                                           uint32_t slot_size) {
+  return (uint64_t)capacity * slot_size;
+}
+
+/* Writes a fresh header: empty, counters zero. capacity must be a power of
+ * two (1 .. 2^30) and slot_size a non-zero multiple of RK_ABI_SLOT_ALIGN;
+ * RK_ERR_INVALID_ARGUMENT otherwise. Not thread-safe: call before either side
+ * starts. */
+rk_status_t rk__ring_init(rk_abi_ring_t *hdr, uint32_t capacity,
+                          uint32_t slot_size);
+
+/* Attaches the producer's or the consumer's view to an initialised ring.
+ * `slots` holds capacity * slot_size bytes. */
+void rk__ring_attach(rk__ring_end_t *end, rk_abi_ring_t *hdr, void *slots,
+                     bool producer);
+
+/* Occupied slots as seen now (both sides may call it; approximate while the
+ * other side runs). */
+uint64_t rk__ring_depth(const rk_abi_ring_t *hdr);
+
+/* ---- Producer ------------------------------------------------------------ */
+
+/* The i-th free slot after the ones already reserved-and-published, or NULL
+ * when fewer than i + 1 are free. Reserving does not change the ring. */
+void *rk__ring_reserve_at(rk__ring_end_t *p, uint32_t i);
+static inline void *rk__ring_reserve(rk__ring_end_t *p) {
+  return rk__ring_reserve_at(p, 0);
+}
+/* Makes the next n reserved (and written) slots visible to the consumer. */
+void rk__ring_publish(rk__ring_end_t *p, uint32_t n);
+/* After publishing: wakes a consumer parked in rk__ring_wait_data. Cheap
+ * when none is parked (a fence and a load). */
+void rk__ring_signal_data(rk_abi_ring_t *hdr);
+
+/* ---- Consumer ------------------------------------------------------------ */
+
+/* Published slots not yet released. */
+uint64_t rk__ring_available(rk__ring_end_t *c);
+/* The i-th published slot not yet released, or NULL when there are fewer
+ * than i + 1. */
+const void *rk__ring_peek(rk__ring_end_t *c, uint32_t i);
+/* Gives the next n peeked slots back to the producer. */
+void rk__ring_release(rk__ring_end_t *c, uint32_t n);
+/* After releasing: wakes a producer parked in rk__ring_wait_space. */
+void rk__ring_signal_space(rk_abi_ring_t *hdr);
+
+/* ---- Waiting ---------------------------------------------------------------
+ *
+ * Parks the calling thread until the ring has data (resp. space), the other
+ * side signals for another reason (the host bumps data_seq to deliver a
+ * control request), or the absolute deadline (rk__now_ns clock; 0 = none)
+ * passes. Returns true when the condition held on return; callers loop.
+ * `head` is the consumer's own index (data means tail != head), `own_tail`
+ * the producer's (space means own_tail - head < capacity). */
+bool rk__ring_wait_data(rk_abi_ring_t *hdr, uint64_t head,
+                        uint64_t deadline_ns);
+bool rk__ring_wait_space(rk_abi_ring_t *hdr, uint64_t own_tail,
+                         uint64_t deadline_ns);
+/* Wakes whoever waits for data without publishing anything (a control
+ * request for the consumer to look at). */
+void rk__ring_kick(rk_abi_ring_t *hdr);
+
+/* ---- Multi-producer stage ------------------------------------------------ */
+
+typedef enum rk__ring_mp_kind {
+  /* Producers claim slot numbers with a compare-and-swap, write their slots
+   * in parallel and publish in claim order. */
+  RK__RING_MP_CLAIM,
+  /* Producers take a short spin lock around reserve, write and publish. */
+  RK__RING_MP_LOCK,
+} rk__ring_mp_kind_t;
+
+typedef struct rk__ring_mp {
+  rk__ring_end_t end; /* the one producer view */
+  rk__ring_mp_kind_t kind;
+  /* CLAIM: the next slot number to hand out; LOCK: the lock word. */
+  _Alignas(RK_ABI_LINE) uint64_t claim;
+  uint32_t lock;
+  /* The consumer's head as last loaded by any producer. */
+  _Alignas(RK_ABI_LINE) uint64_t head_cache;
+} rk__ring_mp_t;
+
+void rk__ring_mp_init(rk__ring_mp_t *mp, rk_abi_ring_t *hdr, void *slots,
+                      rk__ring_mp_kind_t kind);
+
+/* Writes one message (header fields from `msg`, then `size` payload bytes)
+ * into the next slot and publishes it, or returns RK_ERR_QUEUE_FULL with
+ * nothing written. Thread-safe among producers of this stage; signals a
+ * parked consumer. On success *out_tail is the ring tail after publishing. */
+rk_status_t rk__ring_mp_send(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
+                             const void *payload, uint32_t size,
+                             uint64_t *out_tail);
+
+/* Parks until the ring may have space for the stage's next message or the
+ * deadline passes (then the caller retries rk__ring_mp_send). */
+void rk__ring_mp_wait_space(rk__ring_mp_t *mp, uint64_t deadline_ns);
+
+#endif /* RK_BASE_RING_H_ */

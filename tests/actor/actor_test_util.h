@@ -1,0 +1,35 @@
+/* Handlers and helpers shared by the actor tests. */
+#ifndef RK_TESTS_ACTOR_ACTOR_TEST_UTIL_H_
+#define RK_TESTS_ACTOR_ACTOR_TEST_UTIL_H_
+
+#include <stdint.h>
+
+#include "rk/rk.h"
+
+typedef struct {
+  int v;
+} int_msg_t;
+
+/* add_one: out->v = in->v + 1. */
+extern const char kAddOneSource[];
+
+/* tagged echo: {producer, seq} in, {producer, seq, count} out, where count
+ * is the handler's running message count (its state). */
+typedef struct {
+  uint32_t producer, seq;
+} tag_req_t;
+typedef struct {
+  uint32_t producer, seq, count, pad;
+} tag_resp_t;
+extern const char kTagSource[];
+
+/* checked_div: {a, b} -> {q}; returns 7 when b == 0 (q = 0). */
+typedef struct {
+  int a, b;
+} div_req_t;
+extern const char kDivSource[];
+
+/* A CPU context for the tests, or exit with a failure. */
+rk_context_t *actor_test_context(rk_backend_t **out_backend);
+
+#endif /* RK_TESTS_ACTOR_ACTOR_TEST_UTIL_H_ */

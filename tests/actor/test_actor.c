@@ -1,0 +1,420 @@
+/* Actors end to end on the CPU backend, in both modes: call/send/receive
+ * with correlation ids, FIFO order, handler state and errors, every state
+ * transition and error path, many producers into one actor. */
+#include <pthread.h>
+#include <string.h>
+
+#include "actor_test_util.h"
+#include "base/sys.h"
+#define RK_TEST_IMPLEMENTATION
+#include "rk_test.h"
+
+static rk_context_t *g_ctx;
+
+static rk_actor_t *launch(const char *src, const char *handler,
+                          rk_actor_mode_t mode, const rk_actor_options_t *base) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  if (base) o = *base;
+  o.mode = mode;
+  rk_actor_t *a = NULL;
+  if (!CHECK_OK(rk_actor_launch(g_ctx, src, handler, &o, &a))) return NULL;
+  return a;
+}
+
+/* call(41) answers 42; a sent request's response carries its id. */
+static void test_add_one(rk_actor_mode_t mode) {
+  rk_actor_t *a = launch(kAddOneSource, "add_one", mode, NULL);
+  if (!a) return;
+  CHECK(rk_actor_state(a) == RK_ACTOR_ACTIVE, "state %s",
+        rk_actor_state_name(rk_actor_state(a)));
+  int_msg_t q = {41}, r = {0};
+  rk_actor_message_t info;
+  CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
+                         &info));
+  CHECK(r.v == 42, "call(41) gave %d", r.v);
+  CHECK(info.status == RK_OK && info.handler_code == 0 &&
+            info.size == sizeof r && info.correlation_id != 0,
+        "info: status %d code %d size %zu id %llu", (int)info.status,
+        info.handler_code, info.size, (unsigned long long)info.correlation_id);
+
+  uint64_t id = 0;
+  q.v = 99;
+  CHECK_OK(rk_actor_send(a, &q, sizeof q, 0, &id));
+  CHECK_OK(rk_actor_receive(a, &r, sizeof r, RK_TIMEOUT_INFINITE, &info));
+  CHECK(r.v == 100 && info.correlation_id == id,
+        "send(99): got %d with id %llu, sent id %llu", r.v,
+        (unsigned long long)info.correlation_id, (unsigned long long)id);
+  CHECK(info.timestamp != 0, "the response has a timestamp");
+  CHECK_OK(rk_actor_terminate(a, RK_TIMEOUT_INFINITE));
+  CHECK(rk_actor_state(a) == RK_ACTOR_TERMINATED, "terminated");
+  rk_actor_destroy(a);
+}
+
+/* 1000 pipelined sends: 1000 responses in FIFO order, processed == 1000. */
+static void test_pipelined(rk_actor_mode_t mode) {
+  rk_actor_t *a = launch(kAddOneSource, "add_one", mode, NULL);
+  if (!a) return;
+  enum { kN = 1000 };
+  static uint64_t ids[kN];
+  int bad = 0;
+  for (int i = 0; i < kN; ++i) {
+    int_msg_t q = {i * 3};
+    if (rk_actor_send(a, &q, sizeof q, RK_TIMEOUT_INFINITE, &ids[i]) != RK_OK)
+      ++bad;
+  }
+  CHECK(bad == 0, "%d sends failed: %s", bad, rk_last_error());
+  for (int i = 0; i < kN; ++i) {
+    int_msg_t r;
+    rk_actor_message_t info;
+    if (rk_actor_receive(a, &r, sizeof r, 5000000000u, &info) != RK_OK ||
+        r.v != i * 3 + 1 || info.correlation_id != ids[i]) {
+      ++bad;
+      if (bad < 5)
+        printf("  response %d: v %d id %llu (want %d, %llu)\n", i, r.v,
+               (unsigned long long)info.correlation_id, i * 3 + 1,
+               (unsigned long long)ids[i]);
+    }
+  }
+  CHECK(bad == 0, "%d responses out of order or wrong", bad);
+  rk_actor_stats_t st;
+  CHECK_OK(rk_actor_stats(a, &st));
+  CHECK(st.processed == kN && st.sent == kN && st.dropped_sends == 0,
+        "processed %llu sent %llu dropped %llu",
+        (unsigned long long)st.processed, (unsigned long long)st.sent,
+        (unsigned long long)st.dropped_sends);
+  CHECK(st.input_depth == 0 && st.output_depth == 0, "depths %llu %llu",
+        (unsigned long long)st.input_depth,
+        (unsigned long long)st.output_depth);
+  CHECK(st.latency_samples > 0 && st.latency_p50_ns > 0 &&
+            st.latency_p50_ns <= st.latency_p99_ns,
+        "latency samples %llu p50 %.0f p99 %.0f",
+        (unsigned long long)st.latency_samples, st.latency_p50_ns,
+        st.latency_p99_ns);
+  rk_actor_destroy(a); /* terminates first */
+}
+
+/* Responses that a call does not claim stay for receive. */
+static void test_uncorrelated_stay(rk_actor_mode_t mode) {
+  rk_actor_t *a = launch(kAddOneSource, "add_one", mode, NULL);
+  if (!a) return;
+  int_msg_t q = {10}, r = {0};
+  uint64_t id = 0;
+  CHECK_OK(rk_actor_send(a, &q, sizeof q, 0, &id));
+  q.v = 20;
+  rk_actor_message_t info;
+  CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
+                         &info));
+  CHECK(r.v == 21 && info.correlation_id != id, "call got %d", r.v);
+  CHECK_OK(rk_actor_receive(a, &r, sizeof r, 0, &info));
+  CHECK(r.v == 11 && info.correlation_id == id, "receive got %d", r.v);
+  CHECK_STATUS(rk_actor_receive(a, &r, sizeof r, 0, NULL),
+               RK_ERR_QUEUE_EMPTY);
+  uint64_t t0 = rk__now_ns();
+  CHECK_STATUS(rk_actor_receive(a, &r, sizeof r, 20000000u, NULL),
+               RK_ERR_TIMEOUT);
+  CHECK(rk__now_ns() - t0 >= 20000000u, "the timeout was waited out");
+  rk_actor_destroy(a);
+}
+
+/* Handler state persists across messages and starts from initial_state. */
+static void test_state(rk_actor_mode_t mode) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  uint32_t start = 100;
+  o.initial_state = &start;
+  o.initial_state_size = sizeof start;
+  rk_actor_t *a = launch(kTagSource, "tag", mode, &o);
+  if (!a) return;
+  for (uint32_t i = 0; i < 5; ++i) {
+    tag_req_t q = {7, i};
+    tag_resp_t r;
+    memset(&r, 0, sizeof r);
+    CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
+                           NULL));
+    CHECK(r.producer == 7 && r.seq == i && r.count == 101 + i,
+          "message %u: producer %u seq %u count %u", i, r.producer, r.seq,
+          r.count);
+  }
+  rk_actor_stats_t st;
+  CHECK_OK(rk_actor_stats(a, &st));
+  CHECK(st.state_size == 4 && st.request_size == 8 && st.response_size == 16,
+        "sizes %zu %zu %zu", st.state_size, st.request_size,
+        st.response_size);
+  rk_actor_destroy(a);
+}
+
+/* A handler error comes back to its caller; the actor keeps running. */
+static void test_handler_error(rk_actor_mode_t mode) {
+  rk_actor_t *a = launch(kDivSource, "checked_div", mode, NULL);
+  if (!a) return;
+  div_req_t q = {10, 0};
+  int_msg_t r = {-1};
+  rk_actor_message_t info;
+  CHECK_STATUS(rk_actor_call(a, &q, sizeof q, &r, sizeof r,
+                             RK_TIMEOUT_INFINITE, &info),
+               RK_ERR_HANDLER);
+  CHECK_ERROR_HAS("returned 7");
+  CHECK(info.status == RK_ERR_HANDLER && info.handler_code == 7 && r.v == 0,
+        "status %d code %d q %d", (int)info.status, info.handler_code, r.v);
+  q.b = 3;
+  CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
+                         &info));
+  CHECK(r.v == 3 && info.handler_code == 0, "10/3 gave %d", r.v);
+  /* Through receive as well. */
+  q.b = 0;
+  CHECK_OK(rk_actor_send(a, &q, sizeof q, 0, NULL));
+  CHECK_STATUS(rk_actor_receive(a, &r, sizeof r, RK_TIMEOUT_INFINITE, &info),
+               RK_ERR_HANDLER);
+  CHECK(info.handler_code == 7, "code %d", info.handler_code);
+  rk_actor_stats_t st;
+  CHECK_OK(rk_actor_stats(a, &st));
+  CHECK(st.processed == 3 && st.handler_errors == 2 &&
+            st.last_handler_code == 7,
+        "processed %llu errors %llu last %d",
+        (unsigned long long)st.processed,
+        (unsigned long long)st.handler_errors, st.last_handler_code);
+  rk_actor_destroy(a);
+}
+
+/* Every illegal transition; sends refused unless ACTIVE. */
+static void test_transitions(rk_actor_mode_t mode) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.auto_activate = false;
+  rk_actor_t *a = launch(kAddOneSource, "add_one", mode, &o);
+  if (!a) return;
+  int_msg_t q = {1}, r;
+  CHECK(rk_actor_state(a) == RK_ACTOR_LAUNCHED, "launched");
+  CHECK_STATUS(rk_actor_send(a, &q, sizeof q, 0, NULL), RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("launched");
+  CHECK_STATUS(rk_actor_deactivate(a), RK_ERR_INVALID_STATE);
+  CHECK_OK(rk_actor_activate(a));
+  CHECK_STATUS(rk_actor_activate(a), RK_ERR_INVALID_STATE);
+  CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
+                         NULL));
+  CHECK(r.v == 2, "active call gave %d", r.v);
+  CHECK_OK(rk_actor_deactivate(a));
+  CHECK(rk_actor_state(a) == RK_ACTOR_DEACTIVATED, "deactivated");
+  CHECK_STATUS(rk_actor_deactivate(a), RK_ERR_INVALID_STATE);
+  CHECK_STATUS(rk_actor_send(a, &q, sizeof q, 0, NULL), RK_ERR_INVALID_STATE);
+  CHECK_STATUS(rk_actor_call(a, &q, sizeof q, &r, sizeof r, 0, NULL),
+               RK_ERR_INVALID_STATE);
+  CHECK_OK(rk_actor_activate(a));
+  q.v = 5;
+  CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
+                         NULL));
+  CHECK(r.v == 6, "reactivated call gave %d", r.v);
+  /* A response produced before termination can still be received. */
+  CHECK_OK(rk_actor_send(a, &q, sizeof q, 0, NULL));
+  CHECK_OK(rk_actor_terminate(a, 5000000000u));
+  CHECK_STATUS(rk_actor_terminate(a, 0), RK_ERR_INVALID_STATE);
+  CHECK_STATUS(rk_actor_activate(a), RK_ERR_INVALID_STATE);
+  CHECK_STATUS(rk_actor_deactivate(a), RK_ERR_INVALID_STATE);
+  CHECK_STATUS(rk_actor_send(a, &q, sizeof q, 0, NULL), RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("terminated");
+  CHECK_OK(rk_actor_receive(a, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL));
+  CHECK(r.v == 6, "the last response survives termination: %d", r.v);
+  rk_actor_stats_t st;
+  CHECK_OK(rk_actor_stats(a, &st));
+  CHECK(st.dropped_sends == 4, "dropped sends %llu",
+        (unsigned long long)st.dropped_sends);
+  rk_actor_destroy(a);
+
+  /* A terminated-while-launched actor. */
+  a = launch(kAddOneSource, "add_one", mode, &o);
+  if (!a) return;
+  CHECK_OK(rk_actor_terminate(a, RK_TIMEOUT_INFINITE));
+  CHECK_STATUS(rk_actor_activate(a), RK_ERR_INVALID_STATE);
+  rk_actor_destroy(a);
+}
+
+/* Bad arguments: nothing launched, nothing sent. */
+static void test_bad_arguments(void) {
+  rk_actor_t *a = NULL;
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  CHECK_STATUS(rk_actor_launch(NULL, kAddOneSource, "add_one", &o, &a),
+               RK_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(rk_actor_launch(g_ctx, kAddOneSource, "missing", &o, &a),
+               RK_ERR_NOT_FOUND);
+  CHECK_ERROR_HAS("missing");
+  const char *kernel =
+      "#include <rk/kernel.h>\n"
+      "RK_KERNEL void k(int *x) { x[0] = 1; }\n";
+  CHECK_STATUS(rk_actor_launch(g_ctx, kernel, "k", &o, &a),
+               RK_ERR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("not an RK_HANDLER");
+  const char *broken =
+      "#include <rk/kernel.h>\n"
+      "typedef struct { int v; } m_t;\n"
+      "RK_HANDLER void h(const m_t *in, m_t *out) { out->v = in->w; }\n";
+  o.source_name = "broken.c";
+  CHECK_STATUS(rk_actor_launch(g_ctx, broken, "h", &o, &a), RK_ERR_COMPILE);
+  CHECK_ERROR_HAS("broken.c:3");
+  rk_actor_options_init(&o);
+  o.input_capacity = 1000;
+  CHECK_STATUS(rk_actor_launch(g_ctx, kAddOneSource, "add_one", &o, &a),
+               RK_ERR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("power");
+  rk_actor_options_init(&o);
+  uint64_t wrong = 0;
+  o.initial_state = &wrong;
+  o.initial_state_size = sizeof wrong;
+  CHECK_STATUS(rk_actor_launch(g_ctx, kTagSource, "tag", &o, &a),
+               RK_ERR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("state");
+  rk_actor_options_init(&o);
+  o.mode = (rk_actor_mode_t)7;
+  CHECK_STATUS(rk_actor_launch(g_ctx, kAddOneSource, "add_one", &o, &a),
+               RK_ERR_INVALID_ARGUMENT);
+  CHECK(a == NULL, "no actor came out of failed launches");
+
+  a = launch(kAddOneSource, "add_one", RK_ACTOR_PERSISTENT, NULL);
+  if (!a) return;
+  int_msg_t q = {1}, r;
+  uint64_t big[4] = {0};
+  CHECK_STATUS(rk_actor_send(a, big, sizeof big, 0, NULL),
+               RK_ERR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("4");
+  CHECK_STATUS(rk_actor_send(a, NULL, sizeof q, 0, NULL),
+               RK_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(rk_actor_call(a, &q, sizeof q, &r, 2, 0, NULL),
+               RK_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(rk_actor_receive(a, &r, 2, 0, NULL), RK_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(rk_actor_stats(a, NULL), RK_ERR_INVALID_ARGUMENT);
+  rk_actor_stats_t st;
+  CHECK_OK(rk_actor_stats(a, &st));
+  CHECK(st.sent == 0 && st.processed == 0, "nothing was sent");
+  rk_actor_destroy(a);
+  rk_actor_destroy(NULL);
+  CHECK(strcmp(rk_actor_state_name(RK_ACTOR_FAILED), "failed") == 0 &&
+            strcmp(rk_actor_mode_name(RK_ACTOR_TRADITIONAL), "traditional") ==
+                0,
+        "names");
+}
+
+/* 4 producers x N messages into one actor; a consumer thread checks that
+ * every message comes back once and each producer's order is kept. */
+enum { kProducers = 4, kPerProducer = 100000 };
+
+typedef struct {
+  rk_actor_t *actor;
+  uint32_t id;
+  int failures;
+} producer_t;
+
+static void *producer_main(void *arg) {
+  producer_t *p = arg;
+  for (uint32_t i = 0; i < kPerProducer; ++i) {
+    tag_req_t q = {p->id, i};
+    if (rk_actor_send(p->actor, &q, sizeof q, RK_TIMEOUT_INFINITE, NULL) !=
+        RK_OK)
+      p->failures++;
+  }
+  return NULL;
+}
+
+static void test_many_producers(rk_actor_mode_t mode) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.input_capacity = 256;
+  o.output_capacity = 256;
+  rk_actor_t *a = launch(kTagSource, "tag", mode, &o);
+  if (!a) return;
+  producer_t ps[kProducers];
+  pthread_t th[kProducers];
+  for (uint32_t i = 0; i < kProducers; ++i) {
+    ps[i] = (producer_t){a, i, 0};
+    pthread_create(&th[i], NULL, producer_main, &ps[i]);
+  }
+  uint32_t next[kProducers] = {0};
+  int bad = 0, failed = 0;
+  for (uint32_t n = 0; n < kProducers * kPerProducer; ++n) {
+    tag_resp_t r;
+    if (rk_actor_receive(a, &r, sizeof r, 10000000000u, NULL) != RK_OK) {
+      failed = 1;
+      printf("  receive %u failed: %s\n", n, rk_last_error());
+      break;
+    }
+    if (r.producer >= kProducers || r.seq != next[r.producer] ||
+        r.count != n + 1) {
+      if (bad++ < 5)
+        printf("  response %u: producer %u seq %u count %u\n", n, r.producer,
+               r.seq, r.count);
+    } else {
+      next[r.producer]++;
+    }
+  }
+  int send_failures = 0;
+  for (uint32_t i = 0; i < kProducers; ++i) {
+    pthread_join(th[i], NULL);
+    send_failures += ps[i].failures;
+  }
+  CHECK(!failed && bad == 0 && send_failures == 0,
+        "%s: %d out of order, %d failed sends", rk_actor_mode_name(mode), bad,
+        send_failures);
+  for (uint32_t i = 0; i < kProducers; ++i)
+    CHECK(next[i] == kPerProducer, "producer %u: %u of %u came back", i,
+          next[i], (unsigned)kPerProducer);
+  rk_actor_destroy(a);
+}
+
+/* Several threads calling at once each get their own answer. */
+typedef struct {
+  rk_actor_t *actor;
+  int base, failures;
+} caller_t;
+
+static void *caller_main(void *arg) {
+  caller_t *c = arg;
+  for (int i = 0; i < 2000; ++i) {
+    int_msg_t q = {c->base + i}, r = {0};
+    if (rk_actor_call(c->actor, &q, sizeof q, &r, sizeof r,
+                      RK_TIMEOUT_INFINITE, NULL) != RK_OK ||
+        r.v != q.v + 1)
+      c->failures++;
+  }
+  return NULL;
+}
+
+static void test_concurrent_calls(rk_actor_mode_t mode) {
+  rk_actor_t *a = launch(kAddOneSource, "add_one", mode, NULL);
+  if (!a) return;
+  enum { kCallers = 3 };
+  caller_t cs[kCallers];
+  pthread_t th[kCallers];
+  for (int i = 0; i < kCallers; ++i) {
+    cs[i] = (caller_t){a, i * 1000000, 0};
+    pthread_create(&th[i], NULL, caller_main, &cs[i]);
+  }
+  int failures = 0;
+  for (int i = 0; i < kCallers; ++i) {
+    pthread_join(th[i], NULL);
+    failures += cs[i].failures;
+  }
+  CHECK(failures == 0, "%s: %d calls got a wrong answer",
+        rk_actor_mode_name(mode), failures);
+  rk_actor_destroy(a);
+}
+
+int main(void) {
+  rk_backend_t *be = NULL;
+  g_ctx = actor_test_context(&be);
+  const rk_actor_mode_t modes[] = {RK_ACTOR_PERSISTENT, RK_ACTOR_TRADITIONAL};
+  for (int m = 0; m < 2; ++m) {
+    printf("mode %s\n", rk_actor_mode_name(modes[m]));
+    test_add_one(modes[m]);
+    test_pipelined(modes[m]);
+    test_uncorrelated_stay(modes[m]);
+    test_state(modes[m]);
+    test_handler_error(modes[m]);
+    test_transitions(modes[m]);
+    test_concurrent_calls(modes[m]);
+    test_many_producers(modes[m]);
+  }
+  test_bad_arguments();
+  CHECK_OK(rk_context_destroy(g_ctx));
+  CHECK_OK(rk_backend_destroy(be));
+  return rk_test_finish("actor");
+}
