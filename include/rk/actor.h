@@ -173,8 +173,9 @@ rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
                           size_t capacity, uint64_t timeout_ns,
                           rk_actor_message_t *out_info);
 
-/* Asks the device side to stop after the message in hand and waits up to
- * timeout_ns for it to confirm: RK_OK (TERMINATED) or RK_ERR_TIMEOUT
+/* Stops accepting requests, lets the device side answer the ones already
+ * queued (also those left by deactivate), and waits up to timeout_ns for it
+ * to confirm that it stopped: RK_OK (TERMINATED) or RK_ERR_TIMEOUT
  * (FAILED: the handler did not return in time; the actor can only be
  * destroyed, and other actors and the context stay usable). Responses
  * already produced can still be received. */

@@ -161,7 +161,7 @@ typedef struct rk_abi_control {
 
   /* Host. */
   uint32_t active;    /* 1: take messages; 0: leave them queued */
-  uint32_t terminate; /* 1: leave the loop (after the message in hand) */
+  uint32_t terminate; /* 1: answer the queued requests, then stop */
   uint8_t pad1[RK_ABI_LINE - 8];
 
   /* Device. */

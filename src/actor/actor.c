@@ -461,7 +461,7 @@ rk_status_t rk_actor_terminate(rk_actor_t *actor, uint64_t timeout_ns) {
     if (!LOAD_ACQUIRE(&c->terminated)) {
       __atomic_fetch_add(&actor->device.out->data_waiters, 1u,
                          __ATOMIC_SEQ_CST);
-      __atomic_thread_fence(__ATOMIC_SEQ_CST);
+      rk__fence_seq_cst();
       if (!LOAD_ACQUIRE(&c->terminated))
         rk__wait_while_equal(&actor->device.out->data_seq, seq,
                              slice - rk__now_ns() + 1);
@@ -538,7 +538,7 @@ static int cmp_u64(const void *x, const void *y) {
 
 static void bump_epoch(rk_actor_t *a) {
   __atomic_fetch_add(&a->epoch, 1u, __ATOMIC_RELEASE);
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  rk__fence_seq_cst();
   if (LOAD_RELAXED(&a->epoch_waiters)) rk__wake_all(&a->epoch);
 }
 
@@ -639,7 +639,7 @@ static rk_status_t wait_until(rk_actor_t *a, ready_fn ready, void *arg,
     } else {
       /* Another thread drains: wait for it to deliver or step down. */
       __atomic_fetch_add(&a->epoch_waiters, 1u, __ATOMIC_SEQ_CST);
-      __atomic_thread_fence(__ATOMIC_SEQ_CST);
+      rk__fence_seq_cst();
       if (!ready(a, arg) && LOAD_ACQUIRE(&a->epoch) == e) {
         uint64_t t = 1000000u;
         if (deadline) {

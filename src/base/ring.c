@@ -79,7 +79,7 @@ void rk__ring_publish(rk__ring_end_t *p, uint32_t n) {
  * fence, then the waiter count. Paired with the fence in park() so that
  * either we see the waiter or the waiter sees our index. */
 static void signal(uint32_t *seq, const uint32_t *waiters) {
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  rk__fence_seq_cst();
   if (LOAD_RELAXED(waiters) != 0) {
     __atomic_fetch_add(seq, 1u, __ATOMIC_RELEASE);
     rk__wake_all(seq);
@@ -132,20 +132,20 @@ static bool has_space(const rk_abi_ring_t *hdr, uint64_t tail) {
   return tail - LOAD_ACQUIRE(&hdr->head) < hdr->capacity;
 }
 
-/* Parks until `ready` or a change of *seq. The sequence is read before the
- * waiter count is raised: a signal after that read changes it, and the
- * futex wait then returns at once. */
+/* Parks until `ready` or a change of *seq from `s`, a value the caller read
+ * before it last looked at the condition (and at whatever else a change of
+ * *seq announces): a signal after that read changes *seq, and the futex wait
+ * then returns at once. */
 static bool park(const rk_abi_ring_t *hdr, uint64_t index, uint32_t *seq,
-                 uint32_t *waiters, bool (*ready)(const rk_abi_ring_t *,
-                                                  uint64_t),
+                 uint32_t s, uint32_t *waiters,
+                 bool (*ready)(const rk_abi_ring_t *, uint64_t),
                  uint64_t deadline_ns) {
-  uint32_t s = LOAD_ACQUIRE(seq);
   __atomic_fetch_add(waiters, 1u, __ATOMIC_SEQ_CST);
   /* Pairs with the fence in signal(): our count before their index, or
    * their index before our check. */
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  rk__fence_seq_cst();
   bool ok = ready(hdr, index);
-  if (!ok) {
+  if (!ok && LOAD_ACQUIRE(seq) == s) {
     uint64_t timeout = 0;
     bool wait = true;
     if (deadline_ns) {
@@ -162,16 +162,26 @@ static bool park(const rk_abi_ring_t *hdr, uint64_t index, uint32_t *seq,
   return ok;
 }
 
+uint32_t rk__ring_data_seq(const rk_abi_ring_t *hdr) {
+  return LOAD_ACQUIRE(&hdr->data_seq);
+}
+
 bool rk__ring_wait_data(rk_abi_ring_t *hdr, uint64_t head,
                         uint64_t deadline_ns) {
-  return park(hdr, head, &hdr->data_seq, &hdr->data_waiters, has_data,
+  return park(hdr, head, &hdr->data_seq, LOAD_ACQUIRE(&hdr->data_seq),
+              &hdr->data_waiters, has_data, deadline_ns);
+}
+
+bool rk__ring_wait_data_since(rk_abi_ring_t *hdr, uint64_t head,
+                              uint32_t seq, uint64_t deadline_ns) {
+  return park(hdr, head, &hdr->data_seq, seq, &hdr->data_waiters, has_data,
               deadline_ns);
 }
 
 bool rk__ring_wait_space(rk_abi_ring_t *hdr, uint64_t own_tail,
                          uint64_t deadline_ns) {
-  return park(hdr, own_tail, &hdr->space_seq, &hdr->space_waiters, has_space,
-              deadline_ns);
+  return park(hdr, own_tail, &hdr->space_seq, LOAD_ACQUIRE(&hdr->space_seq),
+              &hdr->space_waiters, has_space, deadline_ns);
 }
 
 /* ---- Multi-producer stage ------------------------------------------------ */
@@ -228,11 +238,13 @@ static rk_status_t mp_send_claim(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
   const uint64_t cap = p->mask + 1;
   uint64_t mine = LOAD_RELAXED(&mp->claim);
   for (;;) {
-    uint64_t head = LOAD_RELAXED(&mp->head_cache);
+    /* Acquire/release on the cache too: the producer that refreshed it
+     * passes on what it learned from the consumer's head. */
+    uint64_t head = LOAD_ACQUIRE(&mp->head_cache);
     if (mine - head >= cap) {
       /* Acquire: slots the consumer released are free to overwrite. */
       head = LOAD_ACQUIRE(&hdr->head);
-      __atomic_store_n(&mp->head_cache, head, __ATOMIC_RELAXED);
+      STORE_RELEASE(&mp->head_cache, head);
       if (mine - head >= cap) return RK_ERR_QUEUE_FULL;
     }
     /* Relaxed is enough: the slot number only has to be unique; ordering

@@ -119,12 +119,23 @@ static void *worker_main(void *arg) {
   uint32_t run_state = RK_ABI_RUN_STARTING;
   uint64_t idle_since = 0;
   for (;;) {
-    if (LOAD_ACQUIRE(&c->terminate)) break;
+    /* Read before the control block: a request the host makes after this
+     * read changes the sequence, so the waits below cannot miss it. */
+    const uint32_t seq = rk__ring_data_seq(in.hdr);
+    if (LOAD_ACQUIRE(&c->terminate)) {
+      /* Requests accepted before termination still get their answers. */
+      uint64_t avail = rk__ring_available(&in);
+      if (avail == 0) break;
+      uint32_t n = avail < kBatch ? (uint32_t)avail : kBatch;
+      if (handle_batch(w, &in, &out, n) == 0)
+        rk__ring_wait_space(out.hdr, out.own, rk__now_ns() + 1000000u);
+      continue;
+    }
     if (!LOAD_ACQUIRE(&c->active)) {
       set_run_state(c, &run_state, RK_ABI_RUN_IDLE);
       /* Wait for a kick (activate, terminate): pass the current tail so
        * queued requests do not count as news. */
-      rk__ring_wait_data(in.hdr, LOAD_ACQUIRE(&in.hdr->tail), 0);
+      rk__ring_wait_data_since(in.hdr, LOAD_ACQUIRE(&in.hdr->tail), seq, 0);
       continue;
     }
     set_run_state(c, &run_state, RK_ABI_RUN_ACTIVE);
@@ -146,7 +157,7 @@ static void *worker_main(void *arg) {
         rk__cpu_relax();
       continue;
     }
-    rk__ring_wait_data(in.hdr, in.own, 0);
+    rk__ring_wait_data_since(in.hdr, in.own, seq, 0);
     idle_since = 0;
   }
   set_run_state(c, &run_state, RK_ABI_RUN_STOPPED);
