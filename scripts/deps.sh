@@ -19,7 +19,7 @@ CC=${CC:-cc}
 # looked up on PATH.
 TEST_COMMANDS=(
   "pkg-config|pkg-config|the install test (tests/install)"
-  # "spin|spin|model checking of the actor ring protocol"
+  "spin|spin|model checking of the actor ring protocol (tests/model)"
 )
 # Shared libraries the tests load with dlopen: "soname|Debian packages|what
 # needs it", looked up in the ldconfig cache.
@@ -31,6 +31,7 @@ TEST_LIBRARIES=(
 TEST_FILES=(
   "/etc/OpenCL/vendors/*.icd|pocl-opencl-icd|an OpenCL platform, e.g. PoCL's CPU device (OpenCL compile checks, tests/gpucompile)"
   "/usr/share/vulkan/icd.d/*.json|mesa-vulkan-drivers python3-venv|a Vulkan driver, e.g. Mesa's lavapipe (WGSL validation, codegen_wgsl_validate)"
+  "/usr/include/ck_ring.h|libck-dev|Concurrency Kit, ck_ring.h and libck (the ck_ring comparison in bench/actors)"
 )
 # Python's wgpu package (wgpu-py, which bundles wgpu-native: its naga front end
 # validates WGSL) lives in its own virtual environment, never in the system

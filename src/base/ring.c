@@ -128,8 +128,10 @@ static bool has_data(const rk_abi_ring_t *hdr, uint64_t head) {
   return LOAD_ACQUIRE(&hdr->tail) != head;
 }
 
+/* Signed: a multi-producer's `tail` may be a claim that the consumer's head
+ * has already passed (it is then behind, not far ahead). */
 static bool has_space(const rk_abi_ring_t *hdr, uint64_t tail) {
-  return tail - LOAD_ACQUIRE(&hdr->head) < hdr->capacity;
+  return (int64_t)(tail - LOAD_ACQUIRE(&hdr->head)) < (int64_t)hdr->capacity;
 }
 
 /* Parks until `ready` or a change of *seq from `s`, a value the caller read
@@ -241,11 +243,13 @@ static rk_status_t mp_send_claim(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
     /* Acquire/release on the cache too: the producer that refreshed it
      * passes on what it learned from the consumer's head. */
     uint64_t head = LOAD_ACQUIRE(&mp->head_cache);
-    if (mine - head >= cap) {
+    /* Signed: another producer may have refreshed the cache past our stale
+     * claim, which is then behind the head, not a full ring. */
+    if ((int64_t)(mine - head) >= (int64_t)cap) {
       /* Acquire: slots the consumer released are free to overwrite. */
       head = LOAD_ACQUIRE(&hdr->head);
       STORE_RELEASE(&mp->head_cache, head);
-      if (mine - head >= cap) return RK_ERR_QUEUE_FULL;
+      if ((int64_t)(mine - head) >= (int64_t)cap) return RK_ERR_QUEUE_FULL;
     }
     /* Relaxed is enough: the slot number only has to be unique; ordering
      * with the consumer comes from the tail publication below. */

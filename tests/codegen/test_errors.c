@@ -147,6 +147,23 @@ static const error_case_t kCases[] = {
      K "typedef struct { int v; } m_t;\n"
        "RK_HANDLER void h(m_t *in, m_t *out) { out->v = in->v; }\n",
      3, "m_t *in", "the input message must be read-only"},
+    {"handler returning float", RK_TARGET_C,
+     K "typedef struct { int v; } m_t;\n"
+       "RK_HANDLER float h(const m_t *in, m_t *out) { return 1.0f; }\n",
+     3, "float h", "an RK_HANDLER returns void or int"},
+    {"kernel returning int", RK_TARGET_C,
+     K "RK_KERNEL int k(int *o) { return 0; }\n", 2, "int k",
+     "an RK_KERNEL function must return void"},
+    {"int handler without a return value", RK_TARGET_C,
+     K "typedef struct { int v; } m_t;\n"
+       "RK_HANDLER int h(const m_t *in, m_t *out) {\n"
+       "  if (in->v == 0) return;\n  return 0;\n}\n",
+     4, "return;", "'h' must return a value"},
+    {"handler parameter named rk_status", RK_TARGET_C,
+     K "typedef struct { int v; } m_t;\n"
+       "RK_HANDLER int h(const m_t *in, m_t *rk_status) { return 0; }\n",
+     3, "rk_status)",
+     "'rk_status': names starting with rk_ or RK_ are reserved"},
     {"assignment inside an expression", RK_TARGET_C,
      K "RK_KERNEL void k(int *o) { o[0] = (o[1] = 2); }\n", 2, "= 2)",
      "assignment inside an expression is not supported"},
@@ -348,12 +365,41 @@ static void test_entries(void) {
   if (src && CHECK_OK(rk_codegen_list_entries(src, NULL, &l, NULL))) {
     const rk_entry_t *e = find(l, "counter");
     if (CHECK(e != NULL, "no counter")) {
-      CHECK(e->kind == RK_ENTRY_HANDLER && e->param_count == 3,
-            "counter: kind %d", (int)e->kind);
+      CHECK(e->kind == RK_ENTRY_HANDLER && e->param_count == 3 &&
+                !e->handler_status,
+            "counter: kind %d status %d", (int)e->kind, (int)e->handler_status);
       CHECK(e->params[0].elem_size == 8 && e->params[0].read_only &&
                 e->params[1].elem_size == 16 && e->params[2].elem_size == 12,
             "counter message sizes %zu %zu %zu", e->params[0].elem_size,
             e->params[1].elem_size, e->params[2].elem_size);
+    }
+    rk_entry_list_destroy(l);
+  }
+  free(src);
+
+  src = cg_read_kernel("actor_checked_div");
+  if (src && CHECK_OK(rk_codegen_list_entries(src, NULL, &l, NULL))) {
+    const rk_entry_t *e = find(l, "checked_div");
+    if (CHECK(e != NULL, "no checked_div")) {
+      /* in, out, then the kernel's trailing status buffer. */
+      CHECK(e->kind == RK_ENTRY_HANDLER && e->handler_status &&
+                e->param_count == 3,
+            "checked_div: kind %d status %d params %zu", (int)e->kind,
+            (int)e->handler_status, e->param_count);
+      if (e->param_count == 3) {
+        const rk_entry_param_t *st = &e->params[2];
+        CHECK(strcmp(st->name, "rk_status") == 0 &&
+                  strcmp(st->type, "int32_t *") == 0 &&
+                  st->kind == RK_ARG_PTR && st->size == 8 &&
+                  st->elem_size == 4 && !st->read_only,
+              "rk_status: %s %s kind %d size %zu elem %zu ro %d", st->name,
+              st->type, (int)st->kind, st->size, st->elem_size,
+              (int)st->read_only);
+        CHECK(e->params[0].elem_size == 8 && e->params[0].read_only &&
+                  e->params[1].elem_size == 4,
+              "checked_div message sizes %zu %zu", e->params[0].elem_size,
+              e->params[1].elem_size);
+      }
     }
     rk_entry_list_destroy(l);
   }
@@ -429,6 +475,23 @@ static void test_api(void) {
     CHECK(strstr(out, "var<storage, read_write> one_o: array<i32>;") &&
               strstr(out, "var<storage, read_write> two_o: array<i32>;"),
           "WGSL resources of two entries");
+    rk_transpile_free(out);
+  }
+  /* ... and so do int handlers' status buffers, bound after the messages. */
+  const char *handlers = K
+      "typedef struct { int v; } m_t;\n"
+      "RK_HANDLER int h1(const m_t *in, m_t *out) { return in->v; }\n"
+      "RK_HANDLER int h2(const m_t *in, m_t *out, m_t *s) { return 0; }\n";
+  if (CHECK_OK(rk_transpile(handlers, RK_TARGET_WGSL, NULL, &out))) {
+    CHECK(strstr(out,
+                 "@binding(2) var<storage, read_write> h1_rk_status: "
+                 "array<i32>;") &&
+              strstr(out,
+                     "@binding(3) var<storage, read_write> h2_rk_status: "
+                     "array<i32>;") &&
+              strstr(out, "h1_rk_status[0] = rk_handle_h1();") &&
+              strstr(out, "fn rk_handle_h2() -> i32 {"),
+          "WGSL status buffers of two handlers:\n%s", out);
     rk_transpile_free(out);
   }
 

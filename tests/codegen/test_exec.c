@@ -1105,6 +1105,91 @@ static void ref_wgsl_lowering(void) {
   }
 }
 
+/* ---- Handlers that return int --------------------------------------------
+ */
+
+typedef struct div_req {
+  int32_t a, b;
+} div_req_t;
+typedef struct div_resp {
+  int32_t q;
+} div_resp_t;
+
+/* The scalar reference of actor_checked_div: the handler's return value
+ * (1: division by zero) and the quotient it answers with. */
+static int32_t ref_checked_div(const div_req_t *in, div_resp_t *out) {
+  if (in->b == 0) {
+    out->q = 0;
+    return 1;
+  }
+  out->q = in->a / in->b;
+  return 0;
+}
+
+/* An int handler: the kernel takes a trailing int32_t *rk_status, and
+ * rk_status[0] receives what the handler returned, for b == 0 (1) and
+ * b != 0 (0) alike. */
+static void test_checked_div_actor(void) {
+  char *gen = transpile_c("actor_checked_div");
+  rk_compile_options_t o;
+  rk_compile_options_init(&o);
+  o.source_name = "actor_checked_div";
+  rk_module_t *mod = NULL;
+  rk_function_t *fn = NULL;
+  rk_devptr_t in = 0, out = 0, status = 0;
+  if (!gen || !CHECK_OK(rk_context_compile(g_ctx, gen, &o, &mod)) ||
+      !CHECK_OK(rk_module_get_function(mod, "checked_div", &fn)) ||
+      !CHECK_OK(rk_context_allocate(g_ctx, sizeof(div_req_t), &in)) ||
+      !CHECK_OK(rk_context_allocate(g_ctx, sizeof(div_resp_t), &out)) ||
+      !CHECK_OK(rk_context_allocate(g_ctx, sizeof(int32_t), &status)))
+    goto done;
+  CHECK(rk_function_param_count(fn) == 3, "checked_div takes in, out, status");
+  /* Fixed cases (both signs, zero divisors), then random ones: divisors in
+   * -3..3, so about one in seven divides by zero. */
+  enum { kFixed = 8, kCount = 40 };
+  static const div_req_t fixed[kFixed] = {{7, 2},   {-7, 2}, {7, 0},  {0, 0},
+                                          {-9, -3}, {0, 5},  {-1, 0}, {100, 1}};
+  int zero_divisors = 0, launches = 0;
+  g_seed = 777;
+  ref_begin();
+  for (int m = 0; m < kCount; ++m) {
+    div_req_t req = fixed[m % kFixed];
+    if (m >= kFixed) {
+      req.a = (int32_t)(rnd() % 2001) - 1000;
+      req.b = (int32_t)(rnd() % 7) - 3;
+    }
+    div_resp_t want, got = {-777};
+    int32_t want_status = ref_checked_div(&req, &want);
+    int32_t got_status = 777; /* sentinel: the kernel must overwrite it */
+    /* More than one thread on the later messages: still handled once. */
+    rk_dim3_t grid = m % 2 ? rk_dim3(2, 1, 1) : rk_dim3(1, 1, 1);
+    rk_dim3_t block = m % 2 ? rk_dim3(8, 2, 1) : rk_dim3(1, 1, 1);
+    rk_arg_t args[] = {rk_arg_ptr(in), rk_arg_ptr(out), rk_arg_ptr(status)};
+    if (!CHECK_OK(rk_context_copy_to_device(g_ctx, in, &req, sizeof req)) ||
+        !CHECK_OK(rk_context_copy_to_device(g_ctx, out, &got, sizeof got)) ||
+        !CHECK_OK(rk_context_copy_to_device(g_ctx, status, &got_status,
+                                            sizeof got_status)) ||
+        !CHECK_OK(rk_function_launch(fn, grid, block, 0, NULL, args, 3)) ||
+        !CHECK_OK(rk_context_copy_to_host(g_ctx, &got, out, sizeof got)) ||
+        !CHECK_OK(rk_context_copy_to_host(g_ctx, &got_status, status,
+                                          sizeof got_status)))
+      break;
+    launches++;
+    zero_divisors += req.b == 0;
+    ref_i64("checked_div status", (size_t)m, got_status, want_status);
+    ref_i64("checked_div q", (size_t)m, got.q, want.q);
+  }
+  ref_end("checked_div");
+  CHECK(launches == kCount && zero_divisors >= 3 && zero_divisors < launches,
+        "checked_div: %d launches, %d with b == 0", launches, zero_divisors);
+done:
+  if (in) rk_context_free(g_ctx, in);
+  if (out) rk_context_free(g_ctx, out);
+  if (status) rk_context_free(g_ctx, status);
+  rk_module_destroy(mod);
+  free(gen);
+}
+
 static void test_scalar_refs(void) {
   ref_saxpy();
   ref_reduce_sum();
@@ -1152,6 +1237,7 @@ int main(void) {
   test_heat3d();
   test_counter_actor();
   test_echo_actor();
+  test_checked_div_actor();
   test_atomics();
 
   rk_context_destroy(g_ctx);

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "rk/backend.h"
+
 enum {
   TOOL_EXIT_OK = 0,
   TOOL_EXIT_FAILURE = 1,
@@ -37,6 +39,10 @@ typedef struct tool_command {
 extern const tool_command_t tool_cmd_devices;
 extern const tool_command_t tool_cmd_demo;
 extern const tool_command_t tool_cmd_transpile;
+
+/* `rk demo` without a subcommand (demo_actors.c): runs and prints the
+ * actor comparison on `backend`. Returns a TOOL_EXIT_* code. */
+int tool_demo_actors(rk_backend_t *backend, bool json, bool quick);
 
 /* ---- Helpers (util.c) --------------------------------------------------- */
 

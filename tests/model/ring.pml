@@ -1,0 +1,496 @@
+/* ring.pml - a Promela model of the actor ring protocol, for spin.
+ *
+ * What it models: src/abi/actor_abi.h (the ring header: free-running head
+ * and tail, waiter counts, wake sequences) and src/base/ring.c (the SPSC
+ * producer and consumer ends, the parking protocol park()/signal(), and the
+ * multi-producer stage rk__ring_mp_send in its CLAIM and LOCK kinds, with
+ * rk__ring_mp_wait_space; kicks through rk__ring_wait_data_since). Each
+ * Promela statement that touches a shared variable is one shared-memory
+ * access of the C code (a load, a store or one atomic read-modify-write);
+ * what the C code caches in an rk__ring_end_t or a local lives in a local
+ * variable here. Ghost variables (busy[], next[]) exist only for the
+ * assertions and are updated in the same indivisible step as the access they
+ * describe.
+ *
+ * Configurations (spin -a -D...; tests/model/CMakeLists.txt lists the ones
+ * the test suite runs, README.md explains them):
+ *
+ *   (default)     SPSC: one producer sends N messages to one consumer; both
+ *                 park when they cannot go on (consumer: no data; producer:
+ *                 no space).
+ *   -DMP_CLAIM    NP producers through rk__ring_mp_send, CLAIM kind, K
+ *                 messages each, into a ring of CAP slots, one consumer.
+ *   -DMP_LOCK     the same through the LOCK kind.
+ *   -DCAP=c       ring capacity, a power of two (default 2).
+ *   -DN=n         SPSC messages (default 2*CAP+1: indices wrap twice).
+ *   -DNP=p -DK=k  MP producers and messages per producer (default 2 and 3).
+ *   -DMP_PARK     MP: on RK_ERR_QUEUE_FULL a producer parks in
+ *                 rk__ring_mp_wait_space (rk__ring_wait_space with a fresh
+ *                 load of the claim counter (CLAIM) or of tail (LOCK)), as
+ *                 the runtime's enqueue() does, before it retries; without
+ *                 it, it retries at once (busy retry).
+ *   -DKICK        SPSC with control requests: the consumer starts inactive
+ *                 and runs the worker's loop (read data_seq, look at the
+ *                 control block's `active`, wait with
+ *                 rk__ring_wait_data_since); a host process activates it
+ *                 (active = 1, then rk__ring_kick).
+ *   -DCHECK_FULL_VERDICT  CLAIM: assert that RK_ERR_QUEUE_FULL is returned
+ *                 only when the ring was full: when the producer loaded
+ *                 head, the claim counter was at least head + capacity
+ *                 (a ghost read of the claim counter, in the same step).
+ *
+ * Deliberately broken variants (negative controls: spin must reject them):
+ *   -DBUG_PUBLISH_BEFORE_WRITE  SPSC/LOCK producer publishes tail before it
+ *                               writes the slot.
+ *   -DBUG_NO_RECHECK            park() sleeps without re-checking the ring
+ *                               after raising the waiter count.
+ *   -DBUG_LATE_SEQ              park() reads the wake sequence after the
+ *                               re-check instead of before raising the count.
+ *   -DBUG_CLAIM_NO_ORDER        CLAIM producers publish tail = mine + 1
+ *                               without waiting for tail == mine.
+ *   -DBUG_KICK_SEQ_LATE         KICK: the consumer reads data_seq after it
+ *                               looked at `active` (a kick is lost).
+ *   -DBUG_UNSIGNED_INDEX        index differences compared as unsigned, as
+ *                               ring.c did before: a stale index behind
+ *                               head wraps and reads as "full" / "no
+ *                               space" (spurious RK_ERR_QUEUE_FULL with
+ *                               CHECK_FULL_VERDICT; a producer asleep
+ *                               forever with MP_PARK). See README.md.
+ *
+ * Memory model. Spin interleaves statements: the model is sequentially
+ * consistent. That is justified for this protocol by the C code's
+ * release/acquire pairs and fences:
+ *   - every published index carries the slot accesses before it: the
+ *     producer's release store of tail is read by the consumer's acquire
+ *     load, so the slot write happens-before the consumer's slot read; the
+ *     consumer's release store of head, read by the producer's acquire load,
+ *     orders its slot read before the producer's next write of that slot.
+ *     In CLAIM, each producer's acquire load of tail (== mine) before its
+ *     release store of mine + 1 chains the earlier producers' slot writes
+ *     into the one the consumer acquires, and head_cache (release store,
+ *     acquire load) passes a head one producer loaded on to the others.
+ *   - the parking protocol's store-then-load pairs (index store, then the
+ *     waiter count; waiter count, then the index) are made sequentially
+ *     consistent by the SEQ_CST fences in signal() and park().
+ * What the SC model does not cover: a missing or too weak barrier (a model
+ * run cannot tell a release store from a relaxed one, nor find a missing
+ * fence: those need a weak-memory tool such as herd7/GenMC, or TSan on the
+ * C tests); torn or partially visible slot writes (a slot write is one step
+ * here; what the model proves is that no read of a slot overlaps a write of
+ * it); the device side's own memory model (GPU scopes, host-mapped memory
+ * coherence); 64-bit index and 32-bit sequence wrap-around (indices are small
+ * here); futex timeouts and spurious wake-ups (they only make a waiter return
+ * earlier, and every caller loops).
+ */
+
+#ifndef CAP
+#define CAP 2
+#endif
+#define MASK (CAP - 1)
+
+#if defined(MP_CLAIM) || defined(MP_LOCK)
+#define MP 1
+#ifndef NP
+#define NP 2
+#endif
+#ifndef K
+#define K 3
+#endif
+#define NPROD NP
+#define TOTAL (NP * K)
+#else
+#ifndef N
+#define N (2 * CAP + 1)
+#endif
+#define NPROD 1
+#define TOTAL N
+#endif
+
+/* A message: producer id and that producer's sequence number, in one byte. */
+#define MSG(id, seq) ((id) * 16 + (seq))
+#define EMPTY 255
+
+/* ---- Shared memory -------------------------------------------------------
+ * rk_abi_ring_t: tail (producer), head (consumer), data_seq and
+ * space_waiters (producer's line), space_seq and data_waiters (consumer's). */
+byte tail, head;
+byte data_seq, space_waiters;
+byte space_seq, data_waiters;
+/* The slots: the message each holds; EMPTY before the first write. */
+byte slot[CAP] = EMPTY;
+
+#ifdef MP_CLAIM
+byte claim;      /* rk__ring_mp_t.claim: the next slot number to hand out */
+byte head_cache; /* rk__ring_mp_t.head_cache */
+#endif
+#ifdef MP_LOCK
+bit lock;        /* rk__ring_mp_t.lock */
+byte p_own;      /* mp->end.own: the shared producer view, under the lock */
+byte p_other;    /* mp->end.other */
+#endif
+
+#ifdef KICK
+bit ctl_active;  /* rk_abi_control_t.active, written by the host */
+#endif
+
+/* Ghosts. busy[i]: slot i has been written and not yet released by the
+ * consumer (set with the slot write, cleared with the head store). next[p]:
+ * the sequence number the consumer expects next from producer p. */
+bit busy[CAP];
+byte next[NPROD];
+
+/* ---- Index arithmetic ----------------------------------------------------
+ * The C indices are uint64_t; has_space() and mp_send_claim() compare their
+ * difference as signed, (int64_t)(a - b) >= (int64_t)cap: an index a that
+ * head b has already passed (a stale claim, or a claim/tail loaded before
+ * the consumer moved on) is behind, "not full" / "has space". Promela
+ * computes a - b of two bytes as an int, so the plain comparison is the
+ * signed one. BUG_UNSIGNED_INDEX models the unsigned a - b >= cap of the
+ * earlier ring.c instead, where a < b wraps to a huge value ("full"). */
+#ifdef BUG_UNSIGNED_INDEX
+#define AT_LEAST_CAP(a, b) ((a) < (b) || (a) - (b) >= CAP)
+#else
+#define AT_LEAST_CAP(a, b) ((a) - (b) >= CAP)
+#endif
+
+/* ---- Slots ---------------------------------------------------------------- */
+
+/* write_slot(): the whole message in one step. Never over a slot the
+ * consumer has not released. */
+inline write_slot(idx, msg) {
+  d_step {
+    assert(busy[(idx) & MASK] == 0);
+    slot[(idx) & MASK] = msg;
+    busy[(idx) & MASK] = 1
+  }
+}
+
+/* ---- Parking protocol ----------------------------------------------------- */
+
+/* park(): returns in ok whether the ring was ready on return; callers loop.
+ * `s` is the value of seq the caller read before it last looked at the
+ * ring: rk__ring_wait_data and rk__ring_wait_space read it as they call
+ * park() (park_now below), rk__ring_wait_data_since gets it from the caller
+ * (read with rk__ring_data_seq before the caller looked at its control
+ * block). `ready` is one load of the other side's index (has_data /
+ * has_space). The futex wait rk__wait_while_equal(seq, s) is the guard
+ * (seq != s): the kernel compares and sleeps atomically, and a wake-up
+ * without a change of seq is not modelled (a spurious return only makes the
+ * caller look again). Deadlines are 0 (no timeout). */
+inline park(seq, waiters, ready, ok) {
+#ifdef BUG_LATE_SEQ
+  waiters++;
+  ok = ready;
+  s = seq;
+#else
+  waiters++;    /* fetch_add(waiters, 1, SEQ_CST); fence(SEQ_CST) */
+#ifdef BUG_NO_RECHECK
+  ok = false;
+#else
+  ok = ready;   /* bool ok = ready(hdr, index) */
+#endif
+#endif
+  if
+  :: !ok ->
+    if
+    :: seq == s ->  /* && LOAD_ACQUIRE(seq) == s */
+      (seq != s);   /* rk__wait_while_equal(seq, s, 0) */
+      ok = ready
+    :: else         /* a signal since s: return (not ready), look again */
+    fi
+  :: else
+  fi;
+  /* fetch_sub(waiters, 1, RELAXED); s and ok are dead from here on (the
+   * callers loop and look again), and are cleared so that they do not tell
+   * states apart. */
+  atomic { waiters--; s = 0; ok = false }
+}
+
+/* rk__ring_wait_data / rk__ring_wait_space: park(..., LOAD_ACQUIRE(seq),
+ * ...), the sequence read as the call starts. */
+inline park_now(seq, waiters, ready, ok) {
+#ifndef BUG_LATE_SEQ
+  s = seq;
+#endif
+  park(seq, waiters, ready, ok)
+}
+
+/* signal(): after publishing. fence(SEQ_CST); if (waiters != 0) { seq++;
+ * rk__wake_all(seq); } The wake itself is the change of seq (see park). */
+inline signal(seq, waiters) {
+  if
+  :: waiters != 0 -> seq++
+  :: else
+  fi
+}
+
+/* has_data(hdr, h): LOAD_ACQUIRE(tail) != h. has_space(hdr, t):
+ * (int64_t)(t - LOAD_ACQUIRE(head)) < (int64_t)capacity. */
+#define HAS_DATA(h) (tail != (h))
+#define HAS_SPACE(t) (!AT_LEAST_CAP(t, head))
+
+/* ---- Consumer ------------------------------------------------------------- */
+
+/* The runtime's consumer loop (cpu_actor.c's worker, one message at a
+ * time): peek one; if there is none, wait for data and look again; else
+ * read it, release it, signal_space. With KICK the consumer starts inactive
+ * and, like the worker, reads data_seq before it looks at the control
+ * block's `active`; inactive, it waits with rk__ring_wait_data_since(hdr,
+ * <tail now>, seq) for a kick; active and out of data, with
+ * rk__ring_wait_data_since(hdr, own, seq). */
+proctype consumer() {
+  byte own = 0;   /* c->own: head as last published */
+  byte other = 0; /* c->other: tail as last loaded */
+  byte v, s;
+  bool ok;
+  do
+  :: own == TOTAL -> break
+  :: else ->
+#ifdef KICK
+#ifdef BUG_KICK_SEQ_LATE
+    if
+    :: !ctl_active ->                /* !LOAD_ACQUIRE(&c->active) */
+      s = data_seq;                  /* read too late */
+#else
+    s = data_seq;                    /* rk__ring_data_seq(in.hdr) */
+    if
+    :: !ctl_active ->                /* !LOAD_ACQUIRE(&c->active) */
+#endif
+      v = tail;                      /* LOAD_ACQUIRE(&in.hdr->tail) */
+      park(data_seq, data_waiters, HAS_DATA(v), ok);
+      v = 0
+    :: else ->
+#endif
+    /* rk__ring_peek(c, 0) */
+    if
+    :: other == own -> other = tail  /* c->other - c->own <= 0: LOAD_ACQUIRE */
+    :: else
+    fi;
+    if
+    :: other == own ->               /* NULL */
+#ifdef KICK
+      park(data_seq, data_waiters, HAS_DATA(own), ok)
+#else
+      park_now(data_seq, data_waiters, HAS_DATA(own), ok)
+#endif
+    :: else ->
+      /* Read the slot: one step. Never before it was written (busy), and
+       * it holds the message expected next: every message exactly once, in
+       * each producer's order. */
+      d_step {
+        v = slot[own & MASK];
+        assert(busy[own & MASK] == 1);
+        assert(v != EMPTY);
+        assert(v / 16 < NPROD);
+        assert(v % 16 == next[v / 16]);
+#ifndef MP
+        assert(v == own);            /* SPSC: the global order too */
+#endif
+        next[v / 16]++;
+        v = 0;                       /* dead from here on */
+        s = 0
+      }
+      /* rk__ring_release(c, 1): STORE_RELEASE(head, own + 1) */
+      atomic { busy[own & MASK] = 0; own++; head = own }
+      signal(space_seq, space_waiters)
+    fi
+#ifdef KICK
+    fi
+#endif
+  od;
+  /* Every producer's messages arrived, all of them. */
+  v = 0;
+  do
+  :: v < NPROD -> assert(next[v] == TOTAL / NPROD); v++
+  :: else -> break
+  od
+}
+
+#ifdef KICK
+/* The host activating the actor (rk_actor_activate): the control block's
+ * `active`, then rk__ring_kick: fetch_add(data_seq, 1) and wake, whether or
+ * not anyone waits. */
+proctype host() {
+  ctl_active = 1;                    /* STORE_RELEASE(&c->active, 1) */
+  data_seq++                         /* rk__ring_kick */
+}
+#endif
+
+/* ---- SPSC producer -------------------------------------------------------- */
+
+#ifndef MP
+proctype producer() {
+  byte own = 0;   /* p->own: tail as last published */
+  byte other = 0; /* p->other: head as last loaded */
+  byte s;
+  bool ok;
+  do
+  :: own == N -> break
+  :: else ->
+    /* rk__ring_reserve(p) */
+    if
+    :: own - other >= CAP -> other = head  /* LOAD_ACQUIRE(&hdr->head) */
+    :: else
+    fi;
+    if
+    :: own - other >= CAP ->               /* NULL: wait for space */
+      park_now(space_seq, space_waiters, HAS_SPACE(own), ok)
+    :: else ->
+#ifdef BUG_PUBLISH_BEFORE_WRITE
+      atomic { own++; tail = own };
+      write_slot(own - 1, MSG(0, own - 1));
+#else
+      write_slot(own, MSG(0, own));
+      /* rk__ring_publish(p, 1): STORE_RELEASE(tail, own + 1) */
+      atomic { own++; tail = own };
+#endif
+      signal(data_seq, data_waiters)       /* rk__ring_signal_data */
+    fi
+  od
+}
+#endif
+
+/* ---- Multi-producer stage, CLAIM kind ------------------------------------- */
+
+#ifdef MP_CLAIM
+proctype claim_producer(byte id) {
+  byte k = 0;     /* this producer's next sequence number */
+  byte mine, h, s;
+  bool ok, qfull;
+#ifdef CHECK_FULL_VERDICT
+  byte cl;        /* ghost: claim when head was loaded */
+#endif
+  do
+  :: k == K -> break
+  :: else ->
+    /* mp_send_claim() */
+    mine = claim;                    /* LOAD_RELAXED(&mp->claim) */
+    do
+    :: h = head_cache;               /* LOAD_ACQUIRE(&mp->head_cache) */
+      if
+      :: AT_LEAST_CAP(mine, h) ->
+#ifdef CHECK_FULL_VERDICT
+        atomic { h = head; cl = claim }  /* LOAD_ACQUIRE(&hdr->head) */
+#else
+        h = head;                    /* LOAD_ACQUIRE(&hdr->head) */
+#endif
+        head_cache = h               /* STORE_RELEASE */
+      :: else
+      fi;
+      if
+      :: AT_LEAST_CAP(mine, h) ->    /* RK_ERR_QUEUE_FULL */
+#ifdef CHECK_FULL_VERDICT
+        /* Full: claim - head >= capacity when head was loaded (as ints,
+         * no wrapping). */
+        d_step { assert(cl - h >= CAP); cl = 0 }  /* cl dead from here */
+#endif
+        qfull = true;
+        break
+#ifdef CHECK_FULL_VERDICT
+      :: else -> cl = 0
+#else
+      :: else
+#endif
+      fi;
+      /* compare_exchange(&claim, &mine, mine + 1, weak): on failure mine
+       * becomes the current value. A spurious failure of the weak form
+       * leaves mine as it was: the same state as before the attempt. */
+      if
+      :: atomic { claim == mine -> claim = mine + 1; qfull = false; h = 0 };
+        break
+      :: atomic { claim != mine -> mine = claim }
+      fi
+    od;
+    if
+    :: atomic { qfull -> qfull = false; mine = 0; h = 0 } /* dead locals */
+#ifdef MP_PARK
+      /* rk__ring_mp_wait_space: LOAD_RELAXED(&mp->claim) */
+      h = claim;
+      park_now(space_seq, space_waiters, HAS_SPACE(h), ok);
+      h = 0
+#endif
+      /* ... and the caller sends again */
+    :: else ->
+      write_slot(mine, MSG(id, k));
+      /* Publish in claim order. */
+#ifndef BUG_CLAIM_NO_ORDER
+      (tail == mine);                /* while (LOAD_ACQUIRE(tail) != mine) */
+#endif
+      atomic { tail = mine + 1; mine = 0; h = 0 }  /* STORE_RELEASE */
+      signal(data_seq, data_waiters);
+      k++
+    fi
+  od
+}
+#endif
+
+/* ---- Multi-producer stage, LOCK kind -------------------------------------- */
+
+#ifdef MP_LOCK
+proctype lock_producer(byte id) {
+  byte k = 0;
+  byte h, s;
+  bool ok, sent;
+  do
+  :: k == K -> break
+  :: else ->
+    /* mp_send_lock(): test-and-test-and-set; a failed exchange writes 1
+     * over 1 and changes nothing, so spinning is the wait for lock == 0. */
+    atomic { lock == 0 -> lock = 1 };
+    /* rk__ring_reserve(&mp->end) */
+    if
+    :: p_own - p_other >= CAP -> p_other = head
+    :: else
+    fi;
+    if
+    :: p_own - p_other >= CAP -> sent = false
+    :: else ->
+#ifdef BUG_PUBLISH_BEFORE_WRITE
+      atomic { p_own++; tail = p_own };
+      write_slot(p_own - 1, MSG(id, k));
+#else
+      write_slot(p_own, MSG(id, k));
+      atomic { p_own++; tail = p_own };  /* rk__ring_publish */
+#endif
+      sent = true
+    fi;
+    lock = 0;                        /* store RELEASE */
+    if
+    :: atomic { sent -> sent = false }
+      signal(data_seq, data_waiters);
+      k++
+    :: else ->
+#ifdef MP_PARK
+      /* rk__ring_mp_wait_space: LOAD_ACQUIRE(&hdr->tail) */
+      h = tail;
+      park_now(space_seq, space_waiters, HAS_SPACE(h), ok);
+      h = 0
+#else
+      skip
+#endif
+      /* ... and the caller sends again */
+    fi
+  od
+}
+#endif
+
+init {
+  byte i;
+  atomic {
+    run consumer();
+#ifdef KICK
+    run host();
+#endif
+#ifdef MP
+    for (i : 0 .. NP - 1) {
+#ifdef MP_CLAIM
+      run claim_producer(i);
+#else
+      run lock_producer(i);
+#endif
+    }
+#else
+    run producer();
+#endif
+  }
+}
