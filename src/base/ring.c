@@ -3,8 +3,14 @@
  * abi/actor_abi.h and tests/model/. */
 #include "base/ring.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <string.h>
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "base/error.h"
 #include "base/sys.h"
@@ -13,8 +19,48 @@
 #define LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
+/* ---- Asymmetric fences ----------------------------------------------------
+ *
+ * The parking handshake needs a full fence on both sides (see signal() and
+ * park()). Signalling happens on every publish, parking only when a side is
+ * about to sleep, so on Linux the cost is moved to the parking side: it asks
+ * the kernel (membarrier, private expedited) to run a full barrier on every
+ * CPU running one of our threads, and the signalling side then only needs to
+ * keep the compiler from reordering its store and load. Where membarrier is
+ * missing (or under TSan, which does not model it) both sides fence. */
+static int g_asymmetric; /* 1 when membarrier is registered */
+static pthread_once_t g_asymmetric_once = PTHREAD_ONCE_INIT;
+
+static void asymmetric_init(void) {
+#if defined(__linux__) && defined(SYS_membarrier) && !defined(RK__TSAN)
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0,
+              0) == 0)
+    g_asymmetric = 1;
+#endif
+}
+
+/* The signalling side's half. */
+static inline void fence_light(void) {
+  if (g_asymmetric)
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  else
+    rk__fence_seq_cst();
+}
+
+/* The parking side's half. */
+static void fence_heavy(void) {
+#if defined(__linux__) && defined(SYS_membarrier)
+  if (g_asymmetric &&
+      syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+    return;
+#endif
+  rk__fence_seq_cst();
+}
+
 rk_status_t rk__ring_init(rk_abi_ring_t *hdr, uint32_t capacity,
                           uint32_t slot_size) {
+  /* Before any ring exists, so both sides of every handshake agree. */
+  pthread_once(&g_asymmetric_once, asymmetric_init);
   if (capacity == 0 || (capacity & (capacity - 1)) != 0 ||
       capacity > (1u << 30))
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
@@ -79,7 +125,7 @@ void rk__ring_publish(rk__ring_end_t *p, uint32_t n) {
  * fence, then the waiter count. Paired with the fence in park() so that
  * either we see the waiter or the waiter sees our index. */
 static void signal(uint32_t *seq, const uint32_t *waiters) {
-  rk__fence_seq_cst();
+  fence_light();
   if (LOAD_RELAXED(waiters) != 0) {
     __atomic_fetch_add(seq, 1u, __ATOMIC_RELEASE);
     rk__wake_all(seq);
@@ -145,7 +191,7 @@ static bool park(const rk_abi_ring_t *hdr, uint64_t index, uint32_t *seq,
   __atomic_fetch_add(waiters, 1u, __ATOMIC_SEQ_CST);
   /* Pairs with the fence in signal(): our count before their index, or
    * their index before our check. */
-  rk__fence_seq_cst();
+  fence_heavy();
   bool ok = ready(hdr, index);
   if (!ok && LOAD_ACQUIRE(seq) == s) {
     uint64_t timeout = 0;

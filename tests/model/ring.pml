@@ -35,9 +35,9 @@
  *                 rk__ring_wait_data_since); a host process activates it
  *                 (active = 1, then rk__ring_kick).
  *   -DCHECK_FULL_VERDICT  CLAIM: assert that RK_ERR_QUEUE_FULL is returned
- *                 only when the ring was full: when the producer loaded
- *                 head, the claim counter was at least head + capacity
- *                 (a ghost read of the claim counter, in the same step).
+ *                 only when the ring is full: in the step where the
+ *                 producer loads head, if the verdict is "full", then
+ *                 claim - head >= capacity (as ints, without wrapping).
  *
  * Deliberately broken variants (negative controls: spin must reject them):
  *   -DBUG_PUBLISH_BEFORE_WRITE  SPSC/LOCK producer publishes tail before it
@@ -357,9 +357,6 @@ proctype claim_producer(byte id) {
   byte k = 0;     /* this producer's next sequence number */
   byte mine, h, s;
   bool ok, qfull;
-#ifdef CHECK_FULL_VERDICT
-  byte cl;        /* ghost: claim when head was loaded */
-#endif
   do
   :: k == K -> break
   :: else ->
@@ -370,7 +367,13 @@ proctype claim_producer(byte id) {
       if
       :: AT_LEAST_CAP(mine, h) ->
 #ifdef CHECK_FULL_VERDICT
-        atomic { h = head; cl = claim }  /* LOAD_ACQUIRE(&hdr->head) */
+        /* LOAD_ACQUIRE(&hdr->head), and in the same step: the verdict
+         * below is decided by mine and this h; if it is "full", the ring
+         * is full now: claim - head >= capacity (as ints, no wrapping). */
+        atomic {
+          h = head;
+          assert(!AT_LEAST_CAP(mine, h) || claim - h >= CAP)
+        }
 #else
         h = head;                    /* LOAD_ACQUIRE(&hdr->head) */
 #endif
@@ -379,18 +382,9 @@ proctype claim_producer(byte id) {
       fi;
       if
       :: AT_LEAST_CAP(mine, h) ->    /* RK_ERR_QUEUE_FULL */
-#ifdef CHECK_FULL_VERDICT
-        /* Full: claim - head >= capacity when head was loaded (as ints,
-         * no wrapping). */
-        d_step { assert(cl - h >= CAP); cl = 0 }  /* cl dead from here */
-#endif
         qfull = true;
         break
-#ifdef CHECK_FULL_VERDICT
-      :: else -> cl = 0
-#else
       :: else
-#endif
       fi;
       /* compare_exchange(&claim, &mine, mine + 1, weak): on failure mine
        * becomes the current value. A spurious failure of the weak form
