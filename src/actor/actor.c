@@ -142,6 +142,28 @@ static void set_state(rk_actor_t *a, rk_actor_state_t s) {
   STORE_RELEASE(&a->state, (uint32_t)s);
 }
 
+/* A timeout whose deadline is computed when first needed, so calls that
+ * never wait never read the clock for it. */
+typedef struct limit {
+  uint64_t timeout_ns;
+  uint64_t deadline; /* 0 until computed (and for RK_TIMEOUT_INFINITE) */
+} limit_t;
+
+static limit_t limit_of(uint64_t timeout_ns, uint64_t start_ns) {
+  limit_t l = {timeout_ns, 0};
+  if (start_ns && timeout_ns != RK_TIMEOUT_INFINITE)
+    l.deadline = start_ns + (timeout_ns ? timeout_ns : 1);
+  return l;
+}
+
+static uint64_t deadline_after(uint64_t timeout_ns);
+
+static uint64_t limit_deadline(limit_t *l) {
+  if (!l->deadline && l->timeout_ns != RK_TIMEOUT_INFINITE)
+    l->deadline = deadline_after(l->timeout_ns);
+  return l->deadline;
+}
+
 static uint64_t deadline_after(uint64_t timeout_ns) {
   if (timeout_ns == RK_TIMEOUT_INFINITE) return 0; /* no deadline */
   uint64_t now = rk__now_ns();
@@ -536,10 +558,14 @@ static int cmp_u64(const void *x, const void *y) {
 
 /* ---- Output side --------------------------------------------------------- */
 
+/* After delivering (or giving up the drain role): wakes threads waiting
+ * on the epoch. The light fence pairs with the heavy one in wait_until. */
 static void bump_epoch(rk_actor_t *a) {
-  __atomic_fetch_add(&a->epoch, 1u, __ATOMIC_RELEASE);
-  rk__fence_seq_cst();
-  if (LOAD_RELAXED(&a->epoch_waiters)) rk__wake_all(&a->epoch);
+  rk__ring_fence_light();
+  if (LOAD_RELAXED(&a->epoch_waiters)) {
+    __atomic_fetch_add(&a->epoch, 1u, __ATOMIC_RELEASE);
+    rk__wake_all(&a->epoch);
+  }
 }
 
 static rk_status_t rq_push(rk_actor_t *a, const unsigned char *slot,
@@ -577,7 +603,7 @@ static bool drain(rk_actor_t *a) {
   uint64_t n = rk__ring_available(c);
   if (n == 0) return false;
   const uint32_t slot_size = c->slot_size;
-  uint64_t now = rk__now_ns();
+  uint64_t now = 0; /* read once, if a sampled response is here */
   uint64_t moved = 0;
   pthread_mutex_lock(&a->host_lock);
   for (; moved < n; ++moved) {
@@ -597,6 +623,7 @@ static bool drain(rk_actor_t *a) {
     uint64_t id = m->correlation_id, k = (id / kSampleEvery) % kSampleTable;
     if (id % kSampleEvery == 0 && LOAD_ACQUIRE(&a->sample_id[k]) == id) {
       uint64_t t = LOAD_RELAXED(&a->sample_t[k]);
+      if (!now) now = rk__now_ns();
       if (now > t) record_latency(a, now - t);
     }
   }
@@ -611,10 +638,11 @@ typedef bool (*ready_fn)(rk_actor_t *a, void *arg);
 /* Waits until ready(a, arg), draining responses meanwhile. RK_OK or
  * RK_ERR_TIMEOUT. */
 static rk_status_t wait_until(rk_actor_t *a, ready_fn ready, void *arg,
-                              uint64_t deadline) {
-  uint64_t spin_end = 0;
-  for (;;) {
+                              limit_t *limit) {
+  uint64_t spin_end = 0, deadline = 0;
+  for (bool first = true;; first = false) {
     if (ready(a, arg)) return RK_OK;
+    if (!first) deadline = limit_deadline(limit);
     uint32_t e = LOAD_ACQUIRE(&a->epoch);
     if (LOAD_RELAXED(&a->drain_role) == 0 &&
         __atomic_exchange_n(&a->drain_role, 1u, __ATOMIC_ACQUIRE) == 0) {
@@ -639,7 +667,7 @@ static rk_status_t wait_until(rk_actor_t *a, ready_fn ready, void *arg,
     } else {
       /* Another thread drains: wait for it to deliver or step down. */
       __atomic_fetch_add(&a->epoch_waiters, 1u, __ATOMIC_SEQ_CST);
-      rk__fence_seq_cst();
+      rk__ring_fence_heavy();
       if (!ready(a, arg) && LOAD_ACQUIRE(&a->epoch) == e) {
         uint64_t t = 1000000u;
         if (deadline) {
@@ -651,6 +679,7 @@ static rk_status_t wait_until(rk_actor_t *a, ready_fn ready, void *arg,
       }
       __atomic_fetch_sub(&a->epoch_waiters, 1u, __ATOMIC_RELAXED);
     }
+    deadline = limit_deadline(limit);
     if (expired(deadline)) return ready(a, arg) ? RK_OK : RK_ERR_TIMEOUT;
   }
 }
@@ -727,13 +756,13 @@ static rk_status_t trad_step(rk_actor_t *a, const rk_abi_msg_t *req,
 }
 
 static rk_status_t trad_send(rk_actor_t *a, const rk_abi_msg_t *req,
-                             const void *payload, uint64_t timeout_ns,
-                             uint64_t deadline) {
+                             const void *payload, limit_t *limit) {
   pthread_mutex_lock(&a->trad_lock);
   rk_status_t s = RK_OK;
   unsigned char *slot;
   while (!(slot = rk__ring_reserve(&a->trad_out))) {
-    if (timeout_ns == 0 || expired(deadline)) {
+    uint64_t deadline = limit_deadline(limit);
+    if (limit->timeout_ns == 0 || expired(deadline)) {
       s = RK_ERR_QUEUE_FULL;
       break;
     }
@@ -753,14 +782,14 @@ static rk_status_t trad_send(rk_actor_t *a, const rk_abi_msg_t *req,
 /* Queues (persistent) or runs (traditional) one request, waiting for
  * space until the deadline. */
 static rk_status_t enqueue(rk_actor_t *a, const rk_abi_msg_t *m,
-                           const void *request, uint64_t timeout_ns,
-                           uint64_t deadline) {
+                           const void *request, limit_t *limit) {
   if (a->mode == RK_ACTOR_TRADITIONAL)
-    return trad_send(a, m, request, timeout_ns, deadline);
+    return trad_send(a, m, request, limit);
   for (;;) {
     rk_status_t s = rk__ring_mp_send(&a->in_mp, m, request, a->in_size, NULL);
-    if (s != RK_ERR_QUEUE_FULL || timeout_ns == 0 || expired(deadline))
-      return s;
+    if (s != RK_ERR_QUEUE_FULL || limit->timeout_ns == 0) return s;
+    uint64_t deadline = limit_deadline(limit);
+    if (expired(deadline)) return s;
     uint64_t slice = rk__now_ns() + 1000000u;
     if (deadline && deadline < slice) slice = deadline;
     rk__ring_mp_wait_space(&a->in_mp, slice);
@@ -780,8 +809,8 @@ static rk_status_t send_one(rk_actor_t *a, const void *request,
     __atomic_store_n(&a->sample_t[k], t0, __ATOMIC_RELAXED);
     __atomic_store_n(&a->sample_id[k], id, __ATOMIC_RELEASE);
   }
-  const uint64_t deadline = deadline_after(timeout_ns);
-  rk_status_t s = enqueue(a, &m, request, timeout_ns, deadline);
+  limit_t limit = limit_of(timeout_ns, 0);
+  rk_status_t s = enqueue(a, &m, request, &limit);
   if (s == RK_ERR_QUEUE_FULL) {
     __atomic_fetch_add(&a->dropped, 1u, __ATOMIC_RELAXED);
     return rk__fail(RK_ERR_QUEUE_FULL,
@@ -824,9 +853,9 @@ rk_status_t rk_actor_receive(rk_actor_t *actor, void *response,
                              rk_actor_message_t *out_info) {
   if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
   RK_RETURN_IF_ERROR(check_capacity(actor, response, capacity));
-  const uint64_t deadline = deadline_after(timeout_ns);
+  limit_t limit = limit_of(timeout_ns, 0);
   for (;;) {
-    rk_status_t s = wait_until(actor, rq_nonempty, NULL, deadline);
+    rk_status_t s = wait_until(actor, rq_nonempty, NULL, &limit);
     if (s != RK_OK)
       return timeout_ns == 0
                  ? rk__fail(RK_ERR_QUEUE_EMPTY, "actor_receive: no response")
@@ -870,7 +899,6 @@ rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
   w.response = response;
   w.capacity = capacity;
   w.id = __atomic_fetch_add(&actor->next_id, 1u, __ATOMIC_RELAXED);
-  const uint64_t deadline = deadline_after(timeout_ns);
   pthread_mutex_lock(&actor->host_lock);
   w.next = actor->waiters;
   actor->waiters = &w;
@@ -878,7 +906,8 @@ rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
   rk_abi_msg_t m = {w.id, rk__hlc_tick(&actor->host_clock),
                     RK_ABI_MSG_REQUEST, actor->in_size, 0, 0};
   const uint64_t t0 = rk__now_ns();
-  rk_status_t s = enqueue(actor, &m, request, timeout_ns, deadline);
+  limit_t limit = limit_of(timeout_ns, t0);
+  rk_status_t s = enqueue(actor, &m, request, &limit);
   if (s != RK_OK) {
     pthread_mutex_lock(&actor->host_lock);
     for (waiter_t **p = &actor->waiters; *p; p = &(*p)->next)
@@ -893,7 +922,7 @@ rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
     return s;
   }
   __atomic_fetch_add(&actor->sent, 1u, __ATOMIC_RELAXED);
-  s = wait_until(actor, waiter_done, &w, deadline);
+  s = wait_until(actor, waiter_done, &w, &limit);
   pthread_mutex_lock(&actor->host_lock);
   if (!LOAD_ACQUIRE(&w.done)) {
     /* Timed out: unregister; a late response goes to receive. */

@@ -57,6 +57,9 @@ static void fence_heavy(void) {
   rk__fence_seq_cst();
 }
 
+void rk__ring_fence_light(void) { fence_light(); }
+void rk__ring_fence_heavy(void) { fence_heavy(); }
+
 rk_status_t rk__ring_init(rk_abi_ring_t *hdr, uint32_t capacity,
                           uint32_t slot_size) {
   /* Before any ring exists, so both sides of every handshake agree. */

@@ -109,6 +109,13 @@ bool rk__ring_wait_data_since(rk_abi_ring_t *hdr, uint64_t head,
  * request for the consumer to look at). */
 void rk__ring_kick(rk_abi_ring_t *hdr);
 
+/* The two halves of a store-then-load handshake between a side that
+ * signals often and one that parks rarely (used by the rings and by the
+ * actor layer's own waiters): light is a compiler barrier where the kernel
+ * can impose the heavy half (membarrier), a full fence otherwise. */
+void rk__ring_fence_light(void);
+void rk__ring_fence_heavy(void);
+
 /* ---- Multi-producer stage ------------------------------------------------ */
 
 typedef enum rk__ring_mp_kind {
