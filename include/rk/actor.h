@@ -158,9 +158,8 @@ rk_status_t rk_actor_send(rk_actor_t *actor, const void *request, size_t size,
  * a response whose handler failed, RK_ERR_HANDLER with the payload still
  * copied; out_info (may be NULL) gets the details. Works in any state while
  * responses remain. */
-rk_status_t rk_actor_receive(rk_actor_t *actor, void *response,
-                             size_t capacity, uint64_t timeout_ns,
-                             rk_actor_message_t *out_info);
+rk_status_t rk_actor_receive(rk_actor_t *actor, void *response, size_t capacity,
+                             uint64_t timeout_ns, rk_actor_message_t *out_info);
 
 /* Sends a request and waits up to timeout_ns (for space and then for the
  * answer) for the response with its correlation id; responses to other
@@ -169,9 +168,8 @@ rk_status_t rk_actor_receive(rk_actor_t *actor, void *response,
  * response, when it comes, is left for rk_actor_receive. Returns as
  * rk_actor_receive. */
 rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
-                          size_t request_size, void *response,
-                          size_t capacity, uint64_t timeout_ns,
-                          rk_actor_message_t *out_info);
+                          size_t request_size, void *response, size_t capacity,
+                          uint64_t timeout_ns, rk_actor_message_t *out_info);
 
 /* Stops accepting requests, lets the device side answer the ones already
  * queued (also those left by deactivate), and waits up to timeout_ns for it

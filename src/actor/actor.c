@@ -59,8 +59,8 @@ struct rk_actor {
   rk_module_t *module;
   rk_function_t *function;
   rk_actor_mode_t mode;
-  bool external; /* no device side: a test drives it */
-  uint32_t state;         /* rk_actor_state_t; atomic */
+  bool external;  /* no device side: a test drives it */
+  uint32_t state; /* rk_actor_state_t; atomic */
   uint32_t in_size, out_size, state_size;
   bool has_state, has_status;
   uint64_t spin_ns;
@@ -71,19 +71,19 @@ struct rk_actor {
   rk__actor_device_t device;
   rk__actor_worker_t *worker;
 
-  uint64_t next_id;    /* atomic; correlation ids start at 1 */
-  uint64_t host_clock; /* hybrid logical clock of the senders */
+  uint64_t next_id;       /* atomic; correlation ids start at 1 */
+  uint64_t host_clock;    /* hybrid logical clock of the senders */
   uint64_t sent, dropped; /* atomic */
 
   /* Traditional mode. */
   pthread_mutex_t trad_lock;
   rk_devptr_t d_in, d_out, d_state, d_status;
-  rk__ring_end_t trad_out; /* producer end of the output ring */
+  rk__ring_end_t trad_out;              /* producer end of the output ring */
   uint64_t trad_processed, trad_errors; /* atomic */
   int32_t trad_last_error;              /* atomic */
 
   /* Output side. */
-  uint32_t drain_role; /* atomic flag */
+  uint32_t drain_role;  /* atomic flag */
   rk__ring_end_t out_c; /* consumer end; only the role holder uses it */
   uint32_t epoch, epoch_waiters; /* atomic */
   pthread_mutex_t host_lock;     /* waiters, receive queue, latencies */
@@ -226,9 +226,8 @@ static rk_status_t describe_handler(rk_actor_t *a, const char *source,
   if (s != RK_OK) return rk__fail_context(s, "actor '%s'", handler);
   const rk_entry_t *e = &list->entries[0];
   if (e->kind != RK_ENTRY_HANDLER) {
-    rk__fail(RK_ERR_INVALID_ARGUMENT,
-             "actor: '%s' is an %s, not an RK_HANDLER", handler,
-             rk_entry_kind_name(e->kind));
+    rk__fail(RK_ERR_INVALID_ARGUMENT, "actor: '%s' is an %s, not an RK_HANDLER",
+             handler, rk_entry_kind_name(e->kind));
     rk_entry_list_destroy(list);
     return RK_ERR_INVALID_ARGUMENT;
   }
@@ -281,11 +280,10 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
   const size_t off_in = round_line(sizeof(rk_abi_control_t));
   const size_t off_out = off_in + sizeof(rk_abi_ring_t);
   const size_t off_in_slots = off_out + sizeof(rk_abi_ring_t);
-  const size_t off_out_slots =
-      off_in_slots + round_line(rk__ring_slot_bytes(o->input_capacity, in_slot));
-  const size_t total =
-      off_out_slots + round_line(rk__ring_slot_bytes(o->output_capacity,
-                                                     out_slot));
+  const size_t off_out_slots = off_in_slots + round_line(rk__ring_slot_bytes(
+                                                  o->input_capacity, in_slot));
+  const size_t total = off_out_slots + round_line(rk__ring_slot_bytes(
+                                           o->output_capacity, out_slot));
   const rk__backend_vtable_t *vt = a->context->vt;
   if (vt->mapped_alloc) {
     RK_RETURN_IF_ERROR(vt->mapped_alloc(a->context, total, &a->mapped));
@@ -359,8 +357,7 @@ static rk_status_t launch(rk_context_t *context, const char *source,
   rk_actor_options_init(&o);
   if (opt) o = *opt;
   RK_RETURN_IF_ERROR(check_options(&o));
-  if (o.mode == RK_ACTOR_PERSISTENT && !external &&
-      !context->vt->actor_start)
+  if (o.mode == RK_ACTOR_PERSISTENT && !external && !context->vt->actor_start)
     return rk__fail(RK_ERR_UNIMPLEMENTED,
                     "actor: the %s backend cannot keep a handler resident; "
                     "use RK_ACTOR_TRADITIONAL",
@@ -406,8 +403,8 @@ rk_status_t rk_actor_launch(rk_context_t *context, const char *source,
   return launch(context, source, handler, options, false, out_actor);
 }
 
-rk_status_t rk__actor_launch_external(rk_context_t *context,
-                                      const char *source, const char *handler,
+rk_status_t rk__actor_launch_external(rk_context_t *context, const char *source,
+                                      const char *handler,
                                       const rk_actor_options_t *options,
                                       rk_actor_t **out_actor,
                                       const rk__actor_device_t **out_device) {
@@ -698,8 +695,9 @@ static bool rq_nonempty(rk_actor_t *a, void *arg) {
 
 static rk_status_t check_send(rk_actor_t *a, const void *request, size_t size) {
   if (!a || !request)
-    return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor_send: actor and request "
-                                             "are required");
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_send: actor and request "
+                    "are required");
   if (size != a->in_size) {
     __atomic_fetch_add(&a->dropped, 1u, __ATOMIC_RELAXED);
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
@@ -734,8 +732,8 @@ static rk_status_t trad_step(rk_actor_t *a, const rk_abi_msg_t *req,
                                         a->device.block, 0, NULL, args, n));
   RK_RETURN_IF_ERROR(rk_context_synchronize(ctx));
   rk_abi_msg_t *m = (rk_abi_msg_t *)out_slot;
-  RK_RETURN_IF_ERROR(rk_context_copy_to_host(
-      ctx, out_slot + RK_ABI_MSG_HEADER, a->d_out, a->out_size));
+  RK_RETURN_IF_ERROR(rk_context_copy_to_host(ctx, out_slot + RK_ABI_MSG_HEADER,
+                                             a->d_out, a->out_size));
   int32_t code = 0;
   if (a->has_status)
     RK_RETURN_IF_ERROR(rk_context_copy_to_host(ctx, &code, a->d_status, 4));
@@ -783,8 +781,7 @@ static rk_status_t trad_send(rk_actor_t *a, const rk_abi_msg_t *req,
  * space until the deadline. */
 static rk_status_t enqueue(rk_actor_t *a, const rk_abi_msg_t *m,
                            const void *request, limit_t *limit) {
-  if (a->mode == RK_ACTOR_TRADITIONAL)
-    return trad_send(a, m, request, limit);
+  if (a->mode == RK_ACTOR_TRADITIONAL) return trad_send(a, m, request, limit);
   for (;;) {
     rk_status_t s = rk__ring_mp_send(&a->in_mp, m, request, a->in_size, NULL);
     if (s != RK_ERR_QUEUE_FULL || limit->timeout_ns == 0) return s;
@@ -800,8 +797,8 @@ static rk_status_t send_one(rk_actor_t *a, const void *request,
                             uint64_t timeout_ns, uint64_t *out_id,
                             uint64_t *out_t0) {
   const uint64_t id = __atomic_fetch_add(&a->next_id, 1u, __ATOMIC_RELAXED);
-  rk_abi_msg_t m = {id, rk__hlc_tick(&a->host_clock), RK_ABI_MSG_REQUEST,
-                    a->in_size, 0, 0};
+  rk_abi_msg_t m = {
+      id, rk__hlc_tick(&a->host_clock), RK_ABI_MSG_REQUEST, a->in_size, 0, 0};
   uint64_t t0 = 0;
   if (out_t0 || id % kSampleEvery == 0) t0 = rk__now_ns();
   if (id % kSampleEvery == 0) {
@@ -816,9 +813,8 @@ static rk_status_t send_one(rk_actor_t *a, const void *request,
     return rk__fail(RK_ERR_QUEUE_FULL,
                     "actor_send: the %s ring is full (%u messages)",
                     a->mode == RK_ACTOR_TRADITIONAL ? "output" : "input",
-                    a->mode == RK_ACTOR_TRADITIONAL
-                        ? a->device.out->capacity
-                        : a->device.in->capacity);
+                    a->mode == RK_ACTOR_TRADITIONAL ? a->device.out->capacity
+                                                    : a->device.in->capacity);
   }
   if (s != RK_OK) {
     __atomic_fetch_add(&a->dropped, 1u, __ATOMIC_RELAXED);
@@ -848,8 +844,8 @@ static rk_status_t check_capacity(const rk_actor_t *a, const void *response,
   return RK_OK;
 }
 
-rk_status_t rk_actor_receive(rk_actor_t *actor, void *response,
-                             size_t capacity, uint64_t timeout_ns,
+rk_status_t rk_actor_receive(rk_actor_t *actor, void *response, size_t capacity,
+                             uint64_t timeout_ns,
                              rk_actor_message_t *out_info) {
   if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
   RK_RETURN_IF_ERROR(check_capacity(actor, response, capacity));
@@ -878,18 +874,16 @@ rk_status_t rk_actor_receive(rk_actor_t *actor, void *response,
     pthread_mutex_unlock(&actor->host_lock);
     if (out_info) *out_info = info;
     if (info.status != RK_OK)
-      return rk__fail(RK_ERR_HANDLER,
-                      "actor: the handler returned %d for request %llu",
-                      (int)info.handler_code,
-                      (unsigned long long)info.correlation_id);
+      return rk__fail(
+          RK_ERR_HANDLER, "actor: the handler returned %d for request %llu",
+          (int)info.handler_code, (unsigned long long)info.correlation_id);
     return RK_OK;
   }
 }
 
 rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
-                          size_t request_size, void *response,
-                          size_t capacity, uint64_t timeout_ns,
-                          rk_actor_message_t *out_info) {
+                          size_t request_size, void *response, size_t capacity,
+                          uint64_t timeout_ns, rk_actor_message_t *out_info) {
   RK_RETURN_IF_ERROR(check_send(actor, request, request_size));
   RK_RETURN_IF_ERROR(check_capacity(actor, response, capacity));
   /* Registered before the request is published, so its response cannot
@@ -903,8 +897,12 @@ rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
   w.next = actor->waiters;
   actor->waiters = &w;
   pthread_mutex_unlock(&actor->host_lock);
-  rk_abi_msg_t m = {w.id, rk__hlc_tick(&actor->host_clock),
-                    RK_ABI_MSG_REQUEST, actor->in_size, 0, 0};
+  rk_abi_msg_t m = {w.id,
+                    rk__hlc_tick(&actor->host_clock),
+                    RK_ABI_MSG_REQUEST,
+                    actor->in_size,
+                    0,
+                    0};
   const uint64_t t0 = rk__now_ns();
   limit_t limit = limit_of(timeout_ns, t0);
   rk_status_t s = enqueue(actor, &m, request, &limit);

@@ -10,8 +10,8 @@
  * caller consumes requests from device->in and produces responses into
  * device->out following the ABI, and sets control->terminated when asked
  * to terminate. *out_device stays valid until the actor is destroyed. */
-rk_status_t rk__actor_launch_external(rk_context_t *context,
-                                      const char *source, const char *handler,
+rk_status_t rk__actor_launch_external(rk_context_t *context, const char *source,
+                                      const char *handler,
                                       const rk_actor_options_t *options,
                                       rk_actor_t **out_actor,
                                       const rk__actor_device_t **out_device);

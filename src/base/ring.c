@@ -223,8 +223,8 @@ bool rk__ring_wait_data(rk_abi_ring_t *hdr, uint64_t head,
               &hdr->data_waiters, has_data, deadline_ns);
 }
 
-bool rk__ring_wait_data_since(rk_abi_ring_t *hdr, uint64_t head,
-                              uint32_t seq, uint64_t deadline_ns) {
+bool rk__ring_wait_data_since(rk_abi_ring_t *hdr, uint64_t head, uint32_t seq,
+                              uint64_t deadline_ns) {
   return park(hdr, head, &hdr->data_seq, seq, &hdr->data_waiters, has_data,
               deadline_ns);
 }

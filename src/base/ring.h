@@ -103,8 +103,8 @@ bool rk__ring_wait_space(rk_abi_ring_t *hdr, uint64_t own_tail,
  * rk__ring_wait_data_since, which also returns on any kick after that read
  * (a kick between the look and the wait is never lost). */
 uint32_t rk__ring_data_seq(const rk_abi_ring_t *hdr);
-bool rk__ring_wait_data_since(rk_abi_ring_t *hdr, uint64_t head,
-                              uint32_t seq, uint64_t deadline_ns);
+bool rk__ring_wait_data_since(rk_abi_ring_t *hdr, uint64_t head, uint32_t seq,
+                              uint64_t deadline_ns);
 /* Wakes whoever waits for data without publishing anything (a control
  * request for the consumer to look at). */
 void rk__ring_kick(rk_abi_ring_t *hdr);

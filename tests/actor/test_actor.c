@@ -12,7 +12,8 @@
 static rk_context_t *g_ctx;
 
 static rk_actor_t *launch(const char *src, const char *handler,
-                          rk_actor_mode_t mode, const rk_actor_options_t *base) {
+                          rk_actor_mode_t mode,
+                          const rk_actor_options_t *base) {
   rk_actor_options_t o;
   rk_actor_options_init(&o);
   if (base) o = *base;
@@ -30,8 +31,8 @@ static void test_add_one(rk_actor_mode_t mode) {
         rk_actor_state_name(rk_actor_state(a)));
   int_msg_t q = {41}, r = {0};
   rk_actor_message_t info;
-  CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
-                         &info));
+  CHECK_OK(
+      rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE, &info));
   CHECK(r.v == 42, "call(41) gave %d", r.v);
   CHECK(info.status == RK_OK && info.handler_code == 0 &&
             info.size == sizeof r && info.correlation_id != 0,
@@ -103,13 +104,12 @@ static void test_uncorrelated_stay(rk_actor_mode_t mode) {
   CHECK_OK(rk_actor_send(a, &q, sizeof q, 0, &id));
   q.v = 20;
   rk_actor_message_t info;
-  CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
-                         &info));
+  CHECK_OK(
+      rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE, &info));
   CHECK(r.v == 21 && info.correlation_id != id, "call got %d", r.v);
   CHECK_OK(rk_actor_receive(a, &r, sizeof r, 0, &info));
   CHECK(r.v == 11 && info.correlation_id == id, "receive got %d", r.v);
-  CHECK_STATUS(rk_actor_receive(a, &r, sizeof r, 0, NULL),
-               RK_ERR_QUEUE_EMPTY);
+  CHECK_STATUS(rk_actor_receive(a, &r, sizeof r, 0, NULL), RK_ERR_QUEUE_EMPTY);
   uint64_t t0 = rk__now_ns();
   CHECK_STATUS(rk_actor_receive(a, &r, sizeof r, 20000000u, NULL),
                RK_ERR_TIMEOUT);
@@ -139,8 +139,7 @@ static void test_state(rk_actor_mode_t mode) {
   rk_actor_stats_t st;
   CHECK_OK(rk_actor_stats(a, &st));
   CHECK(st.state_size == 4 && st.request_size == 8 && st.response_size == 16,
-        "sizes %zu %zu %zu", st.state_size, st.request_size,
-        st.response_size);
+        "sizes %zu %zu %zu", st.state_size, st.request_size, st.response_size);
   rk_actor_destroy(a);
 }
 
@@ -151,15 +150,15 @@ static void test_handler_error(rk_actor_mode_t mode) {
   div_req_t q = {10, 0};
   int_msg_t r = {-1};
   rk_actor_message_t info;
-  CHECK_STATUS(rk_actor_call(a, &q, sizeof q, &r, sizeof r,
-                             RK_TIMEOUT_INFINITE, &info),
-               RK_ERR_HANDLER);
+  CHECK_STATUS(
+      rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE, &info),
+      RK_ERR_HANDLER);
   CHECK_ERROR_HAS("returned 7");
   CHECK(info.status == RK_ERR_HANDLER && info.handler_code == 7 && r.v == 0,
         "status %d code %d q %d", (int)info.status, info.handler_code, r.v);
   q.b = 3;
-  CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
-                         &info));
+  CHECK_OK(
+      rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE, &info));
   CHECK(r.v == 3 && info.handler_code == 0, "10/3 gave %d", r.v);
   /* Through receive as well. */
   q.b = 0;
@@ -169,11 +168,10 @@ static void test_handler_error(rk_actor_mode_t mode) {
   CHECK(info.handler_code == 7, "code %d", info.handler_code);
   rk_actor_stats_t st;
   CHECK_OK(rk_actor_stats(a, &st));
-  CHECK(st.processed == 3 && st.handler_errors == 2 &&
-            st.last_handler_code == 7,
-        "processed %llu errors %llu last %d",
-        (unsigned long long)st.processed,
-        (unsigned long long)st.handler_errors, st.last_handler_code);
+  CHECK(
+      st.processed == 3 && st.handler_errors == 2 && st.last_handler_code == 7,
+      "processed %llu errors %llu last %d", (unsigned long long)st.processed,
+      (unsigned long long)st.handler_errors, st.last_handler_code);
   rk_actor_destroy(a);
 }
 
@@ -191,8 +189,8 @@ static void test_transitions(rk_actor_mode_t mode) {
   CHECK_STATUS(rk_actor_deactivate(a), RK_ERR_INVALID_STATE);
   CHECK_OK(rk_actor_activate(a));
   CHECK_STATUS(rk_actor_activate(a), RK_ERR_INVALID_STATE);
-  CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
-                         NULL));
+  CHECK_OK(
+      rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL));
   CHECK(r.v == 2, "active call gave %d", r.v);
   CHECK_OK(rk_actor_deactivate(a));
   CHECK(rk_actor_state(a) == RK_ACTOR_DEACTIVATED, "deactivated");
@@ -202,8 +200,8 @@ static void test_transitions(rk_actor_mode_t mode) {
                RK_ERR_INVALID_STATE);
   CHECK_OK(rk_actor_activate(a));
   q.v = 5;
-  CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
-                         NULL));
+  CHECK_OK(
+      rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL));
   CHECK(r.v == 6, "reactivated call gave %d", r.v);
   /* A response produced before termination can still be received. */
   CHECK_OK(rk_actor_send(a, &q, sizeof q, 0, NULL));
@@ -288,10 +286,10 @@ static void test_bad_arguments(void) {
   CHECK(st.sent == 0 && st.processed == 0, "nothing was sent");
   rk_actor_destroy(a);
   rk_actor_destroy(NULL);
-  CHECK(strcmp(rk_actor_state_name(RK_ACTOR_FAILED), "failed") == 0 &&
-            strcmp(rk_actor_mode_name(RK_ACTOR_TRADITIONAL), "traditional") ==
-                0,
-        "names");
+  CHECK(
+      strcmp(rk_actor_state_name(RK_ACTOR_FAILED), "failed") == 0 &&
+          strcmp(rk_actor_mode_name(RK_ACTOR_TRADITIONAL), "traditional") == 0,
+      "names");
 }
 
 /* 4 producers x N messages into one actor; a consumer thread checks that
@@ -370,8 +368,8 @@ static void *caller_main(void *arg) {
   caller_t *c = arg;
   for (int i = 0; i < 2000; ++i) {
     int_msg_t q = {c->base + i}, r = {0};
-    if (rk_actor_call(c->actor, &q, sizeof q, &r, sizeof r,
-                      RK_TIMEOUT_INFINITE, NULL) != RK_OK ||
+    if (rk_actor_call(c->actor, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
+                      NULL) != RK_OK ||
         r.v != q.v + 1)
       c->failures++;
   }

@@ -25,15 +25,16 @@ static void *call_main(void *arg) {
   call_t *c = arg;
   int_msg_t q = {c->value}, r = {0};
   rk_actor_message_t info;
-  c->status = rk_actor_call(c->actor, &q, sizeof q, &r, sizeof r,
-                            10000000000u, &info);
+  c->status =
+      rk_actor_call(c->actor, &q, sizeof q, &r, sizeof r, 10000000000u, &info);
   c->result = r.v;
   c->id = info.correlation_id;
   return NULL;
 }
 
 /* Answers request `req` as the device would: value * 10, code. */
-static void respond(rk__ring_end_t *out, const rk_abi_msg_t *req, int32_t code) {
+static void respond(rk__ring_end_t *out, const rk_abi_msg_t *req,
+                    int32_t code) {
   unsigned char *slot = rk__ring_reserve(out);
   rk_abi_msg_t *m = (rk_abi_msg_t *)slot;
   const int_msg_t *in = (const int_msg_t *)((const char *)req + 32);
@@ -59,8 +60,8 @@ static bool wait_requests(rk__ring_end_t *in, uint64_t n) {
 static void test_reverse_order(void) {
   rk_actor_t *a = NULL;
   const rk__actor_device_t *dev = NULL;
-  if (!CHECK_OK(rk__actor_launch_external(g_ctx, kAddOneSource, "add_one",
-                                          NULL, &a, &dev)))
+  if (!CHECK_OK(rk__actor_launch_external(g_ctx, kAddOneSource, "add_one", NULL,
+                                          &a, &dev)))
     return;
   rk__ring_end_t in, out;
   rk__ring_attach(&in, dev->in, dev->in_slots, false);

@@ -124,8 +124,8 @@ static void *mp_main(void *arg) {
   mp_producer_t *p = arg;
   for (uint32_t i = 0; i < kPerProducer; ++i) {
     uint32_t payload[2] = {p->id, i};
-    rk_abi_msg_t m = {((uint64_t)p->id << 32) | i, 0, RK_ABI_MSG_REQUEST, 8,
-                      0, 0};
+    rk_abi_msg_t m = {
+        ((uint64_t)p->id << 32) | i, 0, RK_ABI_MSG_REQUEST, 8, 0, 0};
     while (rk__ring_mp_send(p->mp, &m, payload, 8, NULL) == RK_ERR_QUEUE_FULL) {
       p->full++;
       rk__ring_mp_wait_space(p->mp, rk__now_ns() + 1000000u);
@@ -164,12 +164,11 @@ static void test_mp(rk__ring_mp_kind_t kind, const char *name) {
       memcpy(pl, s + RK_ABI_MSG_HEADER, sizeof pl);
       uint32_t id = (uint32_t)(m->correlation_id >> 32);
       uint32_t seq = (uint32_t)m->correlation_id;
-      if (id >= kProducers || pl[0] != id || pl[1] != seq ||
-          seq != next[id] || m->size != 8) {
+      if (id >= kProducers || pl[0] != id || pl[1] != seq || seq != next[id] ||
+          m->size != 8) {
         if (bad++ < 5)
           printf("  %s: producer %u seq %u payload %u/%u (expected seq %u)\n",
-                 name, id, seq, pl[0], pl[1],
-                 id < kProducers ? next[id] : 0);
+                 name, id, seq, pl[0], pl[1], id < kProducers ? next[id] : 0);
       } else {
         next[id]++;
       }

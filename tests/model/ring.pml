@@ -71,7 +71,7 @@
  *     acquire load) passes a head one producer loaded on to the others.
  *   - the parking protocol's store-then-load pairs (index store, then the
  *     waiter count; waiter count, then the index) are made sequentially
- *     consistent by the SEQ_CST fences in signal() and park().
+ *     consistent by the full barrier between store and load in signal() and park() (a seq_cst fence, or on Linux a compiler barrier on the signalling side paired with membarrier on the parking side, which gives the same ordering).
  * What the SC model does not cover: a missing or too weak barrier (a model
  * run cannot tell a release store from a relaxed one, nor find a missing
  * fence: those need a weak-memory tool such as herd7/GenMC, or TSan on the

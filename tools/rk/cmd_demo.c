@@ -228,8 +228,9 @@ static int run(int argc, char **argv) {
     }
   }
   if (saxpy && (json || quick))
-    return tool_usage_error("demo", "--json and --quick are for the actor "
-                                    "demo, not saxpy");
+    return tool_usage_error("demo",
+                            "--json and --quick are for the actor "
+                            "demo, not saxpy");
   if (!saxpy && n_given)
     return tool_usage_error("demo", "--n is for 'rk demo saxpy'");
 
@@ -319,5 +320,5 @@ static void help(FILE *out) {
 
 const tool_command_t tool_cmd_demo = {
     "demo",
-    "an actor in persistent and traditional mode, side by side (or saxpy)",
-    run, help};
+    "an actor in persistent and traditional mode, side by side (or saxpy)", run,
+    help};

@@ -72,10 +72,10 @@ typedef struct {
 
 typedef struct {
   rk_actor_mode_t mode;
-  spread_t inject_us;    /* rk_actor_send returning */
-  spread_t step_us;      /* rk_actor_call: send -> handled -> response seen */
-  spread_t mixed_ms;     /* 300 operations: 2 commands per query */
-  double msgs_per_s;     /* pipelined, 256 in flight */
+  spread_t inject_us; /* rk_actor_send returning */
+  spread_t step_us;   /* rk_actor_call: send -> handled -> response seen */
+  spread_t mixed_ms;  /* 300 operations: 2 commands per query */
+  double msgs_per_s;  /* pipelined, 256 in flight */
   double stats_p50_us, stats_p99_us; /* the actor's own call latencies */
   uint64_t processed;
   bool state_ok;
@@ -171,9 +171,9 @@ static bool measure(rk_context_t *ctx, rk_actor_mode_t mode,
       cmd_t c = {i % 3, i % 3 == 0 ? 0.5f : 0.002f};
       if (i % 3 == 2) {
         reply_t r;
-        good = ok(rk_actor_call(a, &c, sizeof c, &r, sizeof r, 10000000000u,
-                                NULL),
-                  "calling the actor");
+        good =
+            ok(rk_actor_call(a, &c, sizeof c, &r, sizeof r, 10000000000u, NULL),
+               "calling the actor");
       } else {
         good = ok(rk_actor_send(a, &c, sizeof c, RK_TIMEOUT_INFINITE, NULL),
                   "sending a command");
@@ -243,8 +243,7 @@ static void print_table(const mode_result_t *t, const mode_result_t *p) {
          "persistent", "trad/pers");
   print_row("inject a command", "us", t->inject_us.p50, p->inject_us.p50);
   print_row("single compute step", "us", t->step_us.p50, p->step_us.p50);
-  print_row("mixed workload, 300 ops", "ms", t->mixed_ms.p50,
-            p->mixed_ms.p50);
+  print_row("mixed workload, 300 ops", "ms", t->mixed_ms.p50, p->mixed_ms.p50);
   print_row("round trip p50", "us", t->step_us.p50, p->step_us.p50);
   print_row("round trip p99", "us", t->step_us.p99, p->step_us.p99);
   printf("  %-28s %12.0f %-3s %12.0f %-3s %9.2fx\n", "messages per second",
@@ -290,13 +289,14 @@ int tool_demo_actors(rk_backend_t *be, bool json, bool quick) {
   rk_context_t *ctx = NULL;
   if (!ok(rk_backend_create_context(be, 0, &ctx), "creating a context"))
     return TOOL_EXIT_FAILURE;
-  demo_sizes_t z = quick ? (demo_sizes_t){200, 5, 5000}
-                         : (demo_sizes_t){2000, 21, 200000};
+  demo_sizes_t z =
+      quick ? (demo_sizes_t){200, 5, 5000} : (demo_sizes_t){2000, 21, 200000};
   if (!json) {
     printf("backend   %s\n", rk_backend_name(be));
     printf("device    %s\n", info.name);
-    printf("actor     body.c: RK_HANDLER int body(const cmd_t *, reply_t *, "
-           "body_t *)\n\n");
+    printf(
+        "actor     body.c: RK_HANDLER int body(const cmd_t *, reply_t *, "
+        "body_t *)\n\n");
     fflush(stdout);
   }
   mode_result_t trad, pers;
@@ -317,10 +317,11 @@ int tool_demo_actors(rk_backend_t *be, bool json, bool quick) {
     return TOOL_EXIT_OK;
   }
   print_table(&trad, &pers);
-  printf("\n  %d samples per latency, %d runs of the mixed workload, %d "
-         "pipelined\n  messages (256 in flight). Both actors ended in the "
-         "state the host\n  computed for the same commands.\n\n",
-         z.samples, z.mixed, z.pipelined);
+  printf(
+      "\n  %d samples per latency, %d runs of the mixed workload, %d "
+      "pipelined\n  messages (256 in flight). Both actors ended in the "
+      "state the host\n  computed for the same commands.\n\n",
+      z.samples, z.mixed, z.pipelined);
   fputs(kGuide, stdout);
   return TOOL_EXIT_OK;
 }

@@ -153,8 +153,7 @@ static void *worker_main(void *arg) {
     uint64_t now = rk__now_ns();
     if (!idle_since) idle_since = now;
     if (now - idle_since < w->spin_ns) {
-      for (int i = 0; i < 128 && !rk__ring_available(&in); ++i)
-        rk__cpu_relax();
+      for (int i = 0; i < 128 && !rk__ring_available(&in); ++i) rk__cpu_relax();
       continue;
     }
     rk__ring_wait_data_since(in.hdr, in.own, seq, 0);
@@ -204,8 +203,7 @@ rk_status_t rk__cpu_actor_start(rk_context_t *context,
       free(w);
       return rk__fail(RK_ERR_OUT_OF_MEMORY, "cpu: actor state");
     }
-    if (dev->initial_state)
-      memcpy(w->state, dev->initial_state, state_size);
+    if (dev->initial_state) memcpy(w->state, dev->initial_state, state_size);
   }
   long spin_us = 200;
   rk__env_long("RK_ACTOR_SPIN_US", 0, 1000000, &spin_us);
