@@ -21,10 +21,13 @@
  *
  * Modes. RK_ACTOR_PERSISTENT keeps the handler resident: on the CPU backend a
  * pinned worker thread per actor that spins briefly on the input ring, then
- * parks until a sender wakes it. RK_ACTOR_TRADITIONAL runs the same handler
- * with one kernel launch per request (copy in, launch, wait, copy out),
- * performed by the sending thread, for comparison and for backends that
- * cannot keep a kernel resident.
+ * parks until a sender wakes it. Backends that cannot keep a kernel resident
+ * (WebGPU, OpenCL, Metal) emulate it by relaunch: a host thread follows the
+ * input ring the same way and runs each batch of waiting requests with one
+ * launch of the handler's batch kernel (rk_actor_stats says which:
+ * `execution`). RK_ACTOR_TRADITIONAL runs the same handler with one kernel
+ * launch per request (copy in, launch, wait, copy out), performed by the
+ * sending thread, for comparison.
  *
  * States: LAUNCHED -> ACTIVE <-> DEACTIVATED -> TERMINATING -> TERMINATED,
  * and FAILED when termination missed its deadline or the device side was
@@ -106,6 +109,16 @@ typedef struct rk_actor_message {
   int32_t handler_code;    /* the handler's return value (0 for void ones) */
 } rk_actor_message_t;
 
+/* How an actor's handler runs (rk_actor_stats_t.execution). */
+typedef enum rk_actor_execution {
+  RK_ACTOR_EXEC_RESIDENT = 0, /* persistent: a resident device side */
+  RK_ACTOR_EXEC_RELAUNCH,     /* persistent, emulated: one launch per batch */
+  RK_ACTOR_EXEC_PER_REQUEST,  /* traditional: one launch per request */
+} rk_actor_execution_t;
+
+/* "resident", "relaunch", "per-request"; "unknown" otherwise. */
+const char *rk_actor_execution_name(rk_actor_execution_t execution);
+
 typedef struct rk_actor_stats {
   rk_actor_state_t state;
   rk_actor_mode_t mode;
@@ -123,6 +136,8 @@ typedef struct rk_actor_stats {
   uint64_t latency_samples;
   double latency_p50_ns, latency_p99_ns;
   size_t request_size, response_size, state_size;
+  rk_actor_execution_t execution;
+  uint64_t batches; /* relaunch: batch launches so far; 0 otherwise */
 } rk_actor_stats_t;
 
 /* Compiles `source` for the context's backend, finds the RK_HANDLER named
@@ -130,7 +145,8 @@ typedef struct rk_actor_stats {
  * Errors: RK_ERR_COMPILE (diagnostics in rk_last_error), RK_ERR_NOT_FOUND
  * (no such handler), RK_ERR_INVALID_ARGUMENT (bad options, capacities that
  * are not powers of two, an initial state of the wrong size),
- * RK_ERR_UNIMPLEMENTED (persistent mode on a backend that has none).
+ * RK_ERR_NOT_FOUND also when a relaunch backend's module lacks the
+ * handler's batch kernel.
  * options may be NULL (defaults). *out_actor is set only on success. */
 rk_status_t rk_actor_launch(rk_context_t *context, const char *source,
                             const char *handler,

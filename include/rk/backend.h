@@ -89,6 +89,7 @@ enum {
   RK_CAP_F64 = 1u << 4,                /* double precision in kernels */
   RK_CAP_SOFTWARE = 1u << 5, /* an emulation (lavapipe, PoCL's CPU device);
                                 never chosen by RK_BACKEND_AUTO */
+  RK_CAP_INT64 = 1u << 6,    /* 64-bit integer types in kernels */
 };
 
 typedef struct rk_device_info {

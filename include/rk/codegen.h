@@ -62,8 +62,12 @@ typedef struct rk_transpile_options {
    * ("saxpy.c"); NULL or "" means "<source>". Not retained. */
   const char *source_name;
   /* Only this entry point (kernel, stencil or handler); NULL means all of
-   * them. Structs, constants and helper functions are always kept. A name
-   * that is not an entry point is RK_ERR_NOT_FOUND. */
+   * them. Structs, constants and helper functions are always kept. A
+   * handler's name selects the handler and its batch entry (rk_batch_<name>,
+   * see rk_entry_t) in rk_transpile(); the batch entry's name selects it
+   * alone (with the handler's body, rk_handle_<name>). In
+   * rk_codegen_list_entries() the list holds exactly the entry named. A
+   * name that is not an entry point is RK_ERR_NOT_FOUND. */
   const char *entry;
 } rk_transpile_options_t;
 
@@ -153,6 +157,21 @@ typedef struct rk_entry {
    * params: kind RK_ARG_PTR, type "int32_t *", elem_size 4, not read-only.
    * false for void handlers and other entries. */
   bool handler_status;
+  /* The batch entry of handler `batch_of` (its name), NULL for every other
+   * entry. Each RK_HANDLER h is listed followed by its batch entry
+   * "rk_batch_<h>": an RK_ENTRY_KERNEL that runs h on a packed array of
+   * messages, in order, in one launch (global thread 0 does the work; launch
+   * one thread). Its params are, in this order: the handler's message
+   * buffers (const IN *in, OUT *out: rk_count elements each), the state
+   * (S *state, one element) if h has one, int32_t *rk_status (rk_count
+   * elements: message m's return value, 0 for a void handler) and
+   * uint32_t rk_count (by value). handler_status is false for it. */
+  const char *batch_of;
+  /* The entry uses rk_dynamic_shared(): block-shared memory whose size is
+   * the launch's shared_mem bytes (see docs/kernel-language.md for what
+   * each target needs from the backend: on OpenCL a hidden trailing
+   * __local parameter, on WGSL the pipeline constant rk_dyn_shared_bytes). */
+  bool dynamic_shared;
 } rk_entry_t;
 
 /* The entry points of a source, in source order. One allocation: release

@@ -15,6 +15,8 @@
 #include "rk/actor.h"
 #include "rk/backend.h"
 #include "rk/codegen.h"
+#include "rk/ops.h"
+#include "rk/select.h"
 #include "rk/status.h"
 
 #ifdef __cplusplus

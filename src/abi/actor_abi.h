@@ -111,6 +111,9 @@ typedef enum rk_abi_msg_type {
 typedef enum rk_abi_msg_status {
   RK_ABI_MSG_OK = 0,
   RK_ABI_MSG_HANDLER_ERROR = 1, /* `code` holds the handler's return value */
+  /* The device side could not run the handler (a failed launch or copy of
+   * a relaunch batch): `code` holds the rk_status_t. */
+  RK_ABI_MSG_DEVICE_ERROR = 2,
 } rk_abi_msg_status_t;
 
 typedef struct rk_abi_msg {

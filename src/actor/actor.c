@@ -20,14 +20,17 @@
  * publishes the response into the output ring itself (one launch per
  * request, serialised by a lock because the handler state is shared).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "actor/actor_internal.h"
+#include "actor/actor_relaunch.h"
 #include "base/error.h"
 #include "base/hlc.h"
 #include "base/ring.h"
 #include "base/sys.h"
+#include "hal/actor_loop.h"
 #include "rk/codegen.h"
 
 #define LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
@@ -58,7 +61,9 @@ struct rk_actor {
   rk_context_t *context;
   rk_module_t *module;
   rk_function_t *function;
+  rk_function_t *batch_function; /* rk_batch_<handler>, relaunch only */
   rk_actor_mode_t mode;
+  rk_actor_execution_t execution;
   bool external;  /* no device side: a test drives it */
   uint32_t state; /* rk_actor_state_t; atomic */
   uint32_t in_size, out_size, state_size;
@@ -70,6 +75,7 @@ struct rk_actor {
   rk_abi_control_t *control;
   rk__actor_device_t device;
   rk__actor_worker_t *worker;
+  rk__relaunch_t *relaunch;
 
   uint64_t next_id;       /* atomic; correlation ids start at 1 */
   uint64_t host_clock;    /* hybrid logical clock of the senders */
@@ -119,6 +125,18 @@ const char *rk_actor_mode_name(rk_actor_mode_t mode) {
       return "persistent";
     case RK_ACTOR_TRADITIONAL:
       return "traditional";
+  }
+  return "unknown";
+}
+
+const char *rk_actor_execution_name(rk_actor_execution_t execution) {
+  switch (execution) {
+    case RK_ACTOR_EXEC_RESIDENT:
+      return "resident";
+    case RK_ACTOR_EXEC_RELAUNCH:
+      return "relaunch";
+    case RK_ACTOR_EXEC_PER_REQUEST:
+      return "per-request";
   }
   return "unknown";
 }
@@ -250,22 +268,36 @@ static rk_status_t compile_handler(rk_actor_t *a, const char *source,
                                    const char *handler,
                                    const rk_actor_options_t *o) {
   rk_backend_kind_t kind = rk_backend_kind(rk_context_backend(a->context));
-  rk_transpile_options_t to;
-  rk_transpile_options_init(&to);
-  to.source_name = o->source_name;
-  to.entry = handler;
-  char *text = NULL;
-  rk_status_t s = rk_transpile(source, target_for(kind), &to, &text);
-  if (s != RK_OK) return rk__fail_context(s, "actor '%s'", handler);
   rk_compile_options_t co;
   rk_compile_options_init(&co);
   co.source_name = o->source_name;
   co.no_cache = o->no_cache;
-  s = rk_context_compile(a->context, text, &co, &a->module);
-  rk_transpile_free(text);
+  rk_status_t s;
+  if (kind == RK_BACKEND_CPU) {
+    /* The CPU backend builds C; the transpiler's C output of the handler
+     * is what its worker calls. Other backends transpile the source
+     * themselves. */
+    rk_transpile_options_t to;
+    rk_transpile_options_init(&to);
+    to.source_name = o->source_name;
+    to.entry = handler;
+    char *text = NULL;
+    s = rk_transpile(source, target_for(kind), &to, &text);
+    if (s != RK_OK) return rk__fail_context(s, "actor '%s'", handler);
+    s = rk_context_compile(a->context, text, &co, &a->module);
+    rk_transpile_free(text);
+  } else {
+    s = rk_context_compile(a->context, source, &co, &a->module);
+  }
   if (s != RK_OK) return rk__fail_context(s, "actor '%s'", handler);
   s = rk_module_get_function(a->module, handler, &a->function);
   if (s != RK_OK) return rk__fail_context(s, "actor '%s'", handler);
+  if (a->execution == RK_ACTOR_EXEC_RELAUNCH) {
+    char name[256];
+    snprintf(name, sizeof name, "rk_batch_%s", handler);
+    s = rk_module_get_function(a->module, name, &a->batch_function);
+    if (s != RK_OK) return rk__fail_context(s, "actor '%s'", handler);
+  }
   return RK_OK;
 }
 
@@ -357,22 +389,25 @@ static rk_status_t launch(rk_context_t *context, const char *source,
   rk_actor_options_init(&o);
   if (opt) o = *opt;
   RK_RETURN_IF_ERROR(check_options(&o));
-  if (o.mode == RK_ACTOR_PERSISTENT && !external && !context->vt->actor_start)
-    return rk__fail(RK_ERR_UNIMPLEMENTED,
-                    "actor: the %s backend cannot keep a handler resident; "
-                    "use RK_ACTOR_TRADITIONAL",
-                    context->vt->name);
 
   rk_actor_t *a = aligned_alloc(RK_ABI_LINE, round_line(sizeof *a));
   if (!a) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor");
   memset(a, 0, sizeof *a);
   a->context = context;
   a->mode = o.mode;
+  /* RK_ACTOR_RELAUNCH=1 emulates by relaunch even where the backend can
+   * keep a handler resident (to compare the two, and to test relaunch on
+   * the CPU backend). */
+  long force_relaunch = 0;
+  rk__env_long("RK_ACTOR_RELAUNCH", 0, 1, &force_relaunch);
+  a->execution = o.mode == RK_ACTOR_TRADITIONAL ? RK_ACTOR_EXEC_PER_REQUEST
+                 : external                     ? RK_ACTOR_EXEC_RESIDENT
+                 : context->vt->actor_start && !force_relaunch
+                     ? RK_ACTOR_EXEC_RESIDENT
+                     : RK_ACTOR_EXEC_RELAUNCH;
   a->external = external;
   a->next_id = 1;
-  long spin_us = 200;
-  rk__env_long("RK_ACTOR_SPIN_US", 0, 1000000, &spin_us);
-  a->spin_ns = (uint64_t)spin_us * 1000u;
+  a->spin_ns = rk__actor_spin_ns(context->info.caps & RK_CAP_SOFTWARE);
   pthread_mutex_init(&a->trad_lock, NULL);
   pthread_mutex_init(&a->host_lock, NULL);
   set_state(a, RK_ACTOR_LAUNCHED);
@@ -381,8 +416,13 @@ static rk_status_t launch(rk_context_t *context, const char *source,
   if (s == RK_OK) s = compile_handler(a, source, handler, &o);
   if (s == RK_OK) s = map_rings(a, &o);
   if (s == RK_OK && a->mode == RK_ACTOR_TRADITIONAL) s = trad_setup(a, &o);
-  if (s == RK_OK && a->mode == RK_ACTOR_PERSISTENT && !external)
+  if (s == RK_OK && a->execution == RK_ACTOR_EXEC_RELAUNCH) {
+    rk__actor_device_t dev = a->device;
+    dev.function = a->batch_function;
+    s = rk__relaunch_start(context, &dev, a->spin_ns, &a->relaunch);
+  } else if (s == RK_OK && a->mode == RK_ACTOR_PERSISTENT && !external) {
     s = context->vt->actor_start(context, &a->device, &a->worker);
+  }
   if (s != RK_OK) {
     release(a);
     return s;
@@ -493,9 +533,9 @@ rk_status_t rk_actor_terminate(rk_actor_t *actor, uint64_t timeout_ns) {
 }
 
 static void release(rk_actor_t *a) {
-  if (a->worker)
-    a->context->vt->actor_release(a->worker,
-                                  LOAD_ACQUIRE(&a->control->terminated) != 0);
+  const bool stopped = a->control && LOAD_ACQUIRE(&a->control->terminated);
+  if (a->worker) a->context->vt->actor_release(a->worker, stopped);
+  if (a->relaunch) rk__relaunch_release(a->relaunch, stopped);
   if (a->d_in) rk_context_free(a->context, a->d_in);
   if (a->d_out) rk_context_free(a->context, a->d_out);
   if (a->d_status) rk_context_free(a->context, a->d_status);
@@ -521,11 +561,14 @@ void rk_actor_destroy(rk_actor_t *actor) {
     rk_actor_terminate(actor, RK_TIMEOUT_INFINITE);
     rk__error_restore(saved);
   }
-  if (actor->worker && !LOAD_ACQUIRE(&actor->control->terminated)) {
+  if ((actor->worker || actor->relaunch) &&
+      !LOAD_ACQUIRE(&actor->control->terminated)) {
     /* A handler that never returned: the worker keeps the code and the
      * rings. */
-    actor->context->vt->actor_release(actor->worker, false);
+    if (actor->worker) actor->context->vt->actor_release(actor->worker, false);
+    if (actor->relaunch) rk__relaunch_release(actor->relaunch, false);
     actor->worker = NULL;
+    actor->relaunch = NULL;
     rk__module_abandon(actor->module);
     pthread_mutex_lock(&g_abandoned_lock);
     if (g_abandoned_count < sizeof g_abandoned / sizeof g_abandoned[0])
@@ -589,7 +632,19 @@ static void fill_info(const rk_abi_msg_t *m, rk_actor_message_t *info) {
   info->correlation_id = m->correlation_id;
   info->timestamp = m->timestamp;
   info->size = m->size;
-  info->status = m->status == RK_ABI_MSG_OK ? RK_OK : RK_ERR_HANDLER;
+  switch (m->status) {
+    case RK_ABI_MSG_OK:
+      info->status = RK_OK;
+      break;
+    case RK_ABI_MSG_DEVICE_ERROR:
+      info->status = m->code > 0 && m->code < RK_STATUS_COUNT_
+                         ? (rk_status_t)m->code
+                         : RK_ERR_INTERNAL;
+      break;
+    default:
+      info->status = RK_ERR_HANDLER;
+      break;
+  }
   info->handler_code = m->code;
 }
 
@@ -955,6 +1010,11 @@ rk_status_t rk_actor_stats(rk_actor_t *actor, rk_actor_stats_t *out_stats) {
   const rk_abi_control_t *c = actor->control;
   st.state = get_state(actor);
   st.mode = actor->mode;
+  st.execution = actor->execution;
+  if (actor->relaunch) {
+    uint64_t requests = 0;
+    rk__relaunch_counts(actor->relaunch, &st.batches, &requests);
+  }
   st.sent = LOAD_RELAXED(&actor->sent);
   st.dropped_sends = LOAD_RELAXED(&actor->dropped);
   if (actor->mode == RK_ACTOR_TRADITIONAL) {

@@ -267,3 +267,9 @@ rk_status_t rk__env_long(const char *name, long lo, long hi, long *inout) {
   *inout = x;
   return RK_OK;
 }
+
+void rk__set_thread_name(const char *name) {
+  char buf[16];
+  snprintf(buf, sizeof buf, "%s", name);
+  pthread_setname_np(pthread_self(), buf);
+}

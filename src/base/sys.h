@@ -82,6 +82,10 @@ rk_status_t rk__run_process(char *const argv[], char **out_output,
  * else is RK_ERR_INVALID_ARGUMENT naming the variable. */
 rk_status_t rk__env_long(const char *name, long lo, long hi, long *inout);
 
+/* Names the calling thread (as shown by top, gdb, /proc; at most 15
+ * characters are kept). Best effort. */
+void rk__set_thread_name(const char *name);
+
 /* Number of CPUs this process may run on, and their ids (up to max). */
 int rk__allowed_cpus(int *out_ids, int max);
 

@@ -348,6 +348,11 @@ typedef enum cg_var_kind {
   CG_VAR_SHARED, /* RK_SHARED array in a kernel */
   CG_VAR_CONST,  /* top-level `static const` scalar */
   CG_VAR_MACRO,  /* #define NAME value (init holds the value) */
+  /* `T *p = (T *)rk_dynamic_shared();` in a kernel: p (type PTR to the
+   * scalar T) is the launch's dynamic block-shared memory, used only by
+   * indexing. Each printer spells the declaration itself (the init is not
+   * printed as an expression). At most one per kernel. */
+  CG_VAR_DYNSHARED,
 } cg_var_kind_t;
 
 struct cg_var {
@@ -457,11 +462,13 @@ struct cg_func {
   cg_vec_t tiled; /* cg_var_t*: buffers read via neighbours, in order */
 
   /* Filled by the checker (transitively over calls where it says so). */
-  cg_vec_t calls;        /* cg_call_edge_t* made by this body */
-  bool uses_index;       /* thread/block index built-ins, transitively */
-  bool uses_barrier;     /* rk_sync_threads, transitively */
-  uint64_t shared_bytes; /* RK_SHARED arrays (+ stencil tiles) */
-  int visit;             /* checker scratch */
+  cg_vec_t calls;             /* cg_call_edge_t* made by this body */
+  bool uses_index;            /* thread/block index built-ins, transitively */
+  bool uses_barrier;          /* rk_sync_threads, transitively */
+  uint64_t shared_bytes;      /* RK_SHARED arrays (+ stencil tiles) */
+  bool uses_dynamic_shared;   /* rk_dynamic_shared() in this body */
+  const cg_var_t *dyn_shared; /* its pointer (CG_VAR_DYNSHARED), or NULL */
+  int visit;                  /* checker scratch */
 };
 
 /* An RK_HANDLER that returns int: its kernel takes a trailing int32_t
@@ -474,6 +481,13 @@ static inline bool rk__cg_handler_status(const cg_func_t *fn) {
 /* The name of that parameter in every target's output. User names cannot
  * start with rk_, so it never clashes with the handler's own. */
 #define CG_HANDLER_STATUS_NAME "rk_status"
+
+/* Every handler also gets a batch entry, CG_BATCH_PREFIX<name>, that runs
+ * it on rk_count messages in order in one launch: parameters (in, out[,
+ * state], int32_t *rk_status, uint32_t rk_count); rk_status[m] receives
+ * the result for message m (0 for a void handler). */
+#define CG_BATCH_PREFIX "rk_batch_"
+#define CG_BATCH_COUNT_NAME "rk_count"
 
 typedef enum cg_item_kind {
   CG_ITEM_STRUCT = 1,

@@ -31,6 +31,7 @@ typedef struct checker {
   cg_func_t *fn;        /* function being checked (its definition) */
   uint32_t block_depth; /* 1 = the function body's own block */
   int loops, breakables;
+  const cg_var_t *binding_dynshared; /* the fn's rk_dynamic_shared() pointer */
 } checker_t;
 
 /* ---- Small helpers --------------------------------------------------------
@@ -38,6 +39,14 @@ typedef struct checker {
 
 static const cg_type_t *scalar(cg_type_kind_t k) {
   return rk__cg_type_scalar(k);
+}
+
+/* Whether e is `(T *)rk_dynamic_shared()`, as written. */
+static bool is_dynamic_shared_init(const cg_expr_t *e) {
+  if (!e || e->kind != CG_E_CAST || !e->cast.spec.is_ptr) return false;
+  const cg_expr_t *c = e->cast.operand;
+  return c->kind == CG_E_CALL && c->call.nargs == 0 &&
+         rk__cg_builtin_lookup(c->call.name) == CG_BI_DYNAMIC_SHARED;
 }
 
 static const char *describe(const cg_type_t *t, char *buf, size_t cap) {
@@ -651,6 +660,11 @@ static cg_expr_t *convert(checker_t *ch, cg_expr_t *e, const cg_type_t *to,
 }
 
 static cg_expr_t *to_bool(checker_t *ch, cg_expr_t *e, const char *context) {
+  if (e->type->kind == CG_TY_PTR && e->kind == CG_E_NAME && e->name.var &&
+      (e->name.var->kind == CG_VAR_PARAM ||
+       e->name.var->kind == CG_VAR_DYNSHARED))
+    /* `if (buf)`: the buffer is not NULL (always true in WGSL). */
+    return wrap_convert(ch, e, scalar(CG_TY_BOOL));
   rvalue(ch, e);
   if (!rk__cg_is_arith(e->type)) {
     char a[256];
@@ -755,6 +769,32 @@ static void check_atomic(checker_t *ch, cg_expr_t *e) {
   cg_builtin_t b = e->call.builtin;
   cg_expr_t *a0 = e->call.args[0];
   const char *name = rk__cg_builtin_name(b);
+  if (a0->kind == CG_E_NAME && !a0->paren) {
+    /* A buffer itself, rk_atomic_add_i32(counter, 1), is its element 0:
+     * rewritten to &counter[0] for every printer. */
+    binding_t *bd = lookup(ch, a0->name.name);
+    const cg_var_t *v = bd ? bd->var : NULL;
+    if (v && ((v->kind == CG_VAR_PARAM && v->type->kind == CG_TY_PTR) ||
+              v->kind == CG_VAR_DYNSHARED)) {
+      cg_expr_t *zero = rk__cg_alloc(ch->ctx, sizeof *zero);
+      zero->kind = CG_E_INT;
+      zero->type = scalar(CG_TY_I32);
+      zero->loc = a0->loc;
+      zero->height = 1;
+      cg_expr_t *index = rk__cg_alloc(ch->ctx, sizeof *index);
+      index->kind = CG_E_INDEX;
+      index->loc = a0->loc;
+      index->height = (uint16_t)(a0->height + 1);
+      index->index.base = a0;
+      index->index.index = zero;
+      cg_expr_t *addr = rk__cg_alloc(ch->ctx, sizeof *addr);
+      addr->kind = CG_E_ADDR;
+      addr->loc = a0->loc;
+      addr->height = (uint16_t)(index->height + 1);
+      addr->addr.operand = index;
+      e->call.args[0] = a0 = addr;
+    }
+  }
   if (a0->kind != CG_E_ADDR)
     rk__cg_error(ch->ctx, a0->loc,
                  "the first argument of %s must be the address of a buffer "
@@ -772,7 +812,7 @@ static void check_atomic(checker_t *ch, cg_expr_t *e) {
   while (root->kind == CG_E_INDEX) root = root->index.base;
   cg_var_t *v = root->kind == CG_E_NAME ? root->name.var : NULL;
   bool ok = v && ((v->kind == CG_VAR_PARAM && v->type->kind == CG_TY_PTR) ||
-                  v->kind == CG_VAR_SHARED);
+                  v->kind == CG_VAR_SHARED || v->kind == CG_VAR_DYNSHARED);
   if (!ok || root->paren)
     rk__cg_error(ch->ctx, x->loc,
                  "%s needs &buf[i] or &shared[i]: the element must belong "
@@ -911,10 +951,9 @@ static void check_builtin(checker_t *ch, cg_expr_t *e, bool top) {
   cg_func_t *fn = ch->fn;
   if (b == CG_BI_DYNAMIC_SHARED)
     rk__cg_error(ch->ctx, e->loc,
-                 "rk_dynamic_shared() is not supported by the transpiler "
-                 "(pointers cannot be held in variables, and WGSL cannot size "
-                 "workgroup memory at launch); use an RK_SHARED array of "
-                 "constant size");
+                 "rk_dynamic_shared() is supported only as the initializer "
+                 "of a pointer variable declared on its own in an RK_KERNEL: "
+                 "`float *sh = (float *)rk_dynamic_shared();`, then sh[i]");
   if ((int)e->call.nargs != want)
     rk__cg_error(ch->ctx, e->loc, "%s expects %d argument%s, got %u", name,
                  want, want == 1 ? "" : "s", (unsigned)e->call.nargs);
@@ -1204,8 +1243,16 @@ static cg_expr_t *check_expr(checker_t *ch, cg_expr_t *e, bool top) {
       break;
     }
     case CG_E_CAST: {
+      if (is_dynamic_shared_init(e))
+        rk__cg_error(ch->ctx, e->loc,
+                     "(T *)rk_dynamic_shared() can only initialize a pointer "
+                     "variable declared on its own: `float *sh = (float "
+                     "*)rk_dynamic_shared();`, then sh[i]");
       if (e->cast.spec.is_ptr)
-        rk__cg_error(ch->ctx, e->loc, "pointer casts are not supported");
+        rk__cg_error(ch->ctx, e->cast.spec.ptr_loc,
+                     "pointer casts are not supported by the kernel language "
+                     "(except `(T *)rk_dynamic_shared()` initializing a "
+                     "pointer variable)");
       const cg_type_t *to = resolve_base(ch, &e->cast.spec);
       cg_expr_t *x = check_expr(ch, e->cast.operand, false);
       if (to->kind == CG_TY_VOID) {
@@ -1322,10 +1369,69 @@ static cg_expr_t *check_init(checker_t *ch, cg_expr_t *init, const cg_type_t *t,
                name);
 }
 
-static void check_local(checker_t *ch, cg_var_t *v) {
+/* `T *p = (T *)rk_dynamic_shared();`: p becomes a CG_VAR_DYNSHARED. */
+static void check_dynamic_shared(checker_t *ch, cg_var_t *v,
+                                 const cg_type_t *base, uint32_t ndecl) {
+  char a[256], b[256];
+  cg_func_t *fn = ch->fn;
+  if (fn->kind != CG_FN_KERNEL)
+    rk__cg_error(ch->ctx, v->init->loc,
+                 "rk_dynamic_shared() is only available in RK_KERNEL "
+                 "functions, not in %s '%s'",
+                 entry_word(fn->kind), fn->name);
+  if (ch->binding_dynshared)
+    rk__cg_error(ch->ctx, v->loc,
+                 "a kernel can hold rk_dynamic_shared() in one pointer only "
+                 "(the first is '%s'); index that one",
+                 ch->binding_dynshared->name);
+  if (ndecl != 1)
+    rk__cg_error(ch->ctx, v->loc,
+                 "declare the rk_dynamic_shared() pointer '%s' on its own "
+                 "(one variable in the declaration)",
+                 v->name);
+  if (v->ndims)
+    rk__cg_error(ch->ctx, v->loc,
+                 "'%s' must be a plain pointer: T *%s = (T "
+                 "*)rk_dynamic_shared();",
+                 v->name, v->name);
+  if (!rk__cg_is_arith(base) || base->kind == CG_TY_BOOL)
+    rk__cg_error(ch->ctx, v->spec.loc,
+                 "dynamic shared memory holds int, unsigned, float (or 64-bit "
+                 "integers and double where the target has them), not %s",
+                 describe(base, a, sizeof a));
+  cg_expr_t *cast = v->init;
+  const cg_type_t *to = resolve_base(ch, &cast->cast.spec);
+  if (to != base || cast->cast.spec.base_const != v->spec.base_const)
+    rk__cg_error(
+        ch->ctx, cast->loc,
+        "the cast must give the variable's own type: (%s%s *), not "
+        "(%s%s *)",
+        v->spec.base_const ? "const " : "", describe(base, a, sizeof a),
+        cast->cast.spec.base_const ? "const " : "", describe(to, b, sizeof b));
+  v->kind = CG_VAR_DYNSHARED;
+  v->type = rk__cg_type_ptr(ch->ctx, base, v->spec.base_const);
+  v->is_const = v->spec.ptr_const;
+  v->is_restrict = false;
+  cast->type = v->type;
+  cg_expr_t *call = cast->cast.operand;
+  call->call.builtin = CG_BI_DYNAMIC_SHARED;
+  call->type = v->type;
+  fn->uses_dynamic_shared = true;
+  fn->dyn_shared = v;
+  ch->binding_dynshared = v;
+  binding_t *bd = declare(ch, v->name, v->loc);
+  bd->var = v;
+}
+
+static void check_local(checker_t *ch, cg_var_t *v, uint32_t ndecl) {
   char a[256];
   cg_func_t *fn = ch->fn;
   const cg_type_t *base = resolve_base(ch, &v->spec);
+  if (v->spec.is_ptr && v->kind == CG_VAR_LOCAL &&
+      is_dynamic_shared_init(v->init)) {
+    check_dynamic_shared(ch, v, base, ndecl);
+    return;
+  }
   if (v->spec.is_ptr)
     rk__cg_error(ch->ctx, v->spec.ptr_loc,
                  "pointer-typed local variables are not supported: index "
@@ -1486,7 +1592,8 @@ static void check_stmt(checker_t *ch, cg_stmt_t *s) {
       pop_scope(ch);
       return;
     case CG_S_DECL:
-      for (uint32_t i = 0; i < s->decl.n; ++i) check_local(ch, s->decl.vars[i]);
+      for (uint32_t i = 0; i < s->decl.n; ++i)
+        check_local(ch, s->decl.vars[i], s->decl.n);
       return;
     case CG_S_EXPR:
       check_expr_stmt(ch, s->expr);
@@ -1785,6 +1892,7 @@ static void check_function(checker_t *ch, cg_func_t *fn) {
   if (!fn->body) return;
 
   ch->fn = fn;
+  ch->binding_dynshared = NULL;
   push_scope(ch);
   for (uint32_t i = 0; i < fn->nparams; ++i) {
     binding_t *pb = declare(ch, fn->params[i]->name, fn->params[i]->loc);

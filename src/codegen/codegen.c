@@ -112,7 +112,7 @@ static rk_status_t find_entry(const cg_unit_t *unit, const char *entry,
   rk__strbuf_init(&names);
   for (uint32_t i = 0; i < unit->nitems; ++i) {
     if (!is_entry(&unit->items[i])) continue;
-    if (strcmp(unit->items[i].fn->name, entry) == 0) {
+    if (rk__cg_entry_selected(unit->items[i].fn, entry)) {
       rk__strbuf_free(&names);
       return RK_OK;
     }
@@ -222,103 +222,142 @@ static rk_arg_kind_t arg_kind(const cg_type_t *t) {
 }
 
 static bool wanted(const cg_item_t *it, const char *entry) {
-  return is_entry(it) && (!entry || strcmp(it->fn->name, entry) == 0);
+  return is_entry(it) && rk__cg_entry_selected(it->fn, entry);
 }
 
-/* The C type of an int handler's status parameter, as listed. */
+/* The C types of the status buffer and message count of handlers' and
+ * batch entries' kernels, as listed. */
 static const char kStatusType[] = "int32_t *";
+static const char kCountType[] = "uint32_t";
+
+/* Fills a list allocated by build_list: a bump allocator over the block. */
+typedef struct list_writer {
+  rk_entry_t *entries;
+  rk_entry_param_t *params;
+  char *str;
+  size_t e, p;     /* entries and params written */
+  size_t nstrings; /* string bytes needed (counting pass) */
+  size_t nparams;  /* params needed (counting pass) */
+  size_t nentries; /* entries needed (counting pass) */
+  bool counting;
+} list_writer_t;
+
+/* Copies a then b (may be "") as one string into the block. */
+static const char *put_string2(list_writer_t *w, const char *a, const char *b) {
+  size_t na = strlen(a), nb = strlen(b) + 1;
+  if (w->counting) {
+    w->nstrings += na + nb;
+    return NULL;
+  }
+  char *d = w->str;
+  memcpy(d, a, na);
+  memcpy(d + na, b, nb);
+  w->str += na + nb;
+  return d;
+}
+
+static const char *put_string(list_writer_t *w, const char *s) {
+  return put_string2(w, s, "");
+}
+
+static void put_param(list_writer_t *w, rk_entry_t *en, const char *name,
+                      const char *type, rk_arg_kind_t kind, size_t size,
+                      size_t elem_size, bool read_only) {
+  if (w->counting) {
+    w->nparams++;
+    put_string(w, name);
+    put_string(w, type);
+    return;
+  }
+  rk_entry_param_t *ep = &w->params[w->p++];
+  en->param_count++;
+  ep->name = put_string(w, name);
+  ep->type = put_string(w, type);
+  ep->kind = kind;
+  ep->size = size;
+  ep->elem_size = elem_size;
+  ep->read_only = read_only;
+}
+
+/* Entry fn, or with `batch` its handler's batch entry. */
+static void put_entry(list_writer_t *w, const cg_func_t *fn, bool batch) {
+  rk_entry_t scratch;
+  memset(&scratch, 0, sizeof scratch);
+  rk_entry_t *en = w->counting ? &scratch : &w->entries[w->e++];
+  if (w->counting) w->nentries++;
+  char type[256];
+  if (batch) {
+    en->name = put_string2(w, CG_BATCH_PREFIX, fn->name);
+    en->batch_of = put_string(w, fn->name);
+    en->kind = RK_ENTRY_KERNEL;
+  } else {
+    en->name = put_string(w, fn->name);
+    en->kind = fn->kind == CG_FN_KERNEL    ? RK_ENTRY_KERNEL
+               : fn->kind == CG_FN_STENCIL ? RK_ENTRY_STENCIL
+                                           : RK_ENTRY_HANDLER;
+  }
+  if (!w->counting) en->params = &w->params[w->p];
+  if (fn->kind == CG_FN_STENCIL) {
+    en->dims = fn->dims;
+    memcpy(en->tile, fn->tile, sizeof en->tile);
+    en->halo = fn->halo;
+  }
+  en->uses_barrier = fn->uses_barrier;
+  en->shared_bytes = (size_t)fn->shared_bytes;
+  en->dynamic_shared = fn->uses_dynamic_shared;
+  for (uint32_t k = fn->kind == CG_FN_STENCIL ? 1 : 0; k < fn->nparams; ++k) {
+    const cg_var_t *v = fn->params[k];
+    rk__cg_type_describe(v->type, type, sizeof type);
+    bool ptr = v->type->kind == CG_TY_PTR;
+    put_param(w, en, v->name, type, arg_kind(v->type), v->type->size,
+              ptr ? v->type->elem->size : 0, ptr && v->type->elem_const);
+  }
+  if (batch || rk__cg_handler_status(fn)) {
+    /* The kernel's int32_t buffer for the handler's results. */
+    en->handler_status = !batch;
+    put_param(w, en, CG_HANDLER_STATUS_NAME, kStatusType, RK_ARG_PTR,
+              sizeof(rk_devptr_t), sizeof(int32_t), false);
+  }
+  if (batch)
+    put_param(w, en, CG_BATCH_COUNT_NAME, kCountType, RK_ARG_U32,
+              sizeof(uint32_t), 0, false);
+}
+
+/* The listing: every entry, or exactly the one `entry` names (a handler
+ * or its batch entry; the printers keep both either way). */
+static void put_entries(list_writer_t *w, const cg_unit_t *unit,
+                        const char *entry) {
+  for (uint32_t i = 0; i < unit->nitems; ++i) {
+    const cg_item_t *it = &unit->items[i];
+    if (!wanted(it, entry)) continue;
+    bool is_batch = entry && strcmp(entry, it->fn->name) != 0;
+    if (!is_batch) put_entry(w, it->fn, false);
+    if (it->fn->kind == CG_FN_HANDLER && (!entry || is_batch))
+      put_entry(w, it->fn, true);
+  }
+}
 
 /* Copies everything into one allocation: the list, the entries, the
  * parameters, then the strings. */
 static rk_status_t build_list(const cg_unit_t *unit, const char *entry,
                               rk_entry_list_t **out) {
-  size_t nentries = 0, nparams = 0, strings = 0;
-  char type[256];
-  for (uint32_t i = 0; i < unit->nitems; ++i) {
-    const cg_item_t *it = &unit->items[i];
-    if (!wanted(it, entry)) continue;
-    const cg_func_t *fn = it->fn;
-    nentries++;
-    strings += strlen(fn->name) + 1;
-    for (uint32_t k = fn->kind == CG_FN_STENCIL ? 1 : 0; k < fn->nparams; ++k) {
-      nparams++;
-      rk__cg_type_describe(fn->params[k]->type, type, sizeof type);
-      strings += strlen(fn->params[k]->name) + 1 + strlen(type) + 1;
-    }
-    if (rk__cg_handler_status(fn)) {
-      nparams++;
-      strings += sizeof CG_HANDLER_STATUS_NAME + sizeof kStatusType;
-    }
-  }
+  list_writer_t w;
+  memset(&w, 0, sizeof w);
+  w.counting = true;
+  put_entries(&w, unit, entry);
+  size_t nentries = w.nentries, nparams = w.nparams;
   size_t bytes = sizeof(rk_entry_list_t) + nentries * sizeof(rk_entry_t) +
-                 nparams * sizeof(rk_entry_param_t) + strings;
+                 nparams * sizeof(rk_entry_param_t) + w.nstrings;
   unsigned char *block = calloc(1, bytes);
   if (!block) return rk__fail(RK_ERR_OUT_OF_MEMORY, "codegen: entry list");
   rk_entry_list_t *list = (rk_entry_list_t *)block;
-  rk_entry_t *entries = (rk_entry_t *)(list + 1);
-  rk_entry_param_t *params = (rk_entry_param_t *)(entries + nentries);
-  char *str = (char *)(params + nparams);
+  memset(&w, 0, sizeof w);
+  w.entries = (rk_entry_t *)(list + 1);
+  w.params = (rk_entry_param_t *)(w.entries + nentries);
+  w.str = (char *)(w.params + nparams);
   list->count = nentries;
-  list->entries = nentries ? entries : NULL;
-
-  size_t e = 0, p = 0;
-  for (uint32_t i = 0; i < unit->nitems; ++i) {
-    const cg_item_t *it = &unit->items[i];
-    if (!wanted(it, entry)) continue;
-    const cg_func_t *fn = it->fn;
-    rk_entry_t *en = &entries[e++];
-    size_t n = strlen(fn->name) + 1;
-    memcpy(str, fn->name, n);
-    en->name = str;
-    str += n;
-    en->kind = fn->kind == CG_FN_KERNEL    ? RK_ENTRY_KERNEL
-               : fn->kind == CG_FN_STENCIL ? RK_ENTRY_STENCIL
-                                           : RK_ENTRY_HANDLER;
-    en->params = &params[p];
-    if (fn->kind == CG_FN_STENCIL) {
-      en->dims = fn->dims;
-      memcpy(en->tile, fn->tile, sizeof en->tile);
-      en->halo = fn->halo;
-    }
-    en->uses_barrier = fn->uses_barrier;
-    en->shared_bytes = (size_t)fn->shared_bytes;
-    for (uint32_t k = fn->kind == CG_FN_STENCIL ? 1 : 0; k < fn->nparams; ++k) {
-      const cg_var_t *v = fn->params[k];
-      rk_entry_param_t *ep = &params[p++];
-      en->param_count++;
-      n = strlen(v->name) + 1;
-      memcpy(str, v->name, n);
-      ep->name = str;
-      str += n;
-      rk__cg_type_describe(v->type, type, sizeof type);
-      n = strlen(type) + 1;
-      memcpy(str, type, n);
-      ep->type = str;
-      str += n;
-      ep->kind = arg_kind(v->type);
-      ep->size = v->type->size;
-      if (v->type->kind == CG_TY_PTR) {
-        ep->elem_size = v->type->elem->size;
-        ep->read_only = v->type->elem_const;
-      }
-    }
-    if (rk__cg_handler_status(fn)) {
-      /* The kernel's trailing int32_t buffer for the handler's result. */
-      rk_entry_param_t *ep = &params[p++];
-      en->param_count++;
-      en->handler_status = true;
-      memcpy(str, CG_HANDLER_STATUS_NAME, sizeof CG_HANDLER_STATUS_NAME);
-      ep->name = str;
-      str += sizeof CG_HANDLER_STATUS_NAME;
-      memcpy(str, kStatusType, sizeof kStatusType);
-      ep->type = str;
-      str += sizeof kStatusType;
-      ep->kind = RK_ARG_PTR;
-      ep->size = sizeof(rk_devptr_t);
-      ep->elem_size = sizeof(int32_t);
-      ep->read_only = false;
-    }
-  }
+  list->entries = nentries ? w.entries : NULL;
+  put_entries(&w, unit, entry);
   *out = list;
   return RK_OK;
 }

@@ -32,6 +32,7 @@ enum {
   CG_MAX_SOURCE = 1 << 20,  /* bytes of source */
   CG_MAX_DEPTH = 256,       /* nesting of statements and expressions */
   CG_MAX_PARAMS = 64,       /* parameters of one function */
+  CG_MAX_CONDS = 64,        /* nesting of #ifdef/#ifndef */
   CG_MAX_FIELDS = 256,      /* fields of one struct */
   CG_MAX_ARENA = 256 << 20, /* bytes of one compilation's arena */
   CG_MAX_OBJECT = 1 << 30,  /* bytes of one type */

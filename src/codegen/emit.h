@@ -51,6 +51,16 @@ bool rk__cg_target_reserves(rk_target_t target, const char *name);
  * names must not be reserved anywhere (the runtime looks them up). */
 const char *rk__cg_reserved_by(const char *name);
 
+/* Whether options.entry `entry` selects function fn: NULL selects every
+ * entry point; a handler is selected by its own name and by the name of its
+ * batch entry (CG_BATCH_PREFIX<name>), and always comes with both. */
+bool rk__cg_entry_selected(const cg_func_t *fn, const char *entry);
+
+/* Whether a handler's own kernel is printed under options.entry `entry`:
+ * always, except when `entry` names its batch entry, which then comes
+ * alone (its first and only entry point). */
+bool rk__cg_handler_kernel_selected(const cg_func_t *fn, const char *entry);
+
 /* A predicate over expressions, with the caller's state. */
 typedef bool (*cg_expr_pred_t)(const cg_expr_t *e, void *arg);
 

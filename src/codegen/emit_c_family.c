@@ -12,7 +12,10 @@
  *     a kernel <name> (same parameters) in which global thread 0 calls it
  *     once: one message per launch. A handler that returns int gets a
  *     trailing int32_t *rk_status parameter on its kernel, and thread 0
- *     stores the return value in rk_status[0].
+ *     stores the return value in rk_status[0]. A second kernel,
+ *     rk_batch_<name>(in, out[, state], rk_status, rk_count), has thread 0
+ *     call it for messages 0..rk_count-1 in order, storing each result
+ *     (0 for a void handler) in rk_status[m].
  *   - MSL has no global thread indices: kernels receive them as parameters
  *     (rk_tid, rk_bid, rk_bdim, rk_gdim) and pass them on to helpers that
  *     use index built-ins, directly or through their callees.
@@ -68,6 +71,13 @@ typedef struct target_desc {
   bool explicit_builtin_casts; /* overloaded built-ins: spell conversions */
   bool index_params;           /* MSL: indices are entry parameters */
   bool const_ref_params;       /* MSL: `constant T &x [[buffer(i)]]` */
+  /* rk_dynamic_shared(): the pointer's address space (with a space) and
+   * how the kernel receives the memory, rk_dyn_shared: NULL for C (the
+   * call stays), else "extern" (CUDA: an extern __shared__ array), "param"
+   * (OpenCL: a hidden last parameter), "threadgroup" (MSL: a parameter at
+   * [[threadgroup(0)]]). */
+  const char *dyn_space;
+  const char *dyn_style;
 } target_desc_t;
 
 static const target_desc_t kTargets[RK_TARGET_COUNT_] =
@@ -132,6 +142,8 @@ static const target_desc_t kTargets[RK_TARGET_COUNT_] =
                 .asserts = ASSERT_CXX,
                 .alignof_name = "alignof",
                 .offsetof_name = NULL,
+                .dyn_space = "",
+                .dyn_style = "extern",
             },
         [RK_TARGET_OPENCL] =
             {
@@ -168,6 +180,8 @@ static const target_desc_t kTargets[RK_TARGET_COUNT_] =
                 .alignof_name = "__alignof__",
                 .offsetof_name = "__builtin_offsetof",
                 .explicit_builtin_casts = true,
+                .dyn_space = "__local ",
+                .dyn_style = "param",
             },
         [RK_TARGET_MSL] =
             {
@@ -216,6 +230,8 @@ static const target_desc_t kTargets[RK_TARGET_COUNT_] =
                 .explicit_builtin_casts = true,
                 .index_params = true,
                 .const_ref_params = true,
+                .dyn_space = "threadgroup ",
+                .dyn_style = "threadgroup",
             },
 };
 
@@ -627,7 +643,9 @@ static void atomic_call(printer_t *p, const cg_expr_t *e) {
   const cg_expr_t *addr = e->call.args[0];
   const cg_var_t *root = rk__cg_index_root(addr->addr.operand);
   const char *space =
-      root && root->kind == CG_VAR_SHARED ? "threadgroup" : "device";
+      root && (root->kind == CG_VAR_SHARED || root->kind == CG_VAR_DYNSHARED)
+          ? "threadgroup"
+          : "device";
   if (p->t->atomic_style == ATOMIC_C) {
     puts_(p, rk__cg_builtin_name(b));
   } else {
@@ -925,7 +943,26 @@ static void param_decl(printer_t *p, const cg_var_t *v) {
 
 static void stmt(printer_t *p, const cg_stmt_t *s);
 
+/* `T *p = (T *)rk_dynamic_shared()` in the target's spelling (the
+ * checker makes it a declaration of its own). */
+static void dyn_shared_decl(printer_t *p, const cg_var_t *v) {
+  const char *space = p->t->dyn_space ? p->t->dyn_space : "";
+  const char *c = v->type->elem_const ? "const " : "";
+  printf_(p, "%s%s", space, c);
+  type_name(p, v->type->elem);
+  puts_(p, " *");
+  if (v->is_const) puts_(p, "const ");
+  name_(p, v->name);
+  printf_(p, " = (%s%s", space, c);
+  type_name(p, v->type->elem);
+  puts_(p, p->t->dyn_space ? " *)rk_dyn_shared" : " *)rk_dynamic_shared()");
+}
+
 static void decl_inline(printer_t *p, const cg_stmt_t *s) {
+  if (s->decl.n == 1 && s->decl.vars[0]->kind == CG_VAR_DYNSHARED) {
+    dyn_shared_decl(p, s->decl.vars[0]);
+    return;
+  }
   for (uint32_t i = 0; i < s->decl.n; ++i) {
     const cg_var_t *v = s->decl.vars[i];
     if (i == 0) {
@@ -1187,33 +1224,45 @@ static uint32_t first_launch_param(const cg_func_t *fn) {
   return fn->kind == CG_FN_STENCIL ? 1 : 0;
 }
 
-/* The trailing int32_t buffer of an int handler's kernel (ast.h). */
+/* The int32_t status buffer of an int handler's kernel and of every batch
+ * entry (ast.h). */
 static void status_decl(printer_t *p) {
   printf_(p, "%s%s *" CG_HANDLER_STATUS_NAME, p->t->global_space,
           p->t->types[CG_TY_I32]);
 }
 
 /* Launch parameter i of an entry: its own parameters, then (i == nparams)
- * an int handler's status buffer. */
+ * the status buffer of an int handler or batch entry, then (i == nparams +
+ * 1) a batch entry's message count; for a kernel using rk_dynamic_shared()
+ * on OpenCL, i == nparams is the hidden __local buffer. */
 static void launch_param_decl(printer_t *p, const cg_func_t *fn, uint32_t i) {
   if (i < fn->nparams)
     param_decl(p, fn->params[i]);
-  else
+  else if (fn->uses_dynamic_shared)
+    puts_(p, "__local uchar *rk_dyn_shared");
+  else if (i == fn->nparams)
     status_decl(p);
+  else
+    printf_(p, "%s " CG_BATCH_COUNT_NAME, p->t->types[CG_TY_U32]);
 }
 
-static void entry_signature(printer_t *p, const cg_func_t *fn) {
-  printf_(p, "%s %s(", p->t->kernel_decl, fn->name);
+/* The kernel signature of entry fn, or with `batch` of its handler's batch
+ * entry, up to and including the opening brace. */
+static void entry_signature(printer_t *p, const cg_func_t *fn, bool batch) {
+  printf_(p, "%s %s%s(", p->t->kernel_decl, batch ? CG_BATCH_PREFIX : "",
+          fn->name);
   uint32_t first = first_launch_param(fn);
-  uint32_t end = fn->nparams + (rk__cg_handler_status(fn) ? 1 : 0);
+  uint32_t end = fn->nparams + (batch ? 2 : rk__cg_handler_status(fn) ? 1 : 0);
   if (p->t->const_ref_params) {
     /* MSL: one parameter per line with its buffer index. */
     uint32_t slot = 0;
     for (uint32_t i = first; i < end; ++i, ++slot) {
       const cg_var_t *v = i < fn->nparams ? fn->params[i] : NULL;
       puts_(p, slot ? ",\n    " : "\n    ");
-      if (!v) {
+      if (!v && i == fn->nparams) {
         status_decl(p);
+      } else if (!v) {
+        printf_(p, "constant %s &" CG_BATCH_COUNT_NAME, p->t->types[CG_TY_U32]);
       } else if (v->type->kind == CG_TY_PTR) {
         pointer_decl(p, v);
       } else {
@@ -1225,7 +1274,10 @@ static void entry_signature(printer_t *p, const cg_func_t *fn) {
       }
       printf_(p, " [[buffer(%u)]]", (unsigned)slot);
     }
-    printf_(p, "%s%s) {\n", slot ? ",\n    " : "\n    ", kIndexParams);
+    puts_(p, slot ? ",\n    " : "\n    ");
+    if (fn->uses_dynamic_shared && !batch)
+      puts_(p, "threadgroup uchar *rk_dyn_shared [[threadgroup(0)]],\n    ");
+    printf_(p, "%s) {\n", kIndexParams);
     for (uint32_t i = first; i < fn->nparams; ++i) {
       const cg_var_t *v = fn->params[i];
       if (v->type->kind == CG_TY_PTR || !v->modified) continue;
@@ -1243,6 +1295,10 @@ static void entry_signature(printer_t *p, const cg_func_t *fn) {
   size_t start = p->out->len;
   size_t line_start = start;
   while (line_start > 0 && p->out->data[line_start - 1] != '\n') line_start--;
+  /* OpenCL: the dynamic shared memory is a hidden parameter after the
+   * listed ones (set with clSetKernelArg(k, nparams, bytes, NULL)). */
+  const char *dyn = fn->uses_dynamic_shared && !batch ? p->t->dyn_style : NULL;
+  if (dyn && strcmp(dyn, "param") == 0) end++;
   for (uint32_t i = first; i < end; ++i) {
     if (i > first) puts_(p, ", ");
     launch_param_decl(p, fn, i);
@@ -1259,6 +1315,10 @@ static void entry_signature(printer_t *p, const cg_func_t *fn) {
     puts_(p, ") {");
   }
   puts_(p, "\n");
+  if (dyn && strcmp(dyn, "extern") == 0)
+    puts_(p,
+          "  extern __shared__ __align__(16) unsigned char "
+          "rk_dyn_shared[];\n");
 }
 
 static void helper_signature(printer_t *p, const cg_func_t *fn,
@@ -1304,7 +1364,7 @@ static void stencil_entry(printer_t *p, const cg_func_t *fn) {
   uint32_t full[3];
   for (uint32_t a = 0; a < 3; ++a) full[a] = a < D ? T[a] + 2 * H : 1;
 
-  entry_signature(p, fn);
+  entry_signature(p, fn, false);
   if (t->gpu && fn->tiled.n) {
     for (uint32_t i = 0; i < fn->tiled.n; ++i) {
       const cg_var_t *b = fn->tiled.v[i];
@@ -1456,40 +1516,72 @@ static void stencil_entry(printer_t *p, const cg_func_t *fn) {
   puts_(p, "}\n");
 }
 
-static void handler_entry(printer_t *p, const cg_func_t *fn) {
-  /* The body, callable by ring templates as rk_handle_<name>. */
-  helper_signature(p, fn, "rk_handle_");
-  puts_(p, " {\n");
-  function_body(p, fn->body);
-  puts_(p, "}\n\n");
-  /* One message per launch, handled by global thread 0. */
-  entry_signature(p, fn);
+/* if (global thread 0), the condition that opens a handler's kernels. */
+static void thread_zero(printer_t *p) {
   puts_(p, "  if (");
   for (int a = 0; a < 3; ++a) {
     if (a) puts_(p, " && ");
     idx(p, 4, a);
     puts_(p, " == 0");
   }
-  puts_(p, ")\n    ");
-  /* An int handler's return value goes to the caller through rk_status. */
-  if (rk__cg_handler_status(fn)) puts_(p, CG_HANDLER_STATUS_NAME "[0] = ");
+  puts_(p, ")");
+}
+
+/* rk_handle_<name>(args) with message index `m` (NULL: the buffers as
+ * they are, i.e. message 0). The state is always the one element. */
+static void handler_call(printer_t *p, const cg_func_t *fn, const char *m) {
   puts_(p, "rk_handle_");
   name_(p, fn->name);
   puts_(p, "(");
   for (uint32_t i = 0; i < fn->nparams; ++i) {
     if (i) puts_(p, ", ");
+    if (m && i < 2) puts_(p, "&");
     name_(p, fn->params[i]->name);
+    if (m && i < 2) printf_(p, "[%s]", m);
   }
   if (p->t->index_params && fn->uses_index)
     printf_(p, "%srk_tid, rk_bid, rk_bdim, rk_gdim", fn->nparams ? ", " : "");
-  puts_(p, ");\n}\n");
+  puts_(p, ")");
+}
+
+static void handler_entry(printer_t *p, const cg_func_t *fn, bool single) {
+  /* The body, callable by ring templates as rk_handle_<name>. */
+  helper_signature(p, fn, "rk_handle_");
+  puts_(p, " {\n");
+  function_body(p, fn->body);
+  puts_(p, "}\n\n");
+  if (single) {
+    /* One message per launch, handled by global thread 0. */
+    entry_signature(p, fn, false);
+    thread_zero(p);
+    puts_(p, "\n    ");
+    /* An int handler's return value goes to the caller through rk_status. */
+    if (rk__cg_handler_status(fn)) puts_(p, CG_HANDLER_STATUS_NAME "[0] = ");
+    handler_call(p, fn, NULL);
+    puts_(p, ";\n}\n\n");
+  }
+  /* rk_count messages per launch, in order, handled by global thread 0. */
+  entry_signature(p, fn, true);
+  thread_zero(p);
+  printf_(p,
+          " {\n    for (%s rk_m = 0; rk_m < " CG_BATCH_COUNT_NAME
+          "; ++rk_m) {\n      ",
+          p->t->types[CG_TY_U32]);
+  if (rk__cg_handler_status(fn)) {
+    puts_(p, CG_HANDLER_STATUS_NAME "[rk_m] = ");
+    handler_call(p, fn, "rk_m");
+    puts_(p, ";\n");
+  } else {
+    handler_call(p, fn, "rk_m");
+    puts_(p, ";\n      " CG_HANDLER_STATUS_NAME "[rk_m] = 0;\n");
+  }
+  puts_(p, "    }\n  }\n}\n");
 }
 
 static void function(printer_t *p, const cg_func_t *fn,
                      const cg_emit_options_t *o) {
   p->fn = fn;
-  if (fn->kind != CG_FN_HELPER && o->entry && strcmp(o->entry, fn->name))
-    return;
+  if (fn->kind != CG_FN_HELPER && !rk__cg_entry_selected(fn, o->entry)) return;
   puts_(p, "\n");
   switch (fn->kind) {
     case CG_FN_HELPER:
@@ -1503,7 +1595,7 @@ static void function(printer_t *p, const cg_func_t *fn,
       puts_(p, "}\n");
       return;
     case CG_FN_KERNEL:
-      entry_signature(p, fn);
+      entry_signature(p, fn, false);
       function_body(p, fn->body);
       puts_(p, "}\n");
       return;
@@ -1511,7 +1603,7 @@ static void function(printer_t *p, const cg_func_t *fn,
       stencil_entry(p, fn);
       return;
     case CG_FN_HANDLER:
-      handler_entry(p, fn);
+      handler_entry(p, fn, rk__cg_handler_kernel_selected(fn, o->entry));
       return;
   }
 }

@@ -1,7 +1,21 @@
 /* Pieces shared by the printers (emit_c_family.c, emit_wgsl.c): tree walks
  * that do not print, and the parts of the output that differ between
  * targets only in a spelling the caller passes in. */
+#include <string.h>
+
 #include "codegen/emit.h"
+
+bool rk__cg_entry_selected(const cg_func_t *fn, const char *entry) {
+  if (fn->kind == CG_FN_HELPER || !fn->body) return false;
+  if (!entry || strcmp(fn->name, entry) == 0) return true;
+  size_t n = sizeof CG_BATCH_PREFIX - 1;
+  return fn->kind == CG_FN_HANDLER && strncmp(entry, CG_BATCH_PREFIX, n) == 0 &&
+         strcmp(entry + n, fn->name) == 0;
+}
+
+bool rk__cg_handler_kernel_selected(const cg_func_t *fn, const char *entry) {
+  return !entry || strcmp(fn->name, entry) == 0;
+}
 
 bool rk__cg_expr_any_child(const cg_expr_t *e, cg_expr_pred_t f, void *arg) {
   switch (e->kind) {

@@ -31,7 +31,12 @@
  *     value (strong, as on the other targets).
  *   - Stencils and handlers are lowered as by the C-family GPU targets;
  *     an int handler's rk_status buffer is bound after its message
- *     buffers.
+ *     buffers. rk_handle_<name> takes the message index rk_m and reads
+ *     in[rk_m] / out[rk_m] (the state is element 0): the handler's entry
+ *     passes 0u, its batch entry rk_batch_<name> loops over rk_count
+ *     messages. Both entries share the module-scope buffers (bindings
+ *     0..k-1, rk_status at k); the batch entry adds rk_status (for a void
+ *     handler) and a struct holding rk_count at k + 1.
  *
  * Refusals are compile errors with a location (rk__cg_error), raised while
  * printing: codegen.c runs this printer under the compilation's error exit.
@@ -355,6 +360,19 @@ bool rk__cg_wgsl_reserves(const char *name) {
   return false;
 }
 
+/* Whether `name` is one of WGSL's built-in functions (the names from
+ * "abs" to the end of kWgslNames): a module-scope declaration may shadow
+ * those, so an entry point can keep such a name where the output does not
+ * call the built-in itself. */
+static bool wgsl_builtin_function(const char *name) {
+  const size_t n = sizeof kWgslNames / sizeof *kWgslNames;
+  size_t first = 0;
+  while (first < n && strcmp(kWgslNames[first], "abs") != 0) first++;
+  for (size_t i = first; i < n; ++i)
+    if (strcmp(kWgslNames[i], name) == 0) return true;
+  return false;
+}
+
 /* ---- Printer state ------------------------------------------------------- */
 
 typedef struct printer {
@@ -369,6 +387,10 @@ typedef struct printer {
   cg_map_t atomic_vars;   /* "%p" of a cg_var_t -> "" */
   cg_map_t temps;         /* "%p" of a hoisted ?: -> its temporary's name */
   int ntemps;
+  /* Entry points named like a WGSL built-in function (shadowing it); the
+   * output must not call that built-in (checked at the end). */
+  const cg_func_t *shadowing[8];
+  int nshadowing;
 } printer_t;
 
 static void puts_(printer_t *p, const char *s) { rk__strbuf_puts(p->out, s); }
@@ -431,30 +453,33 @@ static void declare(printer_t *p, const char *name, cg_loc_t loc) {
 }
 
 /* The module-scope name of a buffer parameter or shared array of the
- * current entry. */
-static void resource_name(printer_t *p, const cg_var_t *v) {
-  if (p->multi && p->entry) {
-    puts_(p, p->entry->name);
-    puts_(p, "_");
-    puts_(p, v->name);
-  } else {
-    name_(p, v->name);
-  }
-}
-
+ * current entry; an rk_dynamic_shared() pointer names the workgroup array
+ * rk_dyn_shared. */
 static const char *resource_string(printer_t *p, const cg_var_t *v) {
-  if (!(p->multi && p->entry)) return spelled(p, v->name);
-  size_t a = strlen(p->entry->name), b = strlen(v->name);
+  const char *own = v->kind == CG_VAR_DYNSHARED ? "rk_dyn_shared" : v->name;
+  if (!(p->multi && p->entry))
+    return v->kind == CG_VAR_DYNSHARED ? own : spelled(p, own);
+  size_t a = strlen(p->entry->name), b = strlen(own);
   char *s = rk__cg_alloc(p->ctx, a + b + 2);
   memcpy(s, p->entry->name, a);
   s[a] = '_';
-  memcpy(s + a + 1, v->name, b + 1);
+  memcpy(s + a + 1, own, b + 1);
   return s;
+}
+
+static void resource_name(printer_t *p, const cg_var_t *v) {
+  puts_(p, resource_string(p, v));
+}
+
+/* Variables that live at module scope: shared arrays and the dynamic shared
+ * memory (their declaration statements print nothing in the body). */
+static bool is_module_var(const cg_var_t *v) {
+  return v->kind == CG_VAR_SHARED || v->kind == CG_VAR_DYNSHARED;
 }
 
 static bool is_resource(const cg_var_t *v) {
   return (v->kind == CG_VAR_PARAM && v->type->kind == CG_TY_PTR) ||
-         v->kind == CG_VAR_SHARED;
+         is_module_var(v);
 }
 
 static bool is_atomic_var(printer_t *p, const cg_var_t *v) {
@@ -653,6 +678,10 @@ static void binary(printer_t *p, cg_op_t op, const cg_expr_t *lhs,
  * in the new type. */
 static void convert(printer_t *p, const cg_type_t *to, const cg_expr_t *x) {
   cg_type_kind_t k = to->kind;
+  if (x->type->kind == CG_TY_PTR) {
+    puts_(p, "true"); /* a buffer as a condition: bindings are never NULL */
+    return;
+  }
   if (x->type->kind == k && x->kind != CG_E_BINARY && x->kind != CG_E_UNARY) {
     expr(p, x);
     return;
@@ -830,6 +859,16 @@ static void init_value(printer_t *p, const cg_type_t *t, const cg_expr_t *e) {
   puts_(p, ")");
 }
 
+/* Whether e names a message buffer (in, out) of the handler being printed:
+ * rk_handle_<name> reads message rk_m of them (the state is one element). */
+static bool handler_message(const printer_t *p, const cg_expr_t *e) {
+  e = rk__cg_skip_converts(e);
+  if (!p->fn || p->fn->kind != CG_FN_HANDLER || e->kind != CG_E_NAME)
+    return false;
+  return p->fn->nparams >= 2 &&
+         (e->name.var == p->fn->params[0] || e->name.var == p->fn->params[1]);
+}
+
 static void expr(printer_t *p, const cg_expr_t *e) {
   switch (e->kind) {
     case CG_E_INT:
@@ -925,7 +964,8 @@ static void expr(printer_t *p, const cg_expr_t *e) {
     }
     case CG_E_MEMBER:
       unary_operand(p, e->member.base);
-      if (e->member.arrow) puts_(p, "[0]");
+      if (e->member.arrow)
+        puts_(p, handler_message(p, e->member.base) ? "[rk_m]" : "[0]");
       puts_(p, ".");
       if (e->member.field)
         name_(p, e->member.name);
@@ -1129,7 +1169,7 @@ static void expr_stmt(printer_t *p, const cg_expr_t *e) {
 }
 
 static void decl(printer_t *p, const cg_var_t *v, bool first) {
-  if (v->kind == CG_VAR_SHARED) return; /* at module scope */
+  if (is_module_var(v)) return; /* at module scope */
   if (!first) indent(p);
   if (v->init) hoist(p, v->init);
   bool let = v->is_const && v->init && v->type->kind != CG_TY_ARRAY;
@@ -1147,7 +1187,7 @@ static void decl(printer_t *p, const cg_var_t *v, bool first) {
 static bool shared_only(const cg_stmt_t *s) {
   if (s->kind != CG_S_DECL) return false;
   for (uint32_t i = 0; i < s->decl.n; ++i)
-    if (s->decl.vars[i]->kind != CG_VAR_SHARED) return false;
+    if (!is_module_var(s->decl.vars[i])) return false;
   return true;
 }
 
@@ -1283,7 +1323,7 @@ static void stmt(printer_t *p, const cg_stmt_t *s) {
     case CG_S_DECL: {
       bool first = true;
       for (uint32_t i = 0; i < s->decl.n; ++i) {
-        if (s->decl.vars[i]->kind == CG_VAR_SHARED) continue;
+        if (is_module_var(s->decl.vars[i])) continue;
         if (!first) puts_(p, "\n");
         decl(p, s->decl.vars[i], first);
         first = false;
@@ -1755,12 +1795,26 @@ static void resources(printer_t *p, const cg_func_t *fn) {
             (unsigned)binding, vname, tname);
   }
   if (fn->kind == CG_FN_KERNEL) shared_arrays(p, fn);
+  if (fn->dyn_shared) {
+    /* Sized at pipeline creation by the override rk_dyn_shared_bytes. */
+    const cg_var_t *v = fn->dyn_shared;
+    declare(p, resource_string(p, v), v->loc);
+    puts_(p, "var<workgroup> ");
+    resource_name(p, v);
+    puts_(p, ": array<");
+    type_(p, v->type->elem, is_atomic_var(p, v));
+    printf_(p, ", rk_dyn_shared_bytes / %uu>;\n",
+            (unsigned)v->type->elem->size);
+  }
   /* CAS helpers for the arrays that need them, in declaration order. */
   if (!p->unit->uses_cas) return;
   for (uint32_t i = 0; i < fn->nparams; ++i) {
     const cg_var_t *v = fn->params[i];
     if (is_atomic_var(p, v) && uses_cas_stmt(fn->body, v)) cas_helper(p, v);
   }
+  if (fn->dyn_shared && is_atomic_var(p, fn->dyn_shared) &&
+      uses_cas_stmt(fn->body, fn->dyn_shared))
+    cas_helper(p, fn->dyn_shared);
   const cg_stmt_t *b = fn->body;
   for (uint32_t i = 0; i < b->block.n; ++i) {
     const cg_stmt_t *s = b->block.items[i];
@@ -1774,20 +1828,48 @@ static void resources(printer_t *p, const cg_func_t *fn) {
   }
 }
 
-static void entry_signature(printer_t *p, const cg_func_t *fn) {
-  if (rk__cg_wgsl_reserves(fn->name))
-    rk__cg_error(p->ctx, fn->loc,
-                 "'%s' cannot name an entry point: WGSL reserves it (entry "
-                 "points keep their names)",
-                 fn->name);
-  declare(p, fn->name, fn->loc);
+/* The name of entry fn, or with `batch` of its handler's batch entry. */
+static const char *entry_name(printer_t *p, const cg_func_t *fn, bool batch) {
+  if (!batch) return fn->name;
+  size_t n = strlen(fn->name);
+  char *s = rk__cg_alloc(p->ctx, sizeof CG_BATCH_PREFIX + n);
+  memcpy(s, CG_BATCH_PREFIX, sizeof CG_BATCH_PREFIX - 1);
+  memcpy(s + sizeof CG_BATCH_PREFIX - 1, fn->name, n + 1);
+  return s;
+}
+
+/* The suffix of the by-value parameter struct's names for entry `name`
+ * (rk_params<suffix>_t, rk_params<suffix>). */
+static const char *params_suffix(printer_t *p, const char *name) {
+  if (!p->multi) return "";
+  char buf[600];
+  snprintf(buf, sizeof buf, "_%.500s", name);
+  return rk__cg_strndup(p->ctx, buf, strlen(buf));
+}
+
+static void entry_signature(printer_t *p, const cg_func_t *fn, bool batch) {
+  if (!batch && rk__cg_wgsl_reserves(fn->name)) {
+    if (!wgsl_builtin_function(fn->name) || p->nshadowing == 8)
+      rk__cg_error(p->ctx, fn->loc,
+                   "'%s' cannot name an entry point: WGSL reserves it (entry "
+                   "points keep their names)",
+                   fn->name);
+    p->shadowing[p->nshadowing++] = fn;
+  }
+  const char *name = entry_name(p, fn, batch);
+  declare(p, name, fn->loc);
   printf_(p,
           "\n@compute @workgroup_size(rk_wg_x, rk_wg_y, rk_wg_z)\n"
           "fn %.400s(@builtin(local_invocation_id) rk_tid: vec3<u32>,\n"
           "    @builtin(workgroup_id) rk_bid: vec3<u32>,\n"
           "    @builtin(num_workgroups) rk_gdim: vec3<u32>) {\n",
-          fn->name);
-  const char *suffix = p->multi ? fn->name : "";
+          name);
+  const char *suffix = params_suffix(p, name);
+  if (batch)
+    printf_(p,
+            "  let " CG_BATCH_COUNT_NAME
+            ": u32 = rk_params%.400s." CG_BATCH_COUNT_NAME ";\n",
+            suffix);
   for (uint32_t i = 0; i < fn->nparams; ++i) {
     const cg_var_t *v = fn->params[i];
     if (!is_launch_param(fn, i) || v->type->kind == CG_TY_PTR) continue;
@@ -1795,7 +1877,7 @@ static void entry_signature(printer_t *p, const cg_func_t *fn) {
     name_(p, v->name);
     puts_(p, ": ");
     type_(p, v->type, false);
-    printf_(p, " = rk_params%s%.256s.", *suffix ? "_" : "", suffix);
+    printf_(p, " = rk_params%.400s.", suffix);
     name_(p, v->name);
     puts_(p, ";\n");
   }
@@ -1818,7 +1900,7 @@ static void stencil_entry(printer_t *p, const cg_func_t *fn) {
     for (uint32_t a = 0; a < D; ++a) printf_(p, ", %u>", (unsigned)full[a]);
     puts_(p, ";\n");
   }
-  entry_signature(p, fn);
+  entry_signature(p, fn, false);
   puts_(p, "  var ");
   name_(p, pos->name);
   puts_(p, ": rk_stencil_pos_t;\n");
@@ -1921,34 +2003,86 @@ static void stencil_entry(printer_t *p, const cg_func_t *fn) {
   puts_(p, "}\n");
 }
 
-static void handler_entry(printer_t *p, const cg_func_t *fn) {
-  /* The body as rk_handle_<name>, reading the module-scope buffers. */
-  char hname[600];
-  snprintf(hname, sizeof hname, "rk_handle_%.500s", fn->name);
-  declare(p, rk__cg_strndup(p->ctx, hname, strlen(hname)), fn->loc);
-  printf_(p, "\nfn %s(%s)%s {\n", hname,
-          fn->uses_index
-              ? "rk_tid: vec3<u32>, rk_bid: vec3<u32>, rk_gdim: vec3<u32>"
-              : "",
-          rk__cg_handler_status(fn) ? " -> i32" : "");
-  function_body(p, fn->body);
-  puts_(p, "}\n");
-  /* One message per launch, handled by global thread 0. */
-  entry_signature(p, fn);
+/* if (global thread 0) {, the condition that opens a handler's entries. */
+static void thread_zero(printer_t *p) {
   puts_(p, "  if (");
   for (int a = 0; a < 3; ++a) {
     if (a) puts_(p, " && ");
     index_builtin(p, 4, a);
     puts_(p, " == 0u");
   }
-  puts_(p, ") {\n    ");
-  /* An int handler's return value goes to the caller through rk_status. */
-  if (rk__cg_handler_status(fn)) printf_(p, "%s[0] = ", status_string(p, fn));
-  printf_(p, "%s(%s);\n  }\n}\n", hname,
-          fn->uses_index ? "rk_tid, rk_bid, rk_gdim" : "");
+  puts_(p, ") {\n");
 }
 
-static void entry(printer_t *p, const cg_func_t *fn) {
+/* A batch entry's bindings beyond its handler's: the status buffer (a
+ * void handler's entry has none), then the struct holding rk_count. */
+static void batch_resources(printer_t *p, const cg_func_t *fn) {
+  uint32_t binding = fn->nparams;
+  const char *name = entry_name(p, fn, true);
+  puts_(p, "\n");
+  if (!rk__cg_handler_status(fn)) {
+    const char *status = status_string(p, fn);
+    declare(p, status, fn->loc);
+    printf_(p,
+            "// 0 for each message %.400s handled, written by global thread 0 "
+            "of\n// %.400s.\n"
+            "@group(0) @binding(%u) var<storage, read_write> %s: "
+            "array<i32>;\n",
+            fn->name, name, (unsigned)binding, status);
+  }
+  binding++;
+  const char *suffix = params_suffix(p, name);
+  char tname[600], vname[600];
+  snprintf(tname, sizeof tname, "rk_params%.500s_t", suffix);
+  snprintf(vname, sizeof vname, "rk_params%.500s", suffix);
+  declare(p, rk__cg_strndup(p->ctx, tname, strlen(tname)), fn->loc);
+  declare(p, rk__cg_strndup(p->ctx, vname, strlen(vname)), fn->loc);
+  printf_(p,
+          "// The by-value parameters of %.400s.\nstruct %s {\n"
+          "  " CG_BATCH_COUNT_NAME
+          ": u32,\n}\n"
+          "@group(0) @binding(%u) var<storage, read> %s: %s;\n",
+          name, tname, (unsigned)binding, vname, tname);
+}
+
+static void handler_entry(printer_t *p, const cg_func_t *fn, bool single) {
+  /* The body as rk_handle_<name>, reading message rk_m of the module-scope
+   * buffers. */
+  char hname[600];
+  snprintf(hname, sizeof hname, "rk_handle_%.500s", fn->name);
+  declare(p, rk__cg_strndup(p->ctx, hname, strlen(hname)), fn->loc);
+  printf_(p, "\nfn %s(rk_m: u32%s)%s {\n", hname,
+          fn->uses_index
+              ? ", rk_tid: vec3<u32>, rk_bid: vec3<u32>, rk_gdim: vec3<u32>"
+              : "",
+          rk__cg_handler_status(fn) ? " -> i32" : "");
+  function_body(p, fn->body);
+  puts_(p, "}\n");
+  const char *ix = fn->uses_index ? ", rk_tid, rk_bid, rk_gdim" : "";
+  const char *status = status_string(p, fn);
+  if (single) {
+    /* One message per launch, handled by global thread 0. */
+    entry_signature(p, fn, false);
+    thread_zero(p);
+    /* An int handler's return value goes to the caller through rk_status. */
+    puts_(p, "    ");
+    if (rk__cg_handler_status(fn)) printf_(p, "%s[0] = ", status);
+    printf_(p, "%s(0u%s);\n  }\n}\n", hname, ix);
+  }
+  /* rk_count messages per launch, in order, handled by global thread 0. */
+  batch_resources(p, fn);
+  entry_signature(p, fn, true);
+  thread_zero(p);
+  puts_(p, "    for (var rk_m: u32 = 0u; rk_m < " CG_BATCH_COUNT_NAME
+           "; rk_m++) {\n      ");
+  if (rk__cg_handler_status(fn))
+    printf_(p, "%s[rk_m] = %s(rk_m%s);\n", status, hname, ix);
+  else
+    printf_(p, "%s(rk_m%s);\n      %s[rk_m] = 0;\n", hname, ix, status);
+  puts_(p, "    }\n  }\n}\n");
+}
+
+static void entry(printer_t *p, const cg_func_t *fn, const char *selected) {
   p->fn = fn;
   p->entry = fn;
   p->ntemps = 0;
@@ -1957,7 +2091,7 @@ static void entry(printer_t *p, const cg_func_t *fn) {
   resources(p, fn);
   switch (fn->kind) {
     case CG_FN_KERNEL:
-      entry_signature(p, fn);
+      entry_signature(p, fn, false);
       function_body(p, fn->body);
       puts_(p, "}\n");
       break;
@@ -1965,7 +2099,7 @@ static void entry(printer_t *p, const cg_func_t *fn) {
       stencil_entry(p, fn);
       break;
     case CG_FN_HANDLER:
-      handler_entry(p, fn);
+      handler_entry(p, fn, rk__cg_handler_kernel_selected(fn, selected));
       break;
     default:
       break;
@@ -1995,8 +2129,7 @@ static void header_comment(printer_t *p, const char *source_name) {
 }
 
 static bool wanted(const cg_func_t *fn, const cg_emit_options_t *o) {
-  return fn->kind != CG_FN_HELPER && fn->body &&
-         (!o->entry || strcmp(o->entry, fn->name) == 0);
+  return rk__cg_entry_selected(fn, o->entry);
 }
 
 void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_unit_t *unit,
@@ -2022,6 +2155,21 @@ void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_unit_t *unit,
       declare(&p, kWg[a], loc);
       printf_(&p, "override %s: u32 = %s;\n", kWg[a], kDefault[a]);
     }
+  }
+  bool dyn = false;
+  for (uint32_t i = 0; i < unit->nitems; ++i)
+    if (unit->items[i].kind == CG_ITEM_FUNC &&
+        wanted(unit->items[i].fn, options))
+      dyn |= unit->items[i].fn->uses_dynamic_shared;
+  if (dyn) {
+    cg_loc_t loc = {1, 1, 0};
+    declare(&p, "rk_dyn_shared_bytes", loc);
+    puts_(&p,
+          "\n// Bytes of the dynamic workgroup memory (rk_dynamic_shared()): "
+          "set the\n// pipeline constant rk_dyn_shared_bytes to the launch's "
+          "shared_mem, a\n// multiple of the element size, at least one "
+          "element.\n"
+          "override rk_dyn_shared_bytes: u32 = 16u;\n");
   }
   if (unit->has_stencil) {
     cg_loc_t loc = {1, 1, 0};
@@ -2065,9 +2213,28 @@ void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_unit_t *unit,
         if (it->fn->kind == CG_FN_HELPER)
           helper(&p, it->fn);
         else if (wanted(it->fn, options))
-          entry(&p, it->fn);
+          entry(&p, it->fn, options->entry);
         break;
     }
     check_size(&p, (cg_loc_t){1, 1, 0});
+  }
+  /* An entry point that shadows a built-in the output calls. */
+  for (int i = 0; i < p.nshadowing && !out->failed && out->data; ++i) {
+    const char *name = p.shadowing[i]->name;
+    size_t n = strlen(name);
+    for (const char *at = strstr(out->data, name); at;
+         at = strstr(at + 1, name)) {
+      bool starts = at == out->data ||
+                    !(at[-1] == '_' || (at[-1] >= '0' && at[-1] <= '9') ||
+                      (at[-1] >= 'a' && at[-1] <= 'z') ||
+                      (at[-1] >= 'A' && at[-1] <= 'Z'));
+      bool decl = at - out->data >= 3 && memcmp(at - 3, "fn ", 3) == 0;
+      if (starts && !decl && at[n] == '(')
+        rk__cg_error(ctx, p.shadowing[i]->loc,
+                     "'%s' cannot name an entry point here: the WGSL output "
+                     "calls WGSL's built-in %s(), which the entry point's "
+                     "name would hide",
+                     name, name);
+    }
   }
 }

@@ -62,7 +62,24 @@ typedef struct lexer {
   bool in_directive;  /* newlines end the current #define */
   cg_token_t *toks;
   uint32_t n, cap;
+  /* #ifdef/#ifndef nesting: per level, whether the enclosing text is
+   * compiled, whether the current branch is, and whether #else was seen. */
+  struct {
+    bool outer, taken, in_else;
+    cg_loc_t loc;
+  } conds[CG_MAX_CONDS];
+  uint32_t nconds;
+  cg_map_t macros; /* names #defined so far (in compiled text) -> "" */
 } lexer_t;
+
+/* Whether the text at the current position is compiled (not inside a
+ * false #ifdef/#ifndef branch). */
+static bool active(const lexer_t *lx) {
+  if (!lx->nconds) return true;
+  const uint32_t k = lx->nconds - 1;
+  return lx->conds[k].outer &&
+         (lx->conds[k].in_else ? !lx->conds[k].taken : lx->conds[k].taken);
+}
 
 static cg_loc_t here(const lexer_t *lx) {
   cg_loc_t loc = {lx->line, (uint32_t)(lx->pos - lx->line_start) + 1,
@@ -381,6 +398,86 @@ static bool rest_of_line_blank(lexer_t *lx) {
   return lx->pos >= lx->len || lx->src[lx->pos] == '\n';
 }
 
+/* The macro name after #ifdef/#ifndef (the rest of the line must be
+ * blank). */
+static const char *cond_name(lexer_t *lx, const char *directive) {
+  lx->in_directive = true;
+  skip_trivia(lx);
+  lx->in_directive = false;
+  cg_loc_t loc = here(lx);
+  size_t start = lx->pos;
+  while (lx->pos < lx->len && is_ident_char(lx->src[lx->pos])) lx->pos++;
+  if (lx->pos == start || !is_ident_start(lx->src[start]))
+    rk__cg_error(lx->ctx, loc, "expected a macro name after #%s", directive);
+  if (lx->pos - start > 255)
+    rk__cg_error(lx->ctx, loc, "macro name is too long");
+  const char *name = rk__cg_strndup(lx->ctx, lx->src + start, lx->pos - start);
+  if (!rest_of_line_blank(lx))
+    rk__cg_error(lx->ctx, here(lx), "unexpected text after #%s %s", directive,
+                 name);
+  return name;
+}
+
+/* #ifdef, #ifndef, #else, #endif and #error; false if `name` is none of
+ * them. They are processed in skipped text too (for the nesting). */
+static bool lex_conditional(lexer_t *lx, const char *name, size_t n,
+                            cg_loc_t loc) {
+  bool ifdef = n == 5 && memcmp(name, "ifdef", 5) == 0;
+  bool ifndef = n == 6 && memcmp(name, "ifndef", 6) == 0;
+  if (ifdef || ifndef) {
+    bool outer = active(lx);
+    const char *macro = cond_name(lx, ifdef ? "ifdef" : "ifndef");
+    if (lx->nconds == CG_MAX_CONDS)
+      rk__cg_error(lx->ctx, loc, "#ifdef/#ifndef nested deeper than %d",
+                   CG_MAX_CONDS);
+    bool defined = rk__cg_map_get(&lx->macros, macro) != NULL;
+    lx->conds[lx->nconds].outer = outer;
+    lx->conds[lx->nconds].taken = defined == ifdef;
+    lx->conds[lx->nconds].in_else = false;
+    lx->conds[lx->nconds].loc = loc;
+    lx->nconds++;
+    return true;
+  }
+  bool is_else = n == 4 && memcmp(name, "else", 4) == 0;
+  bool is_endif = n == 5 && memcmp(name, "endif", 5) == 0;
+  if (is_else || is_endif) {
+    if (!lx->nconds)
+      rk__cg_error(lx->ctx, loc, "#%s without #ifdef or #ifndef",
+                   is_else ? "else" : "endif");
+    if (!rest_of_line_blank(lx))
+      rk__cg_error(lx->ctx, here(lx), "unexpected text after #%s",
+                   is_else ? "else" : "endif");
+    if (is_endif) {
+      lx->nconds--;
+    } else {
+      if (lx->conds[lx->nconds - 1].in_else)
+        rk__cg_error(lx->ctx, loc, "a second #else for the #if on line %u",
+                     (unsigned)lx->conds[lx->nconds - 1].loc.line);
+      lx->conds[lx->nconds - 1].in_else = true;
+    }
+    return true;
+  }
+  if (n == 5 && memcmp(name, "error", 5) == 0) {
+    size_t start = lx->pos;
+    while (lx->pos < lx->len && lx->src[lx->pos] != '\n') lx->pos++;
+    if (active(lx)) {
+      size_t len = lx->pos - start;
+      while (len && (lx->src[start] == ' ' || lx->src[start] == '\t'))
+        start++, len--;
+      rk__cg_error(lx->ctx, loc, "#error %.*s", (int)(len > 200 ? 200 : len),
+                   lx->src + start);
+    }
+    return true;
+  }
+  if ((n == 2 && memcmp(name, "if", 2) == 0) ||
+      (n == 4 && memcmp(name, "elif", 4) == 0))
+    rk__cg_error(lx->ctx, loc,
+                 "#%.*s is not supported: the kernel language's conditionals "
+                 "are #ifdef NAME, #ifndef NAME, #else and #endif",
+                 (int)n, name);
+  return false;
+}
+
 static void lex_directive(lexer_t *lx) {
   advance(lx); /* '#' */
   lx->at_line_start = false;
@@ -395,6 +492,11 @@ static void lex_directive(lexer_t *lx) {
   const char *name = lx->src + start;
   if (n == 0)
     rk__cg_error(lx->ctx, name_loc, "expected a directive name after '#'");
+  if (lex_conditional(lx, name, n, name_loc)) return;
+  if (!active(lx)) { /* other directives in skipped text are not read */
+    while (lx->pos < lx->len && lx->src[lx->pos] != '\n') lx->pos++;
+    return;
+  }
 
   if (n == 7 && memcmp(name, "include", 7) == 0) {
     lx->in_directive = true;
@@ -456,6 +558,9 @@ static void lex_directive(lexer_t *lx) {
                    (int)(lx->pos - ms), lx->src + ms);
     cg_token_t *t = push(lx, CG_TOK_DEFINE, mloc);
     t->len = (uint32_t)(lx->pos - ms);
+    rk__cg_map_put(lx->ctx, &lx->macros,
+                   rk__cg_strndup(lx->ctx, lx->src + ms, lx->pos - ms),
+                   (void *)"");
     for (;;) {
       skip_trivia(lx);
       if (lx->pos >= lx->len || lx->src[lx->pos] == '\n') break;
@@ -473,8 +578,9 @@ static void lex_directive(lexer_t *lx) {
   }
   rk__cg_error(lx->ctx, name_loc,
                "preprocessor directive '#%.*s' is not supported: the kernel "
-               "language accepts only #include <rk/kernel.h>, #pragma once "
-               "and #define NAME <constant>",
+               "language accepts only #include <rk/kernel.h>, #pragma once, "
+               "#define NAME <constant>, #ifdef, #ifndef, #else, #endif and "
+               "#error",
                (int)(n > 32 ? 32 : n), name);
 }
 
@@ -494,6 +600,32 @@ void rk__cg_lex(cg_ctx_t *ctx, cg_tokens_t *out) {
       lex_directive(&lx);
       continue;
     }
+    if (!active(&lx)) {
+      /* Skipped text: to the end of the line, comments included (a
+       * directive may follow a comment that ends on its line). */
+      lx.at_line_start = false;
+      while (lx.pos < lx.len && lx.src[lx.pos] != '\n') {
+        char q = lx.src[lx.pos];
+        if (q == '"' || q == '\'') { /* a literal hides comment marks */
+          advance(&lx);
+          while (lx.pos < lx.len && lx.src[lx.pos] != q &&
+                 lx.src[lx.pos] != '\n') {
+            if (lx.src[lx.pos] == '\\' && peek(&lx, 1) != '\n') advance(&lx);
+            advance(&lx);
+          }
+          if (lx.pos < lx.len && lx.src[lx.pos] == q) advance(&lx);
+          continue;
+        }
+        if (lx.src[lx.pos] == '/' &&
+            (peek(&lx, 1) == '*' || peek(&lx, 1) == '/')) {
+          skip_trivia(&lx);
+          if (lx.at_line_start) break;
+          continue;
+        }
+        advance(&lx);
+      }
+      continue;
+    }
     lx.at_line_start = false;
     if (is_ident_start(c))
       lex_ident(&lx);
@@ -502,6 +634,9 @@ void rk__cg_lex(cg_ctx_t *ctx, cg_tokens_t *out) {
     else
       lex_punct(&lx);
   }
+  if (lx.nconds)
+    rk__cg_error(ctx, lx.conds[lx.nconds - 1].loc,
+                 "this #ifdef/#ifndef has no #endif");
   push(&lx, CG_TOK_EOF, here(&lx));
   out->v = lx.toks;
   out->n = lx.n;

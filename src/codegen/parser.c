@@ -797,9 +797,15 @@ static cg_expr_t *parse_unary(parser_t *p) {
     decl_specs_t ds;
     parse_decl_specs(p, &ds, false, false);
     if (!ds.has_type) error_at_token(p, cur(p), "a type name in the cast");
-    if (is_punct(cur(p), '*'))
-      rk__cg_error(p->ctx, cur(p)->loc,
-                   "pointer casts are not supported by the kernel language");
+    if (is_punct(cur(p), '*')) {
+      /* Only (T *)rk_dynamic_shared() is valid (the checker says so). */
+      ds.spec.is_ptr = true;
+      ds.spec.ptr_loc = cur(p)->loc;
+      next(p);
+      if (is_punct(cur(p), '*'))
+        rk__cg_error(p->ctx, cur(p)->loc,
+                     "pointer casts are not supported by the kernel language");
+    }
     expect(p, ')', "')' after the cast's type");
     e = new_expr(p, CG_E_CAST, t->loc);
     e->cast.spec = ds.spec;

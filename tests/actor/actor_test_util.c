@@ -41,12 +41,31 @@ const char kDivSource[] =
     "}\n";
 
 rk_context_t *actor_test_context(rk_backend_t **out_backend) {
+  return actor_test_context_on(RK_BACKEND_CPU, out_backend);
+}
+
+rk_context_t *actor_test_context_on(rk_backend_kind_t kind,
+                                    rk_backend_t **out_backend) {
   rk_test_use_temp_cache();
   rk_backend_t *be = NULL;
   rk_context_t *ctx = NULL;
-  if (rk_backend_open(RK_BACKEND_CPU, &be) != RK_OK ||
-      rk_backend_create_context(be, 0, &ctx) != RK_OK) {
-    printf("FAILED: no CPU context: %s\n", rk_last_error());
+  if (rk_backend_open(kind, &be) != RK_OK) {
+    if (kind == RK_BACKEND_CPU) {
+      printf("FAILED: no CPU backend: %s\n", rk_last_error());
+      exit(1);
+    }
+    printf("skipped: the %s backend does not open here: %s\n",
+           rk_backend_kind_name(kind), rk_last_error());
+    exit(77);
+  }
+  if (rk_backend_device_count(be) == 0) {
+    printf("skipped: the %s backend has no device here\n",
+           rk_backend_kind_name(kind));
+    exit(kind == RK_BACKEND_CPU ? 1 : 77);
+  }
+  if (rk_backend_create_context(be, 0, &ctx) != RK_OK) {
+    printf("FAILED: no %s context: %s\n", rk_backend_kind_name(kind),
+           rk_last_error());
     exit(1);
   }
   *out_backend = be;

@@ -31,5 +31,10 @@ extern const char kDivSource[];
 
 /* A CPU context for the tests, or exit with a failure. */
 rk_context_t *actor_test_context(rk_backend_t **out_backend);
+/* A context on device 0 of `kind`; exits 77 (skipped, with the reason) when
+ * that backend does not open or has no device, 1 when the CPU backend
+ * fails. */
+rk_context_t *actor_test_context_on(rk_backend_kind_t kind,
+                                    rk_backend_t **out_backend);
 
 #endif /* RK_TESTS_ACTOR_ACTOR_TEST_UTIL_H_ */

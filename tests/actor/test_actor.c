@@ -2,6 +2,7 @@
  * with correlation ids, FIFO order, handler state and errors, every state
  * transition and error path, many producers into one actor. */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "actor_test_util.h"
@@ -294,7 +295,10 @@ static void test_bad_arguments(void) {
 
 /* 4 producers x N messages into one actor; a consumer thread checks that
  * every message comes back once and each producer's order is kept. */
-enum { kProducers = 4, kPerProducer = 100000 };
+enum { kProducers = 4 };
+/* Messages per producer: 100000 on the CPU backend, fewer where every
+ * batch or request is a real launch through a driver. */
+static uint32_t kPerProducer = 100000;
 
 typedef struct {
   rk_actor_t *actor;
@@ -396,12 +400,61 @@ static void test_concurrent_calls(rk_actor_mode_t mode) {
   rk_actor_destroy(a);
 }
 
-int main(void) {
+/* The execution the stats report for `mode` on this run. */
+static void test_execution(rk_actor_mode_t mode, rk_actor_execution_t want) {
+  rk_actor_t *a = launch(kAddOneSource, "add_one", mode, NULL);
+  if (!a) return;
+  int_msg_t q = {1}, r = {0};
+  for (int i = 0; i < 3; ++i)
+    CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
+                           NULL));
+  rk_actor_stats_t st;
+  CHECK_OK(rk_actor_stats(a, &st));
+  CHECK(st.execution == want, "%s: execution %s, want %s",
+        rk_actor_mode_name(mode), rk_actor_execution_name(st.execution),
+        rk_actor_execution_name(want));
+  if (want == RK_ACTOR_EXEC_RELAUNCH)
+    CHECK(st.batches >= 1 && st.batches <= 3, "%llu batches for 3 calls",
+          (unsigned long long)st.batches);
+  else
+    CHECK(st.batches == 0, "no batches outside relaunch");
+  rk_actor_destroy(a);
+}
+
+/* actor [--backend NAME] [--relaunch]: the suite on that backend (default
+ * cpu); --relaunch sets RK_ACTOR_RELAUNCH=1 so persistent actors run as
+ * relaunch batches even where the backend keeps them resident. */
+int main(int argc, char **argv) {
+  rk_backend_kind_t kind = RK_BACKEND_CPU;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+      if (rk_backend_kind_from_name(argv[++i], &kind) != RK_OK) {
+        printf("FAILED: unknown backend %s\n", argv[i]);
+        return 1;
+      }
+    } else if (strcmp(argv[i], "--relaunch") == 0) {
+      setenv("RK_ACTOR_RELAUNCH", "1", 1);
+    } else {
+      printf("usage: actor [--backend NAME] [--relaunch]\n");
+      return 1;
+    }
+  }
   rk_backend_t *be = NULL;
-  g_ctx = actor_test_context(&be);
+  g_ctx = actor_test_context_on(kind, &be);
+  if (kind != RK_BACKEND_CPU) kPerProducer = 2000;
+  rk_device_info_t info;
+  CHECK_OK(rk_backend_device_info(be, 0, &info));
+  const bool resident =
+      (info.caps & RK_CAP_PERSISTENT_KERNELS) && !getenv("RK_ACTOR_RELAUNCH");
+  printf("backend %s (%s), persistent actors: %s\n", rk_backend_name(be),
+         info.name, resident ? "resident" : "relaunch");
   const rk_actor_mode_t modes[] = {RK_ACTOR_PERSISTENT, RK_ACTOR_TRADITIONAL};
   for (int m = 0; m < 2; ++m) {
     printf("mode %s\n", rk_actor_mode_name(modes[m]));
+    test_execution(modes[m], modes[m] == RK_ACTOR_TRADITIONAL
+                                 ? RK_ACTOR_EXEC_PER_REQUEST
+                             : resident ? RK_ACTOR_EXEC_RESIDENT
+                                        : RK_ACTOR_EXEC_RELAUNCH);
     test_add_one(modes[m]);
     test_pipelined(modes[m]);
     test_uncorrelated_stay(modes[m]);

@@ -122,8 +122,8 @@ static const error_case_t kCases[] = {
     {"pointer-typed local", RK_TARGET_C,
      K "RK_KERNEL void k(const float *x) { const float *row = x + 1; }\n", 2,
      "*row", "pointer-typed local variables are not supported"},
-    {"unsupported directive", RK_TARGET_C, K "#ifdef FOO\n#endif\n", 2, "ifdef",
-     "preprocessor directive '#ifdef' is not supported"},
+    {"unsupported directive", RK_TARGET_C, K "#undef FOO\n", 2, "undef",
+     "preprocessor directive '#undef' is not supported"},
     {"other include", RK_TARGET_C, "#include <stdio.h>\n", 1, "<stdio.h>",
      "#include <stdio.h> is not supported"},
     {"unparenthesized define", RK_TARGET_C, K "#define N 2 + 1\n", 2, "2 + 1",
@@ -178,9 +178,62 @@ static const error_case_t kCases[] = {
     {"reserved entry name", RK_TARGET_C,
      K "RK_KERNEL void min(int *o) { o[0] = 0; }\n", 2, "min",
      "'min' cannot name an entry point: target c reserves it"},
-    {"dynamic shared memory", RK_TARGET_C,
+    {"dynamic shared memory as a statement", RK_TARGET_C,
      K "RK_KERNEL void k(int *o) { rk_dynamic_shared(); }\n", 2,
-     "rk_dynamic_shared", "rk_dynamic_shared() is not supported"},
+     "rk_dynamic_shared", "supported only as the initializer of a pointer"},
+    {"dynamic shared memory cast in an expression", RK_TARGET_C,
+     K "RK_KERNEL void k(int *o) { o[0] = ((int *)rk_dynamic_shared())[0]; "
+       "}\n",
+     2, "(int *)rk", "can only initialize a pointer variable"},
+    {"dynamic shared memory in a handler", RK_TARGET_C,
+     K "typedef struct { int v; } m_t;\n"
+       "RK_HANDLER void h(const m_t *in, m_t *out) {\n"
+       "  int *s = (int *)rk_dynamic_shared();\n}\n",
+     4, "(int *)", "only available in RK_KERNEL functions, not in handler"},
+    {"two dynamic shared pointers", RK_TARGET_C,
+     K "RK_KERNEL void k(int *o) {\n"
+       "  int *a = (int *)rk_dynamic_shared();\n"
+       "  float *b = (float *)rk_dynamic_shared();\n}\n",
+     4, "b =", "in one pointer only (the first is 'a')"},
+    {"dynamic shared pointer among other declarators", RK_TARGET_C,
+     K "RK_KERNEL void k(int *o) {\n"
+       "  int x = 1, *a = (int *)rk_dynamic_shared();\n}\n",
+     3, "a =", "declare the rk_dynamic_shared() pointer 'a' on its own"},
+    {"dynamic shared cast to another type", RK_TARGET_C,
+     K "RK_KERNEL void k(int *o) {\n"
+       "  int *a = (float *)rk_dynamic_shared();\n}\n",
+     3, "(float", "the cast must give the variable's own type"},
+    {"dynamic shared of structs", RK_TARGET_C,
+     K "typedef struct { int v; } m_t;\n"
+       "RK_KERNEL void k(int *o) {\n"
+       "  m_t *a = (m_t *)rk_dynamic_shared();\n}\n",
+     4, "m_t *a", "dynamic shared memory holds int, unsigned, float"},
+    {"dynamic shared pointer arithmetic", RK_TARGET_C,
+     K "RK_KERNEL void k(int *o) {\n"
+       "  int *a = (int *)rk_dynamic_shared();\n"
+       "  o[0] = (a + 1)[0];\n}\n",
+     4, "a + 1", "pointer arithmetic is not supported"},
+    {"dynamic shared double in WGSL", RK_TARGET_WGSL,
+     K "RK_KERNEL void k(int *o) {\n"
+       "  double *a = (double *)rk_dynamic_shared();\n}\n",
+     3, "double *a", "double is not supported by target wgsl"},
+    {"#if", RK_TARGET_C, K "#if 1\n#endif\n", 2, "if 1",
+     "#if is not supported: the kernel language's conditionals are #ifdef"},
+    {"#ifdef without #endif", RK_TARGET_C,
+     K "#ifdef A\nRK_KERNEL void k(int *o) { o[0] = 1; }\n", 2, "ifdef",
+     "this #ifdef/#ifndef has no #endif"},
+    {"#endif alone", RK_TARGET_C, K "#endif\n", 2, "endif",
+     "#endif without #ifdef or #ifndef"},
+    {"two #else", RK_TARGET_C, K "#ifndef A\n#else\n#else\n#endif\n", 4, "else",
+     "a second #else for the #if on line 2"},
+    {"#error", RK_TARGET_C, K "#ifndef N\n#error N must be defined\n#endif\n",
+     3, "error", "#error N must be defined"},
+    {"#ifdef without a name", RK_TARGET_C, K "#ifdef 3\n#endif\n", 2, "3",
+     "expected a macro name after #ifdef"},
+    {"pointer to pointer cast", RK_TARGET_C,
+     K "RK_KERNEL void k(int *o) {\n"
+       "  int *a = (int **)rk_dynamic_shared();\n}\n",
+     3, "*)rk", "pointer casts are not supported"},
     {"atomic on the wrong element type", RK_TARGET_C,
      K "RK_KERNEL void k(uint32_t *u) { rk_atomic_add_i32(&u[0], 1); }\n", 2,
      "u[0]",
@@ -313,6 +366,148 @@ static const rk_entry_t *find(const rk_entry_list_t *l, const char *name) {
   return NULL;
 }
 
+/* A parameter of a listed entry, compared field by field. */
+static bool param_is(const rk_entry_param_t *p, const char *name,
+                     const char *type, rk_arg_kind_t kind, size_t size,
+                     size_t elem_size, bool read_only) {
+  return strcmp(p->name, name) == 0 && strcmp(p->type, type) == 0 &&
+         p->kind == kind && p->size == size && p->elem_size == elem_size &&
+         p->read_only == read_only;
+}
+
+/* Every handler is listed followed by its batch entry rk_batch_<name>:
+ * (in, out[, state], int32_t *rk_status, uint32_t rk_count). */
+static void test_batch_entries(void) {
+  rk_entry_list_t *l = NULL;
+  char *src = cg_read_kernel("actor_counter");
+  if (src && CHECK_OK(rk_codegen_list_entries(src, NULL, &l, NULL))) {
+    CHECK(l->count == 2 && strcmp(l->entries[0].name, "counter") == 0 &&
+              l->entries[0].batch_of == NULL,
+          "counter then its batch: %zu entries", l->count);
+    const rk_entry_t *b = l->count == 2 ? &l->entries[1] : NULL;
+    if (CHECK(b && strcmp(b->name, "rk_batch_counter") == 0, "no batch")) {
+      CHECK(b->kind == RK_ENTRY_KERNEL && b->batch_of &&
+                strcmp(b->batch_of, "counter") == 0 && !b->handler_status &&
+                !b->dynamic_shared && !b->uses_barrier && b->param_count == 5,
+            "rk_batch_counter: kind %d of %s params %zu", (int)b->kind,
+            b->batch_of ? b->batch_of : "(null)", b->param_count);
+      if (b->param_count == 5) {
+        CHECK(param_is(&b->params[0], "in", "const counter_req_t *", RK_ARG_PTR,
+                       8, 8, true) &&
+                  param_is(&b->params[1], "out", "counter_resp_t *", RK_ARG_PTR,
+                           8, 16, false) &&
+                  param_is(&b->params[2], "state", "counter_state_t *",
+                           RK_ARG_PTR, 8, 12, false) &&
+                  param_is(&b->params[3], "rk_status", "int32_t *", RK_ARG_PTR,
+                           8, 4, false) &&
+                  param_is(&b->params[4], "rk_count", "uint32_t", RK_ARG_U32, 4,
+                           0, false),
+              "rk_batch_counter params: %s %s / %s %s", b->params[3].name,
+              b->params[3].type, b->params[4].name, b->params[4].type);
+      }
+    }
+    rk_entry_list_destroy(l);
+  }
+  free(src);
+
+  src = cg_read_kernel("actor_checked_div");
+  if (src && CHECK_OK(rk_codegen_list_entries(src, NULL, &l, NULL))) {
+    const rk_entry_t *b = find(l, "rk_batch_checked_div");
+    if (CHECK(b != NULL && b->param_count == 4, "rk_batch_checked_div")) {
+      CHECK(param_is(&b->params[2], "rk_status", "int32_t *", RK_ARG_PTR, 8, 4,
+                     false) &&
+                param_is(&b->params[3], "rk_count", "uint32_t", RK_ARG_U32, 4,
+                         0, false) &&
+                !b->handler_status,
+            "int handler batch: status then count");
+    }
+    rk_entry_list_destroy(l);
+  }
+  free(src);
+
+  /* options.entry = the handler (as the actor layer asks): both entries in
+   * every output; = its batch entry: that one alone. The list holds exactly
+   * the one named. */
+  const char *two = K
+      "typedef struct { int v; } m_t;\n"
+      "RK_KERNEL void k(int *o) { o[0] = 1; }\n"
+      "RK_HANDLER void h(const m_t *in, m_t *out) { out->v = in->v; }\n"
+      "RK_HANDLER int g(const m_t *in, m_t *out) { return in->v; }\n";
+  static const char *const kSelect[] = {"h", "rk_batch_h"};
+  for (int i = 0; i < 2; ++i) {
+    rk_transpile_options_t o;
+    rk_transpile_options_init(&o);
+    o.entry = kSelect[i];
+    if (CHECK_OK(rk_codegen_list_entries(two, &o, &l, NULL))) {
+      CHECK(l->count == 1 && strcmp(l->entries[0].name, o.entry) == 0 &&
+                (i == 0) == (l->entries[0].batch_of == NULL),
+            "entry %s lists exactly that entry (%zu entries)", o.entry,
+            l->count);
+      rk_entry_list_destroy(l);
+    }
+    for (int t = 0; t < RK_TARGET_COUNT_; ++t) {
+      char *out = NULL;
+      if (!CHECK_OK(rk_transpile(two, (rk_target_t)t, &o, &out))) continue;
+      CHECK(strstr(out, "rk_batch_h(") && !strstr(out, "rk_batch_g") &&
+                !strstr(out, " k(") && (i == 0) == (strstr(out, " h(") != NULL),
+            "%s, entry %s: %s only:\n%s", rk_target_name((rk_target_t)t),
+            o.entry, i == 0 ? "h and rk_batch_h" : "rk_batch_h", out);
+      rk_transpile_free(out);
+    }
+  }
+  /* rk_dynamic_shared() marks its kernel; the memory is no parameter. */
+  src = cg_read_kernel("dyn_shared");
+  if (src && CHECK_OK(rk_codegen_list_entries(src, NULL, &l, NULL))) {
+    const rk_entry_t *r = find(l, "dyn_reverse"), *c = find(l, "dyn_count");
+    CHECK(r && c && r->dynamic_shared && c->dynamic_shared &&
+              r->param_count == 3 && c->param_count == 4 &&
+              r->shared_bytes == 0 && r->uses_barrier,
+          "dyn_shared entries");
+    rk_entry_list_destroy(l);
+  }
+  free(src);
+  src = cg_read_kernel("saxpy");
+  if (src && CHECK_OK(rk_codegen_list_entries(src, NULL, &l, NULL))) {
+    CHECK(l->count == 1 && !l->entries[0].dynamic_shared &&
+              !l->entries[0].batch_of,
+          "saxpy: no dynamic shared memory, no batch");
+    rk_entry_list_destroy(l);
+  }
+  free(src);
+
+  /* An entry point may shadow a WGSL built-in function the output does not
+   * call (transpose); keywords and types stay refused. */
+  {
+    char *out = NULL;
+    const char *tr = K
+        "RK_KERNEL void transpose(int w, const int *in, int *out) {\n"
+        "  uint32_t x = rk_global_idx_x();\n"
+        "  if (x < (uint32_t)w) out[x] = in[w - 1 - (int)x];\n}\n";
+    if (CHECK_OK(rk_transpile(tr, RK_TARGET_WGSL, NULL, &out))) {
+      CHECK(strstr(out, "\nfn transpose(@builtin") != NULL,
+            "WGSL entry transpose:\n%s", out);
+      rk_transpile_free(out);
+    }
+    CHECK_STATUS(rk_transpile(K "RK_KERNEL void loop(int *o) { o[0] = 1; }\n",
+                              RK_TARGET_WGSL, NULL, &out),
+                 RK_ERR_COMPILE);
+    CHECK_ERROR_HAS("WGSL reserves it");
+  }
+
+  /* A batch entry's name is not a handler's. */
+  rk_transpile_options_t o;
+  rk_transpile_options_init(&o);
+  o.entry = "rk_batch_k";
+  CHECK_STATUS(rk_codegen_list_entries(two, &o, &l, NULL), RK_ERR_NOT_FOUND);
+  o.entry = "rk_batch_";
+  CHECK_STATUS(rk_codegen_list_entries(two, &o, &l, NULL), RK_ERR_NOT_FOUND);
+  /* Generated names cannot collide with the user's: rk_ is reserved. */
+  CHECK_STATUS(rk_codegen_list_entries(
+                   K "RK_KERNEL void rk_batch_h(int *o) {}\n", NULL, &l, NULL),
+               RK_ERR_COMPILE);
+  CHECK_ERROR_HAS("reserved");
+}
+
 static void test_entries(void) {
   char *src = cg_read_kernel("saxpy");
   rk_entry_list_t *l = NULL;
@@ -405,6 +600,8 @@ static void test_entries(void) {
   }
   free(src);
 
+  test_batch_entries();
+
   src = cg_read_kernel("structs");
   if (src && CHECK_OK(rk_codegen_list_entries(src, NULL, &l, NULL))) {
     const rk_entry_t *e = find(l, "integrate");
@@ -489,8 +686,12 @@ static void test_api(void) {
               strstr(out,
                      "@binding(3) var<storage, read_write> h2_rk_status: "
                      "array<i32>;") &&
-              strstr(out, "h1_rk_status[0] = rk_handle_h1();") &&
-              strstr(out, "fn rk_handle_h2() -> i32 {"),
+              strstr(out, "h1_rk_status[0] = rk_handle_h1(0u);") &&
+              strstr(out, "fn rk_handle_h2(rk_m: u32) -> i32 {") &&
+              strstr(out,
+                     "@binding(3) var<storage, read> rk_params_rk_batch_h1: "
+                     "rk_params_rk_batch_h1_t;") &&
+              strstr(out, "h2_rk_status[rk_m] = rk_handle_h2(rk_m);"),
           "WGSL status buffers of two handlers:\n%s", out);
     rk_transpile_free(out);
   }

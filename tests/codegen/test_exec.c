@@ -20,6 +20,7 @@
 #include "rk_test.h"
 
 static rk_context_t *g_ctx;
+static size_t g_shared_mem; /* shared_mem bytes of launch()'s launches */
 
 /* ---- Launch plumbing ------------------------------------------------------
  */
@@ -147,8 +148,8 @@ static bool launch(const char *source, const char *source_name,
     }
   }
   if (ok)
-    ok = CHECK_OK(
-             rk_function_launch(fn, grid, block, 0, NULL, a, (size_t)nargs)) &&
+    ok = CHECK_OK(rk_function_launch(fn, grid, block, g_shared_mem, NULL, a,
+                                     (size_t)nargs)) &&
          CHECK_OK(rk_context_synchronize(g_ctx));
   for (int i = 0; i < nargs; ++i) {
     if (!dev[i]) continue;
@@ -1190,6 +1191,254 @@ done:
   free(gen);
 }
 
+/* An atomic on a buffer itself (`counter` for `&counter[0]`): every thread
+ * draws a distinct ticket, and the counter ends at the number of threads. */
+static void test_atomic_on_buffer(void) {
+  static const char kSrc[] =
+      "#include <rk/kernel.h>\n"
+      "RK_KERNEL void tickets(int n, int *counter, int *ticket) {\n"
+      "  uint32_t i = rk_global_idx_x();\n"
+      "  if (i < (uint32_t)n) ticket[i] = rk_atomic_add_i32(counter, 1);\n"
+      "}\n";
+  char *gen = NULL;
+  if (!CHECK_OK(cg_transpile(kSrc, "tickets", RK_TARGET_C, &gen))) return;
+  const int n = 200;
+  arg_t args[] = {I32(n), BUF('i', 1, 'z'), BUFC('i', 256, -1.0)};
+  run_t r;
+  if (launch(gen, "tickets", "tickets", rk_dim3(4, 1, 1), rk_dim3(64, 1, 1),
+             args, 3, &r)) {
+    const int32_t *counter = r.host[1], *ticket = r.host[2];
+    int seen[200] = {0}, distinct = 0;
+    for (int i = 0; i < n; ++i)
+      if (ticket[i] >= 0 && ticket[i] < n && seen[ticket[i]]++ == 0) distinct++;
+    CHECK(counter[0] == n && distinct == n && ticket[n] == -1,
+          "tickets: counter %d, %d distinct tickets", counter[0], distinct);
+    free_run(&r);
+  }
+  free(gen);
+}
+
+/* #ifdef/#ifndef/#else/#endif: only the branches taken are compiled, in
+ * skipped text nothing but the nesting is read (not literals, not comment
+ * marks inside them), and macros defined in a taken branch count. */
+static void test_conditionals(void) {
+  static const char kSrc[] =
+      "#define HAVE_A 1\n"
+      "#include <rk/kernel.h>\n"
+      "#ifdef HAVE_A\n"
+      "#define A 40\n"
+      "#ifndef HAVE_B\n"
+      "#define B 2\n"
+      "#else\n"
+      "#define B 1000\n"
+      "#endif\n"
+      "#else\n"
+      "  \"not code /* ' #error skipped\n"
+      "#define A -1\n"
+      "#endif\n"
+      "#ifndef B\n#error B is set above\n#endif\n"
+      "RK_KERNEL void cond(int *o) { o[0] = A + B; }\n";
+  char *gen = NULL;
+  if (!CHECK_OK(cg_transpile(kSrc, "cond", RK_TARGET_C, &gen))) return;
+  arg_t args[] = {BUF('i', 1, 'z')};
+  run_t r;
+  if (launch(gen, "cond", "cond", rk_dim3(1, 1, 1), rk_dim3(1, 1, 1), args, 1,
+             &r)) {
+    CHECK(((int32_t *)r.host[0])[0] == 42, "conditionals: A + B = %d",
+          ((int32_t *)r.host[0])[0]);
+    free_run(&r);
+  }
+  free(gen);
+}
+
+/* ---- Batch entries --------------------------------------------------------
+ */
+
+/* Compiles `gen` and launches rk_batch_<handler> once, one thread, on the
+ * messages in `in` (count of them, in_size bytes each), with the state (may
+ * be NULL), then reads back out (cap messages, out_size bytes each) and
+ * rk_status (cap entries). out and status start as 0x5a bytes so that
+ * entries past `count` show whether the kernel wrote them. */
+static bool run_batch(const char *gen, const char *handler, const void *in,
+                      size_t in_size, void *out, size_t out_size, void *state,
+                      size_t state_size, int32_t *status, uint32_t count,
+                      uint32_t cap) {
+  char entry[128];
+  snprintf(entry, sizeof entry, "rk_batch_%s", handler);
+  rk_compile_options_t o;
+  rk_compile_options_init(&o);
+  o.source_name = handler;
+  rk_module_t *mod = NULL;
+  rk_function_t *fn = NULL;
+  rk_devptr_t d_in = 0, d_out = 0, d_state = 0, d_status = 0;
+  memset(out, 0x5a, out_size * cap);
+  memset(status, 0x5a, sizeof *status * cap);
+  bool ok =
+      gen && CHECK_OK(rk_context_compile(g_ctx, gen, &o, &mod)) &&
+      CHECK_OK(rk_module_get_function(mod, entry, &fn)) &&
+      CHECK_OK(rk_context_allocate(g_ctx, in_size * cap, &d_in)) &&
+      CHECK_OK(rk_context_allocate(g_ctx, out_size * cap, &d_out)) &&
+      CHECK_OK(rk_context_allocate(g_ctx, sizeof *status * cap, &d_status)) &&
+      CHECK_OK(rk_context_copy_to_device(g_ctx, d_in, in, in_size * cap)) &&
+      CHECK_OK(rk_context_copy_to_device(g_ctx, d_out, out, out_size * cap)) &&
+      CHECK_OK(rk_context_copy_to_device(g_ctx, d_status, status,
+                                         sizeof *status * cap));
+  if (ok && state)
+    ok = CHECK_OK(rk_context_allocate(g_ctx, state_size, &d_state)) &&
+         CHECK_OK(rk_context_copy_to_device(g_ctx, d_state, state, state_size));
+  rk_arg_t args[5];
+  size_t n = 0;
+  args[n++] = rk_arg_ptr(d_in);
+  args[n++] = rk_arg_ptr(d_out);
+  if (state) args[n++] = rk_arg_ptr(d_state);
+  args[n++] = rk_arg_ptr(d_status);
+  args[n++] = rk_arg_u32(count);
+  if (ok)
+    ok = CHECK(rk_function_param_count(fn) == n, "%s takes %zu parameters",
+               entry, n) &&
+         CHECK_OK(rk_function_launch(fn, rk_dim3(1, 1, 1), rk_dim3(1, 1, 1), 0,
+                                     NULL, args, n)) &&
+         CHECK_OK(rk_context_copy_to_host(g_ctx, out, d_out, out_size * cap)) &&
+         CHECK_OK(rk_context_copy_to_host(g_ctx, status, d_status,
+                                          sizeof *status * cap));
+  if (ok && state)
+    ok = CHECK_OK(rk_context_copy_to_host(g_ctx, state, d_state, state_size));
+  if (d_in) rk_context_free(g_ctx, d_in);
+  if (d_out) rk_context_free(g_ctx, d_out);
+  if (d_state) rk_context_free(g_ctx, d_state);
+  if (d_status) rk_context_free(g_ctx, d_status);
+  rk_module_destroy(mod);
+  return ok;
+}
+
+/* rk_batch_<handler> handles messages 0..rk_count-1 in order in one launch
+ * (the state carries over from one message to the next), writes a status
+ * per message, and touches nothing past rk_count. */
+static void test_batch_entries(void) {
+  enum { kCap = 48 };
+  /* counter: order matters (seq, reset in the middle). */
+  char *gen = transpile_c("actor_counter");
+  counter_req_t reqs[kCap];
+  counter_resp_t got[kCap], want[kCap];
+  int32_t status[kCap];
+  g_seed = 99;
+  for (int m = 0; m < kCap; ++m) {
+    reqs[m].op = m % 11 == 10 ? 1 : m % 7 == 6 ? 2 : 0;
+    reqs[m].value = (float)(rnd() % 100) * 0.25f;
+  }
+  const uint32_t count = 37;
+  counter_state_t ref = {100, 3, 1.5f}, dev = ref;
+  for (uint32_t m = 0; m < count; ++m) {
+    if (reqs[m].op == 0) {
+      ref.count += 1;
+      ref.sum += reqs[m].value;
+    } else if (reqs[m].op == 1) {
+      ref.count = 0;
+      ref.sum = 0.0f;
+    }
+    ref.seq++;
+    want[m].seq = ref.seq;
+    want[m].count = ref.count;
+    want[m].sum = ref.sum;
+    want[m].mean = ref.count > 0 ? ref.sum / (float)ref.count : 0.0f;
+  }
+  if (run_batch(gen, "counter", reqs, sizeof *reqs, got, sizeof *got, &dev,
+                sizeof dev, status, count, kCap)) {
+    ref_begin();
+    for (uint32_t m = 0; m < count; ++m) {
+      ref_i64("batch counter seq", m, got[m].seq, want[m].seq);
+      ref_i64("batch counter count", m, got[m].count, want[m].count);
+      ref_f32("batch counter sum", m, got[m].sum, want[m].sum);
+      ref_f32("batch counter mean", m, got[m].mean, want[m].mean);
+      ref_i64("batch counter status", m, status[m], 0);
+    }
+    for (uint32_t m = count; m < kCap; ++m) {
+      ref_i64("batch counter: untouched status", m, status[m], 0x5a5a5a5a);
+      ref_i64("batch counter: untouched seq", m, got[m].seq, 0x5a5a5a5a);
+    }
+    ref_end("rk_batch_counter");
+    CHECK(dev.seq == ref.seq && dev.count == ref.count && dev.sum == ref.sum,
+          "batch counter state: seq %u count %d sum %g (want %u %d %g)",
+          dev.seq, dev.count, dev.sum, ref.seq, ref.count, ref.sum);
+  }
+  /* rk_count 0: nothing handled. */
+  counter_state_t before = dev;
+  if (run_batch(gen, "counter", reqs, sizeof *reqs, got, sizeof *got, &dev,
+                sizeof dev, status, 0, kCap))
+    CHECK(memcmp(&dev, &before, sizeof dev) == 0 && status[0] == 0x5a5a5a5a &&
+              got[0].seq == 0x5a5a5a5a,
+          "rk_count 0 must handle no message");
+  free(gen);
+
+  /* checked_div: each message's own return value. */
+  gen = transpile_c("actor_checked_div");
+  div_req_t dreq[kCap];
+  div_resp_t dgot[kCap];
+  for (int m = 0; m < kCap; ++m) {
+    dreq[m].a = (int32_t)(rnd() % 2001) - 1000;
+    dreq[m].b = (int32_t)(rnd() % 7) - 3;
+  }
+  if (run_batch(gen, "checked_div", dreq, sizeof *dreq, dgot, sizeof *dgot,
+                NULL, 0, status, kCap, kCap)) {
+    int zeros = 0;
+    ref_begin();
+    for (uint32_t m = 0; m < kCap; ++m) {
+      div_resp_t w;
+      int32_t ws = ref_checked_div(&dreq[m], &w);
+      zeros += ws != 0;
+      ref_i64("batch checked_div status", m, status[m], ws);
+      ref_i64("batch checked_div q", m, dgot[m].q, w.q);
+    }
+    ref_end("rk_batch_checked_div");
+    CHECK(zeros > 0 && zeros < kCap, "%d of %d divide by zero", zeros, kCap);
+  }
+  free(gen);
+}
+
+/* rk_dynamic_shared(): memory of the launch's shared_mem bytes, per block. */
+static void ref_dyn_shared(void) {
+  /* dyn_reverse: out[base + b - 1 - t] = 2 * in[base + t] (0 where that
+   * input is past n), for two block sizes. */
+  static const uint32_t kBlocks[] = {64, 48};
+  for (int c = 0; c < 2; ++c) {
+    const uint32_t b = kBlocks[c], grid = 5;
+    const int n = (int)(b * grid) - 7;
+    arg_t args[] = {I32(n), BUF('f', b * grid, 'r'),
+                    BUFC('f', b * grid, SENT_F)};
+    run_t in, r;
+    g_shared_mem = b * sizeof(float);
+    if (ref_run("dyn_shared", "dyn_reverse", rk_dim3(grid, 1, 1),
+                rk_dim3(b, 1, 1), args, 3, &in, &r)) {
+      const float *x = in.host[1], *out = r.host[2];
+      ref_begin();
+      for (int j = 0; j < (int)(b * grid); ++j) {
+        int base = j / (int)b * (int)b, i = base + (int)b - 1 - (j - base);
+        double want = j >= n ? SENT_F : i < n ? 2.0 * x[i] : 0.0;
+        ref_f32("dyn_reverse out", (size_t)j, out[j], want);
+      }
+      ref_end("dyn_reverse");
+      ref_done(&in, &r);
+    }
+  }
+  /* dyn_count: a histogram of in % bins through shared counters. */
+  const int n = 1000, bins = 13;
+  arg_t args[] = {I32(n), I32(bins), BUF('i', 1024, 'p'), BUF('i', 16, 'z')};
+  run_t in, r;
+  g_shared_mem = (size_t)bins * sizeof(int32_t);
+  if (ref_run("dyn_shared", "dyn_count", rk_dim3(8, 1, 1), rk_dim3(128, 1, 1),
+              args, 4, &in, &r)) {
+    const int32_t *x = in.host[2], *counts = r.host[3];
+    int32_t want[16] = {0};
+    for (int i = 0; i < n; ++i) want[x[i] % bins]++;
+    ref_begin();
+    for (int k = 0; k < 16; ++k)
+      ref_i64("dyn_count counts", (size_t)k, counts[k], want[k]);
+    ref_end("dyn_count");
+    ref_done(&in, &r);
+  }
+  g_shared_mem = 0;
+}
+
 static void test_scalar_refs(void) {
   ref_saxpy();
   ref_reduce_sum();
@@ -1206,6 +1455,7 @@ static void test_scalar_refs(void) {
   ref_defines();
   ref_wide_types();
   ref_wgsl_lowering();
+  ref_dyn_shared();
 }
 
 int main(void) {
@@ -1238,7 +1488,10 @@ int main(void) {
   test_counter_actor();
   test_echo_actor();
   test_checked_div_actor();
+  test_batch_entries();
   test_atomics();
+  test_atomic_on_buffer();
+  test_conditionals();
 
   rk_context_destroy(g_ctx);
   rk_backend_destroy(be);

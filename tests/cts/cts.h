@@ -82,6 +82,15 @@ CTS_CASES(CTS_DECLARE_)
 const rk_device_info_t *cts_device(void);
 rk_backend_t *cts_backend(void);
 
+/* True when kernels on the device have 64-bit integers and doubles
+ * (RK_CAP_INT64 and RK_CAP_F64). Cases that pass such values run in full
+ * there; elsewhere they run a 32-bit form with every other check and say
+ * what was left out with cts_not_checked(). */
+bool cts_has_64bit(void);
+/* Prints "[backend] case_name: what not checked: <why>", `why` naming the
+ * 64-bit capabilities the device lacks. */
+void cts_not_checked(const char *case_name, const char *what);
+
 /* Compiles `source` (diagnostics named `source_name`); NULL after a counted
  * failure. */
 rk_module_t *cts_compile(rk_context_t *ctx, const char *source_name,

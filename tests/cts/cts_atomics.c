@@ -204,9 +204,12 @@ static const char kTicketSource[] = KSRC(
       rk_atomic_and_u32(&bits[1], ~bit);
       rk_atomic_xor_u32(&bits[2], bit);
       rk_atomic_sub_u32(&bits[3], 1u);
-      uint32_t old = bits[4], seen;
-      while ((seen = rk_atomic_cas_u32(&bits[4], old, old + 3u)) != old)
+      uint32_t old = bits[4];
+      uint32_t seen = rk_atomic_cas_u32(&bits[4], old, old + 3u);
+      while (seen != old) {
         old = seen;
+        seen = rk_atomic_cas_u32(&bits[4], old, old + 3u);
+      }
       uint32_t prev = rk_atomic_exch_u32(&bits[5], i + 1u);
       rk_atomic_add_u32(&bits[6], prev);
     });

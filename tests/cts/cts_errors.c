@@ -364,13 +364,50 @@ typedef struct cts_pair {
   double c;
 } cts_pair_t;
 
+/* The struct of the 32-bit form, for devices without 64-bit types. */
+typedef struct cts_pair32 {
+  int a;
+  float b;
+  uint32_t c;
+} cts_pair32_t;
+
 // clang-format off
 static const char kTakesSource[] = KSRC(
     typedef struct cts_pair { int a; float b; double c; } cts_pair_t;
     RK_KERNEL void takes(int n, float a, int *p, cts_pair_t s) {
       if (rk_global_idx_x() == 0) p[0] = n + (int)a + s.a;
     });
+static const char kTakesSource32[] = KSRC(
+    typedef struct cts_pair32 { int a; float b; uint32_t c; } cts_pair32_t;
+    RK_KERNEL void takes(int n, float a, int *p, cts_pair32_t s) {
+      if (rk_global_idx_x() == 0) p[0] = n + (int)a + s.a;
+    });
 // clang-format on
+
+/* The `takes` kernel and the host value of its struct argument {5, 0, 0}:
+ * the struct holds a double where the device has 64-bit types, and an
+ * unsigned in its place elsewhere (said on stdout for `case_name`). */
+typedef struct takes_kernel {
+  rk_function_t *fn; /* NULL after a counted failure */
+  cts_pair_t s64;
+  cts_pair32_t s32;
+  const void *s; /* &s64 or &s32 */
+  size_t s_size;
+} takes_kernel_t;
+
+static void takes_kernel_init(rk_context_t *ctx, const char *case_name,
+                              takes_kernel_t *k) {
+  const bool wide = cts_has_64bit();
+  if (!wide) cts_not_checked(case_name, "a struct argument with a double");
+  memset(k, 0, sizeof *k);
+  k->s64.a = 5;
+  k->s32.a = 5;
+  k->s = wide ? (const void *)&k->s64 : (const void *)&k->s32;
+  k->s_size = wide ? sizeof k->s64 : sizeof k->s32;
+  rk_module_t *mod =
+      cts_compile(ctx, "takes.c", wide ? kTakesSource : kTakesSource32);
+  k->fn = cts_function(mod, "takes");
+}
 
 /* p[0] is still `want`: no rejected launch ran. */
 static void check_not_run(rk_context_t *ctx, rk_devptr_t p, int want) {
@@ -381,15 +418,15 @@ static void check_not_run(rk_context_t *ctx, rk_devptr_t p, int want) {
 }
 
 void cts_error_launch_arguments(rk_context_t *ctx) {
-  rk_module_t *mod = cts_compile(ctx, "takes.c", kTakesSource);
-  rk_function_t *fn = cts_function(mod, "takes");
+  takes_kernel_t k;
+  takes_kernel_init(ctx, "error_launch_arguments", &k);
+  rk_function_t *fn = k.fn;
   int zero = 0;
   rk_devptr_t p = cts_alloc(ctx, sizeof zero, &zero);
   if (!fn || !p) return;
-  cts_pair_t s = {5, 0, 0};
   const rk_dim3_t g = rk_dim3(1, 1, 1), b = rk_dim3(1, 1, 1);
   rk_arg_t good[] = {rk_arg_i32(10), rk_arg_f32(2.0f), rk_arg_ptr(p),
-                     rk_arg_struct(&s, sizeof s)};
+                     rk_arg_struct(k.s, k.s_size)};
   rk_arg_t args[5];
 
   /* Count. */
@@ -431,14 +468,14 @@ void cts_error_launch_arguments(rk_context_t *ctx) {
 
   /* Size: a struct of the wrong size, a scalar with a wrong size. */
   memcpy(args, good, sizeof good);
-  args[3] = rk_arg_struct(&s, sizeof s - 4);
+  args[3] = rk_arg_struct(k.s, k.s_size - 4);
   CHECK_STATUS(rk_function_launch(fn, g, b, 0, NULL, args, 4),
                RK_ERR_INVALID_ARGUMENT);
   CHECK_ERROR_HAS("argument 3");
-  args[3] = rk_arg_struct(&s, sizeof s + 8);
+  args[3] = rk_arg_struct(k.s, k.s_size + 8);
   CHECK_STATUS(rk_function_launch(fn, g, b, 0, NULL, args, 4),
                RK_ERR_INVALID_ARGUMENT);
-  args[3] = rk_arg_struct(NULL, sizeof s);
+  args[3] = rk_arg_struct(NULL, k.s_size);
   CHECK_STATUS(rk_function_launch(fn, g, b, 0, NULL, args, 4),
                RK_ERR_INVALID_ARGUMENT);
   CHECK_ERROR_HAS("argument 3");
@@ -460,8 +497,9 @@ void cts_error_launch_arguments(rk_context_t *ctx) {
 }
 
 void cts_error_launch_pointer_args(rk_context_t *ctx) {
-  rk_module_t *mod = cts_compile(ctx, "takes.c", kTakesSource);
-  rk_function_t *fn = cts_function(mod, "takes");
+  takes_kernel_t k;
+  takes_kernel_init(ctx, "error_launch_pointer_args", &k);
+  rk_function_t *fn = k.fn;
   int zero = 0, host = 0;
   rk_devptr_t p = cts_alloc(ctx, 64, NULL);
   rk_devptr_t freed = cts_alloc(ctx, 64, NULL);
@@ -470,11 +508,10 @@ void cts_error_launch_pointer_args(rk_context_t *ctx) {
   if (!fn || !p || !freed || !foreign) goto done;
   CHECK_OK(rk_context_copy_to_device(ctx, p, &zero, sizeof zero));
   CHECK_OK(rk_context_free(ctx, freed));
-  cts_pair_t s = {5, 0, 0};
   const rk_devptr_t bad[] = {freed, foreign, (rk_devptr_t)(uintptr_t)&host};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     rk_arg_t args[] = {rk_arg_i32(10), rk_arg_f32(2.0f), rk_arg_ptr(bad[i]),
-                       rk_arg_struct(&s, sizeof s)};
+                       rk_arg_struct(k.s, k.s_size)};
     CHECK_STATUS(rk_function_launch(fn, rk_dim3(1, 1, 1), rk_dim3(1, 1, 1), 0,
                                     NULL, args, 4),
                  RK_ERR_INVALID_ARGUMENT);
@@ -485,7 +522,7 @@ void cts_error_launch_pointer_args(rk_context_t *ctx) {
   check_not_run(ctx, p, 0);
   /* A pointer inside a live allocation is fine. */
   rk_arg_t args[] = {rk_arg_i32(10), rk_arg_f32(2.0f), rk_arg_ptr(p + 8),
-                     rk_arg_struct(&s, sizeof s)};
+                     rk_arg_struct(k.s, k.s_size)};
   CHECK_OK(rk_function_launch(fn, rk_dim3(1, 1, 1), rk_dim3(1, 1, 1), 0, NULL,
                               args, 4));
   CHECK_OK(rk_context_synchronize(ctx));

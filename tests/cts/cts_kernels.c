@@ -13,20 +13,67 @@ typedef struct cts_pair {
   double c;
 } cts_pair_t;
 
+/* The struct of the 32-bit form: no member wider than 4 bytes. */
+typedef struct cts_pair32 {
+  int a;
+  float b;
+  uint32_t c;
+} cts_pair32_t;
+
 // clang-format off
 static const char kIntrospectSource[] = KSRC(
     typedef struct cts_pair { int a; float b; double c; } cts_pair_t;
     RK_KERNEL void params(int a, unsigned b, int64_t c, uint64_t d, float e,
                           double f, float *g, const int *h, cts_pair_t s) {
-      if (rk_global_idx_x() == 0 && g) g[0] = (float)a + (float)b + (float)c +
-                                              (float)d + e + (float)f +
-                                              (float)h[0] + (float)s.a;
+      if (rk_global_idx_x() == 0) g[0] = (float)a + (float)b + (float)c +
+                                         (float)d + e + (float)f +
+                                         (float)h[0] + (float)s.a;
+    }
+    RK_KERNEL void noargs(void) {});
+
+/* The same without 64-bit types, for devices that have none. */
+static const char kIntrospectSource32[] = KSRC(
+    typedef struct cts_pair32 { int a; float b; uint32_t c; } cts_pair32_t;
+    RK_KERNEL void params(int a, unsigned b, float e, float *g, const int *h,
+                          cts_pair32_t s) {
+      if (rk_global_idx_x() == 0) g[0] = (float)a + (float)b + e +
+                                         (float)h[0] + (float)s.a +
+                                         (float)s.c;
     }
     RK_KERNEL void noargs(void) {});
 // clang-format on
 
+typedef struct cts_param_want {
+  rk_arg_kind_t kind;
+  size_t size;
+} cts_param_want_t;
+
 void cts_compile_and_introspect(rk_context_t *ctx) {
-  rk_module_t *mod = cts_compile(ctx, "introspect.c", kIntrospectSource);
+  static const cts_param_want_t kWant64[] = {
+      {RK_ARG_I32, 4},
+      {RK_ARG_U32, 4},
+      {RK_ARG_I64, 8},
+      {RK_ARG_U64, 8},
+      {RK_ARG_F32, 4},
+      {RK_ARG_F64, 8},
+      {RK_ARG_PTR, sizeof(rk_devptr_t)},
+      {RK_ARG_PTR, sizeof(rk_devptr_t)},
+      {RK_ARG_STRUCT, sizeof(cts_pair_t)},
+  };
+  static const cts_param_want_t kWant32[] = {
+      {RK_ARG_I32, 4},
+      {RK_ARG_U32, 4},
+      {RK_ARG_F32, 4},
+      {RK_ARG_PTR, sizeof(rk_devptr_t)},
+      {RK_ARG_PTR, sizeof(rk_devptr_t)},
+      {RK_ARG_STRUCT, sizeof(cts_pair32_t)},
+  };
+  const bool wide = cts_has_64bit();
+  if (!wide)
+    cts_not_checked("compile_and_introspect",
+                    "i64, u64 and f64 parameters and a struct with a double");
+  const char *source = wide ? kIntrospectSource : kIntrospectSource32;
+  rk_module_t *mod = cts_compile(ctx, "introspect.c", source);
   if (!mod) return;
   CHECK(rk_module_function_count(mod) == 2,
         "module has %zu kernels, expected 2", rk_module_function_count(mod));
@@ -40,31 +87,19 @@ void cts_compile_and_introspect(rk_context_t *ctx) {
   CHECK(rk_function_param_count(none) == 0, "noargs has %zu params",
         rk_function_param_count(none));
 
-  static const struct {
-    rk_arg_kind_t kind;
-    size_t size;
-  } kWant[] = {
-      {RK_ARG_I32, 4},
-      {RK_ARG_U32, 4},
-      {RK_ARG_I64, 8},
-      {RK_ARG_U64, 8},
-      {RK_ARG_F32, 4},
-      {RK_ARG_F64, 8},
-      {RK_ARG_PTR, sizeof(rk_devptr_t)},
-      {RK_ARG_PTR, sizeof(rk_devptr_t)},
-      {RK_ARG_STRUCT, sizeof(cts_pair_t)},
-  };
-  size_t n = sizeof kWant / sizeof kWant[0];
+  const cts_param_want_t *want = wide ? kWant64 : kWant32;
+  size_t n = wide ? sizeof kWant64 / sizeof kWant64[0]
+                  : sizeof kWant32 / sizeof kWant32[0];
   CHECK(rk_function_param_count(fn) == n, "params has %zu params, expected %zu",
         rk_function_param_count(fn), n);
   for (size_t i = 0; i < n && i < rk_function_param_count(fn); ++i) {
     rk_arg_kind_t kind = 0;
     size_t size = 0;
     if (!CHECK_OK(rk_function_param(fn, i, &kind, &size))) continue;
-    CHECK(kind == kWant[i].kind, "param %zu is %s, expected %s", i,
-          rk_arg_kind_name(kind), rk_arg_kind_name(kWant[i].kind));
-    CHECK(size == kWant[i].size, "param %zu is %zu bytes, expected %zu", i,
-          size, kWant[i].size);
+    CHECK(kind == want[i].kind, "param %zu is %s, expected %s", i,
+          rk_arg_kind_name(kind), rk_arg_kind_name(want[i].kind));
+    CHECK(size == want[i].size, "param %zu is %zu bytes, expected %zu", i, size,
+          want[i].size);
   }
   /* Both out-pointers are optional. */
   CHECK_OK(rk_function_param(fn, 0, NULL, NULL));
@@ -82,7 +117,7 @@ void cts_compile_and_introspect(rk_context_t *ctx) {
   CHECK_OK(rk_context_synchronize(ctx));
 
   /* The same source again gives an independent, working module. */
-  rk_module_t *again = cts_compile(ctx, "introspect.c", kIntrospectSource);
+  rk_module_t *again = cts_compile(ctx, "introspect.c", source);
   CHECK(again != mod, "two compiles returned the same module");
   CHECK(rk_module_function_count(again) == 2, "second module has %zu kernels",
         rk_module_function_count(again));
@@ -269,6 +304,12 @@ typedef struct cts_triple {
   uint32_t x, y, z;
 } cts_triple_t;
 
+typedef struct cts_mixed32 {
+  int a;
+  float b;
+  uint32_t c;
+} cts_mixed32_t;
+
 // clang-format off
 static const char kEchoSource[] = KSRC(
     typedef struct cts_mixed { int a; float b; double c; } cts_mixed_t;
@@ -292,9 +333,97 @@ static const char kEchoSource[] = KSRC(
       of[0] = e;
       of[1] = s.b;
     });
+
+/* Every kind but i64, u64 and f64, for devices without 64-bit types: the
+ * same values, pointer and struct arguments (a 12-byte struct mixing int,
+ * float and unsigned), the same read-after-launch checks. */
+static const char kEchoSource32[] = KSRC(
+    typedef struct cts_mixed32 { int a; float b; uint32_t c; } cts_mixed32_t;
+    typedef struct cts_triple { uint32_t x, y, z; } cts_triple_t;
+    RK_KERNEL void echo(int a, unsigned b, float e, const int *g,
+                        cts_mixed32_t s, int *oi, cts_triple_t t,
+                        uint32_t *ou, float *of) {
+      if (rk_global_idx_x() != 0) return;
+      oi[0] = a;
+      oi[1] = g[0];
+      oi[2] = g[1];
+      oi[3] = s.a;
+      ou[0] = b;
+      ou[1] = s.c;
+      ou[2] = t.x;
+      ou[3] = t.y;
+      ou[4] = t.z;
+      of[0] = e;
+      of[1] = s.b;
+    });
 // clang-format on
 
+static void all_arg_kinds_32(rk_context_t *ctx) {
+  const int32_t a = -123456789;
+  const uint32_t b = 0xFEDCBA98u;
+  const float e = 1.1f; /* needs every mantissa bit */
+  const int g[2] = {42, -42};
+  cts_mixed32_t s = {-7, 2.5f, 0xC0FFEE01u};
+  cts_triple_t t = {0xDEADBEEFu, 7u, 0x80000000u};
+
+  rk_module_t *mod = cts_compile(ctx, "echo.c", kEchoSource32);
+  rk_function_t *fn = cts_function(mod, "echo");
+  rk_devptr_t dg = cts_alloc(ctx, sizeof g, g);
+  rk_devptr_t doi = cts_alloc(ctx, 4 * sizeof(int32_t), NULL);
+  rk_devptr_t dou = cts_alloc(ctx, 5 * sizeof(uint32_t), NULL);
+  rk_devptr_t dof = cts_alloc(ctx, 2 * sizeof(float), NULL);
+  rk_stream_t *st = NULL;
+  if (fn && dg && doi && dou && dof &&
+      CHECK_OK(rk_context_create_stream(ctx, &st))) {
+    rk_arg_t args[] = {rk_arg_i32(a),
+                       rk_arg_u32(b),
+                       rk_arg_f32(e),
+                       rk_arg_ptr(dg),
+                       rk_arg_struct(&s, sizeof s),
+                       rk_arg_ptr(doi),
+                       rk_arg_struct(&t, sizeof t),
+                       rk_arg_ptr(dou),
+                       rk_arg_ptr(dof)};
+    /* Asynchronous on a stream: struct arguments are copied at launch. */
+    CHECK_OK(rk_function_launch(fn, rk_dim3(2, 1, 1), rk_dim3(32, 1, 1), 0, st,
+                                args, sizeof args / sizeof args[0]));
+    s.a = 999;
+    s.c = 3u;
+    t.y = 12345;
+    CHECK_OK(rk_stream_synchronize(st));
+
+    int32_t oi[4];
+    uint32_t ou[5];
+    float of[2];
+    CHECK_OK(rk_context_copy_to_host(ctx, oi, doi, sizeof oi));
+    CHECK_OK(rk_context_copy_to_host(ctx, ou, dou, sizeof ou));
+    CHECK_OK(rk_context_copy_to_host(ctx, of, dof, sizeof of));
+    /* Values pass through unchanged, so all comparisons are exact. */
+    CHECK(oi[0] == a, "i32: %d", oi[0]);
+    CHECK(ou[0] == b, "u32: 0x%x", ou[0]);
+    CHECK(of[0] == e, "f32: %.9g", of[0]);
+    CHECK(oi[1] == 42 && oi[2] == -42, "ptr: g[0..1] = %d, %d", oi[1], oi[2]);
+    CHECK(oi[3] == -7, "struct .a: %d (999: read after launch)", oi[3]);
+    CHECK(of[1] == 2.5f, "struct .b: %g", of[1]);
+    CHECK(ou[1] == 0xC0FFEE01u, "struct .c: 0x%x (3: read after launch)",
+          ou[1]);
+    CHECK(ou[2] == 0xDEADBEEFu && ou[3] == 7u && ou[4] == 0x80000000u,
+          "12-byte struct: %x %u %x", ou[2], ou[3], ou[4]);
+    CHECK_OK(rk_stream_destroy(st));
+  }
+  if (dg) rk_context_free(ctx, dg);
+  if (doi) rk_context_free(ctx, doi);
+  if (dou) rk_context_free(ctx, dou);
+  if (dof) rk_context_free(ctx, dof);
+}
+
 void cts_launch_all_arg_kinds(rk_context_t *ctx) {
+  if (!cts_has_64bit()) {
+    cts_not_checked("launch_all_arg_kinds",
+                    "i64, u64 and f64 arguments and a struct with a double");
+    all_arg_kinds_32(ctx);
+    return;
+  }
   const int32_t a = -123456789;
   const uint32_t b = 0xFEDCBA98u;
   const int64_t c = -0x123456789ABCLL;

@@ -4,6 +4,9 @@
  *   cts                 all cases on all available backends
  *   cts shared atomic   only cases whose name contains one of the words
  *   cts -overflow       all cases but those whose name contains "overflow"
+ *
+ * With RK_CTS_32BIT=1 in the environment, cases that pass 64-bit values run
+ * their 32-bit form on every device (as on devices without 64-bit types).
  */
 #define RK_TEST_IMPLEMENTATION
 #include <stdio.h>
@@ -58,6 +61,27 @@ rk_devptr_t cts_alloc(rk_context_t *ctx, size_t bytes, const void *host) {
   if (host && !CHECK_OK(rk_context_copy_to_device(ctx, p, host, bytes)))
     return 0;
   return p;
+}
+
+static bool forced_32bit(void) {
+  const char *v = getenv("RK_CTS_32BIT");
+  return v && strcmp(v, "1") == 0;
+}
+
+bool cts_has_64bit(void) {
+  const uint32_t need = RK_CAP_INT64 | RK_CAP_F64;
+  return (g_device.caps & need) == need && !forced_32bit();
+}
+
+void cts_not_checked(const char *case_name, const char *what) {
+  bool no_int64 = !(g_device.caps & RK_CAP_INT64);
+  bool no_f64 = !(g_device.caps & RK_CAP_F64);
+  const char *why = no_int64 && no_f64 ? "the device has no 64-bit types"
+                    : no_int64         ? "the device has no 64-bit integers"
+                    : no_f64           ? "the device has no double"
+                                       : "RK_CTS_32BIT=1 is set";
+  printf("[%s] %s: %s not checked: %s\n", rk_backend_name(g_backend), case_name,
+         what, why);
 }
 
 uint32_t cts_rand(uint32_t *state) {

@@ -27,6 +27,7 @@ static const struct {
     {RK_CAP_ATOMIC64, "atomic64"},
     {RK_CAP_F64, "f64"},
     {RK_CAP_SOFTWARE, "software"},
+    {RK_CAP_INT64, "int64"},
 };
 
 /* The outcome of opening one backend (or RK_BACKEND_AUTO). */
@@ -71,6 +72,13 @@ static const char *without_name(const char *reason, const char *name) {
   return reason;
 }
 
+/* How persistent actors run on a device (see rk/actor.h). */
+static const char *actor_execution(uint32_t caps) {
+  return caps & RK_CAP_PERSISTENT_KERNELS
+             ? "resident"
+             : "relaunch (emulated: one launch per batch of requests)";
+}
+
 static void print_caps_text(uint32_t caps) {
   bool any = false;
   for (size_t i = 0; i < sizeof kCaps / sizeof kCaps[0]; ++i) {
@@ -104,6 +112,8 @@ static void print_device_text(const rk_backend_t *be, int d) {
     printf("%.1f KiB\n", (double)info.shared_mem_per_block / 1024.0);
   printf(row, "capabilities");
   print_caps_text(info.caps);
+  printf(row, "persistent actors");
+  printf("%s\n", actor_execution(info.caps));
 }
 
 static void print_backend_text(rk_backend_kind_t kind, const probe_t *p) {
@@ -177,7 +187,11 @@ static void print_device_json(const rk_backend_t *be, int d) {
     printf("%s\"%s\"", any ? ", " : "", kCaps[i].name);
     any = true;
   }
-  printf("]\n        }");
+  printf("],\n");
+  json_key(10, "persistent_actors");
+  tool_json_string(
+      stdout, info.caps & RK_CAP_PERSISTENT_KERNELS ? "resident" : "relaunch");
+  printf("\n        }");
 }
 
 static void print_backend_json(rk_backend_kind_t kind, const probe_t *p) {

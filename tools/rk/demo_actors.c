@@ -296,7 +296,12 @@ int tool_demo_actors(rk_backend_t *be, bool json, bool quick) {
     printf("device    %s\n", info.name);
     printf(
         "actor     body.c: RK_HANDLER int body(const cmd_t *, reply_t *, "
-        "body_t *)\n\n");
+        "body_t *)\n");
+    printf("persistent mode here: %s\n\n",
+           info.caps & RK_CAP_PERSISTENT_KERNELS && !getenv("RK_ACTOR_RELAUNCH")
+               ? "resident (the handler stays on the device)"
+               : "relaunch (one launch per batch of waiting commands; this "
+                 "device cannot keep a kernel resident)");
     fflush(stdout);
   }
   mode_result_t trad, pers;

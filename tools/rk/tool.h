@@ -39,6 +39,8 @@ typedef struct tool_command {
 extern const tool_command_t tool_cmd_devices;
 extern const tool_command_t tool_cmd_demo;
 extern const tool_command_t tool_cmd_transpile;
+extern const tool_command_t tool_cmd_select;
+extern const tool_command_t tool_cmd_calibrate;
 
 /* `rk demo` without a subcommand (demo_actors.c): runs and prints the
  * actor comparison on `backend`. Returns a TOOL_EXIT_* code. */

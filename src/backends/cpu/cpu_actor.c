@@ -15,14 +15,10 @@
 
 #include "backends/cpu/cpu.h"
 #include "base/error.h"
-#include "base/hlc.h"
-#include "base/ring.h"
 #include "base/sys.h"
+#include "hal/actor_loop.h"
 
 enum { kBatch = 32 };
-
-#define LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
 struct rk__actor_worker {
   rk__actor_device_t dev;
@@ -39,18 +35,11 @@ static void worker_free(rk__actor_worker_t *w) {
   free(w);
 }
 
-/* The run state as the host sees it, written only when it changes. */
-static void set_run_state(rk_abi_control_t *c, uint32_t *cached,
-                          rk_abi_run_state_t s) {
-  if (*cached != (uint32_t)s) {
-    *cached = (uint32_t)s;
-    STORE_RELEASE(&c->run_state, (uint32_t)s);
-  }
-}
-
-/* Handles up to `n` published requests; returns how many. */
-static uint32_t handle_batch(rk__actor_worker_t *w, rk__ring_end_t *in,
-                             rk__ring_end_t *out, uint32_t n) {
+/* Runs the handler on up to `n` published requests, in place in the
+ * slots; returns how many (see rk__actor_batch_fn). */
+static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
+                             uint32_t n) {
+  rk__actor_worker_t *w = ctx;
   rk_abi_control_t *c = w->dev.control;
   const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL};
   uint32_t done = 0;
@@ -60,15 +49,14 @@ static uint32_t handle_batch(rk__actor_worker_t *w, rk__ring_end_t *in,
     unsigned char *dst = rk__ring_reserve_at(out, done);
     if (!dst) break; /* output full: publish what we have */
     const unsigned char *src = rk__ring_peek(in, done);
-    const rk_abi_msg_t *req = (const rk_abi_msg_t *)src;
     rk_abi_msg_t *resp = (rk_abi_msg_t *)dst;
-    resp->code = 0;
+    int32_t code = 0;
     /* Kernel arguments: each points at the argument's bytes, here device
      * pointers into the slots themselves (no copies). */
     void *in_p = (void *)(src + RK_ABI_MSG_HEADER);
     void *out_p = dst + RK_ABI_MSG_HEADER;
     void *state_p = w->state;
-    void *status_p = &resp->code;
+    void *status_p = &code;
     void *args[4];
     unsigned k = 0;
     args[k++] = &in_p;
@@ -76,28 +64,13 @@ static uint32_t handle_batch(rk__actor_worker_t *w, rk__ring_end_t *in,
     if (w->dev.has_state) args[k++] = &state_p;
     if (w->dev.has_status) args[k++] = &status_p;
     w->entry->run_blocks(&kl, 0, 1, args);
-    resp->correlation_id = req->correlation_id;
-    resp->timestamp = rk__hlc_merge(&c->clock, req->timestamp);
-    resp->type = RK_ABI_MSG_RESPONSE;
-    resp->size = c->out_payload;
-    resp->status = resp->code ? RK_ABI_MSG_HANDLER_ERROR : RK_ABI_MSG_OK;
-    if (resp->code) {
+    rk__actor_respond(c, (const rk_abi_msg_t *)src, resp, code);
+    if (code) {
       ++errors;
-      last_error = resp->code;
+      last_error = code;
     }
   }
-  if (done == 0) return 0;
-  /* Counters before the responses: a host that has seen a response also
-   * sees it counted. */
-  if (errors) {
-    __atomic_store_n(&c->last_error, last_error, __ATOMIC_RELAXED);
-    __atomic_store_n(&c->errors, c->errors + errors, __ATOMIC_RELAXED);
-  }
-  __atomic_store_n(&c->processed, c->processed + done, __ATOMIC_RELAXED);
-  rk__ring_publish(out, done);
-  rk__ring_signal_data(out->hdr);
-  rk__ring_release(in, done);
-  rk__ring_signal_space(in->hdr);
+  if (done) rk__actor_commit(c, in, out, done, errors, last_error);
   return done;
 }
 
@@ -112,57 +85,11 @@ static void pin(int cpu) {
 static void *worker_main(void *arg) {
   rk__actor_worker_t *w = arg;
   pin(w->cpu);
-  rk_abi_control_t *c = w->dev.control;
-  rk__ring_end_t in, out;
-  rk__ring_attach(&in, w->dev.in, w->dev.in_slots, false);
-  rk__ring_attach(&out, w->dev.out, w->dev.out_slots, true);
-  uint32_t run_state = RK_ABI_RUN_STARTING;
-  uint64_t idle_since = 0;
-  for (;;) {
-    /* Read before the control block: a request the host makes after this
-     * read changes the sequence, so the waits below cannot miss it. */
-    const uint32_t seq = rk__ring_data_seq(in.hdr);
-    if (LOAD_ACQUIRE(&c->terminate)) {
-      /* Requests accepted before termination still get their answers. */
-      uint64_t avail = rk__ring_available(&in);
-      if (avail == 0) break;
-      uint32_t n = avail < kBatch ? (uint32_t)avail : kBatch;
-      if (handle_batch(w, &in, &out, n) == 0)
-        rk__ring_wait_space(out.hdr, out.own, rk__now_ns() + 1000000u);
-      continue;
-    }
-    if (!LOAD_ACQUIRE(&c->active)) {
-      set_run_state(c, &run_state, RK_ABI_RUN_IDLE);
-      /* Wait for a kick (activate, terminate): pass the current tail so
-       * queued requests do not count as news. */
-      rk__ring_wait_data_since(in.hdr, LOAD_ACQUIRE(&in.hdr->tail), seq, 0);
-      continue;
-    }
-    set_run_state(c, &run_state, RK_ABI_RUN_ACTIVE);
-    uint64_t avail = rk__ring_available(&in);
-    if (avail) {
-      idle_since = 0;
-      uint32_t n = avail < kBatch ? (uint32_t)avail : kBatch;
-      if (handle_batch(w, &in, &out, n) == 0) {
-        /* Output ring full: wait for the host to drain it, looking at the
-         * control block every millisecond. */
-        rk__ring_wait_space(out.hdr, out.own, rk__now_ns() + 1000000u);
-      }
-      continue;
-    }
-    uint64_t now = rk__now_ns();
-    if (!idle_since) idle_since = now;
-    if (now - idle_since < w->spin_ns) {
-      for (int i = 0; i < 128 && !rk__ring_available(&in); ++i) rk__cpu_relax();
-      continue;
-    }
-    rk__ring_wait_data_since(in.hdr, in.own, seq, 0);
-    idle_since = 0;
-  }
-  set_run_state(c, &run_state, RK_ABI_RUN_STOPPED);
-  STORE_RELEASE(&c->terminated, 1u);
-  /* The host waits for `terminated` on the output ring's wake sequence. */
-  rk__ring_kick(out.hdr);
+  rk__set_thread_name("rk-actor");
+  const rk__actor_loop_t loop = {w->dev.control,  w->dev.in,        w->dev.out,
+                                 w->dev.in_slots, w->dev.out_slots, w->spin_ns,
+                                 kBatch,          handle_batch,     w};
+  rk__actor_loop_run(&loop);
   if (__atomic_exchange_n(&w->abandoned, 1u, __ATOMIC_ACQ_REL)) {
     pthread_detach(pthread_self());
     worker_free(w);
@@ -205,9 +132,7 @@ rk_status_t rk__cpu_actor_start(rk_context_t *context,
     }
     if (dev->initial_state) memcpy(w->state, dev->initial_state, state_size);
   }
-  long spin_us = 200;
-  rk__env_long("RK_ACTOR_SPIN_US", 0, 1000000, &spin_us);
-  w->spin_ns = (uint64_t)spin_us * 1000u;
+  w->spin_ns = rk__actor_spin_ns(false);
   w->cpu = pick_cpu();
   int err = pthread_create(&w->thread, NULL, worker_main, w);
   if (err) {

@@ -54,7 +54,7 @@ static void fill_info(rk_device_info_t *info) {
   info->max_threads_per_block = kMaxThreadsPerBlock;
   info->shared_mem_per_block = kSharedPerBlock;
   info->caps = RK_CAP_PERSISTENT_KERNELS | RK_CAP_MAPPED_HOST_MEMORY |
-               RK_CAP_ATOMIC64 | RK_CAP_F64;
+               RK_CAP_ATOMIC64 | RK_CAP_F64 | RK_CAP_INT64;
 }
 
 static rk_status_t cpu_open(rk_backend_t **out) {

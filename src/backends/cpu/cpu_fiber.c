@@ -36,6 +36,7 @@
 #endif
 
 #ifdef RK_FIBER_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 #ifdef RK_FIBER_TSAN
@@ -142,7 +143,15 @@ cpu_fiber_set_t *rk__cpu_fiber_set_create(void) {
 void rk__cpu_fiber_set_destroy(cpu_fiber_set_t *set) {
   if (!set) return;
   for (uint32_t i = 0; i < set->cap; ++i) {
-    if (set->fibers[i].map) munmap(set->fibers[i].map, set->fibers[i].map_size);
+    if (set->fibers[i].map) {
+#ifdef RK_FIBER_ASAN
+      /* Frames left on a fiber stack keep their redzones poisoned; clear
+       * them, or whatever maps this memory next (another library's thread
+       * stack) reads through stale poison. */
+      ASAN_UNPOISON_MEMORY_REGION(set->fibers[i].map, set->fibers[i].map_size);
+#endif
+      munmap(set->fibers[i].map, set->fibers[i].map_size);
+    }
 #ifdef RK_FIBER_TSAN
     __tsan_destroy_fiber(set->fibers[i].tsan);
 #endif

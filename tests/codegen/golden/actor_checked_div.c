@@ -35,3 +35,15 @@ RK_KERNEL void checked_div(
   if (rk_global_idx_x() == 0 && rk_global_idx_y() == 0 && rk_global_idx_z() == 0)
     rk_status[0] = rk_handle_checked_div(in, out);
 }
+
+RK_KERNEL void rk_batch_checked_div(
+    const div_req_t *in,
+    div_resp_t *out,
+    int *rk_status,
+    unsigned int rk_count) {
+  if (rk_global_idx_x() == 0 && rk_global_idx_y() == 0 && rk_global_idx_z() == 0) {
+    for (unsigned int rk_m = 0; rk_m < rk_count; ++rk_m) {
+      rk_status[rk_m] = rk_handle_checked_div(&in[rk_m], &out[rk_m]);
+    }
+  }
+}

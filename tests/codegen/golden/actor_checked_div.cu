@@ -31,3 +31,15 @@ extern "C" __global__ void checked_div(
   if ((blockIdx.x * blockDim.x + threadIdx.x) == 0 && (blockIdx.y * blockDim.y + threadIdx.y) == 0 && (blockIdx.z * blockDim.z + threadIdx.z) == 0)
     rk_status[0] = rk_handle_checked_div(in, out);
 }
+
+extern "C" __global__ void rk_batch_checked_div(
+    const div_req_t *in,
+    div_resp_t *out,
+    int *rk_status,
+    unsigned int rk_count) {
+  if ((blockIdx.x * blockDim.x + threadIdx.x) == 0 && (blockIdx.y * blockDim.y + threadIdx.y) == 0 && (blockIdx.z * blockDim.z + threadIdx.z) == 0) {
+    for (unsigned int rk_m = 0; rk_m < rk_count; ++rk_m) {
+      rk_status[rk_m] = rk_handle_checked_div(&in[rk_m], &out[rk_m]);
+    }
+  }
+}

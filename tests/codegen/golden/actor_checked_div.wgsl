@@ -28,12 +28,12 @@ struct div_resp_t {
 // global thread 0.
 @group(0) @binding(2) var<storage, read_write> rk_status: array<i32>;
 
-fn rk_handle_checked_div() -> i32 {
-  if (in[0].b == 0) {
-    out[0].q = 0;
+fn rk_handle_checked_div(rk_m: u32) -> i32 {
+  if (in[rk_m].b == 0) {
+    out[rk_m].q = 0;
     return 1;
   }
-  out[0].q = in[0].a / in[0].b;
+  out[rk_m].q = in[rk_m].a / in[rk_m].b;
   return 0;
 }
 
@@ -42,6 +42,24 @@ fn checked_div(@builtin(local_invocation_id) rk_tid: vec3<u32>,
     @builtin(workgroup_id) rk_bid: vec3<u32>,
     @builtin(num_workgroups) rk_gdim: vec3<u32>) {
   if ((rk_bid.x * rk_wg_x + rk_tid.x) == 0u && (rk_bid.y * rk_wg_y + rk_tid.y) == 0u && (rk_bid.z * rk_wg_z + rk_tid.z) == 0u) {
-    rk_status[0] = rk_handle_checked_div();
+    rk_status[0] = rk_handle_checked_div(0u);
+  }
+}
+
+// The by-value parameters of rk_batch_checked_div.
+struct rk_params_t {
+  rk_count: u32,
+}
+@group(0) @binding(3) var<storage, read> rk_params: rk_params_t;
+
+@compute @workgroup_size(rk_wg_x, rk_wg_y, rk_wg_z)
+fn rk_batch_checked_div(@builtin(local_invocation_id) rk_tid: vec3<u32>,
+    @builtin(workgroup_id) rk_bid: vec3<u32>,
+    @builtin(num_workgroups) rk_gdim: vec3<u32>) {
+  let rk_count: u32 = rk_params.rk_count;
+  if ((rk_bid.x * rk_wg_x + rk_tid.x) == 0u && (rk_bid.y * rk_wg_y + rk_tid.y) == 0u && (rk_bid.z * rk_wg_z + rk_tid.z) == 0u) {
+    for (var rk_m: u32 = 0u; rk_m < rk_count; rk_m++) {
+      rk_status[rk_m] = rk_handle_checked_div(rk_m);
+    }
   }
 }

@@ -63,3 +63,17 @@ RK_KERNEL void counter(
   if (rk_global_idx_x() == 0 && rk_global_idx_y() == 0 && rk_global_idx_z() == 0)
     rk_handle_counter(in, out, state);
 }
+
+RK_KERNEL void rk_batch_counter(
+    const counter_req_t *in,
+    counter_resp_t *out,
+    counter_state_t *state,
+    int *rk_status,
+    unsigned int rk_count) {
+  if (rk_global_idx_x() == 0 && rk_global_idx_y() == 0 && rk_global_idx_z() == 0) {
+    for (unsigned int rk_m = 0; rk_m < rk_count; ++rk_m) {
+      rk_handle_counter(&in[rk_m], &out[rk_m], state);
+      rk_status[rk_m] = 0;
+    }
+  }
+}

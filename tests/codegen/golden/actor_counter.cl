@@ -62,3 +62,17 @@ __kernel void counter(
   if ((uint)get_global_id(0) == 0 && (uint)get_global_id(1) == 0 && (uint)get_global_id(2) == 0)
     rk_handle_counter(in, out, state);
 }
+
+__kernel void rk_batch_counter(
+    __global const counter_req_t *in,
+    __global counter_resp_t *out,
+    __global counter_state_t *state,
+    __global int *rk_status,
+    uint rk_count) {
+  if ((uint)get_global_id(0) == 0 && (uint)get_global_id(1) == 0 && (uint)get_global_id(2) == 0) {
+    for (uint rk_m = 0; rk_m < rk_count; ++rk_m) {
+      rk_handle_counter(&in[rk_m], &out[rk_m], state);
+      rk_status[rk_m] = 0;
+    }
+  }
+}

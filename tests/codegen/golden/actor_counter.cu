@@ -53,3 +53,17 @@ extern "C" __global__ void counter(
   if ((blockIdx.x * blockDim.x + threadIdx.x) == 0 && (blockIdx.y * blockDim.y + threadIdx.y) == 0 && (blockIdx.z * blockDim.z + threadIdx.z) == 0)
     rk_handle_counter(in, out, state);
 }
+
+extern "C" __global__ void rk_batch_counter(
+    const counter_req_t *in,
+    counter_resp_t *out,
+    counter_state_t *state,
+    int *rk_status,
+    unsigned int rk_count) {
+  if ((blockIdx.x * blockDim.x + threadIdx.x) == 0 && (blockIdx.y * blockDim.y + threadIdx.y) == 0 && (blockIdx.z * blockDim.z + threadIdx.z) == 0) {
+    for (unsigned int rk_m = 0; rk_m < rk_count; ++rk_m) {
+      rk_handle_counter(&in[rk_m], &out[rk_m], state);
+      rk_status[rk_m] = 0;
+    }
+  }
+}

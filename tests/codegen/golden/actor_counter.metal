@@ -67,3 +67,21 @@ kernel void counter(
   if ((rk_bid.x * rk_bdim.x + rk_tid.x) == 0 && (rk_bid.y * rk_bdim.y + rk_tid.y) == 0 && (rk_bid.z * rk_bdim.z + rk_tid.z) == 0)
     rk_handle_counter(in, out, state);
 }
+
+kernel void rk_batch_counter(
+    device const counter_req_t *in [[buffer(0)]],
+    device counter_resp_t *out [[buffer(1)]],
+    device counter_state_t *state [[buffer(2)]],
+    device int *rk_status [[buffer(3)]],
+    constant uint &rk_count [[buffer(4)]],
+    uint3 rk_tid [[thread_position_in_threadgroup]],
+    uint3 rk_bid [[threadgroup_position_in_grid]],
+    uint3 rk_bdim [[threads_per_threadgroup]],
+    uint3 rk_gdim [[threadgroups_per_grid]]) {
+  if ((rk_bid.x * rk_bdim.x + rk_tid.x) == 0 && (rk_bid.y * rk_bdim.y + rk_tid.y) == 0 && (rk_bid.z * rk_bdim.z + rk_tid.z) == 0) {
+    for (uint rk_m = 0; rk_m < rk_count; ++rk_m) {
+      rk_handle_counter(&in[rk_m], &out[rk_m], state);
+      rk_status[rk_m] = 0;
+    }
+  }
+}

@@ -36,11 +36,11 @@ struct counter_state_t {
 @group(0) @binding(1) var<storage, read_write> out: array<counter_resp_t>;
 @group(0) @binding(2) var<storage, read_write> state: array<counter_state_t>;
 
-fn rk_handle_counter() {
-  switch (in[0].op) {
+fn rk_handle_counter(rk_m: u32) {
+  switch (in[rk_m].op) {
     case 0: {
       state[0].count += 1;
-      state[0].sum += in[0].value;
+      state[0].sum += in[rk_m].value;
     }
     case 1: {
       state[0].count = 0;
@@ -50,10 +50,10 @@ fn rk_handle_counter() {
     }
   }
   state[0].seq++;
-  out[0].seq = state[0].seq;
-  out[0].count = state[0].count;
-  out[0].sum = state[0].sum;
-  out[0].mean = select(0.0f, state[0].sum / f32(state[0].count), state[0].count > 0);
+  out[rk_m].seq = state[0].seq;
+  out[rk_m].count = state[0].count;
+  out[rk_m].sum = state[0].sum;
+  out[rk_m].mean = select(0.0f, state[0].sum / f32(state[0].count), state[0].count > 0);
 }
 
 @compute @workgroup_size(rk_wg_x, rk_wg_y, rk_wg_z)
@@ -61,6 +61,28 @@ fn counter(@builtin(local_invocation_id) rk_tid: vec3<u32>,
     @builtin(workgroup_id) rk_bid: vec3<u32>,
     @builtin(num_workgroups) rk_gdim: vec3<u32>) {
   if ((rk_bid.x * rk_wg_x + rk_tid.x) == 0u && (rk_bid.y * rk_wg_y + rk_tid.y) == 0u && (rk_bid.z * rk_wg_z + rk_tid.z) == 0u) {
-    rk_handle_counter();
+    rk_handle_counter(0u);
+  }
+}
+
+// 0 for each message counter handled, written by global thread 0 of
+// rk_batch_counter.
+@group(0) @binding(3) var<storage, read_write> rk_status: array<i32>;
+// The by-value parameters of rk_batch_counter.
+struct rk_params_t {
+  rk_count: u32,
+}
+@group(0) @binding(4) var<storage, read> rk_params: rk_params_t;
+
+@compute @workgroup_size(rk_wg_x, rk_wg_y, rk_wg_z)
+fn rk_batch_counter(@builtin(local_invocation_id) rk_tid: vec3<u32>,
+    @builtin(workgroup_id) rk_bid: vec3<u32>,
+    @builtin(num_workgroups) rk_gdim: vec3<u32>) {
+  let rk_count: u32 = rk_params.rk_count;
+  if ((rk_bid.x * rk_wg_x + rk_tid.x) == 0u && (rk_bid.y * rk_wg_y + rk_tid.y) == 0u && (rk_bid.z * rk_wg_z + rk_tid.z) == 0u) {
+    for (var rk_m: u32 = 0u; rk_m < rk_count; rk_m++) {
+      rk_handle_counter(rk_m);
+      rk_status[rk_m] = 0;
+    }
   }
 }

@@ -25,3 +25,16 @@ extern "C" __global__ void add_one(const echo_req_t *in, echo_resp_t *out) {
   if ((blockIdx.x * blockDim.x + threadIdx.x) == 0 && (blockIdx.y * blockDim.y + threadIdx.y) == 0 && (blockIdx.z * blockDim.z + threadIdx.z) == 0)
     rk_handle_add_one(in, out);
 }
+
+extern "C" __global__ void rk_batch_add_one(
+    const echo_req_t *in,
+    echo_resp_t *out,
+    int *rk_status,
+    unsigned int rk_count) {
+  if ((blockIdx.x * blockDim.x + threadIdx.x) == 0 && (blockIdx.y * blockDim.y + threadIdx.y) == 0 && (blockIdx.z * blockDim.z + threadIdx.z) == 0) {
+    for (unsigned int rk_m = 0; rk_m < rk_count; ++rk_m) {
+      rk_handle_add_one(&in[rk_m], &out[rk_m]);
+      rk_status[rk_m] = 0;
+    }
+  }
+}

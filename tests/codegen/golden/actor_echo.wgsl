@@ -26,9 +26,9 @@ struct echo_resp_t {
 @group(0) @binding(0) var<storage, read> in: array<echo_req_t>;
 @group(0) @binding(1) var<storage, read_write> out: array<echo_resp_t>;
 
-fn rk_handle_add_one() {
-  out[0].v = in[0].v + 1;
-  out[0].scaled = f32(in[0].v) * in[0].scale;
+fn rk_handle_add_one(rk_m: u32) {
+  out[rk_m].v = in[rk_m].v + 1;
+  out[rk_m].scaled = f32(in[rk_m].v) * in[rk_m].scale;
 }
 
 @compute @workgroup_size(rk_wg_x, rk_wg_y, rk_wg_z)
@@ -36,6 +36,28 @@ fn add_one(@builtin(local_invocation_id) rk_tid: vec3<u32>,
     @builtin(workgroup_id) rk_bid: vec3<u32>,
     @builtin(num_workgroups) rk_gdim: vec3<u32>) {
   if ((rk_bid.x * rk_wg_x + rk_tid.x) == 0u && (rk_bid.y * rk_wg_y + rk_tid.y) == 0u && (rk_bid.z * rk_wg_z + rk_tid.z) == 0u) {
-    rk_handle_add_one();
+    rk_handle_add_one(0u);
+  }
+}
+
+// 0 for each message add_one handled, written by global thread 0 of
+// rk_batch_add_one.
+@group(0) @binding(2) var<storage, read_write> rk_status: array<i32>;
+// The by-value parameters of rk_batch_add_one.
+struct rk_params_t {
+  rk_count: u32,
+}
+@group(0) @binding(3) var<storage, read> rk_params: rk_params_t;
+
+@compute @workgroup_size(rk_wg_x, rk_wg_y, rk_wg_z)
+fn rk_batch_add_one(@builtin(local_invocation_id) rk_tid: vec3<u32>,
+    @builtin(workgroup_id) rk_bid: vec3<u32>,
+    @builtin(num_workgroups) rk_gdim: vec3<u32>) {
+  let rk_count: u32 = rk_params.rk_count;
+  if ((rk_bid.x * rk_wg_x + rk_tid.x) == 0u && (rk_bid.y * rk_wg_y + rk_tid.y) == 0u && (rk_bid.z * rk_wg_z + rk_tid.z) == 0u) {
+    for (var rk_m: u32 = 0u; rk_m < rk_count; rk_m++) {
+      rk_handle_add_one(rk_m);
+      rk_status[rk_m] = 0;
+    }
   }
 }

@@ -1,0 +1,189 @@
+/* Relaunch actors: the device side as a host thread that launches one batch
+ * kernel per batch of requests (see actor_relaunch.h). */
+#include "actor/actor_relaunch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/sys.h"
+#include "hal/actor_loop.h"
+
+enum { kDefaultBatch = 256 };
+
+struct rk__relaunch {
+  rk__actor_device_t dev;
+  rk_context_t *context;
+  rk_stream_t *stream;
+  uint32_t in_size, out_size, batch;
+  uint64_t spin_ns;
+  rk_devptr_t d_in, d_out, d_state, d_status;
+  unsigned char *h_in, *h_out; /* batch * in_size, batch * out_size */
+  int32_t *h_status;           /* batch */
+  uint64_t batches, requests;  /* atomic: written by the driver */
+  pthread_t thread;
+  bool thread_started;
+  uint32_t abandoned; /* atomic: the driver frees itself when it stops */
+};
+
+static void relaunch_free(rk__relaunch_t *r) {
+  if (r->stream) rk_stream_destroy(r->stream);
+  rk_devptr_t bufs[] = {r->d_in, r->d_out, r->d_state, r->d_status};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i)
+    if (bufs[i]) rk_context_free(r->context, bufs[i]);
+  free(r->h_in);
+  free(r->h_out);
+  free(r->h_status);
+  free(r);
+}
+
+/* Copy in, one launch, copy out, wait. */
+static rk_status_t run_batch(rk__relaunch_t *r, uint32_t n) {
+  rk_stream_t *st = r->stream;
+  RK_RETURN_IF_ERROR(
+      rk_stream_copy_to_device(st, r->d_in, r->h_in, (size_t)n * r->in_size));
+  rk_arg_t args[5];
+  size_t k = 0;
+  args[k++] = rk_arg_ptr(r->d_in);
+  args[k++] = rk_arg_ptr(r->d_out);
+  if (r->dev.has_state) args[k++] = rk_arg_ptr(r->d_state);
+  args[k++] = rk_arg_ptr(r->d_status);
+  args[k++] = rk_arg_u32(n);
+  const rk_dim3_t one = {1, 1, 1};
+  RK_RETURN_IF_ERROR(
+      rk_function_launch(r->dev.function, one, one, 0, st, args, k));
+  RK_RETURN_IF_ERROR(
+      rk_stream_copy_to_host(st, r->h_out, r->d_out, (size_t)n * r->out_size));
+  RK_RETURN_IF_ERROR(rk_stream_copy_to_host(st, r->h_status, r->d_status,
+                                            (size_t)n * sizeof(int32_t)));
+  return rk_stream_synchronize(st);
+}
+
+/* rk__actor_batch_fn: answers up to n requests with one launch. A launch
+ * that fails answers every request of its batch with the failure (status
+ * RK_ABI_MSG_DEVICE_ERROR, code = the rk_status_t). */
+static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
+                             uint32_t n) {
+  rk__relaunch_t *r = ctx;
+  rk_abi_control_t *c = r->dev.control;
+  uint32_t k = 0;
+  while (k < n && rk__ring_reserve_at(out, k)) {
+    const unsigned char *src = rk__ring_peek(in, k);
+    memcpy(r->h_in + (size_t)k * r->in_size, src + RK_ABI_MSG_HEADER,
+           r->in_size);
+    ++k;
+  }
+  if (k == 0) return 0;
+  rk_status_t s = run_batch(r, k);
+  uint64_t errors = 0;
+  int32_t last_error = 0;
+  for (uint32_t m = 0; m < k; ++m) {
+    const rk_abi_msg_t *req = (const rk_abi_msg_t *)rk__ring_peek(in, m);
+    unsigned char *dst = rk__ring_reserve_at(out, m);
+    rk_abi_msg_t *resp = (rk_abi_msg_t *)dst;
+    int32_t code = s == RK_OK ? r->h_status[m] : (int32_t)s;
+    rk__actor_respond(c, req, resp, code);
+    if (s == RK_OK) {
+      memcpy(dst + RK_ABI_MSG_HEADER, r->h_out + (size_t)m * r->out_size,
+             r->out_size);
+    } else {
+      resp->status = RK_ABI_MSG_DEVICE_ERROR;
+      memset(dst + RK_ABI_MSG_HEADER, 0, r->out_size);
+    }
+    if (code) {
+      ++errors;
+      last_error = code;
+    }
+  }
+  __atomic_store_n(&r->batches, r->batches + 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&r->requests, r->requests + k, __ATOMIC_RELAXED);
+  rk__actor_commit(c, in, out, k, errors, last_error);
+  return k;
+}
+
+static void *driver_main(void *arg) {
+  rk__relaunch_t *r = arg;
+  rk__set_thread_name("rk-actor-relaunch");
+  const rk__actor_loop_t loop = {r->dev.control,  r->dev.in,        r->dev.out,
+                                 r->dev.in_slots, r->dev.out_slots, r->spin_ns,
+                                 r->batch,        handle_batch,     r};
+  rk__actor_loop_run(&loop);
+  if (__atomic_exchange_n(&r->abandoned, 1u, __ATOMIC_ACQ_REL)) {
+    pthread_detach(pthread_self());
+    relaunch_free(r);
+  }
+  return NULL;
+}
+
+static rk_status_t setup(rk__relaunch_t *r) {
+  rk_context_t *ctx = r->context;
+  const size_t n = r->batch;
+  r->h_in = malloc(n * r->in_size);
+  r->h_out = malloc(n * r->out_size);
+  r->h_status = malloc(n * sizeof(int32_t));
+  if (!r->h_in || !r->h_out || !r->h_status)
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor: relaunch staging buffers");
+  RK_RETURN_IF_ERROR(rk_context_create_stream(ctx, &r->stream));
+  RK_RETURN_IF_ERROR(rk_context_allocate(ctx, n * r->in_size, &r->d_in));
+  RK_RETURN_IF_ERROR(rk_context_allocate(ctx, n * r->out_size, &r->d_out));
+  RK_RETURN_IF_ERROR(
+      rk_context_allocate(ctx, n * sizeof(int32_t), &r->d_status));
+  if (r->dev.has_state) {
+    const uint32_t size = r->dev.control->state_size;
+    RK_RETURN_IF_ERROR(rk_context_allocate(ctx, size, &r->d_state));
+    void *zeros = NULL;
+    const void *init = r->dev.initial_state;
+    if (!init) init = zeros = calloc(1, size);
+    if (!init) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor: state");
+    rk_status_t s = rk_context_copy_to_device(ctx, r->d_state, init, size);
+    free(zeros);
+    RK_RETURN_IF_ERROR(s);
+  }
+  return RK_OK;
+}
+
+rk_status_t rk__relaunch_start(rk_context_t *context,
+                               const rk__actor_device_t *dev, uint64_t spin_ns,
+                               rk__relaunch_t **out) {
+  rk__relaunch_t *r = calloc(1, sizeof *r);
+  if (!r) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor: relaunch driver");
+  r->dev = *dev;
+  r->dev.initial_state = NULL;
+  r->context = context;
+  r->spin_ns = spin_ns;
+  r->in_size = dev->control->in_payload ? dev->control->in_payload : 1;
+  r->out_size = dev->control->out_payload ? dev->control->out_payload : 1;
+  long batch = kDefaultBatch;
+  rk__env_long("RK_ACTOR_BATCH", 1, 1 << 20, &batch);
+  r->batch =
+      (uint32_t)batch < dev->in->capacity ? (uint32_t)batch : dev->in->capacity;
+  r->dev.initial_state = dev->initial_state;
+  rk_status_t s = setup(r);
+  r->dev.initial_state = NULL;
+  if (s == RK_OK) {
+    int err = pthread_create(&r->thread, NULL, driver_main, r);
+    if (err)
+      s = rk__fail(RK_ERR_OUT_OF_MEMORY,
+                   "actor: cannot start the relaunch driver thread (%s)",
+                   strerror(err));
+  }
+  if (s != RK_OK) {
+    relaunch_free(r);
+    return s;
+  }
+  *out = r;
+  return RK_OK;
+}
+
+void rk__relaunch_release(rk__relaunch_t *r, bool stopped) {
+  if (stopped || __atomic_exchange_n(&r->abandoned, 1u, __ATOMIC_ACQ_REL)) {
+    pthread_join(r->thread, NULL);
+    relaunch_free(r);
+  }
+}
+
+void rk__relaunch_counts(const rk__relaunch_t *r, uint64_t *out_batches,
+                         uint64_t *out_requests) {
+  *out_batches = __atomic_load_n(&r->batches, __ATOMIC_RELAXED);
+  *out_requests = __atomic_load_n(&r->requests, __ATOMIC_RELAXED);
+}

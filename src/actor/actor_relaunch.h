@@ -1,0 +1,33 @@
+/* Persistent actors on backends that cannot keep a kernel resident (WebGPU,
+ * OpenCL, Metal): a host thread follows the input ring like a resident
+ * kernel would and, for each batch of requests it finds, copies them to the
+ * device, launches the handler's batch kernel (rk_batch_<handler>, which
+ * runs the handler on every request of the batch in order) once, and copies
+ * the responses back into the output ring. Only the public HAL API is used.
+ */
+#ifndef RK_ACTOR_ACTOR_RELAUNCH_H_
+#define RK_ACTOR_ACTOR_RELAUNCH_H_
+
+#include "hal/hal.h"
+
+typedef struct rk__relaunch rk__relaunch_t;
+
+/* Starts the driver for `device` (its function is the batch kernel:
+ * in, out[, state], status, count). Device buffers for up to
+ * min(input capacity, RK_ACTOR_BATCH (default 256)) requests are allocated
+ * here, and the state is copied to the device. The driver spins `spin_ns`
+ * after its last request before it parks. */
+rk_status_t rk__relaunch_start(rk_context_t *context,
+                               const rk__actor_device_t *device,
+                               uint64_t spin_ns, rk__relaunch_t **out);
+
+/* Joins and frees a driver whose loop has stopped (control->terminated
+ * seen), or, when `stopped` is false, leaves it to free itself when its
+ * current launch returns. */
+void rk__relaunch_release(rk__relaunch_t *r, bool stopped);
+
+/* Batches launched and requests per batch so far. */
+void rk__relaunch_counts(const rk__relaunch_t *r, uint64_t *out_batches,
+                         uint64_t *out_requests);
+
+#endif /* RK_ACTOR_ACTOR_RELAUNCH_H_ */

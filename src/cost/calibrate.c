@@ -1,0 +1,551 @@
+/* calibrate.c - measuring this machine for the cost model.
+ *
+ * For every candidate (scalar, SIMD with the best ISA, each GPU device) and
+ * every op class, one representative op runs forced onto that candidate
+ * (rk/ops.h, RK_POLICY_FORCED) at several sizes:
+ *
+ *   class           op       largest size (quick / default / thorough)
+ *   elementwise     add      n = 4M / 16M / 64M elements
+ *   reduction       sum      n = 4M / 16M / 64M
+ *   transcendental  exp      n = 1M / 4M / 16M
+ *   matvec          matvec   n x n, n = 512 / 2048 / 4096
+ *   matmul          matmul   n^3,   n = 256 / 512 / 1024
+ *
+ * Vector sizes start at 16 and grow by 4x (quick) or 2x; matrix sizes
+ * double from 16 (matvec) or 8 (matmul). A candidate whose call takes
+ * longer than a level's limit (scalar GEMM) stops growing there.
+ * GPU candidates run on operands already on the device (rk_ops_buffer_t),
+ * so a call is launch + kernel + synchronisation; their copies are measured
+ * separately with plain HAL copies. The launch latency is 90% of the
+ * fastest call (n = 1 included); each size gives a rate point (working-set
+ * bytes, FLOP/s, bytes/s) computed from the time left after the launch (and, on
+ * a GPU, after the copies), so the prediction of every measured size is its
+ * measured time. The median of several
+ * timed batches is kept. GPU candidates also get host<->device latency and
+ * bandwidth from plain HAL copies. Thread scaling of the SIMD candidate is
+ * measured with one thread and with all of them.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "base/sys.h"
+#include "cost/cost.h"
+#include "rk/ops.h"
+
+void rk_calibrate_options_init(rk_calibrate_options_t *options) {
+  if (!options) return;
+  memset(options, 0, sizeof *options);
+  options->level = RK_CALIBRATE_DEFAULT;
+}
+
+typedef struct plan {
+  double min_batch_s; /* each timed batch lasts at least this long */
+  int batches;        /* median of this many batches */
+  double max_call_s;  /* stop growing sizes past a call this long */
+  int vec_step;       /* vector sizes grow by this factor from 64 */
+  size_t max_vec;     /* add, sum: largest n */
+  size_t max_exp;     /* exp: largest n */
+  size_t max_mv;      /* matvec: largest n (n x n, from 16, doubling) */
+  size_t max_mm;      /* matmul: largest n (n^3, from 8, doubling) */
+} plan_t;
+
+static plan_t make_plan(rk_calibrate_level_t level) {
+  plan_t p;
+  switch (level) {
+    case RK_CALIBRATE_QUICK:
+      p = (plan_t){0.005, 5, 0.05, 4, 4u << 20, 1u << 20, 512, 256};
+      break;
+    case RK_CALIBRATE_THOROUGH:
+      p = (plan_t){0.05, 9, 1.0, 2, 64u << 20, 16u << 20, 4096, 1024};
+      break;
+    default:
+      p = (plan_t){0.02, 7, 0.25, 2, 16u << 20, 4u << 20, 2048, 512};
+      break;
+  }
+  return p;
+}
+
+typedef struct calib {
+  const rk_calibrate_options_t *opt;
+  plan_t plan;
+  int step, steps;
+  float *a, *b, *c; /* operands, big enough for every size */
+  size_t cap;       /* floats in each */
+  /* GPU candidates: operands on the device (cap floats each), so that a
+   * call times the launch, the kernel and the synchronisation only. */
+  rk_ops_buffer_t *dev[3];
+  bool resident;
+} calib_t;
+
+static void progress(calib_t *cal, const char *fmt, ...) RK__PRINTF(2, 3);
+static void progress(calib_t *cal, const char *fmt, ...) {
+  if (!cal->opt->progress) return;
+  char what[200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  double f = cal->steps > 0 ? (double)cal->step / cal->steps : 0.0;
+  if (f > 1.0) f = 1.0;
+  cal->opt->progress(cal->opt->user, f, what);
+}
+
+/* Runs one op of `cls` at size `n` (vectors: n elements; matrices: n x n
+ * (x n)). */
+static rk_op_desc_t desc_for(rk__cost_class_t cls, size_t n);
+
+static rk_status_t run_op(calib_t *cal, rk_ops_t *ops, rk__cost_class_t cls,
+                          size_t n) {
+  float r;
+  if (cal->resident) {
+    static const size_t kOperands[RK__CLASS_COUNT] = {3, 1, 2, 3, 3};
+    rk_op_desc_t d = desc_for(cls, n);
+    return rk_ops_run_resident(ops, &d, 0.5f, cal->dev, kOperands[cls],
+                               cls == RK__CLASS_REDUCTION ? &r : NULL, NULL);
+  }
+  switch (cls) {
+    case RK__CLASS_ELEMENTWISE:
+      return rk_ops_add(ops, n, cal->a, cal->b, cal->c, NULL);
+    case RK__CLASS_REDUCTION:
+      return rk_ops_sum(ops, n, cal->a, &r, NULL);
+    case RK__CLASS_TRANSCENDENTAL:
+      return rk_ops_exp(ops, n, cal->a, cal->c, NULL);
+    case RK__CLASS_MATVEC:
+      return rk_ops_matvec(ops, n, n, cal->a, cal->b, cal->c, NULL);
+    case RK__CLASS_MATMUL:
+      return rk_ops_matmul(ops, n, n, n, cal->a, cal->b, cal->c, NULL);
+    default:
+      return rk__fail(RK_ERR_INTERNAL, "calibrate: bad class");
+  }
+}
+
+static rk_op_desc_t desc_for(rk__cost_class_t cls, size_t n) {
+  static const rk_op_t kOps[RK__CLASS_COUNT] = {RK_OP_ADD, RK_OP_SUM, RK_OP_EXP,
+                                                RK_OP_MATVEC, RK_OP_MATMUL};
+  rk_op_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.op = kOps[cls];
+  d.n = n;
+  if (cls == RK__CLASS_MATVEC) d.m = n;
+  if (cls == RK__CLASS_MATMUL) d.m = d.k = n;
+  d.result_on_host = true;
+  return d;
+}
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* Seconds per call of `reps` calls. */
+static rk_status_t time_batch(calib_t *cal, rk_ops_t *ops, rk__cost_class_t cls,
+                              size_t n, long reps, double *out_s) {
+  uint64_t t0 = rk__now_ns();
+  for (long r = 0; r < reps; ++r) RK_RETURN_IF_ERROR(run_op(cal, ops, cls, n));
+  *out_s = (double)(rk__now_ns() - t0) * 1e-9 / (double)reps;
+  return RK_OK;
+}
+
+/* Warms up (first-use work: GPU kernels compile, pages fault in) and sizes
+ * a batch from one timed call, which is also returned. */
+static rk_status_t size_batch(calib_t *cal, rk_ops_t *ops, rk__cost_class_t cls,
+                              size_t n, long *out_reps, double *out_one) {
+  RK_RETURN_IF_ERROR(run_op(cal, ops, cls, n));
+  double one;
+  RK_RETURN_IF_ERROR(time_batch(cal, ops, cls, n, 1, &one));
+  long reps = one > 0 ? (long)(cal->plan.min_batch_s / one) : 1000;
+  if (reps < 1) reps = 1;
+  if (reps > 1000000) reps = 1000000;
+  *out_reps = reps;
+  *out_one = one;
+  return RK_OK;
+}
+
+/* Median seconds per call over the plan's batches, for `count` sizes at
+ * once: every pass times one batch of each size, so a slow phase of the
+ * machine spreads over all sizes instead of bending the curve at one.
+ * A size whose single call exceeds the plan's limit is timed once and ends
+ * the list (*out_count shrinks). */
+static rk_status_t time_sizes(calib_t *cal, rk_ops_t *ops, rk__cost_class_t cls,
+                              const char *label, const size_t *ns,
+                              int *inout_count, double *out_s) {
+  enum { kMax = RK__COST_MAX_POINTS + 1 };
+  long reps[kMax];
+  double samples[kMax][32];
+  bool slow[kMax];
+  int count = *inout_count, batches = cal->plan.batches;
+  if (batches > 32) batches = 32;
+  for (int i = 0; i < count; ++i) {
+    progress(cal, "%s: n=%zu", label, ns[i]);
+    double one;
+    RK_RETURN_IF_ERROR(size_batch(cal, ops, cls, ns[i], &reps[i], &one));
+    slow[i] = one > cal->plan.max_call_s;
+    if (slow[i]) {
+      samples[i][0] = one;
+      cal->step += batches;
+      *inout_count = count = i + 1; /* larger sizes would be slower still */
+      break;
+    }
+    RK_RETURN_IF_ERROR(
+        time_batch(cal, ops, cls, ns[i], reps[i], &samples[i][0]));
+    ++cal->step;
+  }
+  for (int b = 1; b < batches; ++b) {
+    progress(cal, "%s: pass %d of %d", label, b + 1, batches);
+    for (int i = 0; i < count; ++i) {
+      if (slow[i]) continue;
+      RK_RETURN_IF_ERROR(
+          time_batch(cal, ops, cls, ns[i], reps[i], &samples[i][b]));
+      ++cal->step;
+    }
+  }
+  for (int i = 0; i < count; ++i) {
+    int k = slow[i] ? 1 : batches;
+    qsort(samples[i], (size_t)k, sizeof samples[i][0], cmp_double);
+    out_s[i] = samples[i][k / 2];
+  }
+  return RK_OK;
+}
+
+/* Size number i of class `cls` in the plan, or 0 past the end. */
+static size_t size_at(const plan_t *p, rk__cost_class_t cls, int i) {
+  size_t n, max;
+  switch (cls) {
+    case RK__CLASS_ELEMENTWISE:
+    case RK__CLASS_REDUCTION:
+    case RK__CLASS_TRANSCENDENTAL:
+      n = 16;
+      max = cls == RK__CLASS_TRANSCENDENTAL ? p->max_exp : p->max_vec;
+      for (int j = 0; j < i && n <= max; ++j) n *= (size_t)p->vec_step;
+      return n <= max ? n : 0;
+    case RK__CLASS_MATVEC:
+    case RK__CLASS_MATMUL:
+      n = cls == RK__CLASS_MATVEC ? 16 : 8;
+      max = cls == RK__CLASS_MATVEC ? p->max_mv : p->max_mm;
+      for (int j = 0; j < i && n <= max; ++j) n *= 2;
+      return n <= max ? n : 0;
+    default:
+      return 0;
+  }
+}
+
+static int sizes_in(const plan_t *p, rk__cost_class_t cls) {
+  int i = 0;
+  while (size_at(p, cls, i)) ++i;
+  return i;
+}
+
+/* Host<->device latency and bandwidth through the HAL. */
+static rk_status_t measure_links(calib_t *cal, rk__cost_target_t *t) {
+  rk_backend_t *be = NULL;
+  rk_context_t *ctx = NULL;
+  rk_devptr_t buf = 0;
+  size_t big = (size_t)16 << 20;
+  if (big > cal->cap * sizeof(float)) big = cal->cap * sizeof(float);
+  rk_status_t s = rk_backend_open(t->target.backend, &be);
+  if (s == RK_OK) s = rk_backend_create_context(be, t->target.device, &ctx);
+  if (s == RK_OK) s = rk_context_allocate(ctx, big, &buf);
+  for (int dir = 0; dir < 2 && s == RK_OK; ++dir) {
+    double small_s = 1e30, big_s = 1e30;
+    for (int rep = 0; rep < 2 * cal->plan.batches + 1 && s == RK_OK; ++rep) {
+      for (int which = 0; which < 2 && s == RK_OK; ++which) {
+        size_t bytes = which ? big : 64;
+        uint64_t t0 = rk__now_ns();
+        s = dir == 0 ? rk_context_copy_to_device(ctx, buf, cal->a, bytes)
+                     : rk_context_copy_to_host(ctx, cal->c, buf, bytes);
+        double e = (double)(rk__now_ns() - t0) * 1e-9;
+        if (which == 0 && e < small_s) small_s = e;
+        if (which == 1 && e < big_s) big_s = e;
+      }
+    }
+    if (s != RK_OK) break;
+    rk__cost_link_t *link = dir == 0 ? &t->h2d : &t->d2h;
+    link->latency_s = small_s;
+    double rest = big_s - small_s;
+    link->bandwidth = (double)big / (rest > 1e-9 ? rest : big_s);
+  }
+  if (buf) rk_context_free(ctx, buf);
+  rk_context_destroy(ctx);
+  rk_backend_destroy(be);
+  return s;
+}
+
+static double link_s(const rk__cost_link_t *l, double bytes) {
+  return bytes > 0 ? l->latency_s + bytes / l->bandwidth : 0.0;
+}
+
+static rk_status_t measure_target(calib_t *cal, rk__cost_target_t *t) {
+  rk_ops_options_t o;
+  rk_ops_options_init(&o);
+  o.policy = RK_POLICY_FORCED;
+  o.target = t->target;
+  rk_ops_t *ops = NULL;
+  RK_RETURN_IF_ERROR(rk_ops_create(&o, &ops));
+  rk_status_t s = RK_OK;
+  bool gpu = t->target.kind == RK_EXEC_GPU;
+  if (gpu) {
+    progress(cal, "%s: host<->device copies", t->key);
+    s = measure_links(cal, t);
+    ++cal->step;
+    /* Kernels on device-resident operands; where that is not possible
+     * (too little device memory), the host-pointer ops with the measured
+     * copies taken out. */
+    char *saved = rk__error_save();
+    cal->resident = s == RK_OK;
+    for (int i = 0; i < 3 && cal->resident; ++i)
+      cal->resident =
+          rk_ops_buffer_create(ops, &t->target, cal->cap, &cal->dev[i]) ==
+              RK_OK &&
+          rk_ops_buffer_write(cal->dev[i], 0, cal->a, cal->cap) == RK_OK;
+    rk__error_restore(saved);
+  }
+  for (int c = 0; c < RK__CLASS_COUNT && s == RK_OK; ++c) {
+    rk__cost_class_t cls = (rk__cost_class_t)c;
+    rk__cost_curve_t *curve = &t->curves[c];
+    const char *cn = rk__cost_class_name(cls);
+    /* Every size first (n = 1 is the launch probe), then the fit: the
+     * launch latency is 90% of the fastest call less its copies, so that
+     * the prediction of each measured size is its measured time (an engine
+     * that changes with size, e.g. a BLAS only for larger GEMMs, can make
+     * n = 1 slower than n = 8). */
+    size_t ns[RK__COST_MAX_POINTS + 1];
+    double secs[RK__COST_MAX_POINTS + 1], copies[RK__COST_MAX_POINTS + 1];
+    int count = sizes_in(&cal->plan, cls);
+    if (count > RK__COST_MAX_POINTS) count = RK__COST_MAX_POINTS;
+    ns[0] = 1;
+    for (int i = 0; i < count; ++i) ns[i + 1] = size_at(&cal->plan, cls, i);
+    int measured = count + 1;
+    char label[80];
+    snprintf(label, sizeof label, "%s %s", t->key, cn);
+    s = time_sizes(cal, ops, cls, label, ns, &measured, secs);
+    /* Steps of sizes a slow candidate skipped. */
+    cal->step += (count + 1 - measured) * cal->plan.batches;
+    for (int i = 0; i < measured && s == RK_OK; ++i) {
+      rk_op_desc_t d = desc_for(cls, ns[i]);
+      uint64_t in, out;
+      rk__op_io_bytes(&d, &in, &out);
+      copies[i] = gpu && !cal->resident ? link_s(&t->h2d, (double)in) +
+                                              link_s(&t->d2h, (double)out)
+                                        : 0.0;
+    }
+    if (s != RK_OK) break;
+    double fixed = 1e30;
+    for (int i = 0; i < measured; ++i) {
+      double f = secs[i] - copies[i];
+      if (f < 0.1 * secs[i]) f = 0.1 * secs[i];
+      if (f < fixed) fixed = f;
+    }
+    rk__cost_curve_t fresh;
+    memset(&fresh, 0, sizeof fresh);
+    fresh.launch_s = measured ? 0.9 * fixed : 0.0;
+    fresh.measured = true;
+    for (int i = 1; i < measured; ++i) {
+      rk_op_desc_t d = desc_for(cls, ns[i]);
+      double work = secs[i] - copies[i] - fresh.launch_s;
+      /* Never let the fixed costs swallow the whole call. */
+      if (work < 0.05 * secs[i]) work = 0.05 * secs[i];
+      double bytes = (double)rk_op_bytes(&d);
+      double flops = (double)rk_op_flops(&d);
+      if (fresh.count < RK__COST_MAX_POINTS && bytes > 0 && flops > 0) {
+        rk__cost_point_t *pt = &fresh.points[fresh.count++];
+        pt->bytes = bytes;
+        pt->flop_rate = flops / work;
+        pt->bandwidth = bytes / work;
+      }
+    }
+    if (s == RK_OK && fresh.count > 0) *curve = fresh;
+  }
+  for (int i = 0; i < 3; ++i) {
+    rk_ops_buffer_destroy(cal->dev[i]);
+    cal->dev[i] = NULL;
+  }
+  cal->resident = false;
+  rk_ops_destroy(ops);
+  return s;
+}
+
+/* SIMD element-wise add at a large size with one thread and with all. */
+static void measure_threads(calib_t *cal, rk_cost_model_t *model, char *note,
+                            size_t cap) {
+  note[0] = '\0';
+  rk__cost_target_t *simd = NULL;
+  for (size_t i = 0; i < model->machine.ntargets; ++i)
+    if (model->machine.targets[i].target.kind == RK_EXEC_SIMD)
+      simd = &model->machine.targets[i];
+  if (!simd) return;
+  size_t n = cal->cap < ((size_t)4 << 20) ? cal->cap : ((size_t)4 << 20);
+  double secs[2] = {0, 0};
+  int threads_all = 0;
+  for (int k = 0; k < 2; ++k) {
+    rk_ops_options_t o;
+    rk_ops_options_init(&o);
+    o.policy = RK_POLICY_FORCED;
+    o.target = simd->target;
+    o.threads = k == 0 ? 1 : 0;
+    rk_ops_t *ops = NULL;
+    if (rk_ops_create(&o, &ops) != RK_OK) return;
+    rk_op_report_t r;
+    if (rk_ops_add(ops, n, cal->a, cal->b, cal->c, &r) == RK_OK && k == 1)
+      threads_all = r.threads;
+    int one_size = 1;
+    if (time_sizes(cal, ops, RK__CLASS_ELEMENTWISE, "simd: thread scaling", &n,
+                   &one_size, &secs[k]) != RK_OK)
+      secs[k] = 0;
+    rk_ops_destroy(ops);
+  }
+  if (threads_all > 0) model->threads = threads_all;
+  if (secs[0] > 0 && secs[1] > 0)
+    snprintf(note, cap,
+             "thread scaling: simd add of %zu elements, 1 thread %.3g s, %d "
+             "threads %.3g s (%.2fx)",
+             n, secs[0], threads_all, secs[1], secs[0] / secs[1]);
+}
+
+/* Resolves and prepares the profile's path: its directory exists and is
+ * writable. */
+static rk_status_t output_path(const rk_calibrate_options_t *options,
+                               rk_cost_model_t *model) {
+  char *path = model->profile_path;
+  size_t cap = sizeof model->profile_path;
+  const char *env = getenv("RK_COST_PROFILE");
+  const char *given = options->output_path && *options->output_path
+                          ? options->output_path
+                          : (env && *env ? env : NULL);
+  if (given) {
+    if (strlen(given) >= cap)
+      return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                      "calibrate: the output path is too long");
+    memcpy(path, given, strlen(given) + 1);
+  } else {
+    RK_RETURN_IF_ERROR(
+        rk__cost_default_path(model->machine.fingerprint, path, cap));
+  }
+  char dir[sizeof model->profile_path];
+  memcpy(dir, path, strlen(path) + 1);
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else if (slash == dir)
+    slash[1] = '\0';
+  else
+    *slash = '\0';
+  rk_status_t s = rk__mkdirs(dir);
+  if (s != RK_OK)
+    return rk__fail_context(s, "calibrate: cannot create the directory of '%s'",
+                            path);
+  if (access(dir, W_OK | X_OK) != 0)
+    return rk__fail(RK_ERR_UNAVAILABLE,
+                    "calibrate: cannot write the profile '%s': directory "
+                    "'%s': %s",
+                    path, dir, strerror(errno));
+  return RK_OK;
+}
+
+rk_status_t rk_cost_calibrate(const rk_calibrate_options_t *options,
+                              rk_cost_model_t **out_model) {
+  rk_calibrate_options_t defaults;
+  rk_calibrate_options_init(&defaults);
+  if (!options) options = &defaults;
+  if ((unsigned)options->level > RK_CALIBRATE_THOROUGH)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "calibrate: %d is not a calibration level",
+                    (int)options->level);
+  calib_t cal;
+  memset(&cal, 0, sizeof cal);
+  cal.opt = options;
+  cal.plan = make_plan(options->level);
+  rk_cost_model_t *model = calloc(1, sizeof *model);
+  if (!model) return rk__fail(RK_ERR_OUT_OF_MEMORY, "calibrate: out of memory");
+  rk__machine_probe(&model->machine, options->include_software);
+
+  /* Where the profile goes, checked before a minute of measuring. */
+  rk_status_t s = output_path(options, model);
+  if (s != RK_OK) goto done;
+
+  /* Operands: the largest vector, and the largest matrix squared. */
+  size_t vec = cal.plan.max_vec, mv = cal.plan.max_mv;
+  cal.cap = vec > mv * mv ? vec : mv * mv;
+  cal.a = malloc(cal.cap * sizeof(float));
+  cal.b = malloc(cal.cap * sizeof(float));
+  cal.c = malloc(cal.cap * sizeof(float));
+  if (!cal.a || !cal.b || !cal.c) {
+    s = rk__fail(RK_ERR_OUT_OF_MEMORY,
+                 "calibrate: cannot allocate 3 x %zu floats", cal.cap);
+    goto done;
+  }
+  for (size_t i = 0; i < cal.cap; ++i) {
+    /* Small values: exp and GEMM stay finite, no denormals. */
+    cal.a[i] = (float)((i * 7919u) % 1000u) * 1e-3f - 0.5f;
+    cal.b[i] = (float)((i * 104729u) % 1000u) * 1e-3f - 0.5f;
+    cal.c[i] = 0.0f;
+  }
+
+  size_t measured = 0;
+  for (size_t i = 0; i < model->machine.ntargets; ++i) {
+    const rk__cost_target_t *t = &model->machine.targets[i];
+    if (!t->candidate) continue;
+    ++measured;
+    cal.steps += t->target.kind == RK_EXEC_GPU ? 1 : 0;
+    for (int c = 0; c < RK__CLASS_COUNT; ++c)
+      cal.steps +=
+          (1 + sizes_in(&cal.plan, (rk__cost_class_t)c)) * cal.plan.batches;
+  }
+  cal.steps += 2 * cal.plan.batches; /* thread scaling */
+  uint64_t start = rk__now_ns();
+  for (size_t i = 0; i < model->machine.ntargets && s == RK_OK; ++i) {
+    rk__cost_target_t *t = &model->machine.targets[i];
+    if (!t->candidate) continue;
+    s = measure_target(&cal, t);
+    if (s != RK_OK) s = rk__fail_context(s, "calibrate: %s", t->key);
+  }
+  char scaling[256] = "";
+  if (s == RK_OK) {
+    measure_threads(&cal, model, scaling, sizeof scaling);
+    cal.step = cal.steps;
+    progress(&cal, "done");
+  }
+  if (s != RK_OK) goto done;
+
+  double took = (double)(rk__now_ns() - start) * 1e-9;
+  time_t now = time(NULL);
+  struct tm tm;
+  char when[64] = "";
+  if (gmtime_r(&now, &tm))
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
+  static const char *const kLevels[] = {"quick", "default", "thorough"};
+  char comment[600];
+  snprintf(comment, sizeof comment,
+           "measured %s in %.1f s (%s level, %zu candidates)%s%s", when, took,
+           kLevels[options->level], measured, scaling[0] ? "\n# " : "",
+           scaling);
+
+  char *text = rk__cost_profile_format(model, comment);
+  if (!text) {
+    s = rk__fail(RK_ERR_OUT_OF_MEMORY, "calibrate: out of memory");
+    goto done;
+  }
+  s = rk__write_file_atomic(model->profile_path, text, strlen(text));
+  free(text);
+  if (s != RK_OK) {
+    s = rk__fail_context(s, "calibrate: writing the profile");
+    goto done;
+  }
+  model->from_profile = true;
+  model->overrides = rk__cost_apply_env(model);
+done:
+  free(cal.a);
+  free(cal.b);
+  free(cal.c);
+  if (s == RK_OK && out_model)
+    *out_model = model;
+  else
+    free(model);
+  return s;
+}

@@ -1,0 +1,110 @@
+/* The host-thread device side of persistent actors (see actor_loop.h). */
+#include "hal/actor_loop.h"
+
+#include "base/hlc.h"
+#include "base/sys.h"
+
+#define LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+/* The run state as the host sees it, written only when it changes. */
+static void set_run_state(rk_abi_control_t *c, uint32_t *cached,
+                          rk_abi_run_state_t s) {
+  if (*cached != (uint32_t)s) {
+    *cached = (uint32_t)s;
+    STORE_RELEASE(&c->run_state, (uint32_t)s);
+  }
+}
+
+void rk__actor_respond(rk_abi_control_t *c, const rk_abi_msg_t *req,
+                       rk_abi_msg_t *resp, int32_t code) {
+  resp->correlation_id = req->correlation_id;
+  resp->timestamp = rk__hlc_merge(&c->clock, req->timestamp);
+  resp->type = RK_ABI_MSG_RESPONSE;
+  resp->size = c->out_payload;
+  resp->code = code;
+  resp->status = code ? RK_ABI_MSG_HANDLER_ERROR : RK_ABI_MSG_OK;
+}
+
+void rk__actor_commit(rk_abi_control_t *c, rk__ring_end_t *in,
+                      rk__ring_end_t *out, uint32_t done, uint64_t errors,
+                      int32_t last_error) {
+  /* Counters before the responses: a host that has seen a response also
+   * sees it counted. */
+  if (errors) {
+    __atomic_store_n(&c->last_error, last_error, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->errors, c->errors + errors, __ATOMIC_RELAXED);
+  }
+  __atomic_store_n(&c->processed, c->processed + done, __ATOMIC_RELAXED);
+  /* The requests are read by now: free their slots before publishing the
+   * responses, so a host that has seen a response also sees its request
+   * gone from the input depth. */
+  rk__ring_release(in, done);
+  rk__ring_signal_space(in->hdr);
+  rk__ring_publish(out, done);
+  rk__ring_signal_data(out->hdr);
+}
+
+uint64_t rk__actor_spin_ns(bool device_on_host_cpus) {
+  int cpus[2];
+  long spin_us = device_on_host_cpus || rk__allowed_cpus(cpus, 2) < 2 ? 0 : 200;
+  rk__env_long("RK_ACTOR_SPIN_US", 0, 1000000, &spin_us);
+  return (uint64_t)spin_us * 1000u;
+}
+
+/* Hands up to one batch to the handler; false when the output ring is full
+ * (then waits up to a millisecond for space, so the control block is
+ * looked at again soon). */
+static void handle_some(const rk__actor_loop_t *l, rk__ring_end_t *in,
+                        rk__ring_end_t *out, uint64_t avail) {
+  uint32_t n = avail < l->batch ? (uint32_t)avail : l->batch;
+  if (l->handle(l->ctx, in, out, n) == 0)
+    rk__ring_wait_space(out->hdr, out->own, rk__now_ns() + 1000000u);
+}
+
+void rk__actor_loop_run(const rk__actor_loop_t *l) {
+  rk_abi_control_t *c = l->control;
+  rk__ring_end_t in, out;
+  rk__ring_attach(&in, l->in, l->in_slots, false);
+  rk__ring_attach(&out, l->out, l->out_slots, true);
+  uint32_t run_state = RK_ABI_RUN_STARTING;
+  uint64_t idle_since = 0;
+  for (;;) {
+    /* Read before the control block: a request the host makes after this
+     * read changes the sequence, so the waits below cannot miss it. */
+    const uint32_t seq = rk__ring_data_seq(in.hdr);
+    if (LOAD_ACQUIRE(&c->terminate)) {
+      /* Requests accepted before termination still get their answers. */
+      uint64_t avail = rk__ring_available(&in);
+      if (avail == 0) break;
+      handle_some(l, &in, &out, avail);
+      continue;
+    }
+    if (!LOAD_ACQUIRE(&c->active)) {
+      set_run_state(c, &run_state, RK_ABI_RUN_IDLE);
+      /* Wait for a kick (activate, terminate): pass the current tail so
+       * queued requests do not count as news. */
+      rk__ring_wait_data_since(in.hdr, LOAD_ACQUIRE(&in.hdr->tail), seq, 0);
+      continue;
+    }
+    set_run_state(c, &run_state, RK_ABI_RUN_ACTIVE);
+    uint64_t avail = rk__ring_available(&in);
+    if (avail) {
+      idle_since = 0;
+      handle_some(l, &in, &out, avail);
+      continue;
+    }
+    uint64_t now = rk__now_ns();
+    if (!idle_since) idle_since = now;
+    if (now - idle_since < l->spin_ns) {
+      for (int i = 0; i < 128 && !rk__ring_available(&in); ++i) rk__cpu_relax();
+      continue;
+    }
+    rk__ring_wait_data_since(in.hdr, in.own, seq, 0);
+    idle_since = 0;
+  }
+  set_run_state(c, &run_state, RK_ABI_RUN_STOPPED);
+  STORE_RELEASE(&c->terminated, 1u);
+  /* The host waits for `terminated` on the output ring's wake sequence. */
+  rk__ring_kick(out.hdr);
+}

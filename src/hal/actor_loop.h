@@ -1,0 +1,59 @@
+/* The device side of a persistent actor when it is a host thread: the CPU
+ * backend's worker, and the relaunch driver of backends that cannot keep a
+ * kernel resident (actor/actor_relaunch.c).
+ *
+ * rk__actor_loop_run() follows the control block (active, terminate) and the
+ * input ring: it spins for `spin_ns` after the last request, then parks on
+ * the ring's wake sequence (see base/ring.h); while requests are published
+ * it hands them to `handle` in batches of up to `batch`. On terminate it
+ * answers the requests already queued, sets control->terminated and kicks
+ * the output ring, and returns.
+ */
+#ifndef RK_HAL_ACTOR_LOOP_H_
+#define RK_HAL_ACTOR_LOOP_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "abi/actor_abi.h"
+#include "base/ring.h"
+
+/* Answers up to `n` (>= 1) published requests of `in` into `out` and
+ * commits them (rk__actor_commit); returns how many, 0 when the output ring
+ * has no space. */
+typedef uint32_t (*rk__actor_batch_fn)(void *ctx, rk__ring_end_t *in,
+                                       rk__ring_end_t *out, uint32_t n);
+
+typedef struct rk__actor_loop {
+  rk_abi_control_t *control;
+  rk_abi_ring_t *in, *out;
+  void *in_slots, *out_slots;
+  uint64_t spin_ns; /* spin this long after the last request, then park */
+  uint32_t batch;   /* most requests per call of handle */
+  rk__actor_batch_fn handle;
+  void *ctx;
+} rk__actor_loop_t;
+
+void rk__actor_loop_run(const rk__actor_loop_t *loop);
+
+/* Fills the header of the response to `req`; `code` is the handler's
+ * return value (0: success). */
+void rk__actor_respond(rk_abi_control_t *control, const rk_abi_msg_t *req,
+                       rk_abi_msg_t *resp, int32_t code);
+
+/* After `done` responses are written at the first `done` reserved slots of
+ * `out`: updates the control block's counters (errors and last_error for
+ * the `errors` responses that failed), releases the requests (which must
+ * have been read), then publishes the responses. */
+void rk__actor_commit(rk_abi_control_t *control, rk__ring_end_t *in,
+                      rk__ring_end_t *out, uint32_t done, uint64_t errors,
+                      int32_t last_error);
+
+/* How long an actor side spins before it parks, in nanoseconds:
+ * RK_ACTOR_SPIN_US when set, else 200 µs -- or 0 when spinning would take
+ * the CPU from the work being waited for: fewer than two CPUs allowed, or
+ * `device_on_host_cpus` (a software device such as lavapipe or PoCL's CPU
+ * device, whose kernels run on the same CPUs). */
+uint64_t rk__actor_spin_ns(bool device_on_host_cpus);
+
+#endif /* RK_HAL_ACTOR_LOOP_H_ */

@@ -1,0 +1,361 @@
+/* The SIMD kernels, written once with the compiler's vector extensions and
+ * instantiated per instruction set. A translation unit defines
+ *
+ *   RK_SIMD_LANES  floats per vector (8 for AVX2, 16 for AVX-512, 4 for NEON)
+ *   RK_SIMD_TABLE  the name of the rk__ops_cpu_t to define
+ *   RK_SIMD_NAME   its name string;  RK_SIMD_ISA  its rk_isa_t
+ *
+ * and turns on the instruction set for the whole file (a target pragma), so
+ * the rest of rk needs no -m flags and this code runs only after the run-time
+ * check in ops_isa.c. Loads and stores go through memcpy, which compiles to
+ * unaligned vector moves: any pointer alignment works. Tails (n not a
+ * multiple of the width) go through a vector-sized stack buffer, so every
+ * element is computed by the same instructions.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ops/ops_internal.h"
+
+#define VL RK_SIMD_LANES
+typedef float vf __attribute__((vector_size(VL * 4)));
+typedef int32_t vi __attribute__((vector_size(VL * 4)));
+
+static inline vf ld(const float *p) {
+  vf v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline void st(float *p, vf v) { memcpy(p, &v, sizeof v); }
+static inline vf splat(float s) { return (vf){0} + s; }
+/* m ? a : b, lane by lane (m all ones or all zeros). */
+static inline vf sel(vi m, vf a, vf b) {
+  return (vf)((m & (vi)a) | (~m & (vi)b));
+}
+
+/* exp(x): x = n ln2 + r with |r| <= ln2/2 (ln2 split in two so n ln2 is
+ * exact), e^r by its Taylor polynomial to r^7 (truncation < 1e-8 relative),
+ * then 2^n applied as two power-of-two factors so that results down to the
+ * smallest subnormal and up to FLT_MAX come out right. Overflow gives +inf,
+ * underflow 0, NaN stays NaN. */
+static inline vf v_exp(vf x) {
+  const float hi = 88.72283935546875f, lo = -103.97208404541015625f;
+  vf xc = sel(x > hi, splat(hi), x);
+  xc = sel(xc < lo, splat(lo), xc);
+  xc = sel(x != x, splat(0.0f), xc);
+  vf t = xc * 1.44269504088896341f;
+  vf nf = (t + 12582912.0f) - 12582912.0f; /* round to nearest */
+  vf r = xc - nf * 0.693145751953125f;
+  r = r - nf * 1.428606765330187045e-06f;
+  vf p = splat(1.0f / 5040.0f);
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  vi n = __builtin_convertvector(nf, vi);
+  vi n1 = n >> 1;
+  vi n2 = n - n1;
+  vf s1 = (vf)((n1 + 127) << 23);
+  vf s2 = (vf)((n2 + 127) << 23);
+  vf y = p * s1 * s2;
+  y = sel(x > hi, splat(INFINITY), y);
+  y = sel(x < lo, splat(0.0f), y);
+  return sel(x != x, x, y);
+}
+
+static inline vf v_sigmoid(vf x) { return 1.0f / (1.0f + v_exp(-x)); }
+
+/* ---- Element-wise ------------------------------------------------------- */
+
+/* Defines fname(n, a, b, out) with out = expr(a, b) lane by lane: two
+ * vectors per step, then one, then the tail on a zero-padded copy. */
+#define RK_SIMD_BINARY(fname, expr)                                         \
+  static void fname(size_t n, const float *a, const float *b, float *out) { \
+    size_t i = 0;                                                           \
+    for (; i + 2 * VL <= n; i += 2 * VL) {                                  \
+      vf x0 = ld(a + i), y0 = ld(b + i);                                    \
+      vf x1 = ld(a + i + VL), y1 = ld(b + i + VL);                          \
+      st(out + i, (vf)(expr(x0, y0)));                                      \
+      st(out + i + VL, (vf)(expr(x1, y1)));                                 \
+    }                                                                       \
+    for (; i + VL <= n; i += VL)                                            \
+      st(out + i, (vf)(expr(ld(a + i), ld(b + i))));                        \
+    if (i < n) {                                                            \
+      float ta[VL] = {0}, tb[VL] = {0}, to[VL];                             \
+      memcpy(ta, a + i, (n - i) * sizeof(float));                           \
+      memcpy(tb, b + i, (n - i) * sizeof(float));                           \
+      st(to, (vf)(expr(ld(ta), ld(tb))));                                   \
+      memcpy(out + i, to, (n - i) * sizeof(float));                         \
+    }                                                                       \
+  }
+
+#define E_ADD(x, y) ((x) + (y))
+#define E_SUB(x, y) ((x) - (y))
+#define E_MUL(x, y) ((x) * (y))
+RK_SIMD_BINARY(v_add, E_ADD)
+RK_SIMD_BINARY(v_sub, E_SUB)
+RK_SIMD_BINARY(v_mul, E_MUL)
+
+/* The same for fname(n, x, y) with y = expr(x). */
+#define RK_SIMD_UNARY(fname, expr)                           \
+  static void fname(size_t n, const float *x, float *y) {    \
+    size_t i = 0;                                            \
+    for (; i + 2 * VL <= n; i += 2 * VL) {                   \
+      vf x0 = ld(x + i), x1 = ld(x + i + VL);                \
+      st(y + i, expr(x0));                                   \
+      st(y + i + VL, expr(x1));                              \
+    }                                                        \
+    for (; i + VL <= n; i += VL) st(y + i, expr(ld(x + i))); \
+    if (i < n) {                                             \
+      float tx[VL] = {0}, ty[VL];                            \
+      memcpy(tx, x + i, (n - i) * sizeof(float));            \
+      st(ty, expr(ld(tx)));                                  \
+      memcpy(y + i, ty, (n - i) * sizeof(float));            \
+    }                                                        \
+  }
+
+/* relu: x > 0 ? x : 0, so NaN gives 0 as in the scalar code. */
+static inline vf v_relu1(vf x) { return sel(x > 0.0f, x, splat(0.0f)); }
+RK_SIMD_UNARY(v_relu, v_relu1)
+RK_SIMD_UNARY(v_sigm, v_sigmoid)
+RK_SIMD_UNARY(v_expk, v_exp)
+
+static void v_scale(size_t n, float alpha, const float *x, float *y) {
+  vf s = splat(alpha);
+  size_t i = 0;
+  for (; i + 2 * VL <= n; i += 2 * VL) {
+    vf x0 = ld(x + i), x1 = ld(x + i + VL);
+    st(y + i, s * x0);
+    st(y + i + VL, s * x1);
+  }
+  for (; i < n; ++i) y[i] = alpha * x[i];
+}
+
+static void v_axpy(size_t n, float alpha, const float *x, float *y) {
+  vf s = splat(alpha);
+  size_t i = 0;
+  for (; i + 2 * VL <= n; i += 2 * VL) {
+    vf x0 = ld(x + i), x1 = ld(x + i + VL);
+    vf y0 = ld(y + i), y1 = ld(y + i + VL);
+    st(y + i, s * x0 + y0);
+    st(y + i + VL, s * x1 + y1);
+  }
+  if (i < n) {
+    float tx[2 * VL] = {0}, ty[2 * VL] = {0};
+    memcpy(tx, x + i, (n - i) * sizeof(float));
+    memcpy(ty, y + i, (n - i) * sizeof(float));
+    st(ty, s * ld(tx) + ld(ty));
+    st(ty + VL, s * ld(tx + VL) + ld(ty + VL));
+    memcpy(y + i, ty, (n - i) * sizeof(float));
+  }
+}
+
+static void v_fma(size_t n, const float *a, const float *b, const float *c,
+                  float *out) {
+  size_t i = 0;
+  for (; i + VL <= n; i += VL) st(out + i, ld(a + i) * ld(b + i) + ld(c + i));
+  if (i < n) {
+    float ta[VL] = {0}, tb[VL] = {0}, tc[VL] = {0}, to[VL];
+    memcpy(ta, a + i, (n - i) * sizeof(float));
+    memcpy(tb, b + i, (n - i) * sizeof(float));
+    memcpy(tc, c + i, (n - i) * sizeof(float));
+    st(to, ld(ta) * ld(tb) + ld(tc));
+    memcpy(out + i, to, (n - i) * sizeof(float));
+  }
+}
+
+/* ---- Reductions --------------------------------------------------------- */
+
+static inline double hsum(vf v) {
+  double s = 0.0;
+  for (int l = 0; l < VL; ++l) s += v[l];
+  return s;
+}
+
+/* Four float accumulators over blocks of RK_SIMD_BLOCK elements; each
+ * block's sum is added to a double, so the float error stays bounded by the
+ * block length (RK_SIMD_BLOCK / (4 VL) additions per lane) whatever n is. */
+#define RK_SIMD_BLOCK 4096
+
+static double v_dot(size_t n, const float *x, const float *y) {
+  double total = 0.0;
+  size_t i = 0;
+  while (i + 4 * VL <= n) {
+    size_t end = i + RK_SIMD_BLOCK < n ? i + RK_SIMD_BLOCK : n;
+    vf s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+    for (; i + 4 * VL <= end; i += 4 * VL) {
+      s0 = ld(x + i) * ld(y + i) + s0;
+      s1 = ld(x + i + VL) * ld(y + i + VL) + s1;
+      s2 = ld(x + i + 2 * VL) * ld(y + i + 2 * VL) + s2;
+      s3 = ld(x + i + 3 * VL) * ld(y + i + 3 * VL) + s3;
+    }
+    total += hsum((s0 + s1) + (s2 + s3));
+  }
+  for (; i < n; ++i) total += (double)x[i] * (double)y[i];
+  return total;
+}
+
+static double v_sum(size_t n, const float *x) {
+  double total = 0.0;
+  size_t i = 0;
+  while (i + 4 * VL <= n) {
+    size_t end = i + RK_SIMD_BLOCK < n ? i + RK_SIMD_BLOCK : n;
+    vf s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+    for (; i + 4 * VL <= end; i += 4 * VL) {
+      s0 += ld(x + i);
+      s1 += ld(x + i + VL);
+      s2 += ld(x + i + 2 * VL);
+      s3 += ld(x + i + 3 * VL);
+    }
+    total += hsum((s0 + s1) + (s2 + s3));
+  }
+  for (; i < n; ++i) total += x[i];
+  return total;
+}
+
+/* min/max keep a NaN flag per lane; any NaN makes the result NaN. */
+#define RK_SIMD_MINMAX(fname, init, better)       \
+  static double fname(size_t n, const float *x) { \
+    vf m0 = splat(init), m1 = splat(init);        \
+    vi nan = {0};                                 \
+    size_t i = 0;                                 \
+    for (; i + 2 * VL <= n; i += 2 * VL) {        \
+      vf a = ld(x + i), b = ld(x + i + VL);       \
+      m0 = sel(a better m0, a, m0);               \
+      m1 = sel(b better m1, b, m1);               \
+      nan |= (a != a) | (b != b);                 \
+    }                                             \
+    m0 = sel(m1 better m0, m1, m0);               \
+    float m = init;                               \
+    bool any_nan = false;                         \
+    for (int l = 0; l < VL; ++l) {                \
+      if (m0[l] better m) m = m0[l];              \
+      any_nan |= nan[l] != 0;                     \
+    }                                             \
+    for (; i < n; ++i) {                          \
+      if (x[i] better m) m = x[i];                \
+      any_nan |= x[i] != x[i];                    \
+    }                                             \
+    return any_nan ? (double)NAN : (double)m;     \
+  }
+
+RK_SIMD_MINMAX(v_min, INFINITY, <)
+RK_SIMD_MINMAX(v_max, -INFINITY, >)
+
+/* ---- Matrices ----------------------------------------------------------- */
+
+static float dotf(size_t n, const float *x, const float *y) {
+  vf s0 = {0}, s1 = {0};
+  size_t i = 0;
+  for (; i + 2 * VL <= n; i += 2 * VL) {
+    s0 = ld(x + i) * ld(y + i) + s0;
+    s1 = ld(x + i + VL) * ld(y + i + VL) + s1;
+  }
+  for (; i + VL <= n; i += VL) s0 = ld(x + i) * ld(y + i) + s0;
+  s0 += s1;
+  float s = 0.0f;
+  for (int l = 0; l < VL; ++l) s += s0[l];
+  for (; i < n; ++i) s += x[i] * y[i];
+  return s;
+}
+
+static void v_gemv(size_t m, size_t n, const float *a, size_t lda,
+                   const float *x, float *y) {
+  for (size_t i = 0; i < m; ++i) y[i] = dotf(n, a + i * lda, x);
+}
+
+/* GEMM: C is zeroed, then for each block of KB rows of B, tiles of 4 rows x
+ * 2 vectors of C are updated from B's rows read in place (the block of B
+ * stays in cache while the tile's rows of A stream by). */
+enum { KB = 256 };
+
+static void tile4(size_t kb, const float *a, size_t lda, const float *b,
+                  size_t ldb, float *c, size_t ldc) {
+  vf c00 = ld(c), c01 = ld(c + VL);
+  vf c10 = ld(c + ldc), c11 = ld(c + ldc + VL);
+  vf c20 = ld(c + 2 * ldc), c21 = ld(c + 2 * ldc + VL);
+  vf c30 = ld(c + 3 * ldc), c31 = ld(c + 3 * ldc + VL);
+  for (size_t p = 0; p < kb; ++p) {
+    vf b0 = ld(b + p * ldb), b1 = ld(b + p * ldb + VL);
+    vf a0 = splat(a[p]), a1 = splat(a[lda + p]);
+    vf a2 = splat(a[2 * lda + p]), a3 = splat(a[3 * lda + p]);
+    c00 = a0 * b0 + c00;
+    c01 = a0 * b1 + c01;
+    c10 = a1 * b0 + c10;
+    c11 = a1 * b1 + c11;
+    c20 = a2 * b0 + c20;
+    c21 = a2 * b1 + c21;
+    c30 = a3 * b0 + c30;
+    c31 = a3 * b1 + c31;
+  }
+  st(c, c00);
+  st(c + VL, c01);
+  st(c + ldc, c10);
+  st(c + ldc + VL, c11);
+  st(c + 2 * ldc, c20);
+  st(c + 2 * ldc + VL, c21);
+  st(c + 3 * ldc, c30);
+  st(c + 3 * ldc + VL, c31);
+}
+
+/* One row of C, columns [0, n), from the same block. */
+static void row1(size_t n, size_t kb, const float *a, const float *b,
+                 size_t ldb, float *c) {
+  size_t j = 0;
+  for (; j + VL <= n; j += VL) {
+    vf acc = ld(c + j);
+    for (size_t p = 0; p < kb; ++p)
+      acc = splat(a[p]) * ld(b + p * ldb + j) + acc;
+    st(c + j, acc);
+  }
+  for (; j < n; ++j) {
+    float acc = c[j];
+    for (size_t p = 0; p < kb; ++p) acc += a[p] * b[p * ldb + j];
+    c[j] = acc;
+  }
+}
+
+static void v_gemm(size_t m, size_t n, size_t k, const float *a, size_t lda,
+                   const float *b, size_t ldb, float *c, size_t ldc) {
+  for (size_t i = 0; i < m; ++i) memset(c + i * ldc, 0, n * sizeof(float));
+  size_t nfull = n - n % (2 * VL);
+  for (size_t p0 = 0; p0 < k; p0 += KB) {
+    size_t kb = k - p0 < KB ? k - p0 : KB;
+    const float *bp = b + p0 * ldb;
+    size_t i = 0;
+    for (; i + 4 <= m; i += 4) {
+      const float *ai = a + i * lda + p0;
+      for (size_t j = 0; j < nfull; j += 2 * VL)
+        tile4(kb, ai, lda, bp + j, ldb, c + i * ldc + j, ldc);
+      if (nfull < n)
+        for (size_t r = 0; r < 4; ++r)
+          row1(n - nfull, kb, ai + r * lda, bp + nfull, ldb,
+               c + (i + r) * ldc + nfull);
+    }
+    for (; i < m; ++i) row1(n, kb, a + i * lda + p0, bp, ldb, c + i * ldc);
+  }
+}
+
+const rk__ops_cpu_t RK_SIMD_TABLE = {
+    .name = RK_SIMD_NAME,
+    .isa = RK_SIMD_ISA,
+    .add = v_add,
+    .sub = v_sub,
+    .mul = v_mul,
+    .scale = v_scale,
+    .axpy = v_axpy,
+    .fma = v_fma,
+    .relu = v_relu,
+    .sigmoid = v_sigm,
+    .exp = v_expk,
+    .dot = v_dot,
+    .sum = v_sum,
+    .min = v_min,
+    .max = v_max,
+    .gemm = v_gemm,
+    .gemv = v_gemv,
+};

@@ -1,0 +1,2 @@
+rk-cost-profile 1
+garbage = = =
