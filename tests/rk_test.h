@@ -172,7 +172,25 @@ bool rk_test_error_has_(const char *needle, const char *file, int line) {
 
 void rk_test_clear_error(void) { rk__fail(RK_OK, "%s", ""); }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define RK_TEST_LSAN_ 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RK_TEST_LSAN_ 1
+#endif
+#endif
+#ifdef RK_TEST_LSAN_
+#include <sanitizer/lsan_interface.h>
+#endif
+
 int rk_test_finish(const char *name) {
+#ifdef RK_TEST_LSAN_
+  /* Look for leaks now, while every thread is idle, rather than at exit,
+   * when vendor libraries (PoCL, Mesa) tear their threads down: LeakSanitizer
+   * can crash stopping a thread that is half gone. The check at exit is
+   * then skipped. */
+  __lsan_do_leak_check();
+#endif
   if (rk_test_failures)
     printf("%s: %d check(s) FAILED\n", name, rk_test_failures);
   else

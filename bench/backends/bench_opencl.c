@@ -30,21 +30,9 @@
 #include <string.h>
 
 #include "backends/opencl/opencl.h"
-#include "bench_stats.h"
+#include "bench_pair.h"
 #include "rk/actor.h"
 #include "rk/rk.h"
-
-static int g_failures;
-
-#define BENCH_CHECK(cond, ...)              \
-  do {                                      \
-    if (!(cond)) {                          \
-      printf("CHECK FAILED (%s): ", #cond); \
-      printf(__VA_ARGS__);                  \
-      printf("\n");                         \
-      ++g_failures;                         \
-    }                                       \
-  } while (0)
 
 static const char kSource[] =
     "#include <rk/kernel.h>\n"
@@ -77,7 +65,7 @@ typedef struct raw {
 static bool raw_ok(cl_int err, const char *what) {
   if (err == RK_CL_SUCCESS) return true;
   printf("raw OpenCL: %s: %s (%d)\n", what, rk__cl_error_name(err), (int)err);
-  ++g_failures;
+  ++rkb_failures;
   return false;
 }
 
@@ -135,27 +123,14 @@ static void raw_close(raw_t *r) {
 /* ---- One timed round of each operation (microseconds per op) ------------ */
 
 typedef struct rkside {
-  rk_context_t *ctx;
-  rk_function_t *empty, *bump;
-  rk_devptr_t buf, req, resp;
+  rkb_rk_side_t base; /* ctx, empty, buf */
+  rk_function_t *bump;
+  rk_devptr_t req, resp;
   rk_stream_t *stream;
-  rk_actor_t *actor;
 } rkside_t;
 
-static double rk_dispatch(rkside_t *s, int iters) {
-  uint64_t t0 = rkb_now_ns();
-  for (int i = 0; i < iters; ++i) {
-    rk_function_launch(s->empty, rk_dim3(1, 1, 1), rk_dim3(1, 1, 1), 0, NULL,
-                       NULL, 0);
-    if (rk_context_synchronize(s->ctx) != RK_OK) {
-      BENCH_CHECK(false, "rk dispatch: %s", rk_last_error());
-      break;
-    }
-  }
-  return (double)(rkb_now_ns() - t0) / 1e3 / iters;
-}
-
-static double raw_dispatch(raw_t *r, int iters) {
+static double raw_dispatch(void *side, int iters) {
+  raw_t *r = side;
   const size_t one = 1;
   uint64_t t0 = rkb_now_ns();
   for (int i = 0; i < iters; ++i) {
@@ -166,22 +141,8 @@ static double raw_dispatch(raw_t *r, int iters) {
   return (double)(rkb_now_ns() - t0) / 1e3 / iters;
 }
 
-static double rk_roundtrip(rkside_t *s, int iters) {
-  unsigned char out[64], in[64];
-  uint64_t t0 = rkb_now_ns();
-  for (int i = 0; i < iters; ++i) {
-    memset(out, i & 0xff, sizeof out);
-    rk_context_copy_to_device(s->ctx, s->buf, out, sizeof out);
-    rk_context_copy_to_host(s->ctx, in, s->buf, sizeof in);
-    if (in[63] != (unsigned char)(i & 0xff)) {
-      BENCH_CHECK(false, "rk round trip %d read %u", i, in[63]);
-      break;
-    }
-  }
-  return (double)(rkb_now_ns() - t0) / 1e3 / iters;
-}
-
-static double raw_roundtrip(raw_t *r, int iters) {
+static double raw_roundtrip(void *side, int iters) {
+  raw_t *r = side;
   unsigned char out[64], in[64];
   uint64_t t0 = rkb_now_ns();
   for (int i = 0; i < iters; ++i) {
@@ -191,7 +152,7 @@ static double raw_roundtrip(raw_t *r, int iters) {
     r->api.clEnqueueReadBuffer(r->queue, r->buf, RK_CL_TRUE, 0, sizeof in, in,
                                0, NULL, NULL);
     if (in[63] != (unsigned char)(i & 0xff)) {
-      BENCH_CHECK(false, "raw round trip %d read %u", i, in[63]);
+      RKB_CHECK(false, "raw round trip %d read %u", i, in[63]);
       break;
     }
   }
@@ -200,7 +161,8 @@ static double raw_roundtrip(raw_t *r, int iters) {
 
 /* The relaunch actor's step by hand on a stream: copy in, launch, copy
  * out, synchronize. */
-static double rk_stream_step(rkside_t *s, int iters) {
+static double rk_stream_step(void *side, int iters) {
+  rkside_t *s = side;
   uint64_t t0 = rkb_now_ns();
   for (int i = 0; i < iters; ++i) {
     int q = i, a = -1;
@@ -211,30 +173,16 @@ static double rk_stream_step(rkside_t *s, int iters) {
     rk_stream_copy_to_host(s->stream, &a, s->resp, sizeof a);
     rk_status_t st = rk_stream_synchronize(s->stream);
     if (st != RK_OK || a != i + 1) {
-      BENCH_CHECK(false, "rk stream step %d: %s, answer %d", i,
-                  rk_status_name(st), a);
+      RKB_CHECK(false, "rk stream step %d: %s, answer %d", i,
+                rk_status_name(st), a);
       break;
     }
   }
   return (double)(rkb_now_ns() - t0) / 1e3 / iters;
 }
 
-static double rk_actor_rt(rkside_t *s, int iters) {
-  uint64_t t0 = rkb_now_ns();
-  for (int i = 0; i < iters; ++i) {
-    int q = i, a = -1;
-    rk_status_t st = rk_actor_call(s->actor, &q, sizeof q, &a, sizeof a,
-                                   RK_TIMEOUT_INFINITE, NULL);
-    if (st != RK_OK || a != i + 1) {
-      BENCH_CHECK(false, "rk actor call %d: %s, answer %d", i,
-                  rk_status_name(st), a);
-      break;
-    }
-  }
-  return (double)(rkb_now_ns() - t0) / 1e3 / iters;
-}
-
-static double raw_actor_rt(raw_t *r, int iters) {
+static double raw_actor_rt(void *side, int iters) {
+  raw_t *r = side;
   const size_t one = 1;
   uint64_t t0 = rkb_now_ns();
   for (int i = 0; i < iters; ++i) {
@@ -246,7 +194,7 @@ static double raw_actor_rt(raw_t *r, int iters) {
     r->api.clEnqueueReadBuffer(r->queue, r->resp, RK_CL_TRUE, 0, sizeof a, &a,
                                0, NULL, NULL);
     if (a != i + 1) {
-      BENCH_CHECK(false, "raw actor round trip %d answered %d", i, a);
+      RKB_CHECK(false, "raw actor round trip %d answered %d", i, a);
       break;
     }
   }
@@ -255,117 +203,52 @@ static double raw_actor_rt(raw_t *r, int iters) {
 
 /* ---- Driver ------------------------------------------------------------- */
 
-static void row(const char *name, const double *rk, const double *raw,
-                int rounds) {
-  rkb_summary_t a = rkb_summarize(rk, (size_t)rounds);
-  rkb_summary_t b = rkb_summarize(raw, (size_t)rounds);
-  printf("%-10s %10.2f (%8.2f-%8.2f) %10.2f (%8.2f-%8.2f) %7.2f\n", name,
-         a.median, a.p10, a.p90, b.median, b.p10, b.p90,
-         b.median > 0 ? a.median / b.median : 0.0);
-}
-
 int main(int argc, char **argv) {
   long rounds = 21, iters = 300;
-  for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--quick") == 0) {
-      rounds = 5;
-      iters = 30;
-    } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc &&
-               rkb_parse_long(argv[i + 1], 1, 10000, &rounds) == 0) {
-      ++i;
-    } else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc &&
-               rkb_parse_long(argv[i + 1], 1, 10000000, &iters) == 0) {
-      ++i;
-    } else {
-      fprintf(stderr, "usage: %s [--quick] [--rounds N] [--iters N]\n",
-              argv[0]);
-      return 2;
-    }
-  }
-  rk_backend_t *be = NULL;
-  if (rk_backend_open(RK_BACKEND_OPENCL, &be) != RK_OK ||
-      rk_backend_device_count(be) == 0) {
-    printf("SKIPPED: no OpenCL device: %s\n",
-           be ? "the platform has no device" : rk_last_error());
-    rk_backend_destroy(be);
-    return 77;
-  }
+  if (rkb_pair_args(argc, argv, 5, 30, &rounds, &iters) != 0) return 2;
+  rk_backend_t *be = rkb_pair_open(RK_BACKEND_OPENCL, "OpenCL device",
+                                   "the platform has no device");
+  if (!be) return 77;
   const ocl_device_t *dev = &((ocl_backend_t *)be)->devices[0];
   rkside_t s;
   memset(&s, 0, sizeof s);
   rk_module_t *mod = NULL;
-  if (rk_backend_create_context(be, 0, &s.ctx) != RK_OK ||
-      rk_context_compile(s.ctx, kSource, NULL, &mod) != RK_OK ||
-      rk_module_get_function(mod, "empty", &s.empty) != RK_OK ||
+  if (rk_backend_create_context(be, 0, &s.base.ctx) != RK_OK ||
+      rk_context_compile(s.base.ctx, kSource, NULL, &mod) != RK_OK ||
+      rk_module_get_function(mod, "empty", &s.base.empty) != RK_OK ||
       rk_module_get_function(mod, "bump", &s.bump) != RK_OK ||
-      rk_context_allocate(s.ctx, 64, &s.buf) != RK_OK ||
-      rk_context_allocate(s.ctx, 4, &s.req) != RK_OK ||
-      rk_context_allocate(s.ctx, 4, &s.resp) != RK_OK ||
-      rk_context_create_stream(s.ctx, &s.stream) != RK_OK) {
+      rk_context_allocate(s.base.ctx, 64, &s.base.buf) != RK_OK ||
+      rk_context_allocate(s.base.ctx, 4, &s.req) != RK_OK ||
+      rk_context_allocate(s.base.ctx, 4, &s.resp) != RK_OK ||
+      rk_context_create_stream(s.base.ctx, &s.stream) != RK_OK) {
     printf("rk: %s\n", rk_last_error());
     return 1;
   }
   raw_t raw;
   if (!raw_open(&raw, dev->platform, dev->id)) return 1;
 
-  rk_actor_options_t ao;
-  rk_actor_options_init(&ao);
-  ao.mode = RK_ACTOR_PERSISTENT;
   char actor_why[512] = "";
-  rk_status_t as = rk_actor_launch(s.ctx, kSource, "add_one", &ao, &s.actor);
-  if (as != RK_OK) {
-    snprintf(actor_why, sizeof actor_why, "%s: %s", rk_status_name(as),
-             rk_last_error());
-    s.actor = NULL;
-  }
+  rk_actor_t *actor = rkb_persistent_actor(s.base.ctx, kSource, "add_one",
+                                           actor_why, sizeof actor_why);
 
   printf("bench_opencl: %s (%s, %s); %ld rounds of %ld operations\n",
          dev->info.name, dev->platform_name, dev->version, rounds, iters);
-  printf("microseconds per operation: median (p10-p90); ratio = rk / raw\n");
-  printf("%-10s %32s %32s %7s\n", "operation", "rk", "raw OpenCL", "ratio");
+  rkb_pair_table("raw OpenCL");
   double *a = calloc((size_t)rounds, sizeof *a);
   double *b = calloc((size_t)rounds, sizeof *b);
-  /* One warm-up of each, then alternating rounds. */
-  rk_dispatch(&s, 5);
-  raw_dispatch(&raw, 5);
-  for (long r = 0; r < rounds; ++r) {
-    a[r] = rk_dispatch(&s, (int)iters);
-    b[r] = raw_dispatch(&raw, (int)iters);
-  }
-  row("dispatch", a, b, (int)rounds);
-  rk_roundtrip(&s, 5);
-  raw_roundtrip(&raw, 5);
-  for (long r = 0; r < rounds; ++r) {
-    a[r] = rk_roundtrip(&s, (int)iters);
-    b[r] = raw_roundtrip(&raw, (int)iters);
-  }
-  row("roundtrip", a, b, (int)rounds);
-  rk_stream_step(&s, 5);
-  for (long r = 0; r < rounds; ++r) {
-    a[r] = rk_stream_step(&s, (int)iters);
-    b[r] = raw_actor_rt(&raw, (int)iters);
-  }
-  row("step", a, b, (int)rounds);
-  if (s.actor) {
-    rk_actor_rt(&s, 5);
-    raw_actor_rt(&raw, 5);
-    for (long r = 0; r < rounds; ++r) {
-      a[r] = rk_actor_rt(&s, (int)iters);
-      b[r] = raw_actor_rt(&raw, (int)iters);
-    }
-    row("actor", a, b, (int)rounds);
-    rk_actor_stats_t st;
-    if (rk_actor_stats(s.actor, &st) == RK_OK)
-      printf(
-          "           (actor execution: %s, %llu batches for %llu "
-          "requests)\n",
-          st.execution == RK_ACTOR_EXEC_RELAUNCH   ? "relaunch"
-          : st.execution == RK_ACTOR_EXEC_RESIDENT ? "resident"
-                                                   : "per request",
-          (unsigned long long)st.batches, (unsigned long long)st.processed);
-    BENCH_CHECK(rk_actor_terminate(s.actor, 5000000000ull) == RK_OK,
-                "actor terminate: %s", rk_last_error());
-    rk_actor_destroy(s.actor);
+  rkb_pair_measure("dispatch", rkb_rk_dispatch, &s.base, raw_dispatch, &raw,
+                   rounds, iters, a, b);
+  rkb_pair_measure("roundtrip", rkb_rk_roundtrip, &s.base, raw_roundtrip, &raw,
+                   rounds, iters, a, b);
+  rkb_pair_measure("step", rk_stream_step, &s, raw_actor_rt, &raw, rounds,
+                   iters, a, b);
+  if (actor) {
+    rkb_pair_measure("actor", rkb_actor_calls, actor, raw_actor_rt, &raw,
+                     rounds, iters, a, b);
+    rkb_actor_note(actor);
+    RKB_CHECK(rk_actor_terminate(actor, 5000000000ull) == RK_OK,
+              "actor terminate: %s", rk_last_error());
+    rk_actor_destroy(actor);
   } else {
     printf("%-10s not available: %s\n", "actor", actor_why);
   }
@@ -373,11 +256,10 @@ int main(int argc, char **argv) {
   free(b);
   raw_close(&raw);
   rk_stream_destroy(s.stream);
-  rk_context_free(s.ctx, s.buf);
-  rk_context_free(s.ctx, s.req);
-  rk_context_free(s.ctx, s.resp);
-  rk_context_destroy(s.ctx);
+  rk_context_free(s.base.ctx, s.base.buf);
+  rk_context_free(s.base.ctx, s.req);
+  rk_context_free(s.base.ctx, s.resp);
+  rk_context_destroy(s.base.ctx);
   rk_backend_destroy(be);
-  if (g_failures) printf("%d check(s) FAILED\n", g_failures);
-  return g_failures ? 1 : 0;
+  return rkb_pair_exit();
 }

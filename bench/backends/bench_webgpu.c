@@ -36,24 +36,12 @@
 #include <string.h>
 
 #include "backends/webgpu/webgpu_backend.h"
-#include "bench_stats.h"
+#include "bench_pair.h"
 #include "rk/actor.h"
 #include "rk/codegen.h"
 #include "rk/rk.h"
 
-static int g_failures;
-
 enum { kBatch = 100 }; /* launches per wait in the "launch/100" row */
-
-#define BENCH_CHECK(cond, ...)              \
-  do {                                      \
-    if (!(cond)) {                          \
-      printf("CHECK FAILED (%s): ", #cond); \
-      printf(__VA_ARGS__);                  \
-      printf("\n");                         \
-      ++g_failures;                         \
-    }                                       \
-  } while (0)
 
 static const char kSource[] =
     "#include <rk/kernel.h>\n"
@@ -333,7 +321,8 @@ static void raw_read(raw_t *r, void *dst, size_t bytes) {
   p->wgpuBufferUnmap(r->readback);
 }
 
-static double raw_dispatch(raw_t *r, int iters) {
+static double raw_dispatch(void *side, int iters) {
+  raw_t *r = side;
   uint64_t t0 = rkb_now_ns();
   for (int i = 0; i < iters; ++i) {
     raw_submit(r, r->empty, r->empty_group, NULL, 0);
@@ -343,7 +332,8 @@ static double raw_dispatch(raw_t *r, int iters) {
 }
 
 /* 100 dispatches recorded in one compute pass, one submit, one wait. */
-static double raw_batch(raw_t *r, int iters) {
+static double raw_batch(void *side, int iters) {
+  raw_t *r = side;
   const rk__wgpu_procs_t *p = r->p;
   uint64_t t0 = rkb_now_ns();
   for (int i = 0; i < iters; ++i) {
@@ -366,7 +356,8 @@ static double raw_batch(raw_t *r, int iters) {
   return (double)(rkb_now_ns() - t0) / 1e3 / iters / kBatch;
 }
 
-static double raw_roundtrip(raw_t *r, int iters) {
+static double raw_roundtrip(void *side, int iters) {
+  raw_t *r = side;
   unsigned char out[64], in[64];
   uint64_t t0 = rkb_now_ns();
   for (int i = 0; i < iters; ++i) {
@@ -375,14 +366,15 @@ static double raw_roundtrip(raw_t *r, int iters) {
     raw_submit(r, NULL, NULL, r->buf, 64);
     raw_read(r, in, sizeof in);
     if (in[0] != (unsigned char)(i & 0xff) || in[63] != in[0]) {
-      BENCH_CHECK(false, "raw round trip %d read %u", i, in[63]);
+      RKB_CHECK(false, "raw round trip %d read %u", i, in[63]);
       break;
     }
   }
   return (double)(rkb_now_ns() - t0) / 1e3 / iters;
 }
 
-static double raw_actor_rt(raw_t *r, int iters) {
+static double raw_actor_rt(void *side, int iters) {
+  raw_t *r = side;
   uint64_t t0 = rkb_now_ns();
   for (int i = 0; i < iters; ++i) {
     int q[4] = {i, 0, 0, 0}, a = -1;
@@ -390,7 +382,7 @@ static double raw_actor_rt(raw_t *r, int iters) {
     raw_submit(r, r->handler, r->handler_group, r->resp, 4);
     raw_read(r, &a, sizeof a);
     if (a != i + 1) {
-      BENCH_CHECK(false, "raw actor round trip %d answered %d", i, a);
+      RKB_CHECK(false, "raw actor round trip %d answered %d", i, a);
       break;
     }
   }
@@ -399,28 +391,8 @@ static double raw_actor_rt(raw_t *r, int iters) {
 
 /* ---- The rk side -------------------------------------------------------- */
 
-typedef struct rkside {
-  rk_context_t *ctx;
-  rk_function_t *empty;
-  rk_devptr_t buf;
-  rk_actor_t *actor;
-} rkside_t;
-
-static double side_rk_dispatch(rkside_t *s, int iters) {
-  uint64_t t0 = rkb_now_ns();
-  for (int i = 0; i < iters; ++i) {
-    rk_status_t st = rk_function_launch(s->empty, rk_dim3(1, 1, 1),
-                                        rk_dim3(1, 1, 1), 0, NULL, NULL, 0);
-    if (st == RK_OK) st = rk_context_synchronize(s->ctx);
-    if (st != RK_OK) {
-      BENCH_CHECK(false, "rk dispatch %d: %s", i, rk_last_error());
-      break;
-    }
-  }
-  return (double)(rkb_now_ns() - t0) / 1e3 / iters;
-}
-
-static double side_rk_batch(rkside_t *s, int iters) {
+static double side_rk_batch(void *side, int iters) {
+  rkb_rk_side_t *s = side;
   uint64_t t0 = rkb_now_ns();
   for (int i = 0; i < iters; ++i) {
     rk_status_t st = RK_OK;
@@ -429,99 +401,24 @@ static double side_rk_batch(rkside_t *s, int iters) {
                               NULL, NULL, 0);
     if (st == RK_OK) st = rk_context_synchronize(s->ctx);
     if (st != RK_OK) {
-      BENCH_CHECK(false, "rk batch %d: %s", i, rk_last_error());
+      RKB_CHECK(false, "rk batch %d: %s", i, rk_last_error());
       break;
     }
   }
   return (double)(rkb_now_ns() - t0) / 1e3 / iters / kBatch;
 }
 
-static double side_rk_roundtrip(rkside_t *s, int iters) {
-  unsigned char out[64], in[64];
-  uint64_t t0 = rkb_now_ns();
-  for (int i = 0; i < iters; ++i) {
-    memset(out, i & 0xff, sizeof out);
-    rk_status_t st = rk_context_copy_to_device(s->ctx, s->buf, out, sizeof out);
-    if (st == RK_OK)
-      st = rk_context_copy_to_host(s->ctx, in, s->buf, sizeof in);
-    if (st != RK_OK || in[0] != (unsigned char)(i & 0xff) || in[63] != in[0]) {
-      BENCH_CHECK(false, "rk round trip %d: %s", i, rk_status_name(st));
-      break;
-    }
-  }
-  return (double)(rkb_now_ns() - t0) / 1e3 / iters;
-}
-
-static double side_rk_actor(rkside_t *s, int iters) {
-  uint64_t t0 = rkb_now_ns();
-  for (int i = 0; i < iters; ++i) {
-    int q = i, a = -1;
-    rk_status_t st = rk_actor_call(s->actor, &q, sizeof q, &a, sizeof a,
-                                   RK_TIMEOUT_INFINITE, NULL);
-    if (st != RK_OK || a != i + 1) {
-      BENCH_CHECK(false, "rk actor call %d: %s, answer %d", i,
-                  rk_status_name(st), a);
-      break;
-    }
-  }
-  return (double)(rkb_now_ns() - t0) / 1e3 / iters;
-}
-
 /* ---- Driver ------------------------------------------------------------- */
-
-static void row(const char *name, const double *rk, const double *raw,
-                int rounds) {
-  rkb_summary_t a = rkb_summarize(rk, (size_t)rounds);
-  rkb_summary_t b = rkb_summarize(raw, (size_t)rounds);
-  printf("%-10s %10.2f (%8.2f-%8.2f) %10.2f (%8.2f-%8.2f) %7.2f\n", name,
-         a.median, a.p10, a.p90, b.median, b.p10, b.p90,
-         b.median > 0 ? a.median / b.median : 0.0);
-}
-
-typedef double (*rk_side_fn)(rkside_t *, int);
-typedef double (*raw_side_fn)(raw_t *, int);
-
-static void measure(const char *name, rk_side_fn rk_op, rkside_t *s,
-                    raw_side_fn raw_op, raw_t *r, long rounds, long iters,
-                    double *a, double *b) {
-  rk_op(s, 5); /* warm-up: pipelines, staging buffers */
-  raw_op(r, 5);
-  for (long k = 0; k < rounds; ++k) {
-    a[k] = rk_op(s, (int)iters);
-    b[k] = raw_op(r, (int)iters);
-  }
-  row(name, a, b, (int)rounds);
-}
 
 int main(int argc, char **argv) {
   long rounds = 15, iters = 200;
-  for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--quick") == 0) {
-      rounds = 3;
-      iters = 20;
-    } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc &&
-               rkb_parse_long(argv[i + 1], 1, 10000, &rounds) == 0) {
-      ++i;
-    } else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc &&
-               rkb_parse_long(argv[i + 1], 1, 10000000, &iters) == 0) {
-      ++i;
-    } else {
-      fprintf(stderr, "usage: %s [--quick] [--rounds N] [--iters N]\n",
-              argv[0]);
-      return 2;
-    }
-  }
-  rk_backend_t *be = NULL;
-  if (rk_backend_open(RK_BACKEND_WEBGPU, &be) != RK_OK ||
-      rk_backend_device_count(be) == 0) {
-    printf("SKIPPED: no WebGPU adapter: %s\n",
-           be ? "the implementation found none" : rk_last_error());
-    rk_backend_destroy(be);
-    return 77;
-  }
+  if (rkb_pair_args(argc, argv, 3, 20, &rounds, &iters) != 0) return 2;
+  rk_backend_t *be = rkb_pair_open(RK_BACKEND_WEBGPU, "WebGPU adapter",
+                                   "the implementation found none");
+  if (!be) return 77;
   rk_device_info_t info;
   rk_backend_device_info(be, 0, &info);
-  rkside_t s;
+  rkb_rk_side_t s;
   memset(&s, 0, sizeof s);
   rk_module_t *mod = NULL;
   if (rk_backend_create_context(be, 0, &s.ctx) != RK_OK ||
@@ -538,53 +435,39 @@ int main(int argc, char **argv) {
   }
   printf("bench_webgpu: %s (%s); %ld rounds of %ld operations\n", info.name,
          ((const rk__wgpu_procs_t *)raw.p)->path, rounds, iters);
-  printf("microseconds per operation: median (p10-p90); ratio = rk / raw\n");
-  printf("%-10s %32s %32s %7s\n", "operation", "rk", "raw webgpu.h", "ratio");
+  rkb_pair_table("raw webgpu.h");
   double *a = calloc((size_t)rounds, sizeof *a);
   double *b = calloc((size_t)rounds, sizeof *b);
-  measure("dispatch", side_rk_dispatch, &s, raw_dispatch, &raw, rounds, iters,
-          a, b);
+  rkb_pair_measure("dispatch", rkb_rk_dispatch, &s, raw_dispatch, &raw, rounds,
+                   iters, a, b);
   long batch_iters = iters / 10 > 0 ? iters / 10 : 1;
-  measure("launch/100", side_rk_batch, &s, raw_batch, &raw, rounds, batch_iters,
-          a, b);
-  measure("roundtrip", side_rk_roundtrip, &s, raw_roundtrip, &raw, rounds,
-          iters, a, b);
+  rkb_pair_measure("launch/100", side_rk_batch, &s, raw_batch, &raw, rounds,
+                   batch_iters, a, b);
+  rkb_pair_measure("roundtrip", rkb_rk_roundtrip, &s, raw_roundtrip, &raw,
+                   rounds, iters, a, b);
   /* The actor starts only now, so that its thread is not around while the
    * rows above are measured. */
-  rk_actor_options_t ao;
-  rk_actor_options_init(&ao);
-  ao.mode = RK_ACTOR_PERSISTENT;
   char actor_why[512] = "";
-  rk_status_t as = rk_actor_launch(s.ctx, kSource, "add_one", &ao, &s.actor);
-  if (as != RK_OK) {
-    snprintf(actor_why, sizeof actor_why, "%s: %s", rk_status_name(as),
-             rk_last_error());
-    s.actor = NULL;
-  }
-  if (s.actor) {
-    measure("actor", side_rk_actor, &s, raw_actor_rt, &raw, rounds, iters, a,
-            b);
-    rk_actor_stats_t st;
-    if (rk_actor_stats(s.actor, &st) == RK_OK)
-      printf(
-          "           (actor execution: %s, %llu batches for %llu "
-          "messages)\n",
-          rk_actor_execution_name(st.execution), (unsigned long long)st.batches,
-          (unsigned long long)st.processed);
-    rk_actor_terminate(s.actor, 5000000000ull);
-    rk_actor_destroy(s.actor);
-    s.actor = NULL;
+  rk_actor_t *actor = rkb_persistent_actor(s.ctx, kSource, "add_one", actor_why,
+                                           sizeof actor_why);
+  if (actor) {
+    rkb_pair_measure("actor", rkb_actor_calls, actor, raw_actor_rt, &raw,
+                     rounds, iters, a, b);
+    rkb_actor_note(actor);
+    rk_actor_terminate(actor, 5000000000ull);
+    rk_actor_destroy(actor);
     /* On a software adapter the device's threads share the CPU with the
      * relaunch thread's spinning (RK_ACTOR_SPIN_US): the same row with the
      * spin off shows what that costs. */
     if ((info.caps & RK_CAP_SOFTWARE) && !getenv("RK_ACTOR_SPIN_US")) {
       setenv("RK_ACTOR_SPIN_US", "0", 1);
-      as = rk_actor_launch(s.ctx, kSource, "add_one", &ao, &s.actor);
-      if (as == RK_OK) {
-        measure("actor/spin0", side_rk_actor, &s, raw_actor_rt, &raw, rounds,
-                iters, a, b);
-        rk_actor_terminate(s.actor, 5000000000ull);
-        rk_actor_destroy(s.actor);
+      actor = rkb_persistent_actor(s.ctx, kSource, "add_one", actor_why,
+                                   sizeof actor_why);
+      if (actor) {
+        rkb_pair_measure("actor/spin0", rkb_actor_calls, actor, raw_actor_rt,
+                         &raw, rounds, iters, a, b);
+        rk_actor_terminate(actor, 5000000000ull);
+        rk_actor_destroy(actor);
       }
       unsetenv("RK_ACTOR_SPIN_US");
     }
@@ -596,9 +479,8 @@ int main(int argc, char **argv) {
   raw_close(&raw);
   rk_module_destroy(mod);
   rk_context_free(s.ctx, s.buf);
-  BENCH_CHECK(rk_context_destroy(s.ctx) == RK_OK, "context destroy: %s",
-              rk_last_error());
+  RKB_CHECK(rk_context_destroy(s.ctx) == RK_OK, "context destroy: %s",
+            rk_last_error());
   rk_backend_destroy(be);
-  if (g_failures) printf("%d check(s) FAILED\n", g_failures);
-  return g_failures ? 1 : 0;
+  return rkb_pair_exit();
 }

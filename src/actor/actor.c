@@ -960,7 +960,19 @@ rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
                     0};
   const uint64_t t0 = rk__now_ns();
   limit_t limit = limit_of(timeout_ns, t0);
-  rk_status_t s = enqueue(actor, &m, request, &limit);
+  /* Relaunch with no deadline to keep: run the batch on this thread rather
+   * than hand it to the driver and wait to be woken. */
+  rk_status_t s;
+  if (actor->relaunch && timeout_ns == RK_TIMEOUT_INFINITE &&
+      rk__relaunch_hold(actor->relaunch)) {
+    /* Holding the device side: never wait for space here. */
+    limit_t now = limit_of(0, t0);
+    s = enqueue(actor, &m, request, &now);
+    rk__relaunch_run_held(actor->relaunch);
+    if (s == RK_ERR_QUEUE_FULL) s = enqueue(actor, &m, request, &limit);
+  } else {
+    s = enqueue(actor, &m, request, &limit);
+  }
   if (s != RK_OK) {
     pthread_mutex_lock(&actor->host_lock);
     for (waiter_t **p = &actor->waiters; *p; p = &(*p)->next)
@@ -992,10 +1004,14 @@ rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
   record_latency(actor, rk__now_ns() - t0);
   pthread_mutex_unlock(&actor->host_lock);
   if (out_info) *out_info = w.info;
-  if (w.info.status != RK_OK)
+  if (w.info.status == RK_ERR_HANDLER)
     return rk__fail(RK_ERR_HANDLER,
                     "actor: the handler returned %d for request %llu",
                     (int)w.info.handler_code, (unsigned long long)w.id);
+  if (w.info.status != RK_OK)
+    return rk__fail(w.info.status,
+                    "actor: the device could not run request %llu (%s)",
+                    (unsigned long long)w.id, rk_status_name(w.info.status));
   return RK_OK;
 }
 

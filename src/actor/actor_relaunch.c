@@ -21,12 +21,16 @@ struct rk__relaunch {
   unsigned char *h_in, *h_out; /* batch * in_size, batch * out_size */
   int32_t *h_status;           /* batch */
   uint64_t batches, requests;  /* atomic: written by the driver */
+  /* Held while a batch runs: by the driver, or by a caller running its own
+   * request (rk__relaunch_run_here). Whoever holds it is the consumer of
+   * the input ring and the producer of the output ring. */
+  pthread_mutex_t consume;
   pthread_t thread;
-  bool thread_started;
   uint32_t abandoned; /* atomic: the driver frees itself when it stops */
 };
 
 static void relaunch_free(rk__relaunch_t *r) {
+  pthread_mutex_destroy(&r->consume);
   if (r->stream) rk_stream_destroy(r->stream);
   rk_devptr_t bufs[] = {r->d_in, r->d_out, r->d_state, r->d_status};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i)
@@ -59,12 +63,12 @@ static rk_status_t run_batch(rk__relaunch_t *r, uint32_t n) {
   return rk_stream_synchronize(st);
 }
 
-/* rk__actor_batch_fn: answers up to n requests with one launch. A launch
- * that fails answers every request of its batch with the failure (status
- * RK_ABI_MSG_DEVICE_ERROR, code = the rk_status_t). */
-static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
-                             uint32_t n) {
-  rk__relaunch_t *r = ctx;
+/* Answers up to n requests with one launch; the caller holds `consume`
+ * and `in`/`out` are current. A launch that fails answers every request of
+ * its batch with the failure (status RK_ABI_MSG_DEVICE_ERROR, code = the
+ * rk_status_t). */
+static uint32_t run_locked(rk__relaunch_t *r, rk__ring_end_t *in,
+                           rk__ring_end_t *out, uint32_t n) {
   rk_abi_control_t *c = r->dev.control;
   uint32_t k = 0;
   while (k < n && rk__ring_reserve_at(out, k)) {
@@ -99,6 +103,39 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
   __atomic_store_n(&r->requests, r->requests + k, __ATOMIC_RELAXED);
   rk__actor_commit(c, in, out, k, errors, last_error);
   return k;
+}
+
+/* Takes the consumer role: the ends are refreshed from the ring headers,
+ * since a caller may have run batches since this side last looked. */
+static uint32_t available_locked(const rk__relaunch_t *r, rk__ring_end_t *in,
+                                 rk__ring_end_t *out, uint32_t n) {
+  rk__ring_attach(in, r->dev.in, r->dev.in_slots, false);
+  rk__ring_attach(out, r->dev.out, r->dev.out_slots, true);
+  uint64_t avail = rk__ring_available(in);
+  return avail < n ? (uint32_t)avail : n;
+}
+
+/* rk__actor_batch_fn of the driver (0 also when a caller took the
+ * requests first). */
+static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
+                             uint32_t n) {
+  rk__relaunch_t *r = ctx;
+  pthread_mutex_lock(&r->consume);
+  n = available_locked(r, in, out, n);
+  uint32_t done = n ? run_locked(r, in, out, n) : 0;
+  pthread_mutex_unlock(&r->consume);
+  return done;
+}
+
+bool rk__relaunch_hold(rk__relaunch_t *r) {
+  return pthread_mutex_trylock(&r->consume) == 0;
+}
+
+void rk__relaunch_run_held(rk__relaunch_t *r) {
+  rk__ring_end_t in, out;
+  uint32_t n = available_locked(r, &in, &out, r->batch);
+  if (n) run_locked(r, &in, &out, n);
+  pthread_mutex_unlock(&r->consume);
 }
 
 static void *driver_main(void *arg) {
@@ -151,6 +188,7 @@ rk_status_t rk__relaunch_start(rk_context_t *context,
   r->dev.initial_state = NULL;
   r->context = context;
   r->spin_ns = spin_ns;
+  pthread_mutex_init(&r->consume, NULL);
   r->in_size = dev->control->in_payload ? dev->control->in_payload : 1;
   r->out_size = dev->control->out_payload ? dev->control->out_payload : 1;
   long batch = kDefaultBatch;

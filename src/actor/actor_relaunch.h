@@ -26,6 +26,14 @@ rk_status_t rk__relaunch_start(rk_context_t *context,
  * current launch returns. */
 void rk__relaunch_release(rk__relaunch_t *r, bool stopped);
 
+/* A caller that will wait for its own response can run its batch itself
+ * and save the two thread hand-offs: rk__relaunch_hold() takes the role of
+ * the device side if the driver is not running a batch (false otherwise);
+ * then, after sending, rk__relaunch_run_held() runs the waiting requests
+ * (one batch) and gives the role back. */
+bool rk__relaunch_hold(rk__relaunch_t *r);
+void rk__relaunch_run_held(rk__relaunch_t *r);
+
 /* Batches launched and requests per batch so far. */
 void rk__relaunch_counts(const rk__relaunch_t *r, uint64_t *out_batches,
                          uint64_t *out_requests);

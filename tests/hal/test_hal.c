@@ -265,6 +265,7 @@ static void test_device_info(void) {
     CHECK(info.shared_mem_per_block >= 16 * 1024, "shared_mem_per_block %llu",
           (unsigned long long)info.shared_mem_per_block);
     CHECK(info.caps & RK_CAP_F64, "caps 0x%x lack RK_CAP_F64", info.caps);
+    CHECK(info.caps & RK_CAP_INT64, "caps 0x%x lack RK_CAP_INT64", info.caps);
     CHECK(!(info.caps & RK_CAP_SOFTWARE),
           "the native CPU backend is marked as a software emulation");
     printf("cpu device: %s / %s, %u units, %llu bytes\n", info.name,

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "hal/hal.h"
+#include "hal/pending.h"
 #include "rk/kernel.h"
 
 /* ---- Memory ------------------------------------------------------------- */
@@ -95,10 +96,9 @@ typedef struct cpu_context {
   rk_context_t base;
   cpu_memory_t memory;
   cpu_pool_t *pool;
-  char tmp_cache[4096]; /* fallback cache directory, "" when unused */
-  pthread_mutex_t err_lock;
-  rk_status_t pending; /* first unreported default-stream error */
-  char pending_msg[1024];
+  pthread_mutex_t cache_lock; /* tmp_cache */
+  char tmp_cache[4096];       /* fallback cache directory, "" when unused */
+  rk__pending_t pending;      /* first unreported default-stream error */
 } cpu_context_t;
 
 typedef struct cpu_module {
@@ -113,10 +113,6 @@ typedef struct cpu_stream cpu_stream_t;
 static inline cpu_context_t *cpu_ctx(rk_context_t *c) {
   return (cpu_context_t *)c;
 }
-
-/* Records an asynchronous error on the default stream (first one wins). */
-void rk__cpu_context_record_error(cpu_context_t *ctx, rk_status_t status,
-                                  const char *msg);
 
 rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
                             const rk_compile_options_t *options,

@@ -89,34 +89,15 @@ static rk_status_t cpu_context_create(rk_backend_t *backend, int device,
   rk__cpu_memory_init(&ctx->memory, be->info.memory_bytes
                                         ? be->info.memory_bytes
                                         : (uint64_t)1 << 40);
-  pthread_mutex_init(&ctx->err_lock, NULL);
+  pthread_mutex_init(&ctx->cache_lock, NULL);
+  rk__pending_init(&ctx->pending);
   *out = &ctx->base;
   return RK_OK;
 }
 
-static rk_status_t take_pending(cpu_context_t *ctx) {
-  if (__atomic_load_n(&ctx->pending, __ATOMIC_ACQUIRE) == RK_OK) return RK_OK;
-  pthread_mutex_lock(&ctx->err_lock);
-  rk_status_t s = ctx->pending;
-  if (s != RK_OK) rk__fail(s, "%s", ctx->pending_msg);
-  __atomic_store_n(&ctx->pending, RK_OK, __ATOMIC_RELAXED);
-  pthread_mutex_unlock(&ctx->err_lock);
-  return s;
-}
-
-void rk__cpu_context_record_error(cpu_context_t *ctx, rk_status_t status,
-                                  const char *msg) {
-  pthread_mutex_lock(&ctx->err_lock);
-  if (ctx->pending == RK_OK) {
-    snprintf(ctx->pending_msg, sizeof ctx->pending_msg, "%s", msg);
-    __atomic_store_n(&ctx->pending, status, __ATOMIC_RELEASE);
-  }
-  pthread_mutex_unlock(&ctx->err_lock);
-}
-
 static rk_status_t cpu_context_destroy(rk_context_t *context) {
   cpu_context_t *ctx = cpu_ctx(context);
-  rk_status_t s = take_pending(ctx);
+  rk_status_t s = rk__pending_take(&ctx->pending);
   rk__cpu_pool_destroy(ctx->pool);
   rk__cpu_memory_release(&ctx->memory);
   if (ctx->tmp_cache[0]) {
@@ -131,7 +112,8 @@ static rk_status_t cpu_context_destroy(rk_context_t *context) {
     rmdir(path);
     rmdir(ctx->tmp_cache);
   }
-  pthread_mutex_destroy(&ctx->err_lock);
+  rk__pending_destroy(&ctx->pending);
+  pthread_mutex_destroy(&ctx->cache_lock);
   free(ctx);
   return s;
 }
@@ -157,7 +139,7 @@ static rk_status_t cpu_copy(rk_context_t *context, rk_stream_t *stream,
 }
 
 static rk_status_t cpu_synchronize(rk_context_t *context) {
-  return take_pending(cpu_ctx(context));
+  return rk__pending_take(&cpu_ctx(context)->pending);
 }
 
 static rk_status_t cpu_launch(rk_function_t *function, rk_dim3_t grid,
@@ -180,7 +162,7 @@ static rk_status_t cpu_launch(rk_function_t *function, rk_dim3_t grid,
   rk__args_free(args);
   if (s != RK_OK) {
     rk__fail_context(s, "launch of '%s'", function->name);
-    rk__cpu_context_record_error(ctx, s, rk_last_error());
+    rk__pending_record_last(&ctx->pending, s);
   }
   return RK_OK;
 }

@@ -258,7 +258,7 @@ static rk_status_t cache_dir(cpu_context_t *ctx, char *out,
     /* Not an error: the temporary directory below takes over. */
     rk__error_restore(saved);
   }
-  pthread_mutex_lock(&ctx->err_lock);
+  pthread_mutex_lock(&ctx->cache_lock);
   if (!ctx->tmp_cache[0]) {
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp) tmp = "/tmp";
@@ -266,7 +266,7 @@ static rk_status_t cache_dir(cpu_context_t *ctx, char *out,
     if (!mkdtemp(ctx->tmp_cache)) {
       int e = errno;
       ctx->tmp_cache[0] = '\0';
-      pthread_mutex_unlock(&ctx->err_lock);
+      pthread_mutex_unlock(&ctx->cache_lock);
       return rk__fail(RK_ERR_UNAVAILABLE,
                       "cpu: the kernel cache '%s' is not writable and no "
                       "temporary directory could be made in '%s': %s",
@@ -274,7 +274,7 @@ static rk_status_t cache_dir(cpu_context_t *ctx, char *out,
     }
   }
   memcpy(out, ctx->tmp_cache, sizeof ctx->tmp_cache);
-  pthread_mutex_unlock(&ctx->err_lock);
+  pthread_mutex_unlock(&ctx->cache_lock);
   *out_ephemeral = true;
   return RK_OK;
 }

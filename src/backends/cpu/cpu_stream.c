@@ -3,7 +3,6 @@
  * queued operation is kept and returned by the next synchronization; later
  * operations still run (as on CUDA, where a failed copy does not cancel the
  * queue). */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,8 +27,7 @@ struct cpu_stream {
   pthread_cond_t idle;     /* signalled when the queue drains */
   cpu_op_t *head, *tail;
   bool busy, stop;
-  rk_status_t error;
-  char msg[1024];
+  rk__pending_t pending; /* the first error of a queued operation */
 };
 
 static void op_free(cpu_op_t *op) {
@@ -60,13 +58,9 @@ static void *stream_main(void *arg) {
     if (!st->head) st->tail = NULL;
     st->busy = true;
     pthread_mutex_unlock(&st->lock);
-    rk_status_t s = run_op(st, op);
+    rk__pending_record_last(&st->pending, run_op(st, op));
     op_free(op);
     pthread_mutex_lock(&st->lock);
-    if (s != RK_OK && st->error == RK_OK) {
-      st->error = s;
-      snprintf(st->msg, sizeof st->msg, "%s", rk_last_error());
-    }
     st->busy = false;
     if (!st->head) pthread_cond_broadcast(&st->idle);
   }
@@ -81,7 +75,9 @@ rk_status_t rk__cpu_stream_create(rk_context_t *context, rk_stream_t **out) {
   pthread_mutex_init(&st->lock, NULL);
   pthread_cond_init(&st->has_work, NULL);
   pthread_cond_init(&st->idle, NULL);
+  rk__pending_init(&st->pending);
   if (pthread_create(&st->thread, NULL, stream_main, st) != 0) {
+    rk__pending_destroy(&st->pending);
     pthread_cond_destroy(&st->idle);
     pthread_cond_destroy(&st->has_work);
     pthread_mutex_destroy(&st->lock);
@@ -92,18 +88,11 @@ rk_status_t rk__cpu_stream_create(rk_context_t *context, rk_stream_t **out) {
   return RK_OK;
 }
 
-static rk_status_t take_error(cpu_stream_t *st) {
-  rk_status_t s = st->error;
-  if (s != RK_OK) rk__fail(s, "%s", st->msg);
-  st->error = RK_OK;
-  return s;
-}
-
 rk_status_t rk__cpu_stream_synchronize(rk_stream_t *stream) {
   cpu_stream_t *st = (cpu_stream_t *)stream;
   pthread_mutex_lock(&st->lock);
   while (st->head || st->busy) pthread_cond_wait(&st->idle, &st->lock);
-  rk_status_t s = take_error(st);
+  rk_status_t s = rk__pending_take(&st->pending);
   pthread_mutex_unlock(&st->lock);
   return s;
 }
@@ -115,7 +104,8 @@ rk_status_t rk__cpu_stream_destroy(rk_stream_t *stream) {
   pthread_cond_signal(&st->has_work);
   pthread_mutex_unlock(&st->lock);
   pthread_join(st->thread, NULL);
-  rk_status_t s = take_error(st);
+  rk_status_t s = rk__pending_take(&st->pending);
+  rk__pending_destroy(&st->pending);
   pthread_cond_destroy(&st->idle);
   pthread_cond_destroy(&st->has_work);
   pthread_mutex_destroy(&st->lock);

@@ -69,6 +69,7 @@ typedef void (*cl_program_notify_fn)(cl_program program, void *user);
 #define RK_CL_DEVICE_TYPE_ALL 0xFFFFFFFFu
 
 #define RK_CL_DEVICE_TYPE 0x1000
+#define RK_CL_DEVICE_PROFILE 0x102E
 #define RK_CL_DEVICE_MAX_COMPUTE_UNITS 0x1002
 #define RK_CL_DEVICE_MAX_WORK_ITEM_SIZES 0x1005
 #define RK_CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004

@@ -22,6 +22,7 @@
 
 #include "backends/opencl/cl_api.h"
 #include "hal/hal.h"
+#include "hal/pending.h"
 #include "rk/codegen.h"
 
 /* ---- Backend and devices ------------------------------------------------ */
@@ -64,9 +65,7 @@ typedef struct ocl_context {
   size_t count, cap;
   pthread_mutex_t cache_lock;
   ocl_program_cache_t *cache; /* built programs by content hash */
-  pthread_mutex_t err_lock;
-  rk_status_t pending; /* first unreported default-stream error */
-  char pending_msg[1024];
+  rk__pending_t pending;      /* first unreported default-stream error */
 } ocl_context_t;
 
 static inline ocl_context_t *ocl_ctx(rk_context_t *c) {
@@ -78,9 +77,6 @@ static inline ocl_context_t *ocl_ctx(rk_context_t *c) {
 rk_status_t rk__ocl_resolve_locked(ocl_context_t *ctx, rk_devptr_t ptr,
                                    size_t n, cl_mem *out_mem,
                                    size_t *out_offset);
-/* Records an asynchronous error on the default stream (first one wins). */
-void rk__ocl_record_error(ocl_context_t *ctx, rk_status_t status,
-                          const char *msg);
 
 /* Performs (enqueues) a copy on `queue`, resolving both sides under the
  * memory lock. `blocking`: wait for it before returning. With out_event

@@ -79,9 +79,8 @@ static void describe_device(const rk_cl_api_t *api, ocl_device_t *d) {
   if (strstr(ext, "cl_khr_int64_base_atomics")) info->caps |= RK_CAP_ATOMIC64;
   /* OpenCL C's long is mandatory in the full profile; an embedded-profile
    * device has it only with cles_khr_int64. */
-  enum { kClDeviceProfile = 0x102E }; /* CL_DEVICE_PROFILE */
   char profile[32];
-  info_string(api, d->id, kClDeviceProfile, profile, sizeof profile);
+  info_string(api, d->id, RK_CL_DEVICE_PROFILE, profile, sizeof profile);
   if (strcmp(profile, "FULL_PROFILE") == 0 || strstr(ext, "cles_khr_int64"))
     info->caps |= RK_CAP_INT64;
   /* A CPU device behind OpenCL (PoCL, a CPU runtime) emulates a GPU on the
@@ -203,39 +202,19 @@ static rk_status_t ocl_context_create(rk_backend_t *backend, int device,
   }
   pthread_rwlock_init(&ctx->mem_lock, NULL);
   pthread_mutex_init(&ctx->cache_lock, NULL);
-  pthread_mutex_init(&ctx->err_lock, NULL);
+  rk__pending_init(&ctx->pending);
   *out = &ctx->base;
   return RK_OK;
-}
-
-static rk_status_t take_pending(ocl_context_t *ctx) {
-  if (__atomic_load_n(&ctx->pending, __ATOMIC_ACQUIRE) == RK_OK) return RK_OK;
-  pthread_mutex_lock(&ctx->err_lock);
-  rk_status_t s = ctx->pending;
-  if (s != RK_OK) rk__fail(s, "%s", ctx->pending_msg);
-  __atomic_store_n(&ctx->pending, RK_OK, __ATOMIC_RELAXED);
-  pthread_mutex_unlock(&ctx->err_lock);
-  return s;
-}
-
-void rk__ocl_record_error(ocl_context_t *ctx, rk_status_t status,
-                          const char *msg) {
-  pthread_mutex_lock(&ctx->err_lock);
-  if (ctx->pending == RK_OK) {
-    snprintf(ctx->pending_msg, sizeof ctx->pending_msg, "%s", msg);
-    __atomic_store_n(&ctx->pending, status, __ATOMIC_RELEASE);
-  }
-  pthread_mutex_unlock(&ctx->err_lock);
 }
 
 static rk_status_t ocl_synchronize(rk_context_t *context) {
   ocl_context_t *ctx = ocl_ctx(context);
   cl_int err = ctx->api->clFinish(ctx->queue);
   if (err != RK_CL_SUCCESS) {
-    rk__cl_fail(err, "clFinish (default stream)");
-    rk__ocl_record_error(ctx, rk__cl_error_status(err), rk_last_error());
+    rk__pending_record_last(&ctx->pending,
+                            rk__cl_fail(err, "clFinish (default stream)"));
   }
-  return take_pending(ctx);
+  return rk__pending_take(&ctx->pending);
 }
 
 static rk_status_t ocl_context_destroy(rk_context_t *context) {
@@ -250,7 +229,7 @@ static rk_status_t ocl_context_destroy(rk_context_t *context) {
   api->clReleaseContext(ctx->cl);
   pthread_rwlock_destroy(&ctx->mem_lock);
   pthread_mutex_destroy(&ctx->cache_lock);
-  pthread_mutex_destroy(&ctx->err_lock);
+  rk__pending_destroy(&ctx->pending);
   free(ctx);
   return s;
 }

@@ -10,7 +10,6 @@
  * is kept and returned by the next synchronization; later operations still
  * run.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,17 +40,9 @@ typedef struct ocl_stream {
   pthread_cond_t idle;     /* an op was submitted (busy went false) */
   ocl_op_t *head, *tail;
   bool busy, stop;
-  cl_event last; /* the last command submitted, or NULL */
-  rk_status_t error;
-  char msg[1024];
+  cl_event last;         /* the last command submitted, or NULL */
+  rk__pending_t pending; /* the first error of a queued operation */
 } ocl_stream_t;
-
-static void note_error_locked(ocl_stream_t *st, rk_status_t s) {
-  if (s != RK_OK && st->error == RK_OK) {
-    st->error = s;
-    snprintf(st->msg, sizeof st->msg, "%s", rk_last_error());
-  }
-}
 
 static void set_last_locked(ocl_stream_t *st, cl_event ev) {
   if (!ev) return;
@@ -98,7 +89,7 @@ static void run_one_locked(ocl_stream_t *st) {
   rk_status_t s = submit(st, op, &ev);
   op_free(op);
   pthread_mutex_lock(&st->lock);
-  note_error_locked(st, s);
+  rk__pending_record_last(&st->pending, s);
   set_last_locked(st, ev);
   st->busy = false;
   /* Wakes a synchronizing thread: it takes over the ops still held. */
@@ -140,8 +131,9 @@ static void *stream_main(void *arg) {
     cl_int err = api->clWaitForEvents(1, &last);
     pthread_mutex_lock(&st->lock);
     if (err != RK_CL_SUCCESS)
-      note_error_locked(
-          st, rk__cl_fail(err, "a command before a queued copy failed"));
+      rk__pending_record_last(
+          &st->pending,
+          rk__cl_fail(err, "a command before a queued copy failed"));
     /* Submit only if nothing was submitted meanwhile (else wait again). */
     if (st->last == last && st->head && !st->busy) run_one_locked(st);
     api->clReleaseEvent(last);
@@ -168,7 +160,9 @@ rk_status_t rk__ocl_stream_create(rk_context_t *context, rk_stream_t **out) {
   pthread_cond_init(&st->has_work, &attr);
   pthread_condattr_destroy(&attr);
   pthread_cond_init(&st->idle, NULL);
+  rk__pending_init(&st->pending);
   if (pthread_create(&st->thread, NULL, stream_main, st) != 0) {
+    rk__pending_destroy(&st->pending);
     pthread_cond_destroy(&st->idle);
     pthread_cond_destroy(&st->has_work);
     pthread_mutex_destroy(&st->lock);
@@ -192,17 +186,17 @@ rk_status_t rk__ocl_stream_synchronize(rk_stream_t *stream) {
       pthread_cond_wait(&st->idle, &st->lock);
   }
   cl_int err = api->clFinish(st->queue);
-  if (err != RK_CL_SUCCESS) note_error_locked(st, rk__cl_fail(err, "clFinish"));
+  if (err != RK_CL_SUCCESS)
+    rk__pending_record_last(&st->pending, rk__cl_fail(err, "clFinish"));
   if (st->last) {
     cl_int status = event_status(api, st->last);
     if (status < 0)
-      note_error_locked(st, rk__cl_fail(status, "a queued command failed"));
+      rk__pending_record_last(&st->pending,
+                              rk__cl_fail(status, "a queued command failed"));
     api->clReleaseEvent(st->last);
     st->last = NULL;
   }
-  rk_status_t s = st->error;
-  if (s != RK_OK) rk__fail(s, "%s", st->msg);
-  st->error = RK_OK;
+  rk_status_t s = rk__pending_take(&st->pending);
   pthread_mutex_unlock(&st->lock);
   return s;
 }
@@ -217,6 +211,7 @@ rk_status_t rk__ocl_stream_destroy(rk_stream_t *stream) {
   pthread_join(st->thread, NULL);
   if (st->last) st->ctx->api->clReleaseEvent(st->last);
   st->ctx->api->clReleaseCommandQueue(st->queue);
+  rk__pending_destroy(&st->pending);
   pthread_cond_destroy(&st->idle);
   pthread_cond_destroy(&st->has_work);
   pthread_mutex_destroy(&st->lock);

@@ -183,26 +183,6 @@ static rk_status_t wg_device_info(const rk_backend_t *backend, int device,
 
 /* ---- Errors ------------------------------------------------------------- */
 
-void rk__wg_record_error(wg_context_t *ctx, rk_status_t status,
-                         const char *msg) {
-  pthread_mutex_lock(&ctx->err_lock);
-  if (ctx->pending == RK_OK) {
-    snprintf(ctx->pending_msg, sizeof ctx->pending_msg, "%s", msg);
-    __atomic_store_n(&ctx->pending, status, __ATOMIC_RELEASE);
-  }
-  pthread_mutex_unlock(&ctx->err_lock);
-}
-
-rk_status_t rk__wg_take_pending(wg_context_t *ctx) {
-  if (__atomic_load_n(&ctx->pending, __ATOMIC_ACQUIRE) == RK_OK) return RK_OK;
-  pthread_mutex_lock(&ctx->err_lock);
-  rk_status_t s = ctx->pending;
-  if (s != RK_OK) rk__fail(s, "%s", ctx->pending_msg);
-  __atomic_store_n(&ctx->pending, RK_OK, __ATOMIC_RELAXED);
-  pthread_mutex_unlock(&ctx->err_lock);
-  return s;
-}
-
 static rk_status_t error_status(uint32_t type, rk_status_t otherwise) {
   if (type == RK_WGPU_ERROR_OUT_OF_MEMORY) return RK_ERR_OUT_OF_MEMORY;
   if (type == RK_WGPU_ERROR_INTERNAL) return RK_ERR_INTERNAL;
@@ -222,7 +202,7 @@ static void on_uncaptured(const WGPUDevice *device, uint32_t type,
            : type == RK_WGPU_ERROR_OUT_OF_MEMORY ? "out-of-memory"
                                                  : "internal",
            msg);
-  rk__wg_record_error(ctx, error_status(type, RK_ERR_LAUNCH), full);
+  rk__pending_record(&ctx->pending, error_status(type, RK_ERR_LAUNCH), full);
 }
 
 static void on_lost(const WGPUDevice *device, uint32_t reason,
@@ -236,19 +216,21 @@ static void on_lost(const WGPUDevice *device, uint32_t reason,
   wg_context_t *ctx = u1;
   char msg[900];
   rk__wgpu_str(message, msg, sizeof msg);
-  pthread_mutex_lock(&ctx->err_lock);
-  snprintf(ctx->lost_msg, sizeof ctx->lost_msg, "webgpu: device lost: %s",
+  char full[sizeof ctx->lost_msg];
+  snprintf(full, sizeof full, "webgpu: device lost: %s",
            msg[0] ? msg : "(no message)");
+  pthread_mutex_lock(&ctx->lost_lock);
+  memcpy(ctx->lost_msg, full, sizeof full);
   __atomic_store_n(&ctx->lost, true, __ATOMIC_RELEASE);
-  pthread_mutex_unlock(&ctx->err_lock);
-  rk__wg_record_error(ctx, RK_ERR_DEVICE_LOST, ctx->lost_msg);
+  pthread_mutex_unlock(&ctx->lost_lock);
+  rk__pending_record(&ctx->pending, RK_ERR_DEVICE_LOST, full);
 }
 
 static rk_status_t check_lost(wg_context_t *ctx) {
   if (!__atomic_load_n(&ctx->lost, __ATOMIC_ACQUIRE)) return RK_OK;
-  pthread_mutex_lock(&ctx->err_lock);
+  pthread_mutex_lock(&ctx->lost_lock);
   rk_status_t s = rk__fail(RK_ERR_DEVICE_LOST, "%s", ctx->lost_msg);
-  pthread_mutex_unlock(&ctx->err_lock);
+  pthread_mutex_unlock(&ctx->lost_lock);
   return s;
 }
 
@@ -353,7 +335,8 @@ static rk_status_t wg_context_create(rk_backend_t *backend, int device,
   ctx->limits = be->limits[device];
   ctx->limits.nextInChain = NULL;
   pthread_mutex_init(&ctx->lock, NULL);
-  pthread_mutex_init(&ctx->err_lock, NULL);
+  rk__pending_init(&ctx->pending);
+  pthread_mutex_init(&ctx->lost_lock, NULL);
 
   device_request_t r = {0, NULL, ""};
   WGPUDeviceDescriptor d;
@@ -376,7 +359,8 @@ static rk_status_t wg_context_create(rk_backend_t *backend, int device,
   }
   if (!r.device) {
     pthread_mutex_destroy(&ctx->lock);
-    pthread_mutex_destroy(&ctx->err_lock);
+    rk__pending_destroy(&ctx->pending);
+    pthread_mutex_destroy(&ctx->lost_lock);
     free(ctx);
     return rk__fail(RK_ERR_UNAVAILABLE,
                     "webgpu: the adapter '%s' gave no device: %s",
@@ -411,7 +395,7 @@ static rk_status_t wg_context_destroy(rk_context_t *context) {
   const rk__wgpu_procs_t *p = ctx->p;
   rk_status_t s = RK_OK;
   if (ctx->queue) s = rk__wg_wait_idle(ctx);
-  rk_status_t pending = rk__wg_take_pending(ctx);
+  rk_status_t pending = rk__pending_take(&ctx->pending);
   if (pending != RK_OK) s = pending;
   rk__wg_cache_drop(ctx, 0, NULL);
   if (ctx->pass) p->wgpuComputePassEncoderRelease(ctx->pass);
@@ -429,7 +413,8 @@ static rk_status_t wg_context_destroy(rk_context_t *context) {
   char keep[2048] = "";
   if (s != RK_OK) snprintf(keep, sizeof keep, "%s", rk_last_error());
   pthread_mutex_destroy(&ctx->lock);
-  pthread_mutex_destroy(&ctx->err_lock);
+  rk__pending_destroy(&ctx->pending);
+  pthread_mutex_destroy(&ctx->lost_lock);
   free(ctx);
   if (s != RK_OK) return rk__fail(s, "%s", keep);
   return RK_OK;
@@ -480,7 +465,7 @@ static rk_status_t wg_copy(rk_context_t *context, rk_stream_t *stream,
 static rk_status_t wg_synchronize(rk_context_t *context) {
   wg_context_t *ctx = wg_ctx(context);
   rk_status_t s = rk__wg_wait_idle(ctx);
-  rk_status_t pending = rk__wg_take_pending(ctx);
+  rk_status_t pending = rk__pending_take(&ctx->pending);
   return pending != RK_OK ? pending : s;
 }
 

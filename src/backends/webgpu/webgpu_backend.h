@@ -18,8 +18,9 @@
  *
  * Locking: wg_context_t.lock serialises everything that touches the device
  * (memory table, encoder, slab, staging buffer, pipeline caches). Errors
- * raised by the implementation's callbacks go to a separate err_lock, since
- * callbacks may run inside calls made under `lock`.
+ * raised by the implementation's callbacks go to `pending` and `lost`, each
+ * with a lock of its own, since callbacks may run inside calls made under
+ * `lock`.
  */
 #ifndef RK_BACKENDS_WEBGPU_WEBGPU_BACKEND_H_
 #define RK_BACKENDS_WEBGPU_WEBGPU_BACKEND_H_
@@ -30,6 +31,7 @@
 
 #include "backends/webgpu/webgpu_api.h"
 #include "hal/hal.h"
+#include "hal/pending.h"
 
 /* Bytes of the buffers bound for NULL pointer arguments. */
 enum { kNullBytes = 4096 };
@@ -87,9 +89,8 @@ typedef struct wg_context {
   wg_bind_cache_entry_t cache[kWgBindCacheSize];
   size_t cache_next;
 
-  pthread_mutex_t err_lock;
-  rk_status_t pending; /* first unreported asynchronous error */
-  char pending_msg[2048];
+  rk__pending_t pending;     /* first unreported asynchronous error */
+  pthread_mutex_t lost_lock; /* lost_msg */
   bool lost;
   char lost_msg[1024];
 } wg_context_t;
@@ -138,11 +139,6 @@ static inline wg_function_t *rk__wg_function(rk_function_t *fn) {
 
 /* ---- webgpu_backend.c --------------------------------------------------- */
 
-/* Records an asynchronous error (the first one is kept until reported). */
-void rk__wg_record_error(wg_context_t *ctx, rk_status_t status,
-                         const char *msg);
-/* Returns and clears the pending asynchronous error. */
-rk_status_t rk__wg_take_pending(wg_context_t *ctx);
 /* Runs the instance's events until *flag is non-zero. `gpu`: the event
  * waits for submitted GPU work (blocks in the device poll when the library
  * has one). RK_ERR_DEVICE_LOST if the device is lost meanwhile. */

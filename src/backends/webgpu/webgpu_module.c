@@ -337,7 +337,9 @@ static rk_status_t get_pipeline(wg_context_t *ctx, wg_function_t *f,
   memset(c, 0, sizeof c);
   static const char *const kNames[] = {"rk_wg_x", "rk_wg_y", "rk_wg_z",
                                        "rk_dyn_shared_bytes"};
-  const double values[] = {block.x, block.y, block.z, dyn};
+  /* At least one element of any type: 0 would declare an empty array,
+   * which pipeline creation refuses. */
+  const double values[] = {block.x, block.y, block.z, dyn < 16 ? 16 : dyn};
   size_t nc = f->dynamic_shared ? 4 : 3;
   for (size_t i = 0; i < nc; ++i) {
     c[i].key.data = kNames[i];

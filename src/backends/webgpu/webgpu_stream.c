@@ -4,7 +4,6 @@
  * are validated when an operation is queued and again when it is
  * submitted; a failure then becomes the stream's error, reported by its
  * next synchronization, and the operation is skipped. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,8 +26,7 @@ typedef struct wg_stream {
   pthread_mutex_t lock; /* the list below and the error */
   wg_op_t *ops;
   size_t count, cap;
-  rk_status_t error;
-  char error_msg[2048];
+  rk__pending_t pending; /* the first error of a submitted operation */
 } wg_stream_t;
 
 rk_status_t rk__wg_stream_create(rk_context_t *context, rk_stream_t **out) {
@@ -36,14 +34,9 @@ rk_status_t rk__wg_stream_create(rk_context_t *context, rk_stream_t **out) {
   wg_stream_t *st = calloc(1, sizeof *st);
   if (!st) return rk__fail(RK_ERR_OUT_OF_MEMORY, "webgpu: stream");
   pthread_mutex_init(&st->lock, NULL);
+  rk__pending_init(&st->pending);
   *out = &st->base;
   return RK_OK;
-}
-
-static void note_error(wg_stream_t *st, rk_status_t s) {
-  if (st->error != RK_OK) return;
-  st->error = s;
-  snprintf(st->error_msg, sizeof st->error_msg, "%s", rk_last_error());
 }
 
 enum { kMaxReadRun = 16 };
@@ -95,7 +88,7 @@ static void submit_ops(wg_stream_t *st) {
     if (run > 1) {
       /* Consecutive copies to the host: one submit, one wait. */
       s = read_together(ctx, st, i, run);
-      if (s != RK_OK) note_error(st, s);
+      rk__pending_record_last(&st->pending, s);
       i += run - 1;
       continue;
     }
@@ -107,11 +100,11 @@ static void submit_ops(wg_stream_t *st) {
       s = rk__wg_copy(ctx, &op->copy);
       if (s != RK_OK) rk__fail_context(s, "stream copy");
     }
-    if (s != RK_OK) note_error(st, s);
+    rk__pending_record_last(&st->pending, s);
   }
   rk_status_t s = rk__wg_flush(ctx);
   pthread_mutex_unlock(&ctx->lock);
-  if (s != RK_OK) note_error(st, s);
+  rk__pending_record_last(&st->pending, s);
   st->count = 0;
 }
 
@@ -195,10 +188,8 @@ rk_status_t rk__wg_stream_synchronize(rk_stream_t *stream) {
   pthread_mutex_unlock(&st->lock);
   rk_status_t s = rk__wg_wait_idle(wg_ctx(stream->context));
   pthread_mutex_lock(&st->lock);
-  if (st->error != RK_OK) {
-    s = rk__fail(st->error, "%s", st->error_msg);
-    st->error = RK_OK;
-  }
+  rk_status_t error = rk__pending_take(&st->pending);
+  if (error != RK_OK) s = error;
   pthread_mutex_unlock(&st->lock);
   return s;
 }
@@ -206,6 +197,7 @@ rk_status_t rk__wg_stream_synchronize(rk_stream_t *stream) {
 rk_status_t rk__wg_stream_destroy(rk_stream_t *stream) {
   wg_stream_t *st = (wg_stream_t *)stream;
   rk_status_t s = rk__wg_stream_synchronize(stream);
+  rk__pending_destroy(&st->pending);
   pthread_mutex_destroy(&st->lock);
   free(st->ops);
   free(st);
