@@ -965,9 +965,10 @@ rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
   rk_status_t s;
   if (actor->relaunch && timeout_ns == RK_TIMEOUT_INFINITE &&
       rk__relaunch_hold(actor->relaunch)) {
-    /* Holding the device side: never wait for space here. */
-    limit_t now = limit_of(0, t0);
-    s = enqueue(actor, &m, request, &now);
+    /* Holding the device side: never wait for space here, and no need to
+     * wake the driver for a request this thread runs itself. */
+    s = rk__ring_mp_send_quiet(&actor->in_mp, &m, request, actor->in_size,
+                               NULL);
     rk__relaunch_run_held(actor->relaunch);
     if (s == RK_ERR_QUEUE_FULL) s = enqueue(actor, &m, request, &limit);
   } else {

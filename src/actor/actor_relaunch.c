@@ -136,6 +136,9 @@ void rk__relaunch_run_held(rk__relaunch_t *r) {
   uint32_t n = available_locked(r, &in, &out, r->batch);
   if (n) run_locked(r, &in, &out, n);
   pthread_mutex_unlock(&r->consume);
+  /* The caller's request went in without waking the driver; whatever this
+   * batch left behind is the driver's again. */
+  if (rk__ring_depth(r->dev.in)) rk__ring_signal_data(r->dev.in);
 }
 
 static void *driver_main(void *arg) {

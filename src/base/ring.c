@@ -277,7 +277,6 @@ static rk_status_t mp_send_lock(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
     st = RK_OK;
   }
   __atomic_store_n(&mp->lock, 0u, __ATOMIC_RELEASE);
-  if (st == RK_OK) rk__ring_signal_data(p->hdr);
   return st;
 }
 
@@ -319,18 +318,25 @@ static rk_status_t mp_send_claim(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
   }
   STORE_RELEASE(&hdr->tail, mine + 1);
   *out_tail = mine + 1;
-  rk__ring_signal_data(hdr);
   return RK_OK;
 }
 
-rk_status_t rk__ring_mp_send(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
-                             const void *payload, uint32_t size,
-                             uint64_t *out_tail) {
+rk_status_t rk__ring_mp_send_quiet(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
+                                   const void *payload, uint32_t size,
+                                   uint64_t *out_tail) {
   uint64_t tail = 0;
   rk_status_t st = mp->kind == RK__RING_MP_LOCK
                        ? mp_send_lock(mp, msg, payload, size, &tail)
                        : mp_send_claim(mp, msg, payload, size, &tail);
   if (out_tail) *out_tail = tail;
+  return st;
+}
+
+rk_status_t rk__ring_mp_send(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
+                             const void *payload, uint32_t size,
+                             uint64_t *out_tail) {
+  rk_status_t st = rk__ring_mp_send_quiet(mp, msg, payload, size, out_tail);
+  if (st == RK_OK) rk__ring_signal_data(mp->end.hdr);
   return st;
 }
 

@@ -147,6 +147,13 @@ rk_status_t rk__ring_mp_send(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
                              const void *payload, uint32_t size,
                              uint64_t *out_tail);
 
+/* rk__ring_mp_send without waking a parked consumer: for a sender that
+ * consumes the message itself right after (and signals if it leaves any
+ * published message behind). */
+rk_status_t rk__ring_mp_send_quiet(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
+                                   const void *payload, uint32_t size,
+                                   uint64_t *out_tail);
+
 /* Parks until the ring may have space for the stage's next message or the
  * deadline passes (then the caller retries rk__ring_mp_send). */
 void rk__ring_mp_wait_space(rk__ring_mp_t *mp, uint64_t deadline_ns);
