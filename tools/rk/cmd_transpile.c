@@ -112,8 +112,15 @@ static void print_entry(FILE *out, const rk_entry_t *e) {
       fprintf(out, "  tile      %u x %u threads, halo %u\n", e->tile[0],
               e->tile[1], e->halo);
   }
-  fprintf(out, "  shared    %zu bytes of block-shared memory\n",
-          e->shared_bytes);
+  if (e->batch_of)
+    fprintf(out,
+            "  batch     runs handler %s on rk_count messages in order "
+            "(one launch)\n",
+            e->batch_of);
+  fprintf(out, "  shared    %zu bytes of block-shared memory%s\n",
+          e->shared_bytes,
+          e->dynamic_shared ? ", plus the launch's dynamic shared memory"
+                            : "");
   fprintf(out, "  barrier   %s\n",
           e->uses_barrier ? "yes (reaches rk_sync_threads)" : "no");
   if (e->param_count == 0) {
