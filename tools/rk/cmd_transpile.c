@@ -119,8 +119,7 @@ static void print_entry(FILE *out, const rk_entry_t *e) {
             e->batch_of);
   fprintf(out, "  shared    %zu bytes of block-shared memory%s\n",
           e->shared_bytes,
-          e->dynamic_shared ? ", plus the launch's dynamic shared memory"
-                            : "");
+          e->dynamic_shared ? ", plus the launch's dynamic shared memory" : "");
   fprintf(out, "  barrier   %s\n",
           e->uses_barrier ? "yes (reaches rk_sync_threads)" : "no");
   if (e->param_count == 0) {
