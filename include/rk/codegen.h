@@ -69,9 +69,18 @@ typedef struct rk_transpile_options {
    * rk_codegen_list_entries() the list holds exactly the entry named. A
    * name that is not an entry point is RK_ERR_NOT_FOUND. */
   const char *entry;
+  /* RK_TARGET_CUDA only: also emit, for every handler h whose own kernel is
+   * printed, the persistent actor kernel rk_actor_<h> that keeps h resident
+   * on the device, serving the rings of src/abi/actor_abi.h (parameters and
+   * protocol in docs/kernel-language.md, "Persistent actor kernel (CUDA)";
+   * sm_70 or newer). Any other target is RK_ERR_INVALID_ARGUMENT, naming
+   * it. rk_codegen_list_entries() ignores it: the rk_actor_ kernels have a
+   * fixed signature and are never listed. */
+  bool persistent_actors;
 } rk_transpile_options_t;
 
-/* Sets the defaults: no source name, all entries. */
+/* Sets the defaults: no source name, all entries, no persistent actor
+ * kernels. */
 void rk_transpile_options_init(rk_transpile_options_t *options);
 
 /* Where and why a source was refused. Filled by the calls that take one when
@@ -91,7 +100,8 @@ typedef struct rk_diagnostic {
  *                         rk_last_error() holds "name:line:col: error: ...",
  *                         the source line and a caret;
  *   RK_ERR_NOT_FOUND      options->entry names no entry point;
- *   RK_ERR_INVALID_ARGUMENT  NULL source or out_text, or unknown target;
+ *   RK_ERR_INVALID_ARGUMENT  NULL source or out_text, unknown target, or
+ *                         persistent_actors for a target other than CUDA;
  *   RK_ERR_OUT_OF_MEMORY  an allocation failed.
  * Never crashes, hangs or exits on any input. */
 rk_status_t rk_transpile(const char *source, rk_target_t target,

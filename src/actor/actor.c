@@ -42,6 +42,7 @@ enum {
   kSampleEvery = 16,     /* pipelined sends timed: one in this many */
   kSampleTable = 256,
   kDefaultCapacity = 1024,
+  kPolledParkNs = 20000, /* see park_ns */
 };
 
 /* A pending rk_actor_call, on its caller's stack. */
@@ -69,6 +70,10 @@ struct rk_actor {
   uint32_t in_size, out_size, state_size;
   bool has_state, has_status;
   uint64_t spin_ns;
+  /* Longest a host wait parks before looking at the rings again: 1 ms
+   * when the device side wakes parked hosts, short when it cannot (a GPU
+   * kernel) and the host polls. */
+  uint64_t park_ns;
 
   void *mapped; /* the block below, from mapped_alloc or aligned_alloc */
   bool mapped_by_backend;
@@ -84,7 +89,9 @@ struct rk_actor {
   /* Traditional mode. */
   pthread_mutex_t trad_lock;
   rk_devptr_t d_in, d_out, d_state, d_status;
-  rk__ring_end_t trad_out;              /* producer end of the output ring */
+  rk_stream_t *trad_stream;  /* copies in, launch, copies out: one sync */
+  unsigned char *trad_stage; /* request, then status (mapped memory) */
+  rk__ring_end_t trad_out;   /* producer end of the output ring */
   uint64_t trad_processed, trad_errors; /* atomic */
   int32_t trad_last_error;              /* atomic */
 
@@ -314,8 +321,13 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
   const size_t off_in_slots = off_out + sizeof(rk_abi_ring_t);
   const size_t off_out_slots = off_in_slots + round_line(rk__ring_slot_bytes(
                                                   o->input_capacity, in_slot));
-  const size_t total = off_out_slots + round_line(rk__ring_slot_bytes(
-                                           o->output_capacity, out_slot));
+  const size_t off_stage = off_out_slots + round_line(rk__ring_slot_bytes(
+                                               o->output_capacity, out_slot));
+  /* Traditional mode stages each request and its status here: memory the
+   * device copies from directly where the backend maps it (pinned). */
+  const size_t total = off_stage + (a->mode == RK_ACTOR_TRADITIONAL
+                                        ? round_line(a->in_size) + RK_ABI_LINE
+                                        : 0);
   const rk__backend_vtable_t *vt = a->context->vt;
   if (vt->mapped_alloc) {
     RK_RETURN_IF_ERROR(vt->mapped_alloc(a->context, total, &a->mapped));
@@ -343,6 +355,7 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
   d->out = (rk_abi_ring_t *)(base + off_out);
   d->in_slots = base + off_in_slots;
   d->out_slots = base + off_out_slots;
+  if (a->mode == RK_ACTOR_TRADITIONAL) a->trad_stage = base + off_stage;
   d->has_state = a->has_state;
   d->has_status = a->has_status;
   d->initial_state = o->initial_state;
@@ -358,6 +371,7 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
 
 /* Device buffers of traditional mode. */
 static rk_status_t trad_setup(rk_actor_t *a, const rk_actor_options_t *o) {
+  RK_RETURN_IF_ERROR(rk_context_create_stream(a->context, &a->trad_stream));
   RK_RETURN_IF_ERROR(rk_context_allocate(a->context, a->in_size, &a->d_in));
   RK_RETURN_IF_ERROR(rk_context_allocate(a->context, a->out_size, &a->d_out));
   RK_RETURN_IF_ERROR(rk_context_allocate(a->context, 4, &a->d_status));
@@ -408,6 +422,10 @@ static rk_status_t launch(rk_context_t *context, const char *source,
   a->external = external;
   a->next_id = 1;
   a->spin_ns = rk__actor_spin_ns(context->info.caps & RK_CAP_SOFTWARE);
+  a->park_ns = a->execution == RK_ACTOR_EXEC_RESIDENT && !external &&
+                       context->vt->actor_polled
+                   ? kPolledParkNs
+                   : 1000000u;
   pthread_mutex_init(&a->trad_lock, NULL);
   pthread_mutex_init(&a->host_lock, NULL);
   set_state(a, RK_ACTOR_LAUNCHED);
@@ -514,7 +532,7 @@ rk_status_t rk_actor_terminate(rk_actor_t *actor, uint64_t timeout_ns) {
                       "actor is failed and can only be destroyed",
                       (double)timeout_ns / 1e6);
     }
-    uint64_t slice = rk__now_ns() + 1000000u;
+    uint64_t slice = rk__now_ns() + actor->park_ns;
     if (deadline && deadline < slice) slice = deadline;
     uint32_t seq = LOAD_ACQUIRE(&actor->device.out->data_seq);
     if (!LOAD_ACQUIRE(&c->terminated)) {
@@ -536,6 +554,7 @@ static void release(rk_actor_t *a) {
   const bool stopped = a->control && LOAD_ACQUIRE(&a->control->terminated);
   if (a->worker) a->context->vt->actor_release(a->worker, stopped);
   if (a->relaunch) rk__relaunch_release(a->relaunch, stopped);
+  if (a->trad_stream) rk_stream_destroy(a->trad_stream);
   if (a->d_in) rk_context_free(a->context, a->d_in);
   if (a->d_out) rk_context_free(a->context, a->d_out);
   if (a->d_status) rk_context_free(a->context, a->d_status);
@@ -708,7 +727,7 @@ static rk_status_t wait_until(rk_actor_t *a, ready_fn ready, void *arg,
           for (int i = 0; i < 256 && !rk__ring_available(&a->out_c); ++i)
             rk__cpu_relax();
         } else {
-          uint64_t slice = now + 1000000u;
+          uint64_t slice = now + a->park_ns;
           if (deadline && deadline < slice) slice = deadline;
           rk__ring_wait_data(a->device.out, a->out_c.own, slice);
         }
@@ -774,24 +793,38 @@ static rk_status_t check_send(rk_actor_t *a, const void *request, size_t size) {
  * Caller holds trad_lock and has reserved `out_slot`. */
 static rk_status_t trad_step(rk_actor_t *a, const rk_abi_msg_t *req,
                              const void *payload, unsigned char *out_slot) {
-  rk_context_t *ctx = a->context;
-  RK_RETURN_IF_ERROR(
-      rk_context_copy_to_device(ctx, a->d_in, payload, a->in_size));
+  /* One stream, one synchronization: the request goes in from the staging
+   * area, the answer straight into its output slot. */
+  rk_stream_t *st = a->trad_stream;
+  unsigned char *status_stage = a->trad_stage + round_line(a->in_size);
+  memcpy(a->trad_stage, payload, a->in_size);
   rk_arg_t args[4];
   size_t n = 0;
   args[n++] = rk_arg_ptr(a->d_in);
   args[n++] = rk_arg_ptr(a->d_out);
   if (a->has_state) args[n++] = rk_arg_ptr(a->d_state);
   if (a->has_status) args[n++] = rk_arg_ptr(a->d_status);
-  RK_RETURN_IF_ERROR(rk_function_launch(a->function, a->device.grid,
-                                        a->device.block, 0, NULL, args, n));
-  RK_RETURN_IF_ERROR(rk_context_synchronize(ctx));
-  rk_abi_msg_t *m = (rk_abi_msg_t *)out_slot;
-  RK_RETURN_IF_ERROR(rk_context_copy_to_host(ctx, out_slot + RK_ABI_MSG_HEADER,
-                                             a->d_out, a->out_size));
+  rk_status_t s =
+      rk_stream_copy_to_device(st, a->d_in, a->trad_stage, a->in_size);
+  if (s == RK_OK)
+    s = rk_function_launch(a->function, a->device.grid, a->device.block, 0, st,
+                           args, n);
+  if (s == RK_OK)
+    s = rk_stream_copy_to_host(st, out_slot + RK_ABI_MSG_HEADER, a->d_out,
+                               a->out_size);
+  if (s == RK_OK && a->has_status)
+    s = rk_stream_copy_to_host(st, status_stage, a->d_status, 4);
+  /* Whatever was queued finishes before the stage is used again. */
+  char *saved = s != RK_OK ? rk__error_save() : NULL;
+  rk_status_t sync = rk_stream_synchronize(st);
+  if (s != RK_OK) {
+    rk__error_restore(saved);
+    return s;
+  }
+  RK_RETURN_IF_ERROR(sync);
   int32_t code = 0;
-  if (a->has_status)
-    RK_RETURN_IF_ERROR(rk_context_copy_to_host(ctx, &code, a->d_status, 4));
+  if (a->has_status) memcpy(&code, status_stage, sizeof code);
+  rk_abi_msg_t *m = (rk_abi_msg_t *)out_slot;
   m->correlation_id = req->correlation_id;
   m->timestamp = rk__hlc_merge(&a->control->clock, req->timestamp);
   m->type = RK_ABI_MSG_RESPONSE;
@@ -819,7 +852,7 @@ static rk_status_t trad_send(rk_actor_t *a, const rk_abi_msg_t *req,
       s = RK_ERR_QUEUE_FULL;
       break;
     }
-    uint64_t slice = rk__now_ns() + 1000000u;
+    uint64_t slice = rk__now_ns() + a->park_ns;
     if (deadline && deadline < slice) slice = deadline;
     rk__ring_wait_space(a->trad_out.hdr, a->trad_out.own, slice);
   }
@@ -842,7 +875,7 @@ static rk_status_t enqueue(rk_actor_t *a, const rk_abi_msg_t *m,
     if (s != RK_ERR_QUEUE_FULL || limit->timeout_ns == 0) return s;
     uint64_t deadline = limit_deadline(limit);
     if (expired(deadline)) return s;
-    uint64_t slice = rk__now_ns() + 1000000u;
+    uint64_t slice = rk__now_ns() + a->park_ns;
     if (deadline && deadline < slice) slice = deadline;
     rk__ring_mp_wait_space(&a->in_mp, slice);
   }

@@ -158,6 +158,14 @@ rk_status_t rk_transpile_ex(const char *source, rk_target_t target,
                     "transpile: unknown target %d (known: c, cuda, opencl, "
                     "wgsl, msl)",
                     (int)target);
+  const bool persistent = options && options->persistent_actors;
+  if (persistent && target != RK_TARGET_CUDA) {
+    if (out_diag) memset(out_diag, 0, sizeof *out_diag);
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "transpile: persistent_actors is for target cuda only, "
+                    "not %s (persistent actor kernels are CUDA kernels)",
+                    rk_target_name(target));
+  }
   cg_caps_t caps = target_caps(target);
   cg_ctx_t ctx;
   rk_status_t s = begin(&ctx, source, options, &caps, out_diag);
@@ -171,7 +179,8 @@ rk_status_t rk_transpile_ex(const char *source, rk_target_t target,
   if (s == RK_OK) {
     rk__strbuf_t out;
     rk__strbuf_init(&out);
-    cg_emit_options_t eo = {ctx.source_name, options ? options->entry : NULL};
+    cg_emit_options_t eo = {ctx.source_name, options ? options->entry : NULL,
+                            persistent};
     if (target == RK_TARGET_WGSL)
       s = print_wgsl(&ctx, &unit, &eo, &out);
     else

@@ -26,6 +26,7 @@
 typedef struct cg_emit_options {
   const char *source_name; /* for the header comment */
   const char *entry;       /* only this entry point; NULL = all */
+  bool persistent_actors;  /* CUDA: rk_actor_<h> per printed handler */
 } cg_emit_options_t;
 
 /* Prints `unit` for target C, CUDA, OpenCL or MSL into out (appending;
@@ -38,6 +39,31 @@ void rk__cg_emit_c_family(const cg_unit_t *unit, rk_target_t target,
  * ctx->jmp set. */
 void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_unit_t *unit,
                       const cg_emit_options_t *options, rk__strbuf_t *out);
+
+/* ---- Persistent actor kernels (CUDA, emit_cuda_actor.c) ----------------
+ *
+ * With persistent_actors, the CUDA output gets, after each printed
+ * handler's other entries, a kernel CG_ACTOR_PREFIX<h> that serves the
+ * actor's rings while resident (docs/kernel-language.md, "Persistent actor
+ * kernel (CUDA)"); the device functions they share come once, before the
+ * first of them. */
+#define CG_ACTOR_PREFIX "rk_actor_"
+
+/* What a handler's persistent kernel needs: names as the target spells
+ * them. */
+typedef struct cg_actor_desc {
+  const char *name;       /* the handler; its body is rk_handle_<name> */
+  const char *in_type;    /* the request type ("echo_req_t") */
+  const char *out_type;   /* the response type */
+  const char *state_type; /* the state type; NULL without state */
+  bool status;            /* the handler returns int */
+} cg_actor_desc_t;
+
+/* The shared device functions and ABI constants (once per module). */
+void rk__cg_emit_cuda_actor_prelude(rk__strbuf_t *out);
+
+/* CG_ACTOR_PREFIX<name>: the handler's persistent kernel. */
+void rk__cg_emit_cuda_actor_kernel(rk__strbuf_t *out, const cg_actor_desc_t *d);
 
 /* Whether WGSL reserves `name` (keywords, reserved words, predeclared
  * types and functions); rk__cg_target_reserves(RK_TARGET_WGSL, name). */

@@ -15,7 +15,9 @@
  *     stores the return value in rk_status[0]. A second kernel,
  *     rk_batch_<name>(in, out[, state], rk_status, rk_count), has thread 0
  *     call it for messages 0..rk_count-1 in order, storing each result
- *     (0 for a void handler) in rk_status[m].
+ *     (0 for a void handler) in rk_status[m]. With persistent_actors
+ *     (CUDA), a third, rk_actor_<name>, keeps the handler resident
+ *     (emit_cuda_actor.c prints it and the prelude it shares).
  *   - MSL has no global thread indices: kernels receive them as parameters
  *     (rk_tid, rk_bid, rk_bdim, rk_gdim) and pass them on to helpers that
  *     use index built-ins, directly or through their callees.
@@ -512,6 +514,7 @@ typedef struct printer {
   int indent;
   const cg_func_t *fn; /* the function being printed */
   int nasserts;        /* OpenCL assertion typedef counter */
+  bool actor_prelude;  /* the persistent actor prelude is printed */
 } printer_t;
 
 /* Precedence levels for printing (higher binds tighter). */
@@ -1544,6 +1547,38 @@ static void handler_call(printer_t *p, const cg_func_t *fn, const char *m) {
   puts_(p, ")");
 }
 
+/* The name of type t as the target spells it, printed into `buf` (which
+ * the caller frees). */
+static const char *type_text(const printer_t *p, const cg_type_t *t,
+                             rk__strbuf_t *buf) {
+  printer_t q = *p;
+  q.out = buf;
+  type_name(&q, t);
+  if (buf->failed || !buf->data) {
+    p->out->failed = true;
+    return "";
+  }
+  return buf->data;
+}
+
+/* The handler's persistent actor kernel (CUDA), after the prelude the
+ * first time. */
+static void actor_entry(printer_t *p, const cg_func_t *fn) {
+  if (!p->actor_prelude) {
+    rk__cg_emit_cuda_actor_prelude(p->out);
+    p->actor_prelude = true;
+  }
+  rk__strbuf_t types[3];
+  for (int i = 0; i < 3; ++i) rk__strbuf_init(&types[i]);
+  cg_actor_desc_t d = {fn->name, NULL, NULL, NULL, rk__cg_handler_status(fn)};
+  d.in_type = type_text(p, fn->params[0]->type->elem, &types[0]);
+  d.out_type = type_text(p, fn->params[1]->type->elem, &types[1]);
+  if (fn->nparams > 2)
+    d.state_type = type_text(p, fn->params[2]->type->elem, &types[2]);
+  rk__cg_emit_cuda_actor_kernel(p->out, &d);
+  for (int i = 0; i < 3; ++i) rk__strbuf_free(&types[i]);
+}
+
 static void handler_entry(printer_t *p, const cg_func_t *fn, bool single) {
   /* The body, callable by ring templates as rk_handle_<name>. */
   helper_signature(p, fn, "rk_handle_");
@@ -1604,6 +1639,9 @@ static void function(printer_t *p, const cg_func_t *fn,
       return;
     case CG_FN_HANDLER:
       handler_entry(p, fn, rk__cg_handler_kernel_selected(fn, o->entry));
+      if (o->persistent_actors && p->t->target == RK_TARGET_CUDA &&
+          rk__cg_handler_kernel_selected(fn, o->entry))
+        actor_entry(p, fn);
       return;
   }
 }

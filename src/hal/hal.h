@@ -154,6 +154,9 @@ struct rk__backend_vtable {
   /* Optional: memory for rings and control blocks that both the host and
    * the device address directly (pinned and mapped). NULL: ordinary host
    * memory, for backends whose devices read it as is. */
+  /* True when the device side cannot wake a parked host thread (a GPU
+   * kernel): host waits on a resident actor then poll its rings. */
+  bool actor_polled;
   rk_status_t (*mapped_alloc)(rk_context_t *context, size_t bytes,
                               void **out_host);
   void (*mapped_free)(rk_context_t *context, void *host);

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "ops/ops_gpu_source.h"
 #include "ops/ops_internal.h"
 #include "rk/backend.h"
 
@@ -158,6 +159,8 @@ static const char kOpsKernels[] =
     "  }\n"
     "  if (row < um && col < un) c[row * un + col] = acc;\n"
     "}\n";
+
+const char *rk__ops_gpu_source(void) { return kOpsKernels; }
 
 enum {
   EW_BLOCK = 256,

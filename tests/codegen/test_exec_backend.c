@@ -17,8 +17,8 @@
  * are checked against a host reference as well, so that a bug shared by both
  * backends shows too.
  *
- * Built once per backend (RK_EXEC_BACKEND = RK_BACKEND_OPENCL or
- * RK_BACKEND_WEBGPU); exits 77 with the reason when that backend or the CPU
+ * Built once per backend (RK_EXEC_BACKEND = RK_BACKEND_CUDA, _OPENCL or
+ * _WEBGPU); exits 77 with the reason when that backend or the CPU
  * backend's compiler is not available. */
 #define RK_TEST_IMPLEMENTATION
 #include <math.h>
@@ -586,8 +586,7 @@ int main(void) {
   rk_backend_t *cpu = NULL, *dev = NULL;
   if (rk_backend_open(RK_EXEC_BACKEND, &dev) != RK_OK)
     RK_TEST_SKIP("the %s backend does not open: %s",
-                 RK_EXEC_BACKEND == RK_BACKEND_OPENCL ? "opencl" : "webgpu",
-                 rk_last_error());
+                 rk_backend_kind_name(RK_EXEC_BACKEND), rk_last_error());
   if (rk_backend_device_count(dev) < 1) {
     rk_backend_destroy(dev);
     RK_TEST_SKIP("the backend has no device");
@@ -626,7 +625,8 @@ out:
   if (g_dev) rk_context_destroy(g_dev);
   rk_backend_destroy(cpu);
   rk_backend_destroy(dev);
-  return rk_test_finish(RK_EXEC_BACKEND == RK_BACKEND_OPENCL
-                            ? "codegen_exec_opencl"
-                            : "codegen_exec_webgpu");
+  char name[64];
+  snprintf(name, sizeof name, "codegen_exec_%s",
+           rk_backend_kind_name(RK_EXEC_BACKEND));
+  return rk_test_finish(name);
 }

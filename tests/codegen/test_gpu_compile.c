@@ -10,6 +10,13 @@
  * when rk_transpile() says RK_ERR_COMPILE *and* the goldens record it
  * (golden/NAME.<ext>.err exists); any other refusal is a failure.
  *
+ * Every corpus kernel with actor handlers is also transpiled to CUDA with
+ * persistent_actors and must compile with NVRTC defining rk_actor_<h> for
+ * each handler h besides its usual entry points; the corpus must hold
+ * handlers of every shape (void and int, with and without state). The ops
+ * library's GPU kernels (src/ops/ops_gpu.c), source the library itself
+ * hands to the transpiler, go through every half like a corpus kernel.
+ *
  * Each half runs where its compiler is (see tests/gpucompile/gpucompile.h);
  * a missing one is reported as SKIPPED with the reason, never as passed.
  * The test exits 77 only when neither half could run. MSL output is
@@ -24,9 +31,10 @@
 
 #include "cg_test_util.h"
 #include "gpucompile/gpucompile.h"
+#include "ops/ops_gpu_source.h"
 #include "rk_test.h"
 
-enum { kLogCap = 32 * 1024 };
+enum { kLogCap = 32 * 1024, kMaxEntries = 64 };
 
 /* One compiled target: what ran and what it found. */
 typedef struct half {
@@ -90,8 +98,75 @@ static void check_kernel(half_t *h, const char *name, const char *src,
   rk_transpile_free(text);
 }
 
-/* Lists kernel `name`'s entry points and runs it through every half. */
-static void check_corpus_kernel(half_t *halves, size_t nhalves,
+/* Persistent actor kernels: what ran and the handler shapes seen. */
+typedef struct actors {
+  int kernels;  /* corpus kernels with handlers */
+  int compiled; /* of them, compiled with NVRTC */
+  int entries;  /* rk_actor_<h> entry points found */
+  int failed;
+  bool shape[2][2]; /* [returns int][has state] */
+} actors_t;
+
+/* The handler's shape from its listing: an int handler's last parameter
+ * is rk_status, and the state follows the two messages. */
+static void note_shape(actors_t *a, const rk_entry_t *e) {
+  size_t messages = e->param_count - (e->handler_status ? 1 : 0);
+  a->shape[e->handler_status][messages > 2] = true;
+}
+
+/* Kernel `name` (its entry points in `list`) transpiled to CUDA with
+ * persistent_actors must compile and define every entry point plus
+ * rk_actor_<h> for each handler h. Notes the handlers' shapes either way. */
+static void check_persistent(const half_t *cuda, actors_t *a, const char *name,
+                             const char *src, const rk_entry_list_t *list,
+                             char *log) {
+  const char *entries[2 * kMaxEntries];
+  char actor_names[kMaxEntries][160];
+  size_t n = 0, nactors = 0;
+  for (size_t i = 0; i < list->count && i < kMaxEntries; ++i) {
+    const rk_entry_t *e = &list->entries[i];
+    entries[n++] = e->name;
+    if (e->kind != RK_ENTRY_HANDLER) continue;
+    note_shape(a, e);
+    snprintf(actor_names[nactors], sizeof actor_names[nactors], "rk_actor_%s",
+             e->name);
+    entries[n++] = actor_names[nactors++];
+  }
+  if (nactors == 0) return;
+  a->kernels++;
+  char source_name[128];
+  snprintf(source_name, sizeof source_name, "%s.c", name);
+  rk_transpile_options_t o;
+  rk_transpile_options_init(&o);
+  o.source_name = source_name;
+  o.persistent_actors = true;
+  char *text = NULL;
+  if (!CHECK_OK(rk_transpile(src, RK_TARGET_CUDA, &o, &text))) {
+    a->failed++;
+    return;
+  }
+  if (cuda->available) {
+    char file[160];
+    snprintf(file, sizeof file, "%s.persistent.cu", name);
+    int rc = rk_gpucompile_cuda_kernels(text, file, entries, n, log, kLogCap);
+    if (CHECK(rc == RK_GPUCOMPILE_OK,
+              "%s with persistent actors: NVRTC refused it (rc %d); log:\n%s"
+              "\n--- the source:\n%s",
+              name, rc, log, text)) {
+      printf("  %-14s CUDA   persistent: %zu rk_actor_ kernel(s) compiled\n",
+             name, nactors);
+      a->compiled++;
+      a->entries += (int)nactors;
+    } else {
+      a->failed++;
+    }
+  }
+  rk_transpile_free(text);
+}
+
+/* Lists kernel `name`'s entry points and runs it through every half, then
+ * through NVRTC again with its persistent actor kernels. */
+static void check_corpus_kernel(half_t *halves, size_t nhalves, actors_t *a,
                                 const char *name, char *log) {
   char *src = cg_read_kernel(name);
   if (!CHECK(src != NULL, "cannot read kernel %s", name)) return;
@@ -103,15 +178,53 @@ static void check_corpus_kernel(half_t *halves, size_t nhalves,
   rk_entry_list_t *list = NULL;
   if (CHECK_OK(rk_codegen_list_entries(src, &o, &list, NULL)) &&
       CHECK(list->count > 0, "%s has no entry points", name)) {
-    const char *entries[64];
+    const char *entries[kMaxEntries];
     size_t n = 0;
-    for (size_t i = 0; i < list->count && n < 64; ++i)
+    for (size_t i = 0; i < list->count && n < kMaxEntries; ++i)
       entries[n++] = list->entries[i].name;
     for (size_t h = 0; h < nhalves; ++h)
       check_kernel(&halves[h], name, src, entries, n, log);
+    check_persistent(&halves[0], a, name, src, list, log);
   }
   rk_entry_list_destroy(list);
   free(src);
+}
+
+/* The ops library's GPU kernels, as the library hands them to
+ * rk_context_compile(): every target must take them (no refusal is
+ * recorded for them), and each compiler that is here must build them. */
+static void check_ops_kernels(half_t *halves, size_t nhalves, char *log) {
+  const char *src = rk__ops_gpu_source();
+  rk_transpile_options_t o;
+  rk_transpile_options_init(&o);
+  o.source_name = "rk_ops_kernels.c";
+  rk_entry_list_t *list = NULL;
+  if (!CHECK_OK(rk_codegen_list_entries(src, &o, &list, NULL))) return;
+  CHECK(list->count >= 15, "the ops kernels have %zu entry points, want 15",
+        list->count);
+  const char *entries[kMaxEntries];
+  size_t n = 0;
+  for (size_t i = 0; i < list->count && n < kMaxEntries; ++i)
+    entries[n++] = list->entries[i].name;
+  for (size_t h = 0; h < nhalves; ++h) {
+    const half_t *half = &halves[h];
+    char *text = NULL;
+    if (!CHECK_OK(rk_transpile(src, half->target, &o, &text))) continue;
+    if (half->compiler && half->available) {
+      int rc = compile_text(half, "rk_ops_kernels", text, entries, n, log);
+      if (CHECK(rc == RK_GPUCOMPILE_OK,
+                "the ops kernels' %s output: %s refused it (rc %d); log:\n%s"
+                "\n--- the source:\n%s",
+                half->label, half->compiler, rc, log, text))
+        printf("  %-14s %-6s %zu entry points compiled\n", "ops kernels",
+               half->label, n);
+    } else {
+      printf("  %-14s %-6s transpiled, not compiled (no compiler)\n",
+             "ops kernels", half->label);
+    }
+    rk_transpile_free(text);
+  }
+  rk_entry_list_destroy(list);
 }
 
 static void print_half(const half_t *h, int kernels) {
@@ -154,14 +267,30 @@ int main(void) {
   fflush(stdout);
 
   cg_corpus_t corpus;
+  actors_t actors;
+  memset(&actors, 0, sizeof actors);
   char *log = malloc(kLogCap);
   if (CHECK(log != NULL, "out of memory") && cg_corpus_load(&corpus)) {
     CHECK(corpus.count >= 15, "the corpus has %d kernels, want at least 15",
           corpus.count);
     for (int k = 0; k < corpus.count; ++k)
-      check_corpus_kernel(halves, kHalves, corpus.names[k], log);
+      check_corpus_kernel(halves, kHalves, &actors, corpus.names[k], log);
+    check_ops_kernels(halves, kHalves, log);
+    static const char *const kShapes[2][2] = {
+        {"void without state", "void with state"},
+        {"int without state", "int with state"}};
+    for (int r = 0; r < 2; ++r)
+      for (int st = 0; st < 2; ++st)
+        CHECK(actors.shape[r][st], "no corpus handler is %s", kShapes[r][st]);
     printf("\n");
     for (int h = 0; h < kHalves; ++h) print_half(&halves[h], corpus.count);
+    if (halves[0].available)
+      printf(
+          "CUDA    persistent actors: %d of %d kernels with handlers compiled, "
+          "%d rk_actor_ entry points found; %d failed\n",
+          actors.compiled, actors.kernels, actors.entries, actors.failed);
+    else
+      printf("CUDA    persistent actors SKIPPED: %s\n", halves[0].what);
   }
   free(log);
   if (!halves[0].available || !halves[1].available)

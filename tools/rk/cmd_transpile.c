@@ -1,6 +1,6 @@
-/* cmd_transpile.c - `rk transpile FILE --target T [-o OUT] [--entry NAME]`
- * and `rk transpile FILE --list`: the kernel-language transpiler
- * (rk/codegen.h) on the command line.
+/* cmd_transpile.c - `rk transpile FILE --target T [-o OUT] [--entry NAME]
+ * [--persistent]` and `rk transpile FILE --list`: the kernel-language
+ * transpiler (rk/codegen.h) on the command line.
  *
  *   rk transpile saxpy.c --target cuda -o saxpy.cu
  *   rk transpile - --target msl < saxpy.c        # "-" reads stdin
@@ -31,6 +31,7 @@ typedef struct options {
   const char *target_name;
   rk_target_t target;
   bool list;
+  bool persistent; /* --persistent: CUDA persistent actor kernels */
 } options_t;
 
 /* ---- Input -------------------------------------------------------------- */
@@ -196,6 +197,8 @@ static int parse(int argc, char **argv, options_t *o, bool *out_help) {
         only_files = true;
       } else if (strcmp(a, "--list") == 0) {
         o->list = true;
+      } else if (strcmp(a, "--persistent") == 0) {
+        o->persistent = true;
       } else if (tool_match_option(argc, argv, &i, "--target", &value) ||
                  tool_match_option(argc, argv, &i, "-t", &value)) {
         if (!value || !*value)
@@ -233,6 +236,10 @@ static int parse(int argc, char **argv, options_t *o, bool *out_help) {
   if (o->target_name &&
       rk_target_from_name(o->target_name, &o->target) != RK_OK)
     return tool_usage_error("transpile", "--target: %s", rk_last_error());
+  if (o->persistent && (!o->target_name || o->target != RK_TARGET_CUDA))
+    return tool_usage_error(
+        "transpile", "--persistent is for --target cuda only%s%s",
+        o->target_name ? ", not " : "", o->target_name ? o->target_name : "");
   return TOOL_EXIT_OK;
 }
 
@@ -252,6 +259,7 @@ static int run(int argc, char **argv) {
   rk_transpile_options_init(&to);
   to.source_name = strcmp(o.file, "-") == 0 ? "<stdin>" : o.file;
   to.entry = o.entry;
+  to.persistent_actors = o.persistent;
 
   char *text = NULL;
   size_t len = 0;
@@ -294,6 +302,7 @@ static int run(int argc, char **argv) {
 static void help(FILE *out) {
   fputs(
       "Usage: rk transpile FILE --target TARGET [-o OUT] [--entry NAME]\n"
+      "                        [--persistent]\n"
       "       rk transpile FILE --list [--target TARGET] [-o OUT] "
       "[--entry NAME]\n"
       "\n"
@@ -322,6 +331,11 @@ static void help(FILE *out) {
       "                       on any error it is left as it was\n"
       "  --entry NAME         only this kernel, stencil or handler (types,\n"
       "                       constants and helpers are always kept)\n"
+      "  --persistent         with --target cuda only: also emit, for each\n"
+      "                       handler h, the persistent actor kernel\n"
+      "                       rk_actor_h that keeps h resident on the GPU,\n"
+      "                       serving the actor's rings (sm_70 or newer;\n"
+      "                       see docs/kernel-language.md)\n"
       "  --list               print the entry points and their launch\n"
       "                       parameters instead of code; with --target the\n"
       "                       source must also be valid for that target\n"

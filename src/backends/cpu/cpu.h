@@ -16,22 +16,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "hal/alloc_table.h"
 #include "hal/hal.h"
 #include "hal/pending.h"
 #include "rk/kernel.h"
 
 /* ---- Memory ------------------------------------------------------------- */
 
-typedef struct cpu_alloc {
-  uintptr_t base;
-  size_t size;
-} cpu_alloc_t;
-
 typedef struct cpu_memory {
-  pthread_rwlock_t lock; /* readers: copies in flight; writer: alloc/free */
-  cpu_alloc_t *allocs;   /* sorted by base */
-  size_t count, cap;
-  uint64_t limit; /* largest total allowed (physical memory) */
+  pthread_rwlock_t lock;    /* readers: copies in flight; writer: alloc/free */
+  rk__alloc_table_t allocs; /* base: the host address */
+  uint64_t limit;           /* largest total allowed (physical memory) */
   uint64_t in_use;
 } cpu_memory_t;
 

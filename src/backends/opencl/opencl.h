@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "backends/opencl/cl_api.h"
+#include "hal/alloc_table.h"
 #include "hal/hal.h"
 #include "hal/pending.h"
 #include "rk/codegen.h"
@@ -46,12 +47,6 @@ typedef struct ocl_backend {
 
 /* ---- Contexts and memory ------------------------------------------------ */
 
-typedef struct ocl_alloc {
-  uint64_t base; /* rk address */
-  size_t size;
-  cl_mem mem;
-} ocl_alloc_t;
-
 typedef struct ocl_program_cache ocl_program_cache_t;
 
 typedef struct ocl_context {
@@ -61,8 +56,7 @@ typedef struct ocl_context {
   cl_context cl;
   cl_command_queue queue;    /* the default stream */
   pthread_rwlock_t mem_lock; /* readers: resolve + enqueue; writer: alloc */
-  ocl_alloc_t *allocs;       /* sorted by base */
-  size_t count, cap;
+  rk__alloc_table_t allocs;  /* handle: the cl_mem */
   pthread_mutex_t cache_lock;
   ocl_program_cache_t *cache; /* built programs by content hash */
   rk__pending_t pending;      /* first unreported default-stream error */

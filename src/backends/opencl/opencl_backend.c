@@ -19,6 +19,10 @@ enum {
 static const uint64_t kAddressBase = (uint64_t)1 << 63;
 static uint64_t g_next_address = ((uint64_t)1 << 63) + 0x10000;
 
+static cl_mem mem_of(const rk__alloc_t *a) {
+  return (cl_mem)(uintptr_t)a->handle;
+}
+
 /* ---- Devices ------------------------------------------------------------ */
 
 static void info_string(const rk_cl_api_t *api, cl_device_id dev,
@@ -221,9 +225,9 @@ static rk_status_t ocl_context_destroy(rk_context_t *context) {
   ocl_context_t *ctx = ocl_ctx(context);
   const rk_cl_api_t *api = ctx->api;
   rk_status_t s = ocl_synchronize(context);
-  for (size_t i = 0; i < ctx->count; ++i)
-    api->clReleaseMemObject(ctx->allocs[i].mem);
-  free(ctx->allocs);
+  for (size_t i = 0; i < ctx->allocs.count; ++i)
+    api->clReleaseMemObject(mem_of(&ctx->allocs.items[i]));
+  rk__alloc_table_release(&ctx->allocs);
   rk__ocl_cache_release(ctx);
   api->clReleaseCommandQueue(ctx->queue);
   api->clReleaseContext(ctx->cl);
@@ -236,37 +240,13 @@ static rk_status_t ocl_context_destroy(rk_context_t *context) {
 
 /* ---- Memory ------------------------------------------------------------- */
 
-/* Index of the first allocation with base > p. */
-static size_t upper_bound(const ocl_context_t *ctx, uint64_t p) {
-  size_t lo = 0, hi = ctx->count;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (ctx->allocs[mid].base <= p)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
 rk_status_t rk__ocl_resolve_locked(ocl_context_t *ctx, rk_devptr_t ptr,
                                    size_t n, cl_mem *out_mem,
                                    size_t *out_offset) {
-  size_t at = upper_bound(ctx, ptr);
-  const ocl_alloc_t *a = at ? &ctx->allocs[at - 1] : NULL;
-  if (!a || ptr - a->base >= a->size)
-    return rk__fail(RK_ERR_INVALID_ARGUMENT,
-                    "device pointer 0x%llx is not inside a live allocation "
-                    "of this context (freed, foreign or never allocated)",
-                    (unsigned long long)ptr);
-  size_t offset = (size_t)(ptr - a->base);
-  if (n > a->size - offset)
-    return rk__fail(RK_ERR_OUT_OF_RANGE,
-                    "%zu bytes at offset %zu run past the end of the "
-                    "%zu-byte allocation at 0x%llx",
-                    n, offset, a->size, (unsigned long long)a->base);
-  if (out_mem) *out_mem = a->mem;
-  if (out_offset) *out_offset = offset;
+  const rk__alloc_t *a = NULL;
+  RK_RETURN_IF_ERROR(rk__alloc_table_find(&ctx->allocs, ptr, n, &a));
+  if (out_mem) *out_mem = mem_of(a);
+  if (out_offset) *out_offset = (size_t)(ptr - a->base);
   return RK_OK;
 }
 
@@ -298,26 +278,13 @@ static rk_status_t ocl_allocate(rk_context_t *context, size_t bytes,
                     "up");
   }
   pthread_rwlock_wrlock(&ctx->mem_lock);
-  if (ctx->count == ctx->cap) {
-    size_t cap = ctx->cap ? ctx->cap * 2 : 64;
-    ocl_alloc_t *grown = realloc(ctx->allocs, cap * sizeof *grown);
-    if (!grown) {
-      pthread_rwlock_unlock(&ctx->mem_lock);
-      ctx->api->clReleaseMemObject(mem);
-      return rk__fail(RK_ERR_OUT_OF_MEMORY, "allocate: allocation table");
-    }
-    ctx->allocs = grown;
-    ctx->cap = cap;
+  rk_status_t s = rk__alloc_table_insert(&ctx->allocs, base, bytes,
+                                         (uint64_t)(uintptr_t)mem);
+  if (s != RK_OK) {
+    pthread_rwlock_unlock(&ctx->mem_lock);
+    ctx->api->clReleaseMemObject(mem);
+    return s;
   }
-  /* Addresses only grow, but two threads may reach the lock in either
-   * order, so insert in place. */
-  size_t at = upper_bound(ctx, base);
-  memmove(&ctx->allocs[at + 1], &ctx->allocs[at],
-          (ctx->count - at) * sizeof *ctx->allocs);
-  ctx->allocs[at].base = base;
-  ctx->allocs[at].size = bytes;
-  ctx->allocs[at].mem = mem;
-  ctx->count++;
   pthread_rwlock_unlock(&ctx->mem_lock);
   *out = base;
   return RK_OK;
@@ -325,30 +292,14 @@ static rk_status_t ocl_allocate(rk_context_t *context, size_t bytes,
 
 static rk_status_t ocl_free(rk_context_t *context, rk_devptr_t ptr) {
   ocl_context_t *ctx = ocl_ctx(context);
+  rk__alloc_t a;
   pthread_rwlock_wrlock(&ctx->mem_lock);
-  size_t at = upper_bound(ctx, ptr);
-  if (at == 0 || ctx->allocs[at - 1].base != ptr) {
-    bool inside =
-        at > 0 && ptr - ctx->allocs[at - 1].base < ctx->allocs[at - 1].size;
-    pthread_rwlock_unlock(&ctx->mem_lock);
-    if (inside)
-      return rk__fail(RK_ERR_INVALID_ARGUMENT,
-                      "free: 0x%llx points inside an allocation, not at its "
-                      "start",
-                      (unsigned long long)ptr);
-    return rk__fail(RK_ERR_INVALID_ARGUMENT,
-                    "free: 0x%llx is not a live allocation of this context "
-                    "(already freed, or from another context)",
-                    (unsigned long long)ptr);
-  }
-  cl_mem mem = ctx->allocs[at - 1].mem;
-  memmove(&ctx->allocs[at - 1], &ctx->allocs[at],
-          (ctx->count - at) * sizeof *ctx->allocs);
-  ctx->count--;
+  rk_status_t s = rk__alloc_table_remove(&ctx->allocs, ptr, &a);
   pthread_rwlock_unlock(&ctx->mem_lock);
+  if (s != RK_OK) return s;
   /* Commands already enqueued keep their own reference: OpenCL deletes the
    * buffer once they have finished. */
-  ctx->api->clReleaseMemObject(mem);
+  ctx->api->clReleaseMemObject(mem_of(&a));
   return RK_OK;
 }
 

@@ -24,6 +24,7 @@
 #include "base/error.h"
 #include "base/strbuf.h"
 #include "base/sys.h"
+#include "hal/kernel_source.h"
 
 struct ocl_program_cache {
   char key[33];
@@ -210,59 +211,6 @@ rk_status_t rk__ocl_rewrite_offsets(const char *text,
 
 /* ---- Transpiling ------------------------------------------------------- */
 
-/* The user's source with the defines in front, as `#define` lines. */
-static rk_status_t with_defines(const char *source,
-                                const rk_compile_options_t *options, char **out,
-                                unsigned *out_lines) {
-  rk__strbuf_t sb;
-  rk__strbuf_init(&sb);
-  unsigned lines = 0;
-  if (options->defines) {
-    for (const char *const *d = options->defines; *d; ++d, ++lines) {
-      const char *eq = strchr(*d, '=');
-      if (eq)
-        rk__strbuf_printf(&sb, "#define %.*s %s\n", (int)(eq - *d), *d, eq + 1);
-      else
-        rk__strbuf_printf(&sb, "#define %s 1\n", *d);
-    }
-  }
-  rk__strbuf_puts(&sb, source);
-  if (sb.failed || !sb.data) {
-    rk__strbuf_free(&sb);
-    return rk__fail(RK_ERR_OUT_OF_MEMORY, "opencl: source");
-  }
-  *out = sb.data;
-  *out_lines = lines;
-  return RK_OK;
-}
-
-/* A transpiler diagnostic against the user's own line numbers. */
-static rk_status_t report_diag(const rk_diagnostic_t *diag, const char *source,
-                               const char *name,
-                               const rk_compile_options_t *options,
-                               unsigned define_lines) {
-  if (diag->line == 0) return rk__fail_context(RK_ERR_COMPILE, "%s", name);
-  if (diag->line <= define_lines)
-    return rk__fail(RK_ERR_COMPILE, "%s: define '%s': %s", name,
-                    options->defines[diag->line - 1], diag->message);
-  unsigned line = diag->line - define_lines;
-  const char *p = source;
-  for (unsigned l = 1; l < line && p; ++l) {
-    p = strchr(p, '\n');
-    if (p) ++p;
-  }
-  int len = p ? (int)strcspn(p, "\n") : 0;
-  char caret[512];
-  unsigned col = diag->column ? diag->column - 1 : 0;
-  if (col >= sizeof caret - 1) col = sizeof caret - 2;
-  for (unsigned i = 0; i < col; ++i)
-    caret[i] = p && (int)i < len && p[i] == '\t' ? '\t' : ' ';
-  caret[col] = '^';
-  caret[col + 1] = '\0';
-  return rk__fail(RK_ERR_COMPILE, "%s:%u:%u: error: %s\n%.*s\n%s", name, line,
-                  diag->column, diag->message, len, p ? p : "", caret);
-}
-
 /* ---- Building ----------------------------------------------------------- */
 
 /* The LINE of the first log line that mentions "error" and holds
@@ -416,7 +364,8 @@ rk_status_t rk__ocl_compile(rk_context_t *context, const char *source,
                          : "<source>";
   char *full = NULL, *text = NULL, *rewritten = NULL;
   unsigned define_lines = 0;
-  RK_RETURN_IF_ERROR(with_defines(source, options, &full, &define_lines));
+  RK_RETURN_IF_ERROR(
+      rk__source_with_defines(source, options, &full, &define_lines));
 
   rk_transpile_options_t topt;
   rk_transpile_options_init(&topt);
@@ -425,7 +374,7 @@ rk_status_t rk__ocl_compile(rk_context_t *context, const char *source,
   rk_entry_list_t *list = NULL;
   rk_status_t s = rk_transpile_ex(full, RK_TARGET_OPENCL, &topt, &text, &diag);
   if (s == RK_ERR_COMPILE && define_lines)
-    s = report_diag(&diag, source, name, options, define_lines);
+    s = rk__source_diag(&diag, source, name, options, define_lines);
   if (s == RK_OK) s = rk_codegen_list_entries(full, &topt, &list, &diag);
   free(full);
   if (s != RK_OK) {

@@ -16,6 +16,7 @@
 #include "backends/webgpu/webgpu_backend.h"
 #include "base/error.h"
 #include "base/strbuf.h"
+#include "hal/kernel_source.h"
 #include "rk/codegen.h"
 
 enum { kFlushEvery = 256 };
@@ -73,41 +74,6 @@ void rk__wg_module_destroy(rk_module_t *module) {
   free(m->params);
   free(m->names);
   free(m);
-}
-
-/* Source with the compile options' defines in front. *out_lines: how many
- * lines were added. */
-static char *with_defines(const char *source, const rk_compile_options_t *o,
-                          unsigned *out_lines) {
-  rk__strbuf_t sb;
-  rk__strbuf_init(&sb);
-  *out_lines = 0;
-  for (const char *const *d = o->defines; d && *d; ++d) {
-    const char *eq = strchr(*d, '=');
-    if (eq)
-      rk__strbuf_printf(&sb, "#define %.*s %s\n", (int)(eq - *d), *d, eq + 1);
-    else
-      rk__strbuf_printf(&sb, "#define %s 1\n", *d);
-    ++*out_lines;
-  }
-  rk__strbuf_puts(&sb, source);
-  return sb.data;
-}
-
-/* A kernel-language diagnostic, with lines counted in the user's source. */
-static rk_status_t source_error(rk_status_t s, const rk_diagnostic_t *d,
-                                unsigned added, const char *source) {
-  if (s != RK_ERR_COMPILE || d->line == 0 || added == 0) return s;
-  uint32_t line = d->line > added ? d->line - added : d->line;
-  const char *p = source;
-  for (uint32_t i = 1; i < line && p; ++i) {
-    p = strchr(p, '\n');
-    if (p) ++p;
-  }
-  size_t len = p ? strcspn(p, "\n") : 0;
-  return rk__fail(s, "%s:%u:%u: error: %s\n%.*s\n%*s^", d->source_name, line,
-                  d->column, d->message, (int)len, p ? p : "",
-                  (int)(d->column > 0 ? d->column - 1 : 0), "");
 }
 
 static rk_status_t build_function(wg_context_t *ctx, wg_function_t *f,
@@ -233,16 +199,17 @@ rk_status_t rk__wg_compile(rk_context_t *context, const char *source,
                            rk_module_t **out_module) {
   wg_context_t *ctx = wg_ctx(context);
   unsigned added = 0;
-  char *full = with_defines(source, options, &added);
-  if (!full) return rk__fail(RK_ERR_OUT_OF_MEMORY, "webgpu: compile");
+  char *full = NULL;
+  RK_RETURN_IF_ERROR(rk__source_with_defines(source, options, &full, &added));
   rk_transpile_options_t o;
   rk_transpile_options_init(&o);
   o.source_name = options->source_name;
   rk_entry_list_t *list = NULL;
   rk_diagnostic_t diag;
   rk_status_t s = rk_codegen_list_entries(full, &o, &list, &diag);
+  if (s == RK_ERR_COMPILE && added)
+    s = rk__source_diag(&diag, source, options->source_name, options, added);
   if (s != RK_OK) {
-    s = source_error(s, &diag, added, source);
     free(full);
     return s;
   }

@@ -1,0 +1,42 @@
+/* CUDA streams: each rk stream is a non-blocking CUDA stream of the
+ * context (see cuda.h). Errors of queued work come back from the driver at
+ * the next synchronization. */
+#include <stdlib.h>
+
+#include "backends/cuda/cuda.h"
+#include "base/error.h"
+
+rk_status_t rk__cu_stream_create(rk_context_t *context, rk_stream_t **out) {
+  cu_context_t *ctx = cu_ctx(context);
+  RK_RETURN_IF_ERROR(rk__cu_enter(ctx));
+  cu_stream_t *st = calloc(1, sizeof *st);
+  if (!st) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cuda: stream");
+  CUresult err =
+      ctx->api->cuStreamCreate(&st->stream, RK_CU_STREAM_NON_BLOCKING);
+  if (err != RK_CUDA_SUCCESS) {
+    free(st);
+    return rk__cu_check(ctx, err, "cuStreamCreate");
+  }
+  *out = &st->base;
+  return RK_OK;
+}
+
+rk_status_t rk__cu_stream_synchronize(rk_stream_t *stream) {
+  cu_context_t *ctx = cu_ctx(stream->context);
+  RK_RETURN_IF_ERROR(rk__cu_enter(ctx));
+  CUresult err = ctx->api->cuStreamSynchronize(((cu_stream_t *)stream)->stream);
+  return rk__cu_check(ctx, err, "cuStreamSynchronize");
+}
+
+rk_status_t rk__cu_stream_destroy(rk_stream_t *stream) {
+  cu_context_t *ctx = cu_ctx(stream->context);
+  cu_stream_t *st = (cu_stream_t *)stream;
+  rk_status_t s = rk__cu_enter(ctx);
+  if (s == RK_OK) {
+    CUresult err = ctx->api->cuStreamSynchronize(st->stream);
+    s = rk__cu_check(ctx, err, "cuStreamSynchronize (stream destroy)");
+  }
+  ctx->api->cuStreamDestroy(st->stream);
+  free(st);
+  return s;
+}

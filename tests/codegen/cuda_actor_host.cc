@@ -1,0 +1,566 @@
+/* The CUDA persistent actor kernels that rk_transpile() generates
+ * (persistent_actors) run on host threads, one per block, against a host
+ * side written from abi/actor_abi.h: the protocol's logic (claims, answers
+ * in request order, back-pressure, counters, the clock, run states,
+ * termination) checked without a GPU.
+ *
+ * Built and run by test_cuda_actor.c with the C++ compiler:
+ *   c++ -std=c++17 -pthread -I src -DRK_ACTOR_CU='"actors.cu"' this.cc
+ * where actors.cu is the CUDA output of the four corpus actors (add_one,
+ * counter, checked_div, account) with its PTX memory helpers cut out; they
+ * are defined below with the C++ atomics of the same meaning, and so are
+ * the few CUDA built-ins the kernels use. The host's memory model is
+ * stronger than a GPU's, so this says nothing about fences (NVRTC compiles
+ * the real thing, and the CUDA tests run it on a device); it does catch a
+ * wrong claim, a lost or reordered answer, a miscounted error, a hang.
+ *
+ * Prints one line per scenario and exits 0 when every check passed, 1
+ * otherwise; a scenario stuck for 20 seconds fails the run at once.
+ */
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <thread>
+#include <vector>
+
+/* The ABI header is C11; its assertions hold the same in C++. */
+#define _Static_assert static_assert
+#include "abi/actor_abi.h"
+
+#ifndef RK_ACTOR_CU
+#error "define RK_ACTOR_CU as the quoted path of the generated CUDA file"
+#endif
+
+/* ---- CUDA as the generated code sees it ---------------------------------
+ */
+
+struct host_dim3 {
+  unsigned int x, y, z;
+};
+static thread_local host_dim3 threadIdx, blockIdx;
+static host_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+
+#define __device__
+#define __global__
+
+/* Short waits spin; the longer ones give the CPU away (this machine may
+ * have fewer cores than there are "blocks"). */
+static void __nanosleep(unsigned int ns) {
+  if (ns >= 256) sched_yield();
+}
+static unsigned long long atomicCAS(unsigned long long *p,
+                                    unsigned long long expected,
+                                    unsigned long long desired) {
+  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST,
+                              __ATOMIC_SEQ_CST);
+  return expected;
+}
+static unsigned long long atomicAdd(unsigned long long *p,
+                                    unsigned long long v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+static void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
+/* The helpers cut from the generated file: acquire loads and release
+ * stores, at system scope (the host's memory) and GPU scope (rk_sched). */
+static unsigned long long rk_pa_load_sys_u64(const unsigned char *p) {
+  return __atomic_load_n((const unsigned long long *)p, __ATOMIC_ACQUIRE);
+}
+static void rk_pa_store_sys_u32(unsigned char *p, unsigned int v) {
+  __atomic_store_n((unsigned int *)p, v, __ATOMIC_RELEASE);
+}
+static void rk_pa_store_sys_u64(unsigned char *p, unsigned long long v) {
+  __atomic_store_n((unsigned long long *)p, v, __ATOMIC_RELEASE);
+}
+static unsigned long long rk_pa_load_gpu(const unsigned long long *p) {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+static void rk_pa_store_gpu(unsigned long long *p, unsigned long long v) {
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+#include RK_ACTOR_CU
+
+/* ---- Checks -------------------------------------------------------------
+ */
+
+static int g_failures;
+
+static void fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(const char *file, int line, const char *fmt, ...) {
+  if (g_failures++ >= 20) return;
+  printf("FAIL %s:%d: ", file, line);
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  printf("\n");
+}
+
+#define EXPECT(cond, ...) \
+  ((cond) ? true : (fail(__FILE__, __LINE__, __VA_ARGS__), false))
+
+static double now_s() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- The host side of one actor -----------------------------------------
+ */
+
+typedef void kernel_fn(unsigned char *, unsigned char *, unsigned char *,
+                       unsigned char *, unsigned char *, unsigned char *,
+                       unsigned long long *);
+
+struct host_actor {
+  const char *name = nullptr;
+  rk_abi_control_t *control = nullptr;
+  rk_abi_ring_t *in = nullptr, *out = nullptr;
+  unsigned char *in_slots = nullptr, *out_slots = nullptr, *state = nullptr;
+  unsigned long long *sched = nullptr;
+  unsigned int blocks = 0;
+  std::vector<std::thread> threads;
+  std::vector<uint64_t> stamps; /* request timestamps by correlation id */
+  uint64_t next_id = 0;         /* the last id sent */
+  uint64_t received = 0;        /* responses taken */
+  uint64_t clock = 0;           /* what the actor's clock must read */
+  uint64_t errors = 0;          /* handler errors answered */
+  int32_t last_error = 0;
+  double started = 0;
+  int failures_before = 0; /* g_failures when the scenario began */
+};
+
+static void *zalloc(size_t n) {
+  n = (n + RK_ABI_LINE - 1) / RK_ABI_LINE * RK_ABI_LINE;
+  void *p = aligned_alloc(RK_ABI_LINE, n ? n : RK_ABI_LINE);
+  if (!p) {
+    printf("FAIL: out of memory\n");
+    exit(1);
+  }
+  memset(p, 0, n);
+  return p;
+}
+
+static void ring_init(rk_abi_ring_t *r, uint32_t capacity, uint32_t payload) {
+  r->magic = RK_ABI_RING_MAGIC;
+  r->version = RK_ABI_VERSION;
+  r->capacity = capacity;
+  r->slot_size = rk_abi_slot_size(payload);
+}
+
+static uint32_t load32(const uint32_t *p) {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+static uint64_t load64(const uint64_t *p) {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/* Fails the run at once (the kernel threads cannot be joined) with the
+ * actor's indices, once `what` has taken more than 20 seconds. */
+static void watchdog(const host_actor *a, double since, const char *what) {
+  if (now_s() - since < 20.0) return;
+  printf(
+      "FAIL %s: stuck %s: in head %llu tail %llu, out head %llu tail %llu, "
+      "claimed %llu published %llu exited %llu, run_state %u\n",
+      a->name, what, (unsigned long long)load64(&a->in->head),
+      (unsigned long long)load64(&a->in->tail),
+      (unsigned long long)load64(&a->out->head),
+      (unsigned long long)load64(&a->out->tail), a->sched[0], a->sched[1],
+      a->sched[2], load32(&a->control->run_state));
+  fflush(stdout);
+  _exit(1);
+}
+
+static void wait_run_state(const host_actor *a, uint32_t want) {
+  double since = now_s();
+  while (load32(&a->control->run_state) != want) {
+    watchdog(a, since, "waiting for a run state");
+    sched_yield();
+  }
+}
+
+/* Starts `kernel` with `blocks` blocks of one thread (the kernel's own
+ * threads 1.. only leave, which one more thread checks first). */
+static void actor_start(host_actor *a, const char *name, kernel_fn *kernel,
+                        unsigned int blocks, uint32_t in_capacity,
+                        uint32_t out_capacity, uint32_t in_payload,
+                        uint32_t out_payload, uint32_t state_size,
+                        bool active) {
+  a->name = name;
+  a->failures_before = g_failures;
+  a->control = (rk_abi_control_t *)zalloc(sizeof *a->control);
+  a->control->magic = RK_ABI_CONTROL_MAGIC;
+  a->control->version = RK_ABI_VERSION;
+  a->control->in_payload = in_payload;
+  a->control->out_payload = out_payload;
+  a->control->state_size = state_size;
+  a->control->active = active ? 1u : 0u;
+  /* A clock that already ran: the device must continue it. */
+  a->control->clock = 5000;
+  a->clock = 5000;
+  a->in = (rk_abi_ring_t *)zalloc(sizeof *a->in);
+  a->out = (rk_abi_ring_t *)zalloc(sizeof *a->out);
+  ring_init(a->in, in_capacity, in_payload);
+  ring_init(a->out, out_capacity, out_payload);
+  a->in_slots = (unsigned char *)zalloc((size_t)in_capacity *
+                                        rk_abi_slot_size(in_payload));
+  a->out_slots = (unsigned char *)zalloc((size_t)out_capacity *
+                                         rk_abi_slot_size(out_payload));
+  a->state = state_size ? (unsigned char *)zalloc(state_size) : nullptr;
+  a->sched = (unsigned long long *)zalloc(4 * sizeof *a->sched);
+  a->blocks = blocks;
+  a->stamps.assign(1, 0);
+  gridDim = {blocks, 1, 1};
+  unsigned char *ctl = (unsigned char *)a->control;
+  unsigned char *in = (unsigned char *)a->in, *out = (unsigned char *)a->out;
+  unsigned char *in_slots = a->in_slots, *out_slots = a->out_slots;
+  unsigned char *state = a->state;
+  unsigned long long *sched = a->sched;
+  std::thread other([=] {
+    blockIdx = {0, 0, 0};
+    threadIdx = {1, 0, 0};
+    kernel(ctl, in, out, in_slots, out_slots, state, sched);
+  });
+  other.join();
+  EXPECT(load32(&a->control->run_state) == RK_ABI_RUN_STARTING,
+         "%s: thread 1 of a block touched the control block", name);
+  for (unsigned int b = 0; b < blocks; ++b)
+    a->threads.emplace_back([=] {
+      blockIdx = {b, 0, 0};
+      threadIdx = {0, 0, 0};
+      kernel(ctl, in, out, in_slots, out_slots, state, sched);
+    });
+  a->started = now_s();
+  wait_run_state(a, active ? RK_ABI_RUN_ACTIVE : RK_ABI_RUN_IDLE);
+}
+
+/* Publishes one request; false when the input ring is full. Timestamps
+ * jump ahead of the actor's clock now and then, so both branches of its
+ * max() are taken. */
+static bool try_send(host_actor *a, const void *payload, uint32_t n) {
+  uint64_t tail = a->in->tail;
+  if (tail - load64(&a->in->head) == a->in->capacity) return false;
+  unsigned char *slot =
+      a->in_slots + (tail & (a->in->capacity - 1)) * a->in->slot_size;
+  uint64_t id = ++a->next_id;
+  uint64_t stamp = id % 3 == 0 ? 5000 + id * 10 : id % 7;
+  a->stamps.push_back(stamp);
+  rk_abi_msg_t m = {id, stamp, RK_ABI_MSG_REQUEST, n, 0, 0};
+  memcpy(slot, &m, sizeof m);
+  memcpy(slot + RK_ABI_MSG_HEADER, payload, n);
+  __atomic_store_n(&a->in->tail, tail + 1, __ATOMIC_RELEASE);
+  return true;
+}
+
+/* Takes one response and checks its header against the request it
+ * answers and the handler's `code` (from `expected_code`, called with the
+ * payload); false when the output ring is empty. */
+template <typename Resp, typename Code>
+static bool try_receive(host_actor *a, Resp *payload, Code expected_code) {
+  uint64_t head = a->out->head;
+  if (load64(&a->out->tail) == head) return false;
+  const unsigned char *slot =
+      a->out_slots + (head & (a->out->capacity - 1)) * a->out->slot_size;
+  rk_abi_msg_t m;
+  memcpy(&m, slot, sizeof m);
+  memcpy(payload, slot + RK_ABI_MSG_HEADER, sizeof *payload);
+  __atomic_store_n(&a->out->head, head + 1, __ATOMIC_RELEASE);
+  uint64_t id = ++a->received;
+  int32_t code = expected_code(id, *payload);
+  uint64_t stamp = id < a->stamps.size() ? a->stamps[id] : 0;
+  uint64_t clock = a->clock + 1 > stamp + 1 ? a->clock + 1 : stamp + 1;
+  a->clock = clock;
+  if (code) {
+    a->errors++;
+    a->last_error = code;
+  }
+  EXPECT(m.correlation_id == id, "%s: response %llu answers request %llu",
+         a->name, (unsigned long long)id, (unsigned long long)m.correlation_id);
+  EXPECT(m.type == RK_ABI_MSG_RESPONSE && m.size == sizeof *payload,
+         "%s: response %llu: type %u size %u", a->name, (unsigned long long)id,
+         m.type, m.size);
+  EXPECT(m.code == code &&
+             m.status == (code ? RK_ABI_MSG_HANDLER_ERROR : RK_ABI_MSG_OK),
+         "%s: response %llu: status %u code %d, want code %d", a->name,
+         (unsigned long long)id, m.status, m.code, code);
+  EXPECT(m.timestamp == clock,
+         "%s: response %llu: timestamp %llu, want %llu (request %llu)", a->name,
+         (unsigned long long)id, (unsigned long long)m.timestamp,
+         (unsigned long long)clock, (unsigned long long)stamp);
+  /* A response seen is counted (the counters are published first). */
+  EXPECT(load64(&a->control->processed) >= id,
+         "%s: response %llu seen, processed %llu", a->name,
+         (unsigned long long)id,
+         (unsigned long long)load64(&a->control->processed));
+  return true;
+}
+
+/* Sends `n` requests made by make(i) and takes their answers, keeping
+ * both rings busy; check(id, resp) returns the expected code and checks
+ * the payload. */
+template <typename Req, typename Resp, typename Make, typename Check>
+static void exchange(host_actor *a, int n, Make make, Check check) {
+  int sent = 0, got = 0;
+  double since = now_s();
+  while (got < n) {
+    if (sent < n) {
+      Req r = make(sent);
+      if (try_send(a, &r, sizeof r)) sent++;
+    }
+    Resp resp;
+    if (try_receive(a, &resp, check)) got++;
+    watchdog(a, since, "exchanging messages");
+  }
+}
+
+/* Asks the actor to terminate; waits for it to say so, taking the
+ * answers still due (checked with `check`), then checks every counter. */
+template <typename Resp, typename Check>
+static void actor_stop(host_actor *a, Check check) {
+  __atomic_store_n(&a->control->terminate, 1u, __ATOMIC_RELEASE);
+  double since = now_s();
+  while (!load32(&a->control->terminated) || a->received < a->next_id) {
+    Resp resp;
+    try_receive(a, &resp, check);
+    watchdog(a, since, "terminating");
+  }
+  for (std::thread &t : a->threads) t.join();
+  const uint64_t n = a->next_id;
+  EXPECT(load32(&a->control->run_state) == RK_ABI_RUN_STOPPED,
+         "%s: run_state %u after termination", a->name,
+         load32(&a->control->run_state));
+  EXPECT(a->received == n, "%s: %llu answers for %llu requests", a->name,
+         (unsigned long long)a->received, (unsigned long long)n);
+  EXPECT(a->control->processed == n && a->control->errors == a->errors,
+         "%s: processed %llu errors %llu, want %llu and %llu", a->name,
+         (unsigned long long)a->control->processed,
+         (unsigned long long)a->control->errors, (unsigned long long)n,
+         (unsigned long long)a->errors);
+  EXPECT(a->control->last_error == a->last_error, "%s: last_error %d, want %d",
+         a->name, a->control->last_error, a->last_error);
+  EXPECT(a->control->clock == a->clock, "%s: clock %llu, want %llu", a->name,
+         (unsigned long long)a->control->clock, (unsigned long long)a->clock);
+  EXPECT(a->in->head == n && a->out->tail == n,
+         "%s: in head %llu out tail %llu for %llu requests", a->name,
+         (unsigned long long)a->in->head, (unsigned long long)a->out->tail,
+         (unsigned long long)n);
+  EXPECT(a->sched[0] == n && a->sched[1] == n && a->sched[2] == a->blocks,
+         "%s: rk_sched claimed %llu published %llu exited %llu", a->name,
+         a->sched[0], a->sched[1], a->sched[2]);
+  printf("%-5s %-12s %u blocks, %llu requests, %llu handler errors, %.2f s\n",
+         g_failures > a->failures_before ? "FAIL" : "ok", a->name, a->blocks,
+         (unsigned long long)n, (unsigned long long)a->errors,
+         now_s() - a->started);
+  free(a->control);
+  free(a->in);
+  free(a->out);
+  free(a->in_slots);
+  free(a->out_slots);
+  free(a->state);
+  free(a->sched);
+}
+
+/* ---- Scenarios ----------------------------------------------------------
+ */
+
+enum { kMessages = 3000 };
+
+/* No state, void: blocks run the handler side by side, answers stay in
+ * order. */
+static void run_echo() {
+  host_actor a;
+  actor_start(&a, "add_one", rk_actor_add_one, 4, 8, 8, sizeof(echo_req_t),
+              sizeof(echo_resp_t), 0, true);
+  auto make = [](int i) {
+    echo_req_t r = {i * 7 - 1000, 0.5f + (float)(i % 5)};
+    return r;
+  };
+  auto check = [&](uint64_t id, const echo_resp_t &p) {
+    echo_req_t r = make((int)id - 1);
+    EXPECT(p.v == r.v + 1 && p.scaled == (float)r.v * r.scale,
+           "add_one: response %llu: v %d scaled %g, want %d %g",
+           (unsigned long long)id, p.v, p.scaled, r.v + 1,
+           (float)r.v * r.scale);
+    return 0;
+  };
+  exchange<echo_req_t, echo_resp_t>(&a, kMessages, make, check);
+  actor_stop<echo_resp_t>(&a, check);
+}
+
+/* State, void: every message sees what the previous one left. */
+static void run_counter() {
+  host_actor a;
+  actor_start(&a, "counter", rk_actor_counter, 4, 16, 8, sizeof(counter_req_t),
+              sizeof(counter_resp_t), sizeof(counter_state_t), true);
+  struct {
+    uint32_t seq;
+    int count;
+    float sum;
+  } model = {0, 0, 0.0f};
+  auto make = [](int i) {
+    counter_req_t r = {i % 11 == 10   ? 1
+                       : i % 13 == 12 ? 2
+                                      : 0,
+                       (float)(i % 9) * 0.25f};
+    return r;
+  };
+  auto check = [&](uint64_t id, const counter_resp_t &p) {
+    counter_req_t r = make((int)id - 1);
+    if (r.op == 0) {
+      model.count += 1;
+      model.sum += r.value;
+    } else if (r.op == 1) {
+      model.count = 0;
+      model.sum = 0.0f;
+    }
+    model.seq++;
+    float mean = model.count > 0 ? model.sum / (float)model.count : 0.0f;
+    EXPECT(p.seq == model.seq && p.count == model.count && p.sum == model.sum &&
+               p.mean == mean,
+           "counter: response %llu: seq %u count %d sum %g mean %g, want %u "
+           "%d %g %g",
+           (unsigned long long)id, p.seq, p.count, p.sum, p.mean, model.seq,
+           model.count, model.sum, mean);
+    return 0;
+  };
+  exchange<counter_req_t, counter_resp_t>(&a, kMessages, make, check);
+  actor_stop<counter_resp_t>(&a, check);
+}
+
+/* No state, int: error codes reach the header and the counters. */
+static void run_checked_div() {
+  host_actor a;
+  actor_start(&a, "checked_div", rk_actor_checked_div, 3, 8, 4,
+              sizeof(div_req_t), sizeof(div_resp_t), 0, true);
+  auto make = [](int i) {
+    div_req_t r = {i * 31 - 777, i % 6 == 0 ? 0 : i % 17 - 8};
+    return r;
+  };
+  auto check = [&](uint64_t id, const div_resp_t &p) {
+    div_req_t r = make((int)id - 1);
+    int code = r.b == 0 ? 1 : 0;
+    int q = r.b == 0 ? 0 : r.a / r.b;
+    EXPECT(p.q == q, "checked_div: response %llu: q %d, want %d",
+           (unsigned long long)id, p.q, q);
+    return code;
+  };
+  exchange<div_req_t, div_resp_t>(&a, kMessages, make, check);
+  actor_stop<div_resp_t>(&a, check);
+}
+
+/* State, int: the balance never goes negative; refusals are errors. */
+static void run_account() {
+  host_actor a;
+  actor_start(&a, "account", rk_actor_account, 4, 8, 8, sizeof(account_req_t),
+              sizeof(account_resp_t), sizeof(account_state_t), true);
+  int balance = 0;
+  uint32_t serial = 0;
+  auto make = [](int i) {
+    account_req_t r = {i % 5 == 4 ? 3 : i % 3, (i * 37) % 101};
+    return r;
+  };
+  auto check = [&](uint64_t id, const account_resp_t &p) {
+    account_req_t r = make((int)id - 1);
+    int code = 0;
+    if (r.op == 0)
+      balance += r.amount;
+    else if (r.op == 1 && r.amount > balance)
+      code = 2;
+    else if (r.op == 1)
+      balance -= r.amount;
+    else if (r.op != 2)
+      code = 3;
+    serial++;
+    EXPECT(p.balance == balance && p.serial == serial,
+           "account: response %llu: balance %d serial %u, want %d %u",
+           (unsigned long long)id, p.balance, p.serial, balance, serial);
+    return code;
+  };
+  exchange<account_req_t, account_resp_t>(&a, kMessages, make, check);
+  actor_stop<account_resp_t>(&a, check);
+}
+
+/* Inactive: requests stay queued (run_state IDLE) until activation;
+ * termination while inactive answers what is queued. */
+static void run_inactive() {
+  host_actor a;
+  actor_start(&a, "inactive", rk_actor_add_one, 2, 8, 8, sizeof(echo_req_t),
+              sizeof(echo_resp_t), 0, false);
+  auto check = [&](uint64_t id, const echo_resp_t &p) {
+    EXPECT(p.v == (int)id + 1, "inactive: response %llu: v %d, want %d",
+           (unsigned long long)id, p.v, (int)id + 1);
+    return 0;
+  };
+  for (int i = 1; i <= 5; ++i) {
+    echo_req_t r = {i, 1.0f};
+    EXPECT(try_send(&a, &r, sizeof r), "inactive: send %d", i);
+  }
+  usleep(20000);
+  EXPECT(load64(&a.out->tail) == 0 && load64(&a.in->head) == 0,
+         "inactive: an inactive actor answered (out tail %llu)",
+         (unsigned long long)load64(&a.out->tail));
+  __atomic_store_n(&a.control->active, 1u, __ATOMIC_RELEASE);
+  double since = now_s();
+  while (a.received < 5) {
+    echo_resp_t p;
+    try_receive(&a, &p, check);
+    watchdog(&a, since, "answering after activation");
+  }
+  /* Block 0 writes run_state; another block may have answered them all. */
+  wait_run_state(&a, RK_ABI_RUN_ACTIVE);
+  __atomic_store_n(&a.control->active, 0u, __ATOMIC_RELEASE);
+  wait_run_state(&a, RK_ABI_RUN_IDLE);
+  for (int i = 6; i <= 8; ++i) {
+    echo_req_t r = {i, 1.0f};
+    EXPECT(try_send(&a, &r, sizeof r), "inactive: send %d", i);
+  }
+  actor_stop<echo_resp_t>(&a, check);
+}
+
+/* Termination with more queued than the output ring holds: the device
+ * waits for room, and reports termination only after the last answer. */
+static void run_backpressure() {
+  host_actor a;
+  actor_start(&a, "backpressure", rk_actor_add_one, 3, 16, 4,
+              sizeof(echo_req_t), sizeof(echo_resp_t), 0, true);
+  auto check = [&](uint64_t id, const echo_resp_t &p) {
+    EXPECT(p.v == (int)id + 1, "backpressure: response %llu: v %d",
+           (unsigned long long)id, p.v);
+    return 0;
+  };
+  for (int i = 1; i <= 16; ++i) {
+    echo_req_t r = {i, 1.0f};
+    EXPECT(try_send(&a, &r, sizeof r), "backpressure: send %d", i);
+  }
+  __atomic_store_n(&a.control->terminate, 1u, __ATOMIC_RELEASE);
+  double since = now_s();
+  while (load64(&a.out->tail) < 4) watchdog(&a, since, "filling the output");
+  usleep(20000);
+  EXPECT(load64(&a.out->tail) == 4 && !load32(&a.control->terminated),
+         "backpressure: out tail %llu (want 4: the ring is full), "
+         "terminated %u",
+         (unsigned long long)load64(&a.out->tail),
+         load32(&a.control->terminated));
+  actor_stop<echo_resp_t>(&a, check);
+}
+
+int main() {
+  setvbuf(stdout, nullptr, _IONBF, 0);
+  alarm(240); /* a hang the watchdogs miss still ends the run */
+  run_echo();
+  run_counter();
+  run_checked_div();
+  run_account();
+  run_inactive();
+  run_backpressure();
+  printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "passed", g_failures);
+  return g_failures ? 1 : 0;
+}

@@ -1,0 +1,451 @@
+/* The persistent actor kernels of the CUDA target
+ * (rk_transpile_options_t.persistent_actors):
+ *   - any other target refuses the option, naming itself;
+ *   - a source without handlers prints exactly as without the option; with
+ *     handlers the output is the usual one plus, after each handler's
+ *     entries, its rk_actor_<h>, the shared prelude coming once, before the
+ *     first; options.entry keeps rk_actor_<h> with its handler only; the
+ *     entry list never shows them;
+ *   - the ABI offsets the CUDA text carries are the C structs' own;
+ *   - golden/actor_account.persistent.cu pins the text (after an intended
+ *     change: RK_UPDATE_GOLDEN=1 ctest -R codegen_cuda_actor, then review
+ *     the diff);
+ *   - NVRTC compiles one module holding all four handler shapes (where
+ *     NVRTC is installed);
+ *   - the generated kernels run on host threads, one per block, against a
+ *     host side written from abi/actor_abi.h (cuda_actor_host.cc, built
+ *     here with the C++ compiler): answers in order, back-pressure,
+ *     counters, the clock, run states, termination.
+ * No GPU is needed; the CUDA backend's tests run the kernels on one.
+ */
+#define RK_TEST_IMPLEMENTATION
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "abi/actor_abi.h"
+#include "base/sys.h"
+#include "cg_test_util.h"
+#include "gpucompile/gpucompile.h"
+#include "rk_test.h"
+
+#define PRELUDE_MARK "/* ---- Persistent actor kernels"
+
+/* The corpus actors, one of each shape, and their handlers. */
+static const char *const kActors[] = {"actor_echo", "actor_counter",
+                                      "actor_checked_div", "actor_account"};
+static const char *const kHandlers[] = {"add_one", "counter", "checked_div",
+                                        "account"};
+enum { kNumActors = 4 };
+
+static rk_status_t transpile(const char *src, const char *name,
+                             rk_target_t target, bool persistent,
+                             const char *entry, char **out) {
+  rk_transpile_options_t o;
+  rk_transpile_options_init(&o);
+  o.source_name = name;
+  o.entry = entry;
+  o.persistent_actors = persistent;
+  return rk_transpile(src, target, &o, out);
+}
+
+static int count_of(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, needle)) != NULL; p++) n++;
+  return n;
+}
+
+/* Offset of the first `needle` in text, or -1. */
+static long where(const char *text, const char *needle) {
+  const char *p = strstr(text, needle);
+  return p ? (long)(p - text) : -1;
+}
+
+/* The four corpus actors as one source. */
+static char *all_actors(void) {
+  size_t len = 0;
+  char *parts[kNumActors];
+  for (int i = 0; i < kNumActors; ++i) {
+    parts[i] = cg_read_kernel(kActors[i]);
+    if (!CHECK(parts[i] != NULL, "cannot read %s", kActors[i])) return NULL;
+    len += strlen(parts[i]) + 1;
+  }
+  char *all = malloc(len + 1);
+  if (all) {
+    all[0] = '\0';
+    for (int i = 0; i < kNumActors; ++i) {
+      strcat(all, parts[i]);
+      strcat(all, "\n");
+    }
+  }
+  for (int i = 0; i < kNumActors; ++i) free(parts[i]);
+  return all;
+}
+
+/* ---- The option ---------------------------------------------------------
+ */
+
+static void test_other_targets_refuse(void) {
+  char *src = cg_read_kernel("actor_echo");
+  if (!CHECK(src != NULL, "cannot read actor_echo")) return;
+  static const rk_target_t kOthers[] = {RK_TARGET_C, RK_TARGET_OPENCL,
+                                        RK_TARGET_WGSL, RK_TARGET_MSL};
+  for (size_t i = 0; i < sizeof kOthers / sizeof kOthers[0]; ++i) {
+    char *text = (char *)"untouched";
+    rk_transpile_options_t o;
+    rk_transpile_options_init(&o);
+    o.persistent_actors = true;
+    rk_diagnostic_t diag;
+    diag.line = 99;
+    rk_status_t s = rk_transpile_ex(src, kOthers[i], &o, &text, &diag);
+    const char *name = rk_target_name(kOthers[i]);
+    CHECK(s == RK_ERR_INVALID_ARGUMENT && text == NULL && diag.line == 0,
+          "persistent_actors for %s: %s, text %s, diag line %u", name,
+          rk_status_name(s), text ? "set" : "NULL", diag.line);
+    const char *msg = rk_last_error();
+    char want[64];
+    snprintf(want, sizeof want, "not %s", name);
+    CHECK(strstr(msg, "persistent_actors") && strstr(msg, "cuda") &&
+              strstr(msg, want),
+          "persistent_actors for %s: message '%s' does not say it is for "
+          "cuda only and name %s",
+          name, msg, name);
+  }
+  rk_transpile_options_t o;
+  rk_transpile_options_init(&o);
+  CHECK(!o.persistent_actors,
+        "rk_transpile_options_init: persistent_actors "
+        "is on by default");
+  free(src);
+}
+
+/* Corpus kernels without handlers: the option changes nothing. Kernels
+ * with one handler: the usual output, then the prelude and the kernel. */
+static void test_corpus_placement(void) {
+  cg_corpus_t corpus;
+  if (!cg_corpus_load(&corpus)) return;
+  int plain = 0, actors = 0;
+  for (int k = 0; k < corpus.count; ++k) {
+    const char *name = corpus.names[k];
+    char *src = cg_read_kernel(name);
+    if (!src) continue;
+    rk_entry_list_t *list = NULL;
+    size_t handlers = 0;
+    if (CHECK_OK(rk_codegen_list_entries(src, NULL, &list, NULL)))
+      for (size_t i = 0; i < list->count; ++i)
+        handlers += list->entries[i].kind == RK_ENTRY_HANDLER;
+    char *without = NULL, *with = NULL;
+    if (CHECK_OK(transpile(src, name, RK_TARGET_CUDA, false, NULL, &without)) &&
+        CHECK_OK(transpile(src, name, RK_TARGET_CUDA, true, NULL, &with))) {
+      if (handlers == 0) {
+        CHECK(strcmp(with, without) == 0,
+              "%s has no handler, yet persistent_actors changed its CUDA "
+              "output",
+              name);
+        plain++;
+      } else if (handlers == 1) {
+        size_t n = strlen(without);
+        char kernel[160];
+        snprintf(kernel, sizeof kernel, "void rk_actor_%s(",
+                 list->entries[0].name);
+        CHECK(strncmp(with, without, n) == 0 &&
+                  strncmp(with + n, "\n" PRELUDE_MARK, sizeof PRELUDE_MARK) ==
+                      0 &&
+                  count_of(with, PRELUDE_MARK) == 1 &&
+                  count_of(with, kernel) == 1 && where(with, kernel) > (long)n,
+              "%s: want the usual CUDA output, then the prelude once, then "
+              "%s...)",
+              name, kernel);
+        actors++;
+      }
+    }
+    rk_transpile_free(without);
+    rk_transpile_free(with);
+    rk_entry_list_destroy(list);
+    free(src);
+  }
+  CHECK(plain >= 10 && actors >= kNumActors,
+        "%d kernels without handlers and %d with one checked", plain, actors);
+}
+
+/* Two or more handlers: one prelude, before the first rk_actor_ kernel;
+ * each rk_actor_<h> after rk_batch_<h> and before the next handler. */
+static void test_module_layout(const char *text) {
+  CHECK(count_of(text, PRELUDE_MARK) == 1, "the prelude is printed %d times",
+        count_of(text, PRELUDE_MARK));
+  long prelude = where(text, PRELUDE_MARK), last = -1;
+  for (int i = 0; i < kNumActors; ++i) {
+    char batch[128], actor[128], next[128];
+    snprintf(batch, sizeof batch, "void rk_batch_%s(", kHandlers[i]);
+    snprintf(actor, sizeof actor, "void rk_actor_%s(", kHandlers[i]);
+    long b = where(text, batch), a = where(text, actor);
+    long n =
+        i + 1 < kNumActors
+            ? (snprintf(next, sizeof next, "rk_handle_%s(", kHandlers[i + 1]),
+               where(text, next))
+            : (long)strlen(text);
+    CHECK(count_of(text, actor) == 1 && b >= 0 && b > last && a > b &&
+              a > prelude && a < n,
+          "rk_actor_%s is not once, after its batch entry and before the "
+          "next handler",
+          kHandlers[i]);
+    if (i == 0)
+      CHECK(prelude > b && prelude < a,
+            "the prelude is not right before the first rk_actor_ kernel");
+    last = a;
+  }
+}
+
+/* options.entry: the handler's name keeps its rk_actor_ kernel; its batch
+ * entry's name prints as without the option. The entry list is the same
+ * with and without it. */
+static void test_entry_option(const char *src) {
+  char *text = NULL;
+  if (CHECK_OK(transpile(src, "all.c", RK_TARGET_CUDA, true, "account", &text)))
+    CHECK(count_of(text, "void rk_actor_account(") == 1 &&
+              count_of(text, "void rk_actor_") == 1 &&
+              count_of(text, PRELUDE_MARK) == 1,
+          "entry 'account': want rk_actor_account and the prelude alone");
+  rk_transpile_free(text);
+  char *with = NULL, *without = NULL;
+  if (CHECK_OK(transpile(src, "all.c", RK_TARGET_CUDA, true, "rk_batch_account",
+                         &with)) &&
+      CHECK_OK(transpile(src, "all.c", RK_TARGET_CUDA, false,
+                         "rk_batch_account", &without)))
+    CHECK(strcmp(with, without) == 0,
+          "entry 'rk_batch_account': persistent_actors changed the output");
+  rk_transpile_free(with);
+  rk_transpile_free(without);
+
+  rk_transpile_options_t o;
+  rk_transpile_options_init(&o);
+  rk_entry_list_t *plain = NULL, *persistent = NULL;
+  if (CHECK_OK(rk_codegen_list_entries(src, &o, &plain, NULL))) {
+    o.persistent_actors = true;
+    if (CHECK_OK(rk_codegen_list_entries(src, &o, &persistent, NULL))) {
+      bool same = plain->count == persistent->count && plain->count == 8;
+      for (size_t i = 0; same && i < plain->count; ++i)
+        same = strcmp(plain->entries[i].name, persistent->entries[i].name) == 0;
+      CHECK(same, "the entry list changes with persistent_actors (%zu vs %zu)",
+            plain->count, persistent->count);
+    }
+  }
+  rk_entry_list_destroy(plain);
+  rk_entry_list_destroy(persistent);
+}
+
+/* ---- What the text says ---------------------------------------------------
+ */
+
+/* Every "static constexpr unsigned int rk_pa_X = Nu;" is the ABI's
+ * value, and every value the device code needs is there. */
+static void test_abi_numbers(const char *text) {
+  static const struct {
+    const char *name;
+    size_t value;
+  } kWant[] = {
+      {"rk_pa_ring_capacity", offsetof(rk_abi_ring_t, capacity)},
+      {"rk_pa_ring_slot_size", offsetof(rk_abi_ring_t, slot_size)},
+      {"rk_pa_ring_tail", offsetof(rk_abi_ring_t, tail)},
+      {"rk_pa_ring_head", offsetof(rk_abi_ring_t, head)},
+      {"rk_pa_ctl_out_payload", offsetof(rk_abi_control_t, out_payload)},
+      {"rk_pa_ctl_active", offsetof(rk_abi_control_t, active)},
+      {"rk_pa_ctl_terminate", offsetof(rk_abi_control_t, terminate)},
+      {"rk_pa_ctl_run_state", offsetof(rk_abi_control_t, run_state)},
+      {"rk_pa_ctl_terminated", offsetof(rk_abi_control_t, terminated)},
+      {"rk_pa_ctl_processed", offsetof(rk_abi_control_t, processed)},
+      {"rk_pa_ctl_errors", offsetof(rk_abi_control_t, errors)},
+      {"rk_pa_ctl_last_error", offsetof(rk_abi_control_t, last_error)},
+      {"rk_pa_ctl_clock", offsetof(rk_abi_control_t, clock)},
+      {"rk_pa_msg_header", RK_ABI_MSG_HEADER},
+      {"rk_pa_msg_response", RK_ABI_MSG_RESPONSE},
+      {"rk_pa_msg_ok", RK_ABI_MSG_OK},
+      {"rk_pa_msg_handler_error", RK_ABI_MSG_HANDLER_ERROR},
+      {"rk_pa_run_idle", RK_ABI_RUN_IDLE},
+      {"rk_pa_run_active", RK_ABI_RUN_ACTIVE},
+      {"rk_pa_run_stopped", RK_ABI_RUN_STOPPED},
+  };
+  enum { kWantCount = sizeof kWant / sizeof kWant[0] };
+  static const char kDecl[] = "static constexpr unsigned int ";
+  int found = 0, total = 0;
+  for (const char *p = text; (p = strstr(p, kDecl)) != NULL; ++p) {
+    char name[64];
+    unsigned long value = 0;
+    if (!CHECK(sscanf(p + sizeof kDecl - 1, "%63[a-z_0-9] = %luu;", name,
+                      &value) == 2,
+               "unreadable constant: %.60s", p))
+      continue;
+    total++;
+    bool known = false;
+    for (int i = 0; i < kWantCount; ++i) {
+      if (strcmp(kWant[i].name, name) != 0) continue;
+      known = true;
+      found++;
+      CHECK(value == kWant[i].value,
+            "%s = %lu in the CUDA text, %zu in the "
+            "ABI",
+            name, value, kWant[i].value);
+    }
+    CHECK(known, "constant %s is not checked against the ABI here", name);
+  }
+  CHECK(found == kWantCount && total == kWantCount,
+        "%d of %d ABI constants found (%d printed)", found, kWantCount, total);
+  char size_assert[96];
+  snprintf(size_assert, sizeof size_assert,
+           "static_assert(sizeof(rk_pa_msg_t) == %zu,", sizeof(rk_abi_msg_t));
+  CHECK(strstr(text, size_assert) != NULL,
+        "the message header's size is not pinned (%s)", size_assert);
+}
+
+static void test_golden(void) {
+  char *src = cg_read_kernel("actor_account");
+  char *text = NULL;
+  if (!CHECK(src != NULL, "cannot read actor_account") ||
+      !CHECK_OK(
+          transpile(src, "actor_account.c", RK_TARGET_CUDA, true, NULL, &text)))
+    goto done;
+  static const char kPath[] = CG_TEST_DIR "/golden/actor_account.persistent.cu";
+  const char *update = getenv("RK_UPDATE_GOLDEN");
+  if (update && *update && strcmp(update, "0") != 0) {
+    CHECK(cg_write_file(kPath, text), "cannot write %s", kPath);
+    printf("rewrote %s\n", kPath);
+    goto done;
+  }
+  char *want = cg_read_file(kPath);
+  if (CHECK(want != NULL, "missing golden file %s", kPath)) {
+    if (!CHECK(strcmp(want, text) == 0, "output differs from %s", kPath)) {
+      int line = 1;
+      const char *w = want, *g = text;
+      for (; *w && *w == *g; ++w, ++g) line += *w == '\n';
+      printf(
+          "  first difference at line %d. If the change is intended, run\n"
+          "  RK_UPDATE_GOLDEN=1 ctest --test-dir <build dir> -R "
+          "codegen_cuda_actor\n  and review the diff.\n",
+          line);
+    }
+  }
+  free(want);
+done:
+  rk_transpile_free(text);
+  free(src);
+}
+
+/* ---- NVRTC ---------------------------------------------------------------
+ */
+
+static void test_nvrtc(const char *text) {
+  char what[512];
+  if (rk_gpucompile_cuda_describe(what, sizeof what) != RK_GPUCOMPILE_OK) {
+    printf("SKIPPED NVRTC compile of the four actors: %s\n", what);
+    return;
+  }
+  const char *entries[3 * kNumActors];
+  char names[3 * kNumActors][96];
+  size_t n = 0;
+  for (int i = 0; i < kNumActors; ++i) {
+    static const char *const kPrefix[] = {"", "rk_batch_", "rk_actor_"};
+    for (int p = 0; p < 3; ++p, ++n) {
+      snprintf(names[n], sizeof names[n], "%s%s", kPrefix[p], kHandlers[i]);
+      entries[n] = names[n];
+    }
+  }
+  enum { kLogCap = 32 * 1024 };
+  char *log = malloc(kLogCap);
+  if (!CHECK(log != NULL, "out of memory")) return;
+  int rc = rk_gpucompile_cuda_kernels(text, "all_actors.cu", entries, n, log,
+                                      kLogCap);
+  if (CHECK(rc == RK_GPUCOMPILE_OK,
+            "NVRTC refused the four actors (rc %d):\n%s\n--- the source:\n%s",
+            rc, log, text))
+    printf("ok    NVRTC compiled the four actors, %zu entry points (%s)\n", n,
+           what);
+  free(log);
+}
+
+/* ---- On host threads -------------------------------------------------------
+ */
+
+static const char *cxx(void) {
+  const char *c = getenv("CXX");
+  return c && *c && !strchr(c, ' ') ? c : "c++";
+}
+
+static void test_on_host_threads(const char *text) {
+  /* The PTX helpers give way to the harness's C++ atomics. */
+  const char *cut = strstr(text, "/* Shared with the host (mapped host");
+  const char *resume = strstr(text, "/* One block's view of an actor");
+  if (!CHECK(cut && resume && cut < resume,
+             "the generated prelude lacks the markers around its memory "
+             "helpers"))
+    return;
+  const char *dir = rk_test_temp_dir();
+  char cu[1024], bin[1024], define[1100];
+  snprintf(cu, sizeof cu, "%s/actors.cu", dir);
+  snprintf(bin, sizeof bin, "%s/cuda_actor_host", dir);
+  snprintf(define, sizeof define, "-DRK_ACTOR_CU=\"%s\"", cu);
+  size_t head = (size_t)(cut - text);
+  char *edited = malloc(strlen(text) + 1);
+  if (!CHECK(edited != NULL, "out of memory")) return;
+  memcpy(edited, text, head);
+  strcpy(edited + head, resume);
+  bool wrote = cg_write_file(cu, edited);
+  free(edited);
+  if (!CHECK(wrote, "cannot write %s", cu)) return;
+
+  char *build[] = {(char *)cxx(),
+                   "-std=c++17",
+                   "-O1",
+                   "-g",
+                   "-pthread",
+                   "-Wall",
+                   "-Wextra",
+                   "-Werror",
+                   "-Wno-unused-parameter",
+                   "-Wno-unused-function",
+                   "-I" CG_TEST_DIR "/../../src",
+                   define,
+                   CG_TEST_DIR "/cuda_actor_host.cc",
+                   "-o",
+                   bin,
+                   NULL};
+  char *log = NULL;
+  int code = -1;
+  rk_status_t s = rk__run_process(build, &log, &code);
+  if (s != RK_OK) {
+    printf("SKIPPED host-thread run: no C++ compiler (%s): %s\n", cxx(),
+           rk_last_error());
+    free(log);
+    return;
+  }
+  bool built = CHECK(code == 0, "the host harness does not build (%s):\n%s",
+                     cxx(), log ? log : "");
+  free(log);
+  if (!built) return;
+  char *run[] = {bin, NULL};
+  log = NULL;
+  s = rk__run_process(run, &log, &code);
+  CHECK(s == RK_OK && code == 0,
+        "the generated kernels failed on host threads (exit %d):\n%s", code,
+        log ? log : "");
+  if (s == RK_OK && code == 0) printf("%s", log ? log : "");
+  free(log);
+}
+
+int main(void) {
+  test_other_targets_refuse();
+  test_corpus_placement();
+  char *src = all_actors();
+  char *text = NULL;
+  if (src && CHECK_OK(transpile(src, "all_actors.c", RK_TARGET_CUDA, true, NULL,
+                                &text))) {
+    test_module_layout(text);
+    test_entry_option(src);
+    test_abi_numbers(text);
+    test_nvrtc(text);
+    test_on_host_threads(text);
+  }
+  rk_transpile_free(text);
+  free(src);
+  test_golden();
+  return rk_test_finish("codegen_cuda_actor");
+}
