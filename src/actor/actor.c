@@ -329,7 +329,14 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
                                         ? round_line(a->in_size) + RK_ABI_LINE
                                         : 0);
   const rk__backend_vtable_t *vt = a->context->vt;
-  if (vt->mapped_alloc) {
+  /* Mapped memory where the device reads the rings (a resident kernel) or
+   * copies from the staging area (traditional mode); host memory for a
+   * relaunch driver, which copies through the backend anyway. */
+  const bool mapped = vt->mapped_alloc &&
+                      (a->execution == RK_ACTOR_EXEC_RESIDENT ||
+                       (a->mode == RK_ACTOR_TRADITIONAL &&
+                        (a->context->info.caps & RK_CAP_MAPPED_HOST_MEMORY)));
+  if (mapped) {
     RK_RETURN_IF_ERROR(vt->mapped_alloc(a->context, total, &a->mapped));
     a->mapped_by_backend = true;
   } else {
@@ -416,7 +423,9 @@ static rk_status_t launch(rk_context_t *context, const char *source,
   rk__env_long("RK_ACTOR_RELAUNCH", 0, 1, &force_relaunch);
   a->execution = o.mode == RK_ACTOR_TRADITIONAL ? RK_ACTOR_EXEC_PER_REQUEST
                  : external                     ? RK_ACTOR_EXEC_RESIDENT
-                 : context->vt->actor_start && !force_relaunch
+                 : context->vt->actor_start &&
+                         (context->info.caps & RK_CAP_PERSISTENT_KERNELS) &&
+                         !force_relaunch
                      ? RK_ACTOR_EXEC_RESIDENT
                      : RK_ACTOR_EXEC_RELAUNCH;
   a->external = external;
@@ -539,9 +548,11 @@ rk_status_t rk_actor_terminate(rk_actor_t *actor, uint64_t timeout_ns) {
       __atomic_fetch_add(&actor->device.out->data_waiters, 1u,
                          __ATOMIC_SEQ_CST);
       rk__fence_seq_cst();
-      if (!LOAD_ACQUIRE(&c->terminated))
-        rk__wait_while_equal(&actor->device.out->data_seq, seq,
-                             slice - rk__now_ns() + 1);
+      /* The slice may already be over (this thread was descheduled): an
+       * unsigned remainder would wrap, and 0 means no timeout at all. */
+      const uint64_t now = rk__now_ns();
+      if (!LOAD_ACQUIRE(&c->terminated) && now < slice)
+        rk__wait_while_equal(&actor->device.out->data_seq, seq, slice - now);
       __atomic_fetch_sub(&actor->device.out->data_waiters, 1u,
                          __ATOMIC_RELAXED);
     }

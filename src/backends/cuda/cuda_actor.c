@@ -25,8 +25,16 @@ enum { kSchedBytes = 4 * sizeof(uint64_t) };
 struct rk__actor_worker {
   cu_context_t *ctx;
   CUstream stream;
-  CUdeviceptr mem; /* scheduling words, then the state */
+  CUdeviceptr mem;                /* scheduling words, then the state */
+  rk__actor_worker_t *next_stuck; /* g_stuck */
 };
+
+/* Workers whose kernel never stopped: the kernel may still use their
+ * stream and memory, so they are never freed. The list keeps them
+ * reachable until the process exits (a leak checker reports an
+ * unreachable block as a leak). */
+static pthread_mutex_t g_stuck_lock = PTHREAD_MUTEX_INITIALIZER;
+static rk__actor_worker_t *g_stuck;
 
 static void worker_free(rk__actor_worker_t *w) {
   const rk_cu_api_t *api = w->ctx->api;
@@ -186,4 +194,8 @@ void rk__cu_actor_release(rk__actor_worker_t *w, bool stopped) {
   /* Still resident: its stream, memory, module and rings must stay. The
    * context remembers, and says so when it is destroyed. */
   __atomic_fetch_add(&w->ctx->stuck_actors, 1u, __ATOMIC_ACQ_REL);
+  pthread_mutex_lock(&g_stuck_lock);
+  w->next_stuck = g_stuck;
+  g_stuck = w;
+  pthread_mutex_unlock(&g_stuck_lock);
 }

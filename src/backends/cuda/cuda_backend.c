@@ -111,6 +111,13 @@ static rk_status_t describe(const rk_cu_api_t *api, int ordinal,
   return RK_OK;
 }
 
+static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
+
+/* Once per process, before the first cuInit (which reads it). */
+static void set_module_loading(void) {
+  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+}
+
 static void cu_destroy(rk_backend_t *backend) {
   cu_backend_t *be = (cu_backend_t *)backend;
   free(be->devices);
@@ -123,7 +130,7 @@ static rk_status_t cu_open(rk_backend_t **out) {
    * loading (the default since CUDA 12.2) the first launch of a kernel may
    * synchronize the context, which never happens while a persistent kernel
    * runs. The user's own setting wins. */
-  setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+  pthread_once(&g_env_once, set_module_loading);
   cu_backend_t *be = calloc(1, sizeof *be);
   if (!be) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cuda: backend");
   rk_status_t s = rk__cu_api_load(&be->api);
@@ -253,6 +260,11 @@ rk_status_t rk__cu_sync_streams(cu_context_t *ctx) {
 
 static rk_status_t cu_synchronize(rk_context_t *context) {
   cu_context_t *ctx = cu_ctx(context);
+  /* rk_context_synchronize waits for the rk streams first: on a lost
+   * context each of them has just said so. */
+  if (__atomic_load_n(&ctx->lost, __ATOMIC_ACQUIRE) &&
+      __atomic_load_n(&context->streams, __ATOMIC_ACQUIRE))
+    return rk__pending_take(&ctx->pending);
   rk_status_t s = rk__cu_enter(ctx);
   if (s == RK_OK) {
     CUresult err = ctx->api->cuStreamSynchronize(ctx->stream);

@@ -31,12 +31,17 @@ rk_status_t rk__cu_stream_synchronize(rk_stream_t *stream) {
 rk_status_t rk__cu_stream_destroy(rk_stream_t *stream) {
   cu_context_t *ctx = cu_ctx(stream->context);
   cu_stream_t *st = (cu_stream_t *)stream;
-  rk_status_t s = rk__cu_enter(ctx);
-  if (s == RK_OK) {
-    CUresult err = ctx->api->cuStreamSynchronize(st->stream);
-    s = rk__cu_check(ctx, err, "cuStreamSynchronize (stream destroy)");
+  rk_status_t s = RK_OK;
+  /* On a lost context the loss was reported already: just let go. */
+  if (!__atomic_load_n(&ctx->lost, __ATOMIC_ACQUIRE)) {
+    s = rk__cu_enter(ctx);
+    if (s == RK_OK) {
+      CUresult err = ctx->api->cuStreamSynchronize(st->stream);
+      s = rk__cu_check(ctx, err, "cuStreamSynchronize (stream destroy)");
+    }
   }
-  ctx->api->cuStreamDestroy(st->stream);
+  if (ctx->api->cuCtxSetCurrent(ctx->cu) == RK_CUDA_SUCCESS)
+    ctx->api->cuStreamDestroy(st->stream);
   free(st);
   return s;
 }

@@ -104,7 +104,7 @@ enum {
 };
 static const char kDeviceName[] = "rk fake GPU";
 
-static int g_initialized;
+static int g_initialized; /* atomic: cuInit succeeded */
 
 /* ---- Environment -------------------------------------------------------- */
 
@@ -262,6 +262,8 @@ static bool sticky_code(CUresult r) {
     case RK_CUDA_ERROR_INVALID_ADDRESS_SPACE:
     case RK_CUDA_ERROR_INVALID_PC:
     case RK_CUDA_ERROR_LAUNCH_FAILED:
+    case RK_CUDA_ERROR_ECC_UNCORRECTABLE:
+    case RK_CUDA_ERROR_NVLINK_UNCORRECTABLE:
       return true;
     default:
       return false;
@@ -298,14 +300,14 @@ static CUresult enter_locked(const char *name, int needs_context) {
 /* Opens an entry point: returns from it with CUDA_ERROR_NOT_SUPPORTED when
  * there are no devices, else takes g_lock and returns what enter_locked
  * refuses. Every path out after it goes through LEAVE. */
-#define ENTER(name, needs_context)                                 \
-  if (!devices_on()) return RK_CUDA_ERROR_NOT_SUPPORTED;           \
-  pthread_mutex_lock(&g_lock);                                     \
-  {                                                                \
-    CUresult enter_r_ = enter_locked(#name, needs_context);        \
-    if (enter_r_ != RK_CUDA_SUCCESS) LEAVE(enter_r_);              \
-  }                                                                \
-  do {                                                             \
+#define ENTER(name, needs_context)                          \
+  if (!devices_on()) return RK_CUDA_ERROR_NOT_SUPPORTED;    \
+  pthread_mutex_lock(&g_lock);                              \
+  {                                                         \
+    CUresult enter_r_ = enter_locked(#name, needs_context); \
+    if (enter_r_ != RK_CUDA_SUCCESS) LEAVE(enter_r_);       \
+  }                                                         \
+  do {                                                      \
   } while (0)
 #define LEAVE(r)                   \
   do {                             \
@@ -532,7 +534,7 @@ static CUresult fake_cuInit(unsigned int flags) {
   if (flags != 0) return RK_CUDA_ERROR_INVALID_VALUE;
   const char *env = getenv("RK_FAKE_CUDA_INIT");
   CUresult r = env && *env ? (CUresult)strtol(env, NULL, 0) : RK_CUDA_SUCCESS;
-  g_initialized = r == RK_CUDA_SUCCESS;
+  __atomic_store_n(&g_initialized, r == RK_CUDA_SUCCESS, __ATOMIC_RELEASE);
   return r;
 }
 
@@ -573,7 +575,8 @@ static CUresult fake_cuGetErrorString(CUresult err, const char **text) {
 
 static CUresult fake_cuDeviceGetCount(int *count) {
   if (!count) return RK_CUDA_ERROR_INVALID_VALUE;
-  if (!g_initialized) return RK_CUDA_ERROR_NOT_INITIALIZED;
+  if (!__atomic_load_n(&g_initialized, __ATOMIC_ACQUIRE))
+    return RK_CUDA_ERROR_NOT_INITIALIZED;
   if (!devices_on()) {
     *count = 0;
     return RK_CUDA_SUCCESS;
@@ -764,8 +767,7 @@ static CUresult fake_cuMemHostGetDevicePointer(CUdeviceptr *dptr, void *host,
 /* Where a copy's device side(s) must lie: inside one live allocation
  * (device memory, or pinned host memory through its device address). */
 static CUresult copy_locked(void *dst, const void *src, size_t n,
-                            bool dst_device, bool src_device,
-                            CUstream stream) {
+                            bool dst_device, bool src_device, CUstream stream) {
   if (!stream_ok(stream)) return bad(RK_CUDA_ERROR_INVALID_HANDLE);
   if (n == 0) return RK_CUDA_SUCCESS;
   if (!dst || !src) return bad(RK_CUDA_ERROR_INVALID_VALUE);
@@ -803,8 +805,8 @@ static CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src,
   LEAVE(copy_locked(DEV(dst), src, bytes, true, false, stream));
 }
 
-static CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src,
-                                       size_t bytes, CUstream stream) {
+static CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes,
+                                       CUstream stream) {
   ENTER(cuMemcpyDtoHAsync, kNeedsContext);
   LEAVE(copy_locked(dst, DEV(src), bytes, false, true, stream));
 }
@@ -979,23 +981,24 @@ static CUresult launch_locked(CUfunction fn, const unsigned g[3],
   if (cooperative &&
       (uint64_t)g[0] * g[1] * g[2] > (uint64_t)occupancy((int)threads) * kSms)
     return bad(RK_CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
-  int used = snprintf(
-      g_last_launch, sizeof g_last_launch,
-      "name=%s grid=%u,%u,%u block=%u,%u,%u shared=%u cooperative=%d "
-      "nparams=%d",
-      fn->name, g[0], g[1], g[2], b[0], b[1], b[2], shared, cooperative ? 1 : 0,
-      fn->nparams);
+  int used =
+      snprintf(g_last_launch, sizeof g_last_launch,
+               "name=%s grid=%u,%u,%u block=%u,%u,%u shared=%u cooperative=%d "
+               "nparams=%d",
+               fn->name, g[0], g[1], g[2], b[0], b[1], b[2], shared,
+               cooperative ? 1 : 0, fn->nparams);
   for (int i = 0; i < fn->nparams; ++i) {
     /* Every byte of the parameter is read, as the driver copies it. */
     unsigned char bytes[4096] = {0};
-    size_t size = fn->param_size[i] < sizeof bytes ? fn->param_size[i]
-                                                   : sizeof bytes;
+    size_t size =
+        fn->param_size[i] < sizeof bytes ? fn->param_size[i] : sizeof bytes;
     if (size) memcpy(bytes, params[i], size);
     uint64_t v = 0;
     for (size_t k = 0; k < 8 && k < size; ++k) v |= (uint64_t)bytes[k] << 8 * k;
     if (used > 0 && (size_t)used < sizeof g_last_launch)
-      used += snprintf(g_last_launch + used, sizeof g_last_launch - (size_t)used,
-                       " p%d=0x%016llx", i, (unsigned long long)v);
+      used +=
+          snprintf(g_last_launch + used, sizeof g_last_launch - (size_t)used,
+                   " p%d=0x%016llx", i, (unsigned long long)v);
   }
   g_count.launches++;
   return RK_CUDA_SUCCESS;
@@ -1034,12 +1037,14 @@ static CUresult fake_cuLaunchKernel(CUfunction fn, unsigned int gx,
                 params, extra, false);
 }
 
-static CUresult fake_cuLaunchCooperativeKernel(
-    CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
-    unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
-    CUstream stream, void **params) {
-  return launch("cuLaunchCooperativeKernel", fn, gx, gy, gz, bx, by, bz,
-                shared, stream, params, NULL, true);
+static CUresult fake_cuLaunchCooperativeKernel(CUfunction fn, unsigned int gx,
+                                               unsigned int gy, unsigned int gz,
+                                               unsigned int bx, unsigned int by,
+                                               unsigned int bz,
+                                               unsigned int shared,
+                                               CUstream stream, void **params) {
+  return launch("cuLaunchCooperativeKernel", fn, gx, gy, gz, bx, by, bz, shared,
+                stream, params, NULL, true);
 }
 
 /* ---- Streams and events ------------------------------------------------- */
@@ -1122,18 +1127,15 @@ static CUresult fake_cuEventRecord(CUevent event, CUstream stream) {
 
 static CUresult fake_cuEventQuery(CUevent event) {
   ENTER(cuEventQuery, kNeedsContext);
-  LEAVE(event_ok(event) ? RK_CUDA_SUCCESS
-                        : bad(RK_CUDA_ERROR_INVALID_HANDLE));
+  LEAVE(event_ok(event) ? RK_CUDA_SUCCESS : bad(RK_CUDA_ERROR_INVALID_HANDLE));
 }
 
 static CUresult fake_cuEventSynchronize(CUevent event) {
   ENTER(cuEventSynchronize, kNeedsContext);
-  LEAVE(event_ok(event) ? RK_CUDA_SUCCESS
-                        : bad(RK_CUDA_ERROR_INVALID_HANDLE));
+  LEAVE(event_ok(event) ? RK_CUDA_SUCCESS : bad(RK_CUDA_ERROR_INVALID_HANDLE));
 }
 
-static CUresult fake_cuEventElapsedTime(float *ms, CUevent start,
-                                        CUevent end) {
+static CUresult fake_cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
   ENTER(cuEventElapsedTime, kNeedsContext);
   if (!ms) LEAVE(bad(RK_CUDA_ERROR_INVALID_VALUE));
   if (!event_ok(start) || !event_ok(end))
@@ -1212,8 +1214,7 @@ static CUresult lookup(const char *symbol, void **pfn, int cuda_version,
   if (cuda_version < RK_CUDA_API_VERSION ||
       flags != RK_CU_GET_PROC_ADDRESS_DEFAULT)
     return RK_CUDA_ERROR_INVALID_VALUE;
-  if (listed("RK_FAKE_CUDA_HIDE", symbol, NULL))
-    return RK_CUDA_ERROR_NOT_FOUND;
+  if (listed("RK_FAKE_CUDA_HIDE", symbol, NULL)) return RK_CUDA_ERROR_NOT_FOUND;
 #define FAKE_LOOKUP_(name, required, ret, params)     \
   if (strcmp(symbol, #name) == 0) {                   \
     union {                                           \
