@@ -90,6 +90,8 @@ enum {
   RK_CAP_SOFTWARE = 1u << 5, /* an emulation (lavapipe, PoCL's CPU device);
                                 never chosen by RK_BACKEND_AUTO */
   RK_CAP_INT64 = 1u << 6,    /* 64-bit integer types in kernels */
+  RK_CAP_MANAGED_CONCURRENT = 1u << 7, /* host and device may use managed
+                                          memory at the same time (CUDA) */
 };
 
 typedef struct rk_device_info {
@@ -101,6 +103,9 @@ typedef struct rk_device_info {
   uint32_t max_threads_per_block;
   uint64_t shared_mem_per_block; /* bytes of block-shared memory */
   uint32_t caps;                 /* RK_CAP_* flags */
+  /* The device's architecture where the backend names one: "sm_90" for a
+   * CUDA device of compute capability 9.0; empty otherwise. */
+  char arch[32];
 } rk_device_info_t;
 
 /* Opens a backend. RK_BACKEND_AUTO tries CUDA, Metal, WebGPU, OpenCL, CPU in

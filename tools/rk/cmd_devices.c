@@ -28,6 +28,7 @@ static const struct {
     {RK_CAP_F64, "f64"},
     {RK_CAP_SOFTWARE, "software"},
     {RK_CAP_INT64, "int64"},
+    {RK_CAP_MANAGED_CONCURRENT, "managed-concurrent"},
 };
 
 /* The outcome of opening one backend (or RK_BACKEND_AUTO). */
@@ -99,6 +100,10 @@ static void print_device_text(const rk_backend_t *be, int d) {
   printf("  device %d: %s\n", d, info.name);
   printf(row, "vendor");
   printf("%s\n", info.vendor);
+  if (info.arch[0]) {
+    printf(row, "architecture");
+    printf("%s\n", info.arch);
+  }
   printf(row, "compute units");
   printf("%" PRIu32 "\n", info.compute_units);
   printf(row, "memory");
@@ -170,6 +175,9 @@ static void print_device_json(const rk_backend_t *be, int d) {
   printf(",\n");
   json_key(10, "vendor");
   tool_json_string(stdout, info.vendor);
+  printf(",\n");
+  json_key(10, "arch");
+  tool_json_string(stdout, info.arch);
   printf(",\n");
   json_key(10, "compute_units");
   printf("%" PRIu32 ",\n", info.compute_units);

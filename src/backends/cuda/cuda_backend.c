@@ -105,6 +105,10 @@ static rk_status_t describe(const rk_cu_api_t *api, int ordinal,
       attr(api, dev, RK_CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING) != 0;
   if (mapped) info->caps |= RK_CAP_MAPPED_HOST_MEMORY;
   if (mapped && d->cc_major >= 7) info->caps |= RK_CAP_PERSISTENT_KERNELS;
+  if (attr(api, dev, RK_CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS))
+    info->caps |= RK_CAP_MANAGED_CONCURRENT;
+  snprintf(info->arch, sizeof info->arch, "sm_%d%d", d->cc_major % 100,
+           d->cc_minor % 10);
   if (attr(api, dev, RK_CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH) &&
       api->cuLaunchCooperativeKernel)
     info->caps |= RK_CAP_COOPERATIVE_LAUNCH;

@@ -287,11 +287,13 @@ static void test_device(void) {
           info.max_threads_per_block);
     CHECK(info.shared_mem_per_block == 48 * 1024, "shared_mem_per_block %llu",
           (unsigned long long)info.shared_mem_per_block);
-    const uint32_t want =
-        RK_CAP_PERSISTENT_KERNELS | RK_CAP_MAPPED_HOST_MEMORY |
-        RK_CAP_COOPERATIVE_LAUNCH | RK_CAP_ATOMIC64 | RK_CAP_F64 | RK_CAP_INT64;
+    const uint32_t want = RK_CAP_PERSISTENT_KERNELS |
+                          RK_CAP_MAPPED_HOST_MEMORY |
+                          RK_CAP_COOPERATIVE_LAUNCH | RK_CAP_ATOMIC64 |
+                          RK_CAP_F64 | RK_CAP_INT64 | RK_CAP_MANAGED_CONCURRENT;
     CHECK((info.caps & want) == want, "caps 0x%x lack 0x%x", info.caps,
           want & ~info.caps);
+    CHECK(strcmp(info.arch, "sm_90") == 0, "arch '%s'", info.arch);
     CHECK(!(info.caps & RK_CAP_SOFTWARE), "caps 0x%x say software", info.caps);
   }
   CHECK_STATUS(rk_backend_device_info(be, 1, &info), RK_ERR_OUT_OF_RANGE);
