@@ -378,7 +378,11 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
 
 /* Device buffers of traditional mode. */
 static rk_status_t trad_setup(rk_actor_t *a, const rk_actor_options_t *o) {
-  RK_RETURN_IF_ERROR(rk_context_create_stream(a->context, &a->trad_stream));
+  /* A GPU backend queues a request's steps on a stream of the actor's own
+   * and synchronizes once; the CPU backend's default stream runs on the
+   * calling thread, which is faster than any hand-off. */
+  if (rk_backend_kind(rk_context_backend(a->context)) != RK_BACKEND_CPU)
+    RK_RETURN_IF_ERROR(rk_context_create_stream(a->context, &a->trad_stream));
   RK_RETURN_IF_ERROR(rk_context_allocate(a->context, a->in_size, &a->d_in));
   RK_RETURN_IF_ERROR(rk_context_allocate(a->context, a->out_size, &a->d_out));
   RK_RETURN_IF_ERROR(rk_context_allocate(a->context, 4, &a->d_status));
@@ -800,21 +804,11 @@ static rk_status_t check_send(rk_actor_t *a, const void *request, size_t size) {
   return RK_OK;
 }
 
-/* Runs one request through the handler kernel and publishes its response.
- * Caller holds trad_lock and has reserved `out_slot`. */
-static rk_status_t trad_step(rk_actor_t *a, const rk_abi_msg_t *req,
-                             const void *payload, unsigned char *out_slot) {
-  /* One stream, one synchronization: the request goes in from the staging
-   * area, the answer straight into its output slot. */
+/* The four steps on the actor's stream with one synchronization. */
+static rk_status_t trad_queue(rk_actor_t *a, const rk_arg_t *args, size_t n,
+                              unsigned char *out_slot,
+                              unsigned char *status_stage) {
   rk_stream_t *st = a->trad_stream;
-  unsigned char *status_stage = a->trad_stage + round_line(a->in_size);
-  memcpy(a->trad_stage, payload, a->in_size);
-  rk_arg_t args[4];
-  size_t n = 0;
-  args[n++] = rk_arg_ptr(a->d_in);
-  args[n++] = rk_arg_ptr(a->d_out);
-  if (a->has_state) args[n++] = rk_arg_ptr(a->d_state);
-  if (a->has_status) args[n++] = rk_arg_ptr(a->d_status);
   rk_status_t s =
       rk_stream_copy_to_device(st, a->d_in, a->trad_stage, a->in_size);
   if (s == RK_OK)
@@ -832,7 +826,46 @@ static rk_status_t trad_step(rk_actor_t *a, const rk_abi_msg_t *req,
     rk__error_restore(saved);
     return s;
   }
-  RK_RETURN_IF_ERROR(sync);
+  return sync;
+}
+
+/* The same on the default stream, step by step: on the CPU backend, whose
+ * default stream runs on the calling thread, this is the fast way. */
+static rk_status_t trad_direct(rk_actor_t *a, const rk_arg_t *args, size_t n,
+                               unsigned char *out_slot,
+                               unsigned char *status_stage) {
+  rk_context_t *ctx = a->context;
+  RK_RETURN_IF_ERROR(
+      rk_context_copy_to_device(ctx, a->d_in, a->trad_stage, a->in_size));
+  RK_RETURN_IF_ERROR(rk_function_launch(a->function, a->device.grid,
+                                        a->device.block, 0, NULL, args, n));
+  RK_RETURN_IF_ERROR(rk_context_synchronize(ctx));
+  RK_RETURN_IF_ERROR(rk_context_copy_to_host(ctx, out_slot + RK_ABI_MSG_HEADER,
+                                             a->d_out, a->out_size));
+  if (a->has_status)
+    RK_RETURN_IF_ERROR(
+        rk_context_copy_to_host(ctx, status_stage, a->d_status, 4));
+  return RK_OK;
+}
+
+/* Runs one request through the handler kernel and publishes its response.
+ * Caller holds trad_lock and has reserved `out_slot`. The request is
+ * staged first (mapped memory where the backend has it, so the device
+ * copies from pinned memory); the answer is copied straight into its
+ * output slot. */
+static rk_status_t trad_step(rk_actor_t *a, const rk_abi_msg_t *req,
+                             const void *payload, unsigned char *out_slot) {
+  unsigned char *status_stage = a->trad_stage + round_line(a->in_size);
+  memcpy(a->trad_stage, payload, a->in_size);
+  rk_arg_t args[4];
+  size_t n = 0;
+  args[n++] = rk_arg_ptr(a->d_in);
+  args[n++] = rk_arg_ptr(a->d_out);
+  if (a->has_state) args[n++] = rk_arg_ptr(a->d_state);
+  if (a->has_status) args[n++] = rk_arg_ptr(a->d_status);
+  RK_RETURN_IF_ERROR(a->trad_stream
+                         ? trad_queue(a, args, n, out_slot, status_stage)
+                         : trad_direct(a, args, n, out_slot, status_stage));
   int32_t code = 0;
   if (a->has_status) memcpy(&code, status_stage, sizeof code);
   rk_abi_msg_t *m = (rk_abi_msg_t *)out_slot;
