@@ -1,6 +1,8 @@
 /* Persistent actors on CUDA: the resident kernel under every launch shape
  * users pick, and its lifecycle.
  *
+ *   - first, one request through a one-thread actor: when even that is
+ *     not answered (or the actor does not stop), nothing else is run;
  *   - block sizes 1, 32, 128 and 1024 with grids of 1 and 4 blocks: 2000
  *     pipelined requests, each answered exactly once, with its correlation
  *     id and the right value, in request order;
@@ -11,9 +13,13 @@
  *   - terminate with a deadline answers what was queued first;
  *   - a grid that cannot be co-resident is refused at launch, saying so,
  *     and the context stays usable;
- *   - ordinary launches and rk_context_synchronize do not wait for a
- *     resident actor kernel;
- *   - traditional mode answers the same requests.
+ *   - traditional mode answers the same requests;
+ *   - beside a resident actor kernel: launches, copies, allocations,
+ *     streams and rk_context_synchronize never wait for it; a module can
+ *     be built and destroyed; a second actor can run, stop and be
+ *     destroyed while the first goes on. These run last, one case each,
+ *     since they depend most on what the driver does beside a kernel that
+ *     never ends.
  *
  *   actor_cuda_blocks [--backend NAME]
  *
@@ -235,6 +241,30 @@ static void terminate_ok(rk_actor_t *a, const char *what) {
   CHECK(rk_actor_state(a) == RK_ACTOR_TERMINATED,
         "%s: state %s after terminate", what,
         rk_actor_state_name(rk_actor_state(a)));
+}
+
+/* ---- First request ------------------------------------------------------ */
+
+/* One request through the simplest actor (one block of one thread), then
+ * terminate. False when it was not answered right or the actor did not
+ * stop: the device side does not work here at all, and every later case
+ * would only wait out its timeouts. */
+static bool test_first_request(void) {
+  rk_actor_t *a = launch(kAddOneSource, "add_one", NULL);
+  if (!a) return false;
+  int_msg_t q = {20}, r = {0};
+  uint64_t t0 = rk__now_ns();
+  bool ok =
+      CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, kTimeoutNs, NULL));
+  ok = CHECK(!ok || r.v == 21, "call(20) gave %d", r.v) && ok;
+  if (ok)
+    printf("  first answer after %.1f us\n", (double)(rk__now_ns() - t0) / 1e3);
+  rk_status_t s = rk_actor_terminate(a, 5000000000ull);
+  ok = CHECK(s == RK_OK, "first actor: terminate: %s: %s", rk_status_name(s),
+             rk_last_error()) &&
+       ok;
+  rk_actor_destroy(a);
+  return ok;
 }
 
 /* ---- Block sizes and grids ---------------------------------------------- */
@@ -575,58 +605,131 @@ static void test_terminate_drains(void) {
 
 /* ---- The context around a resident actor -------------------------------- */
 
-/* Runs add_k on n ints and checks b = a + k. */
-static void check_small_kernel(const char *what) {
-  enum { kN = 1000 };
-  rk_module_t *mod = NULL;
-  rk_function_t *fn = NULL;
-  rk_devptr_t da = 0, db = 0;
-  int a[kN], b[kN];
-  for (int i = 0; i < kN; ++i) a[i] = i * 5 - 7;
-  if (CHECK_OK(rk_context_compile(g_ctx, kAddKernel, NULL, &mod)) &&
-      CHECK_OK(rk_module_get_function(mod, "add_k", &fn)) &&
-      CHECK_OK(rk_context_allocate(g_ctx, sizeof a, &da)) &&
-      CHECK_OK(rk_context_allocate(g_ctx, sizeof b, &db)) &&
-      CHECK_OK(rk_context_copy_to_device(g_ctx, da, a, sizeof a))) {
-    rk_arg_t args[] = {rk_arg_i32(kN), rk_arg_i32(1234), rk_arg_ptr(da),
-                       rk_arg_ptr(db)};
-    memset(b, 0, sizeof b);
-    CHECK_OK(rk_function_launch(fn, rk_dim3((kN + 127) / 128, 1, 1),
-                                rk_dim3(128, 1, 1), 0, NULL, args, 4));
-    CHECK_OK(rk_context_synchronize(g_ctx));
-    CHECK_OK(rk_context_copy_to_host(g_ctx, b, db, sizeof b));
-    int bad = 0;
-    for (int i = 0; i < kN; ++i) bad += b[i] != a[i] + 1234;
-    CHECK(bad == 0, "%s: %d of %d results wrong", what, bad, (int)kN);
-  }
-  if (da) rk_context_free(g_ctx, da);
-  if (db) rk_context_free(g_ctx, db);
-  rk_module_destroy(mod);
+/* A module with add_k, and two buffers for it. */
+typedef struct small_kernel {
+  rk_module_t *mod;
+  rk_function_t *fn;
+  rk_devptr_t da, db;
+} small_kernel_t;
+
+enum { kSmallN = 1000 };
+
+static bool small_kernel_init(small_kernel_t *k) {
+  memset(k, 0, sizeof *k);
+  return CHECK_OK(rk_context_compile(g_ctx, kAddKernel, NULL, &k->mod)) &&
+         CHECK_OK(rk_module_get_function(k->mod, "add_k", &k->fn)) &&
+         CHECK_OK(rk_context_allocate(g_ctx, kSmallN * sizeof(int), &k->da)) &&
+         CHECK_OK(rk_context_allocate(g_ctx, kSmallN * sizeof(int), &k->db));
 }
 
-/* While an actor is resident, launches, copies, allocations and
- * rk_context_synchronize go on (they must not wait for the resident
- * kernel, which never finishes on its own). */
+static void small_kernel_free(small_kernel_t *k) {
+  if (k->da) CHECK_OK(rk_context_free(g_ctx, k->da));
+  if (k->db) CHECK_OK(rk_context_free(g_ctx, k->db));
+  if (k->mod) CHECK_OK(rk_module_destroy(k->mod));
+  memset(k, 0, sizeof *k);
+}
+
+/* Runs add_k on kSmallN ints (copy in, launch, synchronize, copy out) and
+ * checks b = a + k. */
+static void small_kernel_run(const small_kernel_t *k, int add,
+                             const char *what) {
+  int a[kSmallN], b[kSmallN];
+  for (int i = 0; i < kSmallN; ++i) a[i] = i * 5 - 7;
+  memset(b, 0, sizeof b);
+  if (!CHECK_OK(rk_context_copy_to_device(g_ctx, k->da, a, sizeof a))) return;
+  rk_arg_t args[] = {rk_arg_i32(kSmallN), rk_arg_i32(add), rk_arg_ptr(k->da),
+                     rk_arg_ptr(k->db)};
+  CHECK_OK(rk_function_launch(k->fn, rk_dim3((kSmallN + 127) / 128, 1, 1),
+                              rk_dim3(128, 1, 1), 0, NULL, args, 4));
+  CHECK_OK(rk_context_synchronize(g_ctx));
+  CHECK_OK(rk_context_copy_to_host(g_ctx, b, k->db, sizeof b));
+  int bad = 0;
+  for (int i = 0; i < kSmallN; ++i) bad += b[i] != a[i] + add;
+  CHECK(bad == 0, "%s: %d of %d results wrong", what, bad, (int)kSmallN);
+}
+
+/* Compiles add_k, runs it once and destroys it again. */
+static void check_small_kernel(const char *what) {
+  small_kernel_t k;
+  if (small_kernel_init(&k)) small_kernel_run(&k, 1234, what);
+  small_kernel_free(&k);
+}
+
+/* One call through add_one: in + 1 comes back. */
+static void call_add_one(rk_actor_t *a, int v, const char *what) {
+  int_msg_t q = {v}, r = {0};
+  if (CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, kTimeoutNs, NULL)))
+    CHECK(r.v == v + 1, "%s: call(%d) gave %d", what, v, r.v);
+}
+
+/* While an actor is resident, launches, copies, allocations, frees,
+ * streams and rk_context_synchronize go on: none of them may wait for the
+ * resident kernel, which never finishes on its own. The module is built
+ * before the actor starts and destroyed after it stopped, so this case
+ * needs nothing of the driver but what an application does between
+ * requests. */
 static void test_context_beside_actor(void) {
+  small_kernel_t k;
+  if (!small_kernel_init(&k)) {
+    small_kernel_free(&k);
+    return;
+  }
   rk_actor_options_t o;
   rk_actor_options_init(&o);
   o.grid = rk_dim3(4, 1, 1);
   o.block = rk_dim3(32, 1, 1);
   rk_actor_t *a = launch(kAddOneSource, "add_one", &o);
-  if (!a) return;
-  int_msg_t q = {1}, r = {0};
-  CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, kTimeoutNs, NULL));
-  CHECK(r.v == 2, "call(1) gave %d", r.v);
-  check_small_kernel("beside a resident actor");
+  if (!a) {
+    small_kernel_free(&k);
+    return;
+  }
+  call_add_one(a, 1, "beside");
+  small_kernel_run(&k, 1234, "a launch beside a resident actor");
+  rk_devptr_t extra = 0;
+  if (CHECK_OK(rk_context_allocate(g_ctx, 1u << 20, &extra)))
+    CHECK_OK(rk_context_free(g_ctx, extra));
   rk_stream_t *st = NULL;
   if (CHECK_OK(rk_context_create_stream(g_ctx, &st))) {
+    int v = 77, back = 0;
+    CHECK_OK(rk_stream_copy_to_device(st, k.da, &v, sizeof v));
+    CHECK_OK(rk_stream_copy_to_host(st, &back, k.da, sizeof back));
     CHECK_OK(rk_stream_synchronize(st));
+    CHECK(back == 77, "a stream copy beside a resident actor read %d", back);
     CHECK_OK(rk_stream_destroy(st));
   }
-  q.v = 41;
-  CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, kTimeoutNs, NULL));
-  CHECK(r.v == 42, "call(41) after the kernel gave %d", r.v);
-  /* Two resident actors at once, each answering its own requests. */
+  CHECK_OK(rk_context_synchronize(g_ctx));
+  call_add_one(a, 41, "beside, after the kernel");
+  terminate_ok(a, "beside");
+  rk_actor_destroy(a);
+  small_kernel_free(&k);
+}
+
+/* A module built, used and destroyed while an actor is resident (loading
+ * and unloading code beside a running kernel). */
+static void test_module_beside_actor(void) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.grid = rk_dim3(2, 1, 1);
+  o.block = rk_dim3(32, 1, 1);
+  rk_actor_t *a = launch(kAddOneSource, "add_one", &o);
+  if (!a) return;
+  call_add_one(a, 5, "module beside");
+  check_small_kernel("a module built and destroyed beside a resident actor");
+  call_add_one(a, 6, "module beside, after the module");
+  terminate_ok(a, "module beside");
+  rk_actor_destroy(a);
+}
+
+/* Two resident actors at once, each answering its own requests; the
+ * second is stopped and destroyed while the first stays resident, and the
+ * first goes on answering. */
+static void test_two_actors(void) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.grid = rk_dim3(2, 1, 1);
+  o.block = rk_dim3(32, 1, 1);
+  rk_actor_t *a = launch(kAddOneSource, "add_one", &o);
+  if (!a) return;
   rk_actor_t *b = launch(kTagSource, "tag", NULL);
   if (b) {
     for (uint32_t i = 0; i < 50; ++i) {
@@ -643,9 +746,12 @@ static void test_context_beside_actor(void) {
         break;
     }
     terminate_ok(b, "second actor");
+    watch("two actors: destroying one beside the other", 30);
     rk_actor_destroy(b);
+    watch("two actors: the first after the second left", 60);
   }
-  terminate_ok(a, "beside");
+  call_add_one(a, 99, "the first actor after the second left");
+  terminate_ok(a, "first actor");
   rk_actor_destroy(a);
 }
 
@@ -768,11 +874,13 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  rk_backend_t *be = NULL;
-  g_ctx = actor_test_context_on(g_kind, &be); /* exits 77 if absent */
+  /* The watchdog runs from the start: opening the driver is watched too. */
   pthread_t dog;
   pthread_create(&dog, NULL, watchdog_main, NULL);
   pthread_detach(dog);
+  watch("open", 120);
+  rk_backend_t *be = NULL;
+  g_ctx = actor_test_context_on(g_kind, &be); /* exits 77 if absent */
   CHECK_OK(rk_backend_device_info(be, 0, &g_info));
   const bool resident = (g_info.caps & RK_CAP_PERSISTENT_KERNELS) != 0 &&
                         !getenv("RK_ACTOR_RELAUNCH");
@@ -785,6 +893,16 @@ int main(int argc, char **argv) {
     CHECK(g_persistent_exec == RK_ACTOR_EXEC_RESIDENT,
           "CUDA device %s does not keep actors resident (caps 0x%x)",
           g_info.name, g_info.caps);
+
+  watch("first request", 60);
+  if (!test_first_request()) {
+    /* The context is left as it is: a kernel that never stopped may still
+     * use it, and the process's exit ends that kernel. */
+    printf(
+        "FAILED: the first request through a resident actor was not "
+        "answered, or the actor did not stop; the other cases are not run\n");
+    return rk_test_finish("actor_cuda_blocks");
+  }
 
   static const uint32_t kBlocks[] = {1, 32, 128, 1024};
   static const uint32_t kGrids[] = {1, 4};
@@ -806,14 +924,23 @@ int main(int argc, char **argv) {
   test_deactivate_keeps_queue();
   watch("terminate drains", 60);
   test_terminate_drains();
-  watch("context beside a resident actor", 60);
-  test_context_beside_actor();
   if (g_kind == RK_BACKEND_CUDA) {
     watch("co-resident grid", 60);
     test_co_resident();
   }
   watch("traditional", 60);
   test_traditional();
+  /* Last, each its own case: what a resident kernel asks of the driver
+   * beside it (work queued and waited for; code loaded and unloaded; a
+   * second resident kernel started and stopped). Should one of them wait
+   * for the resident kernel, the watchdog names it, after every other
+   * case has run. */
+  watch("context beside a resident actor", 60);
+  test_context_beside_actor();
+  watch("module built beside a resident actor", 60);
+  test_module_beside_actor();
+  watch("two resident actors", 60);
+  test_two_actors();
   watch("teardown", 60);
   CHECK_OK(rk_context_destroy(g_ctx));
   CHECK_OK(rk_backend_destroy(be));

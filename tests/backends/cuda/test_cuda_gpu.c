@@ -7,11 +7,11 @@
  *
  *   cuda_gpu [--backend NAME]
  *
- * Exits 77 with the reason when the CUDA backend does not open or has no
- * device. `--backend cpu` runs the checks that are not about CUDA itself on
- * the CPU backend, so the test's own logic runs on machines without a GPU.
- * A watchdog fails the run naming the case when a case stalls, rather than
- * hanging until ctest's timeout.
+ * Exits 77 with the reason when the CUDA backend does not open, has no
+ * device or cannot compile kernels (no NVRTC). `--backend cpu` runs the checks
+ * that are not about CUDA itself on the CPU backend, so the test's own logic
+ * runs on machines without a GPU. A watchdog fails the run naming the case when
+ * a case stalls, rather than hanging until ctest's timeout.
  *
  * Persistent actors on CUDA are tested by tests/actor (actor_cuda,
  * actor_cuda_blocks); the build path without a GPU by cuda_build.
@@ -774,6 +774,23 @@ int main(int argc, char **argv) {
     test_memory(ctx);
     watch("copies", 60);
     test_copies(ctx);
+    /* Every later case compiles kernels. A driver without NVRTC beside it
+     * can run none of them: say that once instead of failing each case. */
+    watch("kernel compiler", 60);
+    rk_module_t *probe = NULL;
+    rk_status_t ps = rk_context_compile(ctx, kKernels, NULL, &probe);
+    if (ps == RK_ERR_UNAVAILABLE) {
+      printf("the kernel compiler is unavailable: %s\n", rk_last_error());
+      CHECK_OK(rk_context_destroy(ctx));
+      CHECK_OK(rk_backend_destroy(be));
+      if (rk_test_failures) return rk_test_finish("cuda_gpu");
+      RK_TEST_SKIP(
+          "the %s backend opens but cannot compile kernels here (for CUDA: "
+          "no NVRTC; set RK_NVRTC_LIB)",
+          rk_backend_kind_name(g_kind));
+    }
+    CHECK_OK(ps);
+    rk_module_destroy(probe);
     watch("compile", 120);
     test_compile(ctx);
     watch("dynamic shared memory", 60);
