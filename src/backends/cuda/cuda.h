@@ -64,6 +64,15 @@ typedef struct cu_context {
   rk__pending_t pending;     /* first unreported default-stream error */
   uint32_t lost;             /* atomic: a sticky driver error was seen */
   uint32_t stuck_actors;     /* atomic: actor kernels that never stopped */
+  /* Resident actor kernels, and what waits for none to be resident:
+   * freeing pinned memory and unloading a module may wait for the whole
+   * context, so while an actor kernel runs they are kept here (pinned
+   * blocks are reused by the next actor of the same size) and done when
+   * the last one stops or the context goes. Guarded by defer_lock. */
+  pthread_mutex_t defer_lock;
+  uint32_t resident;
+  struct cu_deferred *deferred;
+  struct cu_pinned *pinned; /* live pinned mapped blocks and their sizes */
 } cu_context_t;
 
 static inline cu_context_t *cu_ctx(rk_context_t *c) {
@@ -94,6 +103,18 @@ rk_status_t rk__cu_mapped_alloc(rk_context_t *context, size_t bytes,
 void rk__cu_mapped_free(rk_context_t *context, void *host);
 /* Frees every allocation still in the table (context teardown). */
 void rk__cu_memory_release(cu_context_t *ctx);
+
+/* Resident actor bookkeeping (see cu_context_t.resident). */
+void rk__cu_resident_begin(cu_context_t *ctx);
+/* An actor kernel stopped: when it was the last, does what was deferred. */
+void rk__cu_resident_end(cu_context_t *ctx);
+/* Unloads `module` now, or once no actor kernel is resident. */
+void rk__cu_unload_module(cu_context_t *ctx, CUmodule module);
+/* Does everything deferred (context teardown; no kernel is resident). */
+void rk__cu_deferred_flush(cu_context_t *ctx);
+/* Context teardown: the deferred work, then every pinned block still
+ * live (the actor layer frees its own; this is the safety net). */
+void rk__cu_pinned_release(cu_context_t *ctx);
 
 /* ---- Building ----------------------------------------------------------- */
 

@@ -181,6 +181,7 @@ rk_status_t rk__cu_actor_start(rk_context_t *context,
     worker_free(w);
     return s;
   }
+  rk__cu_resident_begin(ctx);
   *out_worker = w;
   return RK_OK;
 }
@@ -188,7 +189,9 @@ rk_status_t rk__cu_actor_start(rk_context_t *context,
 void rk__cu_actor_release(rk__actor_worker_t *w, bool stopped) {
   if (stopped) {
     /* The kernel set `terminated` as its last store: it is leaving. */
+    cu_context_t *ctx = w->ctx;
     worker_free(w);
+    rk__cu_resident_end(ctx);
     return;
   }
   /* Still resident: its stream, memory, module and rings must stay. The

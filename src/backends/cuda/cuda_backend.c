@@ -209,6 +209,7 @@ static rk_status_t cu_context_create(rk_backend_t *backend, int device,
     return s;
   }
   pthread_rwlock_init(&ctx->mem_lock, NULL);
+  pthread_mutex_init(&ctx->defer_lock, NULL);
   rk__pending_init(&ctx->pending);
   *out = &ctx->base;
   return RK_OK;
@@ -239,9 +240,11 @@ static rk_status_t cu_context_destroy(rk_context_t *context) {
                    "device stays busy until the process exits",
                    stuck, ctx->dev->info.name);
   } else {
+    rk__cu_pinned_release(ctx);
     api->cuDevicePrimaryCtxRelease(ctx->dev->dev);
   }
   pthread_rwlock_destroy(&ctx->mem_lock);
+  pthread_mutex_destroy(&ctx->defer_lock);
   rk__pending_destroy(&ctx->pending);
   free(ctx);
   return s;

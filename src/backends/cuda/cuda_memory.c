@@ -133,6 +133,131 @@ rk_status_t rk__cu_copy(rk_context_t *context, rk_stream_t *stream,
   return rk__cu_check(ctx, err, "cuStreamSynchronize (copy)");
 }
 
+/* ---- Deferred frees and unloads ------------------------------------------ */
+
+typedef struct cu_deferred {
+  struct cu_deferred *next;
+  void *host;      /* a pinned mapped block, or NULL */
+  size_t bytes;    /* its size */
+  CUmodule module; /* a module to unload, or NULL */
+} cu_deferred_t;
+
+static void do_deferred(cu_context_t *ctx, cu_deferred_t *list) {
+  bool current = ctx->api->cuCtxSetCurrent(ctx->cu) == RK_CUDA_SUCCESS;
+  while (list) {
+    cu_deferred_t *d = list;
+    list = d->next;
+    if (current && d->host) ctx->api->cuMemFreeHost(d->host);
+    if (current && d->module) ctx->api->cuModuleUnload(d->module);
+    free(d);
+  }
+}
+
+void rk__cu_resident_begin(cu_context_t *ctx) {
+  pthread_mutex_lock(&ctx->defer_lock);
+  ctx->resident++;
+  pthread_mutex_unlock(&ctx->defer_lock);
+}
+
+void rk__cu_resident_end(cu_context_t *ctx) {
+  cu_deferred_t *list = NULL;
+  pthread_mutex_lock(&ctx->defer_lock);
+  if (--ctx->resident == 0) {
+    list = ctx->deferred;
+    ctx->deferred = NULL;
+  }
+  pthread_mutex_unlock(&ctx->defer_lock);
+  do_deferred(ctx, list);
+}
+
+void rk__cu_deferred_flush(cu_context_t *ctx) {
+  pthread_mutex_lock(&ctx->defer_lock);
+  cu_deferred_t *list = ctx->deferred;
+  ctx->deferred = NULL;
+  pthread_mutex_unlock(&ctx->defer_lock);
+  do_deferred(ctx, list);
+}
+
+/* Queues `d` when an actor kernel is resident; false (caller acts now)
+ * otherwise. */
+static bool defer(cu_context_t *ctx, void *host, size_t bytes,
+                  CUmodule module) {
+  pthread_mutex_lock(&ctx->defer_lock);
+  bool later = ctx->resident > 0;
+  if (later) {
+    cu_deferred_t *d = malloc(sizeof *d);
+    if (d) {
+      *d = (cu_deferred_t){ctx->deferred, host, bytes, module};
+      ctx->deferred = d;
+    } else {
+      later = false; /* no memory to remember it: do it now */
+    }
+  }
+  pthread_mutex_unlock(&ctx->defer_lock);
+  return later;
+}
+
+/* A deferred pinned block of exactly `bytes`, taken off the list. */
+static void *reuse_pinned(cu_context_t *ctx, size_t bytes) {
+  void *host = NULL;
+  pthread_mutex_lock(&ctx->defer_lock);
+  for (cu_deferred_t **pd = &ctx->deferred; *pd; pd = &(*pd)->next) {
+    if ((*pd)->host && (*pd)->bytes == bytes) {
+      cu_deferred_t *d = *pd;
+      *pd = d->next;
+      host = d->host;
+      free(d);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&ctx->defer_lock);
+  return host;
+}
+
+void rk__cu_unload_module(cu_context_t *ctx, CUmodule module) {
+  if (!module || defer(ctx, NULL, 0, module)) return;
+  if (ctx->api->cuCtxSetCurrent(ctx->cu) == RK_CUDA_SUCCESS)
+    ctx->api->cuModuleUnload(module);
+}
+
+/* ---- Pinned mapped memory --------------------------------------------------
+ */
+
+/* Live pinned blocks and their sizes, so a free can be deferred and the
+ * block reused by size. */
+typedef struct cu_pinned {
+  struct cu_pinned *next;
+  void *host;
+  size_t bytes;
+} cu_pinned_t;
+
+static rk_status_t pinned_track(cu_context_t *ctx, void *host, size_t bytes) {
+  cu_pinned_t *p = malloc(sizeof *p);
+  if (!p) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cuda: pinned block list");
+  pthread_mutex_lock(&ctx->defer_lock);
+  *p = (cu_pinned_t){ctx->pinned, host, bytes};
+  ctx->pinned = p;
+  pthread_mutex_unlock(&ctx->defer_lock);
+  return RK_OK;
+}
+
+/* Forgets `host`; its size, or 0 when it is not a live block. */
+static size_t pinned_untrack(cu_context_t *ctx, void *host) {
+  size_t bytes = 0;
+  pthread_mutex_lock(&ctx->defer_lock);
+  for (cu_pinned_t **pp = &ctx->pinned; *pp; pp = &(*pp)->next) {
+    if ((*pp)->host == host) {
+      cu_pinned_t *p = *pp;
+      *pp = p->next;
+      bytes = p->bytes;
+      free(p);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&ctx->defer_lock);
+  return bytes;
+}
+
 rk_status_t rk__cu_mapped_alloc(rk_context_t *context, size_t bytes,
                                 void **out_host) {
   cu_context_t *ctx = cu_ctx(context);
@@ -142,13 +267,20 @@ rk_status_t rk__cu_mapped_alloc(rk_context_t *context, size_t bytes,
                     "rings)",
                     ctx->dev->info.name);
   RK_RETURN_IF_ERROR(rk__cu_enter(ctx));
-  void *p = NULL;
-  CUresult err = ctx->api->cuMemHostAlloc(
-      &p, bytes, RK_CU_MEMHOSTALLOC_PORTABLE | RK_CU_MEMHOSTALLOC_DEVICEMAP);
-  if (err != RK_CUDA_SUCCESS) {
-    rk_status_t s = rk__cu_check(ctx, err, "cuMemHostAlloc");
-    return rk__fail_context(s, "cuda: %zu bytes of pinned mapped memory",
-                            bytes);
+  void *p = reuse_pinned(ctx, bytes);
+  if (!p) {
+    CUresult err = ctx->api->cuMemHostAlloc(
+        &p, bytes, RK_CU_MEMHOSTALLOC_PORTABLE | RK_CU_MEMHOSTALLOC_DEVICEMAP);
+    if (err != RK_CUDA_SUCCESS) {
+      rk_status_t s = rk__cu_check(ctx, err, "cuMemHostAlloc");
+      return rk__fail_context(s, "cuda: %zu bytes of pinned mapped memory",
+                              bytes);
+    }
+  }
+  rk_status_t s = pinned_track(ctx, p, bytes);
+  if (s != RK_OK) {
+    ctx->api->cuMemFreeHost(p);
+    return s;
   }
   *out_host = p;
   return RK_OK;
@@ -156,6 +288,23 @@ rk_status_t rk__cu_mapped_alloc(rk_context_t *context, size_t bytes,
 
 void rk__cu_mapped_free(rk_context_t *context, void *host) {
   cu_context_t *ctx = cu_ctx(context);
+  size_t bytes = pinned_untrack(ctx, host);
+  if (defer(ctx, host, bytes, NULL)) return;
   if (ctx->api->cuCtxSetCurrent(ctx->cu) == RK_CUDA_SUCCESS)
     ctx->api->cuMemFreeHost(host);
+}
+
+void rk__cu_pinned_release(cu_context_t *ctx) {
+  rk__cu_deferred_flush(ctx);
+  pthread_mutex_lock(&ctx->defer_lock);
+  cu_pinned_t *list = ctx->pinned;
+  ctx->pinned = NULL;
+  pthread_mutex_unlock(&ctx->defer_lock);
+  bool current = ctx->api->cuCtxSetCurrent(ctx->cu) == RK_CUDA_SUCCESS;
+  while (list) {
+    cu_pinned_t *p = list;
+    list = p->next;
+    if (current) ctx->api->cuMemFreeHost(p->host);
+    free(p);
+  }
 }

@@ -260,8 +260,8 @@ rk_status_t rk__cu_build(const char *source,
 
 /* ---- Modules ------------------------------------------------------------- */
 
-static void module_free(cu_module_t *m, const rk_cu_api_t *api) {
-  if (m->module) api->cuModuleUnload(m->module);
+static void module_free(cu_module_t *m, cu_context_t *ctx) {
+  rk__cu_unload_module(ctx, m->module);
   rk_entry_list_destroy(m->entries);
   free(m->fns);
   free(m->params);
@@ -348,7 +348,7 @@ rk_status_t rk__cu_compile(rk_context_t *context, const char *source,
   rk__cu_image_free(&img);
   if (s == RK_OK) s = load_functions(ctx, m, name);
   if (s != RK_OK) {
-    module_free(m, ctx->api);
+    module_free(m, ctx);
     return s;
   }
   m->base.cache_hit = hit;
@@ -364,7 +364,7 @@ void rk__cu_module_destroy(rk_module_t *module) {
     rk_status_t s = rk__cu_sync_streams(ctx);
     if (s != RK_OK) rk__pending_record_last(&ctx->pending, s);
   }
-  module_free(m, ctx->api);
+  module_free(m, ctx);
 }
 
 /* ---- Launches ------------------------------------------------------------ */

@@ -1126,7 +1126,22 @@ static void test_actor_resident(void) {
   o.block = rk_dim3(1, 1, 128);
   CHECK_STATUS(rk_actor_launch(ctx, kSource, "add_one", &o, &a),
                RK_ERR_INVALID_ARGUMENT);
-  CHECK_BALANCED(mid2);
+  /* The stuck kernels count as resident: the refused actors' modules and
+   * ring memory wait for none to be (unloading or freeing pinned memory
+   * may wait for the whole context), and one pinned block serves every
+   * refused actor of the same size. Device memory and streams are back. */
+  {
+    counts_t now = counts();
+    CHECK(now.retained == mid2.retained && now.allocs == mid2.allocs &&
+              now.streams == mid2.streams &&
+              now.host_allocs == mid2.host_allocs + 1 &&
+              now.modules == mid2.modules + 3,
+          "driver objects: retained %d->%d, allocations %d->%d, host "
+          "allocations %d->%d, streams %d->%d, modules %d->%d",
+          mid2.retained, now.retained, mid2.allocs, now.allocs,
+          mid2.host_allocs, now.host_allocs, mid2.streams, now.streams,
+          mid2.modules, now.modules);
+  }
   CHECK(stat_of("launches") == mid2.launches, "a refused grid was launched");
 
   /* The stuck kernels keep the context: destroying it says so, and the
@@ -1138,6 +1153,75 @@ static void test_actor_resident(void) {
         stat_of("retained"));
   CHECK(stat_of("bad_calls") == before.bad_calls, "%d invalid driver calls",
         stat_of("bad_calls") - before.bad_calls);
+  CHECK_OK(rk_backend_destroy(be));
+}
+
+/* Two played actors: plays[0] serves the first persistent kernel
+ * launched, plays[1] the second. */
+static void play_two_hook(const char *name, void **params, int nparams,
+                          void *user) {
+  device_play_t *plays = user;
+  play_hook(name, params, nparams, plays[0].started ? &plays[1] : &plays[0]);
+}
+
+/* An actor destroyed while another is resident: unloading its module and
+ * freeing its pinned rings may wait for the whole context on a GPU, so
+ * both wait until no actor kernel is resident; then they are done. */
+static void test_actor_deferred(void) {
+  rk_backend_t *be = open_cuda();
+  if (!be) return;
+  rk_context_t *ctx = create_context(be);
+  if (!ctx) {
+    rk_backend_destroy(be);
+    return;
+  }
+  device_play_t plays[2];
+  memset(plays, 0, sizeof plays);
+  g_fake.set_hook(play_two_hook, plays);
+  const counts_t before = counts();
+  rk_actor_t *a[2] = {NULL, NULL};
+  for (int i = 0; i < 2; ++i)
+    if (!CHECK_OK(rk_actor_launch(ctx, kSource, "add_one", NULL, &a[i])))
+      a[i] = NULL;
+  if (a[0] && a[1] &&
+      CHECK(plays[0].started && plays[1].started,
+            "the persistent kernels were not launched")) {
+    const counts_t both = counts();
+    CHECK(both.modules == before.modules + 2 &&
+              both.host_allocs == before.host_allocs + 2,
+          "modules %d->%d, host allocations %d->%d", before.modules,
+          both.modules, before.host_allocs, both.host_allocs);
+    CHECK_OK(rk_actor_terminate(a[0], 5ull * 1000 * 1000 * 1000));
+    pthread_join(plays[0].thread, NULL);
+    rk_actor_destroy(a[0]);
+    a[0] = NULL;
+    counts_t now = counts();
+    CHECK(now.modules == both.modules && now.host_allocs == both.host_allocs,
+          "with an actor resident: modules %d->%d, host allocations %d->%d",
+          both.modules, now.modules, both.host_allocs, now.host_allocs);
+    msg_t q = {7}, r = {0};
+    if (CHECK_OK(rk_actor_call(a[1], &q, sizeof q, &r, sizeof r,
+                               5ull * 1000 * 1000 * 1000, NULL)))
+      CHECK(r.v == 8, "answer %d", r.v);
+    CHECK_OK(rk_actor_terminate(a[1], 5ull * 1000 * 1000 * 1000));
+    pthread_join(plays[1].thread, NULL);
+    rk_actor_destroy(a[1]);
+    a[1] = NULL;
+    now = counts();
+    CHECK(
+        now.modules == before.modules && now.host_allocs == before.host_allocs,
+        "after the last actor: modules %d->%d, host allocations %d->%d",
+        before.modules, now.modules, before.host_allocs, now.host_allocs);
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (!a[i]) continue;
+    rk_actor_terminate(a[i], 1000 * 1000);
+    rk_actor_destroy(a[i]);
+  }
+  g_fake.set_hook(NULL, NULL);
+  rk_status_t s = rk_context_destroy(ctx);
+  CHECK(s == RK_OK || s == RK_ERR_INVALID_STATE, "destroy: %s",
+        rk_status_name(s));
   CHECK_OK(rk_backend_destroy(be));
 }
 
@@ -1297,6 +1381,7 @@ int main(int argc, char **argv) {
     test_launch();
     printf("case 7: actors\n");
     test_actor_played();
+    test_actor_deferred();
     test_actor_unmapped();
     /* Last: its stuck kernels keep the primary context retained. */
     test_actor_resident();
