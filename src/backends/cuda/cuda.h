@@ -115,6 +115,10 @@ void rk__cu_deferred_flush(cu_context_t *ctx);
 /* Context teardown: the deferred work, then every pinned block still
  * live (the actor layer frees its own; this is the safety net). */
 void rk__cu_pinned_release(cu_context_t *ctx);
+/* Context teardown beside a kernel that never stopped: forgets the deferred
+ * work and the pinned blocks without touching them (the kernel may still
+ * use them; they stay until the process exits). */
+void rk__cu_pinned_abandon(cu_context_t *ctx);
 
 /* ---- Building ----------------------------------------------------------- */
 

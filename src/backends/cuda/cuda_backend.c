@@ -230,6 +230,7 @@ static rk_status_t cu_context_destroy(rk_context_t *context) {
   api->cuStreamDestroy(ctx->mem_stream);
   uint32_t stuck = __atomic_load_n(&ctx->stuck_actors, __ATOMIC_ACQUIRE);
   if (stuck) {
+    rk__cu_pinned_abandon(ctx);
     /* A resident kernel that never acknowledged termination still uses the
      * context: releasing the primary context would reset it under the
      * kernel. It stays retained (the device stays busy until the process

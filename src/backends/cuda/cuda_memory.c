@@ -308,3 +308,22 @@ void rk__cu_pinned_release(cu_context_t *ctx) {
     free(p);
   }
 }
+
+void rk__cu_pinned_abandon(cu_context_t *ctx) {
+  pthread_mutex_lock(&ctx->defer_lock);
+  cu_deferred_t *d = ctx->deferred;
+  cu_pinned_t *p = ctx->pinned;
+  ctx->deferred = NULL;
+  ctx->pinned = NULL;
+  pthread_mutex_unlock(&ctx->defer_lock);
+  while (d) {
+    cu_deferred_t *next = d->next;
+    free(d);
+    d = next;
+  }
+  while (p) {
+    cu_pinned_t *next = p->next;
+    free(p);
+    p = next;
+  }
+}
