@@ -1,8 +1,13 @@
 #include "actor_test_util.h"
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "base/sys.h"
 #include "rk_test.h"
 
 const char kAddOneSource[] =
@@ -70,4 +75,45 @@ rk_context_t *actor_test_context_on(rk_backend_kind_t kind,
   }
   *out_backend = be;
   return ctx;
+}
+
+/* ---- Watchdog ----------------------------------------------------------- */
+
+static pthread_mutex_t g_dog_mu = PTHREAD_MUTEX_INITIALIZER;
+static const char *g_dog_case = "start-up";
+static uint64_t g_dog_deadline_ns;
+
+void actor_test_watch(const char *name, unsigned seconds) {
+  pthread_mutex_lock(&g_dog_mu);
+  g_dog_case = name;
+  g_dog_deadline_ns = rk__now_ns() + (uint64_t)seconds * 1000000000ull;
+  pthread_mutex_unlock(&g_dog_mu);
+  printf("case %s\n", name);
+  fflush(stdout);
+}
+
+static void *watchdog_main(void *arg) {
+  (void)arg;
+  for (;;) {
+    struct timespec ts = {0, 100000000};
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&g_dog_mu);
+    bool late = g_dog_deadline_ns && rk__now_ns() > g_dog_deadline_ns;
+    const char *name = g_dog_case;
+    pthread_mutex_unlock(&g_dog_mu);
+    if (late) {
+      printf(
+          "FAILED: case %s did not finish in time (a device side that "
+          "never answers?); %d earlier check(s) failed\n",
+          name, rk_test_failures);
+      fflush(stdout);
+      _exit(1);
+    }
+  }
+  return NULL;
+}
+
+void actor_test_watchdog_start(void) {
+  pthread_t dog;
+  if (pthread_create(&dog, NULL, watchdog_main, NULL) == 0) pthread_detach(dog);
 }

@@ -37,4 +37,11 @@ rk_context_t *actor_test_context(rk_backend_t **out_backend);
 rk_context_t *actor_test_context_on(rk_backend_kind_t kind,
                                     rk_backend_t **out_backend);
 
+/* A watchdog for tests whose device side might never answer: once
+ * started, a thread fails the run (exit 1, naming the case) when the case
+ * named last by actor_test_watch has not finished in its time. */
+void actor_test_watchdog_start(void);
+/* Names the case about to run (printed) and gives it `seconds`. */
+void actor_test_watch(const char *name, unsigned seconds);
+
 #endif /* RK_TESTS_ACTOR_ACTOR_TEST_UTIL_H_ */

@@ -439,6 +439,10 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+  /* Every wait below is unbounded: on a device whose side never answers
+   * the watchdog names the case instead of the run hanging. */
+  actor_test_watchdog_start();
+  actor_test_watch("open", 120);
   rk_backend_t *be = NULL;
   g_ctx = actor_test_context_on(kind, &be);
   if (kind != RK_BACKEND_CPU) kPerProducer = 2000;
@@ -451,19 +455,29 @@ int main(int argc, char **argv) {
   const rk_actor_mode_t modes[] = {RK_ACTOR_PERSISTENT, RK_ACTOR_TRADITIONAL};
   for (int m = 0; m < 2; ++m) {
     printf("mode %s\n", rk_actor_mode_name(modes[m]));
+    actor_test_watch("execution", 60);
     test_execution(modes[m], modes[m] == RK_ACTOR_TRADITIONAL
                                  ? RK_ACTOR_EXEC_PER_REQUEST
                              : resident ? RK_ACTOR_EXEC_RESIDENT
                                         : RK_ACTOR_EXEC_RELAUNCH);
+    actor_test_watch("add_one", 60);
     test_add_one(modes[m]);
+    actor_test_watch("pipelined", 60);
     test_pipelined(modes[m]);
+    actor_test_watch("uncorrelated responses stay", 60);
     test_uncorrelated_stay(modes[m]);
+    actor_test_watch("state", 60);
     test_state(modes[m]);
+    actor_test_watch("handler error", 60);
     test_handler_error(modes[m]);
+    actor_test_watch("transitions", 60);
     test_transitions(modes[m]);
+    actor_test_watch("concurrent calls", 60);
     test_concurrent_calls(modes[m]);
+    actor_test_watch("many producers", 120);
     test_many_producers(modes[m]);
   }
+  actor_test_watch("bad arguments and teardown", 60);
   test_bad_arguments();
   CHECK_OK(rk_context_destroy(g_ctx));
   CHECK_OK(rk_backend_destroy(be));

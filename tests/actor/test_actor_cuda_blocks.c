@@ -51,43 +51,6 @@ static rk_actor_execution_t g_persistent_exec = RK_ACTOR_EXEC_RESIDENT;
 /* 10 s: generous for any one wait. */
 static const uint64_t kTimeoutNs = 10000000000ull;
 
-/* ---- Watchdog ----------------------------------------------------------- */
-
-static pthread_mutex_t g_dog_mu = PTHREAD_MUTEX_INITIALIZER;
-static const char *g_dog_case = "start-up";
-static uint64_t g_dog_deadline_ns;
-
-/* Names the case now running and gives it `seconds` to finish. */
-static void watch(const char *name, unsigned seconds) {
-  pthread_mutex_lock(&g_dog_mu);
-  g_dog_case = name;
-  g_dog_deadline_ns = rk__now_ns() + (uint64_t)seconds * 1000000000ull;
-  pthread_mutex_unlock(&g_dog_mu);
-  printf("case %s\n", name);
-  fflush(stdout);
-}
-
-static void *watchdog_main(void *arg) {
-  (void)arg;
-  for (;;) {
-    struct timespec ts = {0, 100000000};
-    nanosleep(&ts, NULL);
-    pthread_mutex_lock(&g_dog_mu);
-    bool late = g_dog_deadline_ns && rk__now_ns() > g_dog_deadline_ns;
-    const char *name = g_dog_case;
-    pthread_mutex_unlock(&g_dog_mu);
-    if (late) {
-      printf(
-          "FAILED: case %s did not finish in time (a device side that "
-          "never answers?); %d earlier check(s) failed\n",
-          name, rk_test_failures);
-      fflush(stdout);
-      _exit(1);
-    }
-  }
-  return NULL;
-}
-
 /* ---- Handlers ----------------------------------------------------------- */
 
 /* A handler that takes a while: `spin` steps of a linear congruential
@@ -746,9 +709,9 @@ static void test_two_actors(void) {
         break;
     }
     terminate_ok(b, "second actor");
-    watch("two actors: destroying one beside the other", 30);
+    actor_test_watch("two actors: destroying one beside the other", 30);
     rk_actor_destroy(b);
-    watch("two actors: the first after the second left", 60);
+    actor_test_watch("two actors: the first after the second left", 60);
   }
   call_add_one(a, 99, "the first actor after the second left");
   terminate_ok(a, "first actor");
@@ -875,10 +838,8 @@ int main(int argc, char **argv) {
     }
   }
   /* The watchdog runs from the start: opening the driver is watched too. */
-  pthread_t dog;
-  pthread_create(&dog, NULL, watchdog_main, NULL);
-  pthread_detach(dog);
-  watch("open", 120);
+  actor_test_watchdog_start();
+  actor_test_watch("open", 120);
   rk_backend_t *be = NULL;
   g_ctx = actor_test_context_on(g_kind, &be); /* exits 77 if absent */
   CHECK_OK(rk_backend_device_info(be, 0, &g_info));
@@ -894,7 +855,7 @@ int main(int argc, char **argv) {
           "CUDA device %s does not keep actors resident (caps 0x%x)",
           g_info.name, g_info.caps);
 
-  watch("first request", 60);
+  actor_test_watch("first request", 60);
   if (!test_first_request()) {
     /* The context is left as it is: a kernel that never stopped may still
      * use it, and the process's exit ends that kernel. */
@@ -911,37 +872,37 @@ int main(int argc, char **argv) {
       char name[64];
       snprintf(name, sizeof name, "shape block %u grid %u", kBlocks[b],
                kGrids[g]);
-      watch(name, 60);
+      actor_test_watch(name, 60);
       test_shape(kBlocks[b], kGrids[g]);
     }
-  watch("stateful block 32 grid 4", 60);
+  actor_test_watch("stateful block 32 grid 4", 60);
   test_stateful(32, 4);
-  watch("stateful block 1024 grid 4", 60);
+  actor_test_watch("stateful block 1024 grid 4", 60);
   test_stateful(1024, 4);
-  watch("handler errors", 60);
+  actor_test_watch("handler errors", 60);
   test_handler_errors();
-  watch("deactivate keeps the queue", 60);
+  actor_test_watch("deactivate keeps the queue", 60);
   test_deactivate_keeps_queue();
-  watch("terminate drains", 60);
+  actor_test_watch("terminate drains", 60);
   test_terminate_drains();
   if (g_kind == RK_BACKEND_CUDA) {
-    watch("co-resident grid", 60);
+    actor_test_watch("co-resident grid", 60);
     test_co_resident();
   }
-  watch("traditional", 60);
+  actor_test_watch("traditional", 60);
   test_traditional();
   /* Last, each its own case: what a resident kernel asks of the driver
    * beside it (work queued and waited for; code loaded and unloaded; a
    * second resident kernel started and stopped). Should one of them wait
    * for the resident kernel, the watchdog names it, after every other
    * case has run. */
-  watch("context beside a resident actor", 60);
+  actor_test_watch("context beside a resident actor", 60);
   test_context_beside_actor();
-  watch("module built beside a resident actor", 60);
+  actor_test_watch("module built beside a resident actor", 60);
   test_module_beside_actor();
-  watch("two resident actors", 60);
+  actor_test_watch("two resident actors", 60);
   test_two_actors();
-  watch("teardown", 60);
+  actor_test_watch("teardown", 60);
   CHECK_OK(rk_context_destroy(g_ctx));
   CHECK_OK(rk_backend_destroy(be));
   return rk_test_finish("actor_cuda_blocks");
