@@ -556,6 +556,11 @@ static void print_row(const result_t *r) {
         "%-10s   per request: rk p50 %.2f p99 %.2f us; raw p50 %.2f "
         "p99 %.2f us\n",
         "", r->rk_p50, r->rk_p99, r->raw_p50, r->raw_p99);
+  if (r->has_tail && r->raw_p50 > 0)
+    printf(
+        "%-10s   time until the GPU sees a command: about %.2f us (half the "
+        "raw mailbox p50: host and GPU clocks cannot be compared directly)\n",
+        "", r->raw_p50 / 2);
   if (r->note) printf("%-10s   (%s)\n", "", r->note);
 }
 
