@@ -580,6 +580,17 @@ rk_status_t rk_function_launch(rk_function_t *function, rk_dim3_t grid,
                     function->name, block.x, block.y, block.z,
                     (unsigned long long)threads,
                     ctx->info.max_threads_per_block);
+  /* The block count, and the thread count over the whole grid, must fit in
+   * 64 bits: (2^31, 2^31, 4) would otherwise wrap to 0 blocks and run
+   * nothing. Each factor is below 2^32, so the first product cannot wrap. */
+  uint64_t blocks = (uint64_t)grid.x * grid.y, grid_threads = 0;
+  bool blocks_wrap = __builtin_mul_overflow(blocks, (uint64_t)grid.z, &blocks);
+  if (blocks_wrap || __builtin_mul_overflow(blocks, threads, &grid_threads))
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "launch of '%s': grid (%u,%u,%u) with block (%u,%u,%u) "
+                    "has more than 2^64-1 %s; the count does not fit",
+                    function->name, grid.x, grid.y, grid.z, block.x, block.y,
+                    block.z, blocks_wrap ? "blocks" : "threads");
   if (shared_mem > ctx->info.shared_mem_per_block)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "launch of '%s': %zu bytes of dynamic shared memory "

@@ -62,6 +62,7 @@
   X(error_launch_arguments)         \
   X(error_launch_pointer_args)      \
   X(error_launch_dimensions)        \
+  X(error_launch_grid_overflow)     \
   X(error_null_arguments)           \
   X(error_null_context)             \
   X(error_foreign_stream)           \

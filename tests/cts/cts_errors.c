@@ -640,6 +640,46 @@ void cts_error_launch_block_overflow(rk_context_t *ctx) {
   rk_context_free(ctx, p);
 }
 
+/* Grids whose block or thread count does not fit in 64 bits are refused:
+ * (2^31, 2^31, 4) blocks is 2^64, which wraps to 0 and would run nothing
+ * while reporting success. */
+void cts_error_launch_grid_overflow(rk_context_t *ctx) {
+  rk_module_t *mod = cts_compile(ctx, "mark.c", kMarkSource);
+  rk_function_t *fn = cts_function(mod, "mark");
+  int zero = 0;
+  rk_devptr_t p = cts_alloc(ctx, sizeof zero, &zero);
+  if (!fn || !p) return;
+  rk_arg_t arg = rk_arg_ptr(p);
+  const struct {
+    rk_dim3_t grid, block;
+  } wraps[] = {
+      {rk_dim3(1u << 31, 1u << 31, 4), rk_dim3(1, 1, 1)},
+      {rk_dim3(4, 1u << 31, 1u << 31), rk_dim3(1, 1, 1)},
+      {rk_dim3(1u << 22, 1u << 22, 1u << 20), rk_dim3(1, 1, 1)},
+      {rk_dim3(UINT32_MAX, UINT32_MAX, UINT32_MAX), rk_dim3(1, 1, 1)},
+      /* 2^63 blocks of 2 threads: the blocks fit, the threads do not. */
+      {rk_dim3(1u << 31, 1u << 31, 2), rk_dim3(2, 1, 1)},
+  };
+  for (size_t i = 0; i < sizeof wraps / sizeof wraps[0]; ++i) {
+    char what[200];
+    snprintf(what, sizeof what,
+             "[%s] case error_launch_grid_overflow ... FAIL: grid (%u, %u, "
+             "%u) with block (%u, %u, %u) does not fit in 64 bits",
+             rk_backend_name(cts_backend()), wraps[i].grid.x, wraps[i].grid.y,
+             wraps[i].grid.z, wraps[i].block.x, wraps[i].block.y,
+             wraps[i].block.z);
+    watchdog_arm(20, what);
+    CHECK_STATUS(rk_function_launch(fn, wraps[i].grid, wraps[i].block, 0, NULL,
+                                    &arg, 1),
+                 RK_ERR_INVALID_ARGUMENT);
+    watchdog_disarm();
+    CHECK_ERROR_HAS("mark");
+    CHECK_ERROR_HAS("does not fit");
+  }
+  check_not_run(ctx, p, 0);
+  rk_context_free(ctx, p);
+}
+
 /* ---- NULL arguments ----------------------------------------------------- */
 
 void cts_error_null_arguments(rk_context_t *ctx) {
