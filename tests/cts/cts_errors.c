@@ -267,6 +267,22 @@ static const char kBrokenSource[] =
     "  x[0] = undeclared_thing_xyz;\n"
     "}\n";
 
+/* Appends a sum of n ones as a balanced tree of parenthesised additions to
+ * out[len...]; returns the new length. */
+static int balanced_sum(char *out, int len, int n) {
+  if (n == 1) {
+    out[len++] = '1';
+  } else {
+    out[len++] = '(';
+    len = balanced_sum(out, len, n / 2);
+    out[len++] = '+';
+    len = balanced_sum(out, len, n - n / 2);
+    out[len++] = ')';
+  }
+  out[len] = '\0';
+  return len;
+}
+
 void cts_error_compile(rk_context_t *ctx) {
   rk_compile_options_t opt;
   rk_compile_options_init(&opt);
@@ -328,6 +344,35 @@ void cts_error_compile(rk_context_t *ctx) {
       CHECK_OK(rk_context_synchronize(ctx));
       CHECK_OK(rk_context_copy_to_host(ctx, &v, d, sizeof v));
       CHECK(v == 42, "kernel built with CTS_VALUE=41 wrote %d", v);
+    }
+    if (d) rk_context_free(ctx, d);
+  }
+
+  /* A define of any length arrives whole: a sum of 300 ones as a balanced
+   * tree, (((1+1)+(1+1))+...), over 1000 characters but only nine levels
+   * deep (a define cut short fails to compile or gives a smaller sum). */
+  enum { kTerms = 300 };
+  char long_define[16 + 4 * kTerms];
+  int len = snprintf(long_define, sizeof long_define, "CTS_LONG=");
+  len = balanced_sum(long_define, len, kTerms);
+  const char *long_defines[] = {long_define, NULL};
+  opt.defines = long_defines;
+  opt.source_name = "cts_long_define.c";
+  static const char kLongSource[] =
+      "#include <rk/kernel.h>\n"
+      "RK_KERNEL void long_define(int *x) { x[0] = CTS_LONG; }\n";
+  if (CHECK_OK(rk_context_compile(ctx, kLongSource, &opt, &mod))) {
+    rk_function_t *fn = cts_function(mod, "long_define");
+    int v = 0;
+    rk_devptr_t d = cts_alloc(ctx, sizeof v, &v);
+    if (fn && d) {
+      rk_arg_t arg = rk_arg_ptr(d);
+      CHECK_OK(rk_function_launch(fn, rk_dim3(1, 1, 1), rk_dim3(1, 1, 1), 0,
+                                  NULL, &arg, 1));
+      CHECK_OK(rk_context_synchronize(ctx));
+      CHECK_OK(rk_context_copy_to_host(ctx, &v, d, sizeof v));
+      CHECK(v == kTerms, "a %d-character define gave %d, expected %d", len, v,
+            kTerms);
     }
     if (d) rk_context_free(ctx, d);
   }
@@ -669,9 +714,9 @@ void cts_error_launch_grid_overflow(rk_context_t *ctx) {
              wraps[i].grid.z, wraps[i].block.x, wraps[i].block.y,
              wraps[i].block.z);
     watchdog_arm(20, what);
-    CHECK_STATUS(rk_function_launch(fn, wraps[i].grid, wraps[i].block, 0, NULL,
-                                    &arg, 1),
-                 RK_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(
+        rk_function_launch(fn, wraps[i].grid, wraps[i].block, 0, NULL, &arg, 1),
+        RK_ERR_INVALID_ARGUMENT);
     watchdog_disarm();
     CHECK_ERROR_HAS("mark");
     CHECK_ERROR_HAS("does not fit");

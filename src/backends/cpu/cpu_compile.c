@@ -317,6 +317,10 @@ static rk_status_t load(const char *path, const cpu_scan_t *scan, void **out_dl,
   return RK_OK;
 }
 
+static void free_strings(char **s, int n) {
+  for (int i = 0; i < n; ++i) free(s[i]);
+}
+
 static rk_status_t run_compiler(const compiler_t *cc, const char *include_dir,
                                 const rk_compile_options_t *opts,
                                 const char *c_path, const char *so_path,
@@ -329,14 +333,23 @@ static rk_status_t run_compiler(const compiler_t *cc, const char *include_dir,
   char inc[kPathMax];
   RK_RETURN_IF_ERROR(pathf(inc, "-I%s", include_dir));
   argv[argc++] = inc;
-  char defines[256][512];
+  /* "-DNAME=VALUE" for each define, whole, whatever its length. */
+  char *defines[256];
   int nd = 0;
   if (opts->defines) {
     for (const char *const *d = opts->defines; *d; ++d) {
-      if (nd == 256)
+      if (nd == 256) {
+        free_strings(defines, nd);
         return rk__fail(RK_ERR_INVALID_ARGUMENT,
                         "compile: more than 256 defines");
-      snprintf(defines[nd], sizeof defines[nd], "-D%s", *d);
+      }
+      size_t n = strlen(*d) + 3;
+      defines[nd] = malloc(n);
+      if (!defines[nd]) {
+        free_strings(defines, nd);
+        return rk__fail(RK_ERR_OUT_OF_MEMORY, "compile: defines");
+      }
+      snprintf(defines[nd], n, "-D%s", *d);
       argv[argc++] = defines[nd++];
     }
   }
@@ -347,7 +360,9 @@ static rk_status_t run_compiler(const compiler_t *cc, const char *include_dir,
   argv[argc] = NULL;
   char *output = NULL;
   int exit_code = 0;
-  RK_RETURN_IF_ERROR(rk__run_process(argv, &output, &exit_code));
+  rk_status_t ran = rk__run_process(argv, &output, &exit_code);
+  free_strings(defines, nd);
+  RK_RETURN_IF_ERROR(ran);
   if (exit_code != 0) {
     /* The compiler names the temporary file; say the source's name. */
     rk__strbuf_t log;
