@@ -77,10 +77,23 @@ typedef struct rk_transpile_options {
    * it. rk_codegen_list_entries() ignores it: the rk_actor_ kernels have a
    * fixed signature and are never listed. */
   bool persistent_actors;
+  /* RK_TARGET_OPENCL only: every pointer launch parameter p (the handler
+   * kernels' rk_status included) is passed as a buffer and a byte offset,
+   * `__global T *rk_pb_p, ulong rk_po_p`, and the body starts, on the line
+   * of its brace, with `__global T *p = (__global T *)((__global uchar *)
+   * rk_pb_p + rk_po_p);`, so a device pointer may point anywhere inside its
+   * buffer (what the OpenCL backend compiles). Any other target is
+   * RK_ERR_INVALID_ARGUMENT. */
+  bool opencl_buffer_offsets;
+  /* rk_codegen_compile() only: one program per entry point (for targets
+   * whose pipelines are built one entry point at a time, such as WGSL),
+   * and what the target cannot express refuses only the programs, not the
+   * compilation (see rk_codegen_result_t). Ignored elsewhere. */
+  bool per_entry;
 } rk_transpile_options_t;
 
 /* Sets the defaults: no source name, all entries, no persistent actor
- * kernels. */
+ * kernels, no buffer offsets, one program. */
 void rk_transpile_options_init(rk_transpile_options_t *options);
 
 /* Where and why a source was refused. Filled by the calls that take one when
@@ -205,6 +218,42 @@ void rk_entry_list_destroy(rk_entry_list_t *list);
 
 /* "kernel", "stencil", "handler"; "unknown" otherwise. */
 const char *rk_entry_kind_name(rk_entry_kind_t kind);
+
+/* ---- One compilation: the program and its entry points ----------------- */
+
+/* What rk_codegen_compile() returns: the text rk_transpile() prints and the
+ * list rk_codegen_list_entries() gives, from one run of the front end. */
+typedef struct rk_codegen_result {
+  /* The program holding every selected entry point, NUL-terminated; NULL
+   * with options->per_entry. */
+  char *text;
+  /* The selected entry points, in source order (each handler followed by
+   * its batch entry), as rk_codegen_list_entries() lists them. */
+  rk_entry_list_t *entries;
+  /* With options->per_entry, NULL otherwise: for entries->entries[i],
+   * entry_texts[i] is the program holding that entry point alone, or NULL
+   * when the target cannot express it (a 64-bit type on WGSL, say); then
+   * entry_errors[i] says why, as "name:line:col: error: ..." with the source
+   * line and a caret. */
+  char **entry_texts;
+  char **entry_errors;
+  rk_diagnostic_t *entry_diags; /* the same refusals, structured */
+} rk_codegen_result_t;
+
+/* Runs the front end once on `source` for `target` and prints the program
+ * and describes its entry points (options as for rk_transpile(); with
+ * options->per_entry, one program per entry point). On success *out_result
+ * owns everything in it: release it with rk_codegen_result_free(). On
+ * failure *out_result is zeroed; errors as for rk_transpile() (with
+ * per_entry, a construct the target cannot express is not a failure: the
+ * entries that need it carry the refusal). out_diag may be NULL. */
+rk_status_t rk_codegen_compile(const char *source, rk_target_t target,
+                               const rk_transpile_options_t *options,
+                               rk_codegen_result_t *out_result,
+                               rk_diagnostic_t *out_diag);
+
+/* Releases what a result owns and zeroes it. NULL is accepted. */
+void rk_codegen_result_free(rk_codegen_result_t *result);
 
 #ifdef __cplusplus
 }

@@ -90,20 +90,21 @@ static void require_type(checker_t *ch, const cg_type_t *t, cg_loc_t loc,
     ch->unit->uses_f64 = true;
     if (!ch->ctx->caps.f64) {
       if (literal && literal->kind == CG_E_FLOAT)
-        rk__cg_error(ch->ctx, loc,
-                     "double is not supported by target %s (the constant "
-                     "%s is a double; write %sf)",
-                     ch->ctx->caps.target_name, literal->lit_float.text,
-                     literal->lit_float.text);
-      rk__cg_error(ch->ctx, loc, "double is not supported by target %s",
-                   ch->ctx->caps.target_name);
+        rk__cg_refuse(ch->ctx, loc,
+                      "double is not supported by target %s (the constant "
+                      "%s is a double; write %sf)",
+                      ch->ctx->caps.target_name, literal->lit_float.text,
+                      literal->lit_float.text);
+      else
+        rk__cg_refuse(ch->ctx, loc, "double is not supported by target %s",
+                      ch->ctx->caps.target_name);
     }
   }
   if ((t->kind == CG_TY_I64 || t->kind == CG_TY_U64) && !ch->ctx->caps.i64)
-    rk__cg_error(ch->ctx, loc,
-                 "64-bit integers (%s) are not supported by target %s",
-                 t->kind == CG_TY_I64 ? "int64_t" : "uint64_t",
-                 ch->ctx->caps.target_name);
+    rk__cg_refuse(ch->ctx, loc,
+                  "64-bit integers (%s) are not supported by target %s",
+                  t->kind == CG_TY_I64 ? "int64_t" : "uint64_t",
+                  ch->ctx->caps.target_name);
 }
 
 /* ---- Scopes ---------------------------------------------------------------

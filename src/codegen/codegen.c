@@ -84,18 +84,36 @@ static rk_status_t front_end(cg_ctx_t *ctx, cg_unit_t *unit) {
   return RK_OK;
 }
 
-/* The WGSL printer can refuse a source (rk__cg_error), so it runs under
- * the same error exit as the front end. */
-static rk_status_t print_wgsl(cg_ctx_t *ctx, const cg_unit_t *unit,
-                              const cg_emit_options_t *eo, rk__strbuf_t *out) {
+/* Prints `unit` (every entry point, or the one `entry` names) into
+ * *out_text. The WGSL printer can refuse a source (rk__cg_error), so
+ * printing runs under the same error exit as the front end. */
+static rk_status_t print_unit(cg_ctx_t *ctx, const cg_unit_t *unit,
+                              rk_target_t target,
+                              const rk_transpile_options_t *options,
+                              const char *entry, char **out_text) {
+  rk__strbuf_t out;
+  rk__strbuf_init(&out);
+  cg_emit_options_t eo = {ctx->source_name, entry,
+                          options && options->persistent_actors,
+                          options && options->opencl_buffer_offsets};
   jmp_buf jb;
   ctx->jmp = &jb;
   if (setjmp(jb) != 0) {
     ctx->jmp = NULL;
+    rk__strbuf_free(&out);
     return ctx->status;
   }
-  rk__cg_emit_wgsl(ctx, unit, eo, out);
+  if (target == RK_TARGET_WGSL)
+    rk__cg_emit_wgsl(ctx, unit, &eo, &out);
+  else
+    rk__cg_emit_c_family(unit, target, &eo, &out);
   ctx->jmp = NULL;
+  if (out.failed || !out.data) {
+    rk__strbuf_free(&out);
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "%s: out of memory while printing",
+                    ctx->source_name);
+  }
+  *out_text = out.data; /* ownership passes to the caller */
   return RK_OK;
 }
 
@@ -147,28 +165,40 @@ static rk_status_t begin(cg_ctx_t *ctx, const char *source,
   return RK_OK;
 }
 
+/* Refuses a target or an option combination that cannot be printed. */
+static rk_status_t check_target(rk_target_t target,
+                                const rk_transpile_options_t *options,
+                                rk_diagnostic_t *out_diag) {
+  if (out_diag) memset(out_diag, 0, sizeof *out_diag);
+  if ((unsigned)target >= RK_TARGET_COUNT_)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "transpile: unknown target %d (known: c, cuda, opencl, "
+                    "wgsl, msl)",
+                    (int)target);
+  if (options && options->persistent_actors && target != RK_TARGET_CUDA)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "transpile: persistent_actors is for target cuda only, "
+                    "not %s (persistent actor kernels are CUDA kernels)",
+                    rk_target_name(target));
+  if (options && options->opencl_buffer_offsets && target != RK_TARGET_OPENCL)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "transpile: opencl_buffer_offsets is for target opencl "
+                    "only, not %s",
+                    rk_target_name(target));
+  return RK_OK;
+}
+
 rk_status_t rk_transpile_ex(const char *source, rk_target_t target,
                             const rk_transpile_options_t *options,
                             char **out_text, rk_diagnostic_t *out_diag) {
   if (out_text) *out_text = NULL;
   if (!out_text)
     return rk__fail(RK_ERR_INVALID_ARGUMENT, "transpile: out_text is NULL");
-  if ((unsigned)target >= RK_TARGET_COUNT_)
-    return rk__fail(RK_ERR_INVALID_ARGUMENT,
-                    "transpile: unknown target %d (known: c, cuda, opencl, "
-                    "wgsl, msl)",
-                    (int)target);
-  const bool persistent = options && options->persistent_actors;
-  if (persistent && target != RK_TARGET_CUDA) {
-    if (out_diag) memset(out_diag, 0, sizeof *out_diag);
-    return rk__fail(RK_ERR_INVALID_ARGUMENT,
-                    "transpile: persistent_actors is for target cuda only, "
-                    "not %s (persistent actor kernels are CUDA kernels)",
-                    rk_target_name(target));
-  }
+  rk_status_t s = check_target(target, options, out_diag);
+  if (s != RK_OK) return s;
   cg_caps_t caps = target_caps(target);
   cg_ctx_t ctx;
-  rk_status_t s = begin(&ctx, source, options, &caps, out_diag);
+  s = begin(&ctx, source, options, &caps, out_diag);
   if (s != RK_OK) return s;
 
   cg_unit_t unit;
@@ -176,25 +206,9 @@ rk_status_t rk_transpile_ex(const char *source, rk_target_t target,
   s = front_end(&ctx, &unit);
   if (s == RK_OK)
     s = find_entry(&unit, options ? options->entry : NULL, ctx.source_name);
-  if (s == RK_OK) {
-    rk__strbuf_t out;
-    rk__strbuf_init(&out);
-    cg_emit_options_t eo = {ctx.source_name, options ? options->entry : NULL,
-                            persistent};
-    if (target == RK_TARGET_WGSL)
-      s = print_wgsl(&ctx, &unit, &eo, &out);
-    else
-      rk__cg_emit_c_family(&unit, target, &eo, &out);
-    if (s != RK_OK) {
-      rk__strbuf_free(&out);
-    } else if (out.failed || !out.data) {
-      rk__strbuf_free(&out);
-      s = rk__fail(RK_ERR_OUT_OF_MEMORY, "%s: out of memory while printing",
-                   ctx.source_name);
-    } else {
-      *out_text = out.data; /* ownership passes to the caller */
-    }
-  }
+  if (s == RK_OK)
+    s = print_unit(&ctx, &unit, target, options,
+                   options ? options->entry : NULL, out_text);
   if (out_diag && s == RK_ERR_COMPILE) *out_diag = ctx.diag;
   rk__cg_ctx_free(&ctx);
   return s;
@@ -395,3 +409,105 @@ rk_status_t rk_codegen_list_entries(const char *source,
 }
 
 void rk_entry_list_destroy(rk_entry_list_t *list) { free(list); }
+
+/* ---- One compilation ------------------------------------------------------
+ */
+
+void rk_codegen_result_free(rk_codegen_result_t *result) {
+  if (!result) return;
+  size_t n = result->entries ? result->entries->count : 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (result->entry_texts) free(result->entry_texts[i]);
+    if (result->entry_errors) free(result->entry_errors[i]);
+  }
+  free(result->entry_texts);
+  free(result->entry_errors);
+  free(result->entry_diags);
+  free(result->text);
+  rk_entry_list_destroy(result->entries);
+  memset(result, 0, sizeof *result);
+}
+
+static char *dup_text(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+/* With per_entry: each listed entry printed alone, or the reason it
+ * cannot be. */
+static rk_status_t print_entries(cg_ctx_t *ctx, const cg_unit_t *unit,
+                                 rk_target_t target,
+                                 const rk_transpile_options_t *options,
+                                 rk_codegen_result_t *r) {
+  size_t n = r->entries->count;
+  r->entry_texts = calloc(n ? n : 1, sizeof *r->entry_texts);
+  r->entry_errors = calloc(n ? n : 1, sizeof *r->entry_errors);
+  r->entry_diags = calloc(n ? n : 1, sizeof *r->entry_diags);
+  if (!r->entry_texts || !r->entry_errors || !r->entry_diags)
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "codegen: entry programs");
+  for (size_t i = 0; i < n; ++i) {
+    if (ctx->refusal) {
+      r->entry_diags[i] = ctx->refusal_diag;
+      r->entry_errors[i] = dup_text(ctx->refusal);
+      if (!r->entry_errors[i])
+        return rk__fail(RK_ERR_OUT_OF_MEMORY, "codegen: entry programs");
+      continue;
+    }
+    char *saved = rk__error_save();
+    rk_status_t s = print_unit(ctx, unit, target, options,
+                               r->entries->entries[i].name, &r->entry_texts[i]);
+    if (s == RK_ERR_COMPILE) {
+      /* This entry alone is refused by the printer. */
+      r->entry_diags[i] = ctx->diag;
+      r->entry_errors[i] = dup_text(rk_last_error());
+      rk__error_restore(saved);
+      if (!r->entry_errors[i])
+        return rk__fail(RK_ERR_OUT_OF_MEMORY, "codegen: entry programs");
+      continue;
+    }
+    rk__error_restore(saved);
+    if (s != RK_OK) return s;
+  }
+  return RK_OK;
+}
+
+rk_status_t rk_codegen_compile(const char *source, rk_target_t target,
+                               const rk_transpile_options_t *options,
+                               rk_codegen_result_t *out_result,
+                               rk_diagnostic_t *out_diag) {
+  if (out_result) memset(out_result, 0, sizeof *out_result);
+  if (!out_result)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "rk_codegen_compile: out_result is NULL");
+  rk_status_t s = check_target(target, options, out_diag);
+  if (s != RK_OK) return s;
+  const bool per_entry = options && options->per_entry;
+  cg_caps_t caps = target_caps(target);
+  cg_ctx_t ctx;
+  s = begin(&ctx, source, options, &caps, out_diag);
+  if (s != RK_OK) return s;
+  ctx.defer_refusal = per_entry;
+
+  cg_unit_t unit;
+  memset(&unit, 0, sizeof unit);
+  const char *entry = options ? options->entry : NULL;
+  rk_codegen_result_t r;
+  memset(&r, 0, sizeof r);
+  s = front_end(&ctx, &unit);
+  if (s == RK_OK) s = find_entry(&unit, entry, ctx.source_name);
+  if (s == RK_OK) s = build_list(&unit, entry, &r.entries);
+  if (s == RK_OK && per_entry)
+    s = print_entries(&ctx, &unit, target, options, &r);
+  else if (s == RK_OK)
+    s = print_unit(&ctx, &unit, target, options, entry, &r.text);
+  if (out_diag && s == RK_ERR_COMPILE) *out_diag = ctx.diag;
+  rk__cg_ctx_free(&ctx);
+  if (s != RK_OK) {
+    rk_codegen_result_free(&r);
+    return s;
+  }
+  *out_result = r;
+  return RK_OK;
+}

@@ -74,13 +74,12 @@ void rk__cg_ctx_init(cg_ctx_t *ctx, const char *source, size_t len,
 
 void rk__cg_ctx_free(cg_ctx_t *ctx) { rk__cg_arena_free(&ctx->arena); }
 
-_Noreturn void rk__cg_error(cg_ctx_t *ctx, cg_loc_t loc, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(ctx->diag.message, sizeof ctx->diag.message, fmt, ap);
-  va_end(ap);
-  ctx->diag.line = loc.line;
-  ctx->diag.column = loc.col;
+/* Fills *diag (message already there) with loc, and out[cap] with
+ * "name:line:col: error: <message>", the source line and a caret. */
+static void format_diag(const cg_ctx_t *ctx, cg_loc_t loc,
+                        rk_diagnostic_t *diag, char *out, size_t cap) {
+  diag->line = loc.line;
+  diag->column = loc.col;
 
   /* The source line and a caret under the column (tabs kept so the caret
    * lines up in a terminal). */
@@ -103,11 +102,36 @@ _Noreturn void rk__cg_error(cg_ctx_t *ctx, cg_loc_t loc, const char *fmt, ...) {
     line[i] = (ch < 32 && ch != '\t') || ch == 127 ? '?' : (char)ch;
   }
   line[shown] = '\0';
-  rk__fail(RK_ERR_COMPILE, "%s:%u:%u: error: %s\n%s\n%s", ctx->source_name,
-           (unsigned)loc.line, (unsigned)loc.col, ctx->diag.message, line,
-           caret);
+  snprintf(out, cap, "%s:%u:%u: error: %s\n%s\n%s", ctx->source_name,
+           (unsigned)loc.line, (unsigned)loc.col, diag->message, line, caret);
+}
+
+_Noreturn void rk__cg_error(cg_ctx_t *ctx, cg_loc_t loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->diag.message, sizeof ctx->diag.message, fmt, ap);
+  va_end(ap);
+  char text[sizeof ctx->diag.message + 1024];
+  format_diag(ctx, loc, &ctx->diag, text, sizeof text);
+  rk__fail(RK_ERR_COMPILE, "%s", text);
   ctx->status = RK_ERR_COMPILE;
   longjmp(*ctx->jmp, 1);
+}
+
+void rk__cg_refuse(cg_ctx_t *ctx, cg_loc_t loc, const char *fmt, ...) {
+  if (ctx->defer_refusal && ctx->refusal) return; /* the first one stands */
+  char message[sizeof ctx->diag.message];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(message, sizeof message, fmt, ap);
+  va_end(ap);
+  if (!ctx->defer_refusal) rk__cg_error(ctx, loc, "%s", message);
+  rk_diagnostic_t *diag = &ctx->refusal_diag;
+  memcpy(diag->message, message, sizeof message);
+  snprintf(diag->source_name, sizeof diag->source_name, "%s", ctx->source_name);
+  char text[sizeof message + 1024];
+  format_diag(ctx, loc, diag, text, sizeof text);
+  ctx->refusal = rk__cg_strndup(ctx, text, strlen(text));
 }
 
 _Noreturn void rk__cg_oom(cg_ctx_t *ctx) {

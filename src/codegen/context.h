@@ -80,6 +80,11 @@ typedef struct cg_ctx {
   jmp_buf *jmp;         /* rk__cg_error() jumps here */
   rk_status_t status;   /* why it jumped */
   rk_diagnostic_t diag; /* filled for RK_ERR_COMPILE */
+  /* Refusals of what the target cannot express (rk__cg_refuse): with
+   * defer_refusal the first is kept here and checking goes on. */
+  bool defer_refusal;
+  const char *refusal; /* "name:line:col: error: ..." with line and caret */
+  rk_diagnostic_t refusal_diag;
 } cg_ctx_t;
 
 void rk__cg_ctx_init(cg_ctx_t *ctx, const char *source, size_t len,
@@ -90,6 +95,12 @@ void rk__cg_ctx_free(cg_ctx_t *ctx);
  * rk_last_error() and ctx->diag, then jumps to ctx->jmp with
  * RK_ERR_COMPILE. */
 _Noreturn void rk__cg_error(cg_ctx_t *ctx, cg_loc_t loc, const char *fmt, ...)
+    RK__PRINTF(3, 4);
+/* A construct the target cannot express (a type, a built-in): as
+ * rk__cg_error(), unless ctx->defer_refusal, where the first refusal is
+ * kept in ctx->refusal / ctx->refusal_diag and the call returns, so the
+ * source is still checked and described in full. */
+void rk__cg_refuse(cg_ctx_t *ctx, cg_loc_t loc, const char *fmt, ...)
     RK__PRINTF(3, 4);
 /* Jumps to ctx->jmp with RK_ERR_OUT_OF_MEMORY. */
 _Noreturn void rk__cg_oom(cg_ctx_t *ctx);

@@ -27,6 +27,7 @@ typedef struct cg_emit_options {
   const char *source_name; /* for the header comment */
   const char *entry;       /* only this entry point; NULL = all */
   bool persistent_actors;  /* CUDA: rk_actor_<h> per printed handler */
+  bool buffer_offsets;     /* OpenCL: pointers as buffer + byte offset */
 } cg_emit_options_t;
 
 /* Prints `unit` for target C, CUDA, OpenCL or MSL into out (appending;

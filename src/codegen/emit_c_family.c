@@ -515,6 +515,9 @@ typedef struct printer {
   const cg_func_t *fn; /* the function being printed */
   int nasserts;        /* OpenCL assertion typedef counter */
   bool actor_prelude;  /* the persistent actor prelude is printed */
+  /* OpenCL: each pointer launch parameter is a buffer and a byte offset
+   * (cg_emit_options_t.buffer_offsets). */
+  bool buffer_offsets;
 } printer_t;
 
 /* Precedence levels for printing (higher binds tighter). */
@@ -1234,15 +1237,70 @@ static void status_decl(printer_t *p) {
           p->t->types[CG_TY_I32]);
 }
 
+/* With buffer offsets (OpenCL), pointer launch parameter `name` of element
+ * type `elem` (printed by the callback) is declared as the buffer
+ * `rk_pb_<name>` and the byte offset `ulong rk_po_<name>`; the prologue
+ * (printed on the line of the body's brace, so line numbers stay put)
+ * declares `name` itself at that offset. */
+typedef void (*elem_printer_fn)(printer_t *p, const cg_var_t *v);
+
+static void elem_of_var(printer_t *p, const cg_var_t *v) {
+  if (v->type->elem_const) puts_(p, "const ");
+  type_name(p, v->type->elem);
+}
+
+static void elem_i32(printer_t *p, const cg_var_t *v) {
+  (void)v;
+  puts_(p, p->t->types[CG_TY_I32]);
+}
+
+static void offset_param_decl(printer_t *p, const cg_var_t *v,
+                              elem_printer_fn elem, const char *name) {
+  puts_(p, p->t->global_space);
+  elem(p, v);
+  printf_(p, " *rk_pb_%s, ulong rk_po_%s", name, name);
+}
+
+static void offset_prologue(printer_t *p, const cg_var_t *v,
+                            elem_printer_fn elem, const char *name) {
+  puts_(p, " ");
+  puts_(p, p->t->global_space);
+  elem(p, v);
+  puts_(p, " *");
+  if (v && v->is_const) puts_(p, "const ");
+  if (v && v->is_restrict && p->t->restrict_kw)
+    printf_(p, "%s ", p->t->restrict_kw);
+  printf_(p, "%s = (%s", name, p->t->global_space);
+  elem(p, v);
+  printf_(p, " *)((%suchar *)rk_pb_%s + rk_po_%s);", p->t->global_space, name,
+          name);
+}
+
+/* The printed name of pointer parameter v. */
+static const char *param_name(printer_t *p, const cg_var_t *v, char *buf,
+                              size_t cap) {
+  snprintf(buf, cap, "%s%.200s",
+           rk__cg_target_reserves(p->t->target, v->name) ? "rk_u_" : "",
+           v->name);
+  return buf;
+}
+
 /* Launch parameter i of an entry: its own parameters, then (i == nparams)
  * the status buffer of an int handler or batch entry, then (i == nparams +
  * 1) a batch entry's message count; for a kernel using rk_dynamic_shared()
  * on OpenCL, i == nparams is the hidden __local buffer. */
 static void launch_param_decl(printer_t *p, const cg_func_t *fn, uint32_t i) {
-  if (i < fn->nparams)
+  char buf[256];
+  if (i < fn->nparams && p->buffer_offsets &&
+      fn->params[i]->type->kind == CG_TY_PTR)
+    offset_param_decl(p, fn->params[i], elem_of_var,
+                      param_name(p, fn->params[i], buf, sizeof buf));
+  else if (i < fn->nparams)
     param_decl(p, fn->params[i]);
   else if (fn->uses_dynamic_shared)
     puts_(p, "__local uchar *rk_dyn_shared");
+  else if (i == fn->nparams && p->buffer_offsets)
+    offset_param_decl(p, NULL, elem_i32, CG_HANDLER_STATUS_NAME);
   else if (i == fn->nparams)
     status_decl(p);
   else
@@ -1316,6 +1374,15 @@ static void entry_signature(printer_t *p, const cg_func_t *fn, bool batch) {
       launch_param_decl(p, fn, i);
     }
     puts_(p, ") {");
+  }
+  if (p->buffer_offsets) {
+    char buf[256];
+    for (uint32_t i = first; i < fn->nparams; ++i)
+      if (fn->params[i]->type->kind == CG_TY_PTR)
+        offset_prologue(p, fn->params[i], elem_of_var,
+                        param_name(p, fn->params[i], buf, sizeof buf));
+    if (batch || rk__cg_handler_status(fn))
+      offset_prologue(p, NULL, elem_i32, CG_HANDLER_STATUS_NAME);
   }
   puts_(p, "\n");
   if (dyn && strcmp(dyn, "extern") == 0)
@@ -1725,6 +1792,7 @@ void rk__cg_emit_c_family(const cg_unit_t *unit, rk_target_t target,
   p.t = &kTargets[target];
   p.unit = unit;
   p.out = out;
+  p.buffer_offsets = options->buffer_offsets && target == RK_TARGET_OPENCL;
   header_comment(&p, options->source_name ? options->source_name : "<source>");
   prelude(&p);
   bool after_defines = true;

@@ -1,6 +1,7 @@
 /* Kernel source with defines, and diagnostics (kernel_source.h). */
 #include "hal/kernel_source.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
@@ -64,4 +65,54 @@ rk_status_t rk__source_diag(const rk_diagnostic_t *diag, const char *source,
   caret[col + 1] = '\0';
   return rk__fail(RK_ERR_COMPILE, "%s:%u:%u: error: %s\n%.*s\n%s", name, line,
                   diag->column, diag->message, len, p ? p : "", caret);
+}
+
+const char *rk__kernel_source_name(const rk_compile_options_t *options) {
+  return options && options->source_name && *options->source_name
+             ? options->source_name
+             : "<source>";
+}
+
+rk_status_t rk__kernel_front_end(const char *source,
+                                 const rk_compile_options_t *options,
+                                 rk_target_t target,
+                                 const rk_transpile_options_t *topts,
+                                 rk_codegen_result_t *out) {
+  const char *name = rk__kernel_source_name(options);
+  char *full = NULL;
+  unsigned define_lines = 0;
+  RK_RETURN_IF_ERROR(
+      rk__source_with_defines(source, options, &full, &define_lines));
+  rk_transpile_options_t t;
+  if (topts)
+    t = *topts;
+  else
+    rk_transpile_options_init(&t);
+  t.source_name = name;
+  rk_diagnostic_t diag;
+  rk_status_t s = rk_codegen_compile(full, target, &t, out, &diag);
+  free(full);
+  if (s == RK_ERR_COMPILE && define_lines)
+    return rk__source_diag(&diag, source, name, options, define_lines);
+  if (s != RK_OK || !define_lines || !out->entry_errors) return s;
+  /* Refusals of single entries, moved to the user's lines as well. */
+  char *saved = rk__error_save();
+  for (size_t i = 0; i < out->entries->count; ++i) {
+    if (!out->entry_errors[i]) continue;
+    rk__source_diag(&out->entry_diags[i], source, name, options, define_lines);
+    size_t n = strlen(rk_last_error()) + 1;
+    char *text = malloc(n);
+    if (!text) {
+      rk__error_restore(saved);
+      rk_codegen_result_free(out);
+      return rk__fail(RK_ERR_OUT_OF_MEMORY, "%s: kernel source", name);
+    }
+    memcpy(text, rk_last_error(), n);
+    free(out->entry_errors[i]);
+    out->entry_errors[i] = text;
+    if (out->entry_diags[i].line > define_lines)
+      out->entry_diags[i].line -= define_lines;
+  }
+  rk__error_restore(saved);
+  return RK_OK;
 }

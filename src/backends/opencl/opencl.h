@@ -123,14 +123,6 @@ rk_status_t rk__ocl_enqueue_launch(ocl_context_t *ctx, cl_command_queue queue,
                                    const ocl_launch_t *launch,
                                    cl_event *out_event);
 
-/* Rewrites generated OpenCL C so that each pointer parameter of every
- * entry becomes a buffer and a byte offset (see opencl_module.c). Exposed
- * for the tests. *out_text is malloc'd; dyn[i] tells whether entry i takes
- * the hidden dynamic shared memory parameter. */
-rk_status_t rk__ocl_rewrite_offsets(const char *text,
-                                    const rk_entry_list_t *entries,
-                                    char **out_text, bool *dyn);
-
 /* ---- Streams ------------------------------------------------------------ */
 
 rk_status_t rk__ocl_stream_create(rk_context_t *context, rk_stream_t **out);

@@ -1,20 +1,16 @@
-/* OpenCL modules: kernel language -> OpenCL C (rk_transpile) -> rewritten
- * pointer parameters -> clBuildProgram, cached in memory per context; and
+/* OpenCL modules: kernel language -> the front end (OpenCL C, pointers as
+ * buffer + offset) -> clBuildProgram, cached in memory per context; and
  * launches (arguments + NDRange).
  *
  * Pointer parameters. An rk device pointer may point anywhere inside an
  * allocation, but an OpenCL buffer argument starts at its buffer's origin
- * (sub-buffers would need CL_DEVICE_MEM_BASE_ADDR_ALIGN alignment). So each
- * generated `__global T *p` parameter becomes two, `__global T *rk_pb_p,
- * ulong rk_po_p`, and the kernel body starts with
- * `__global T *p = (__global T *)((__global uchar *)rk_pb_p + rk_po_p);`
- * (on the same line as the brace, so line numbers stay those of the
- * transpiler's output). Any byte offset works.
+ * (sub-buffers would need CL_DEVICE_MEM_BASE_ADDR_ALIGN alignment). So the
+ * transpiler prints each pointer launch parameter as two, `__global T
+ * *rk_pb_p, ulong rk_po_p` (rk_transpile_options_t.opencl_buffer_offsets),
+ * and a launch sets the buffer and the byte offset: any offset works.
  *
- * Defines. The transpiler accepts `#define NAME <constant>`, so the compile
- * options' defines are prepended as such lines; diagnostics are moved back
- * to the user's line numbers.
- */
+ * Defines and diagnostics: rk__kernel_front_end (hal/kernel_source.h).
+ * */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,183 +29,6 @@ struct ocl_program_cache {
 };
 
 static const char kBuildOptions[] = "-cl-std=CL1.2";
-
-/* ---- Rewriting pointer parameters -------------------------------------- */
-
-static const char *skip_space(const char *p, const char *end) {
-  while (p < end && isspace((unsigned char)*p)) ++p;
-  return p;
-}
-
-/* Splits "TYPE NAME" (trimmed, in [b, e)) at the trailing identifier. */
-static bool split_param(const char *b, const char *e, const char **name) {
-  while (e > b && isspace((unsigned char)e[-1])) --e;
-  const char *n = e;
-  while (n > b && (isalnum((unsigned char)n[-1]) || n[-1] == '_')) --n;
-  if (n == e || n == b) return false;
-  *name = n;
-  return true;
-}
-
-static const char *find_kernel(const char *text, const char *name) {
-  static const char kPrefix[] = "__kernel void ";
-  size_t nlen = strlen(name);
-  for (const char *p = strstr(text, kPrefix); p; p = strstr(p + 1, kPrefix)) {
-    const char *n = p + sizeof kPrefix - 1;
-    if (strncmp(n, name, nlen) == 0 && n[nlen] == '(') return n + nlen;
-  }
-  return NULL;
-}
-
-rk_status_t rk__ocl_rewrite_offsets(const char *text,
-                                    const rk_entry_list_t *entries,
-                                    char **out_text, bool *dyn) {
-  /* Where each entry's kernel is: `open` at its '(', `close` at the ')'
-   * that matches it, `brace` just after the body's '{'. Rewritten in text
-   * order. */
-  typedef struct {
-    size_t entry;
-    const char *open, *close, *brace;
-  } site_t;
-  size_t n = entries->count;
-  site_t *sites = calloc(n ? n : 1, sizeof *sites);
-  if (!sites) return rk__fail(RK_ERR_OUT_OF_MEMORY, "opencl: rewrite");
-  for (size_t i = 0; i < n; ++i) {
-    const rk_entry_t *e = &entries->entries[i];
-    dyn[i] = false;
-    const char *open = find_kernel(text, e->name);
-    if (!open) {
-      free(sites);
-      return rk__fail(RK_ERR_INTERNAL,
-                      "opencl: the generated OpenCL C has no kernel '%s'",
-                      e->name);
-    }
-    int depth = 0;
-    const char *p = open;
-    for (; *p; ++p) {
-      if (*p == '(') ++depth;
-      if (*p == ')' && --depth == 0) break;
-    }
-    const char *brace = *p ? strchr(p, '{') : NULL;
-    if (!brace) {
-      free(sites);
-      return rk__fail(RK_ERR_INTERNAL,
-                      "opencl: cannot read the parameters of generated "
-                      "kernel '%s'",
-                      e->name);
-    }
-    sites[i].entry = i;
-    sites[i].open = open;
-    sites[i].close = p;
-    sites[i].brace = brace + 1;
-  }
-  /* Sort by position (insertion sort; few entries). */
-  for (size_t i = 1; i < n; ++i)
-    for (size_t j = i; j > 0 && sites[j].open < sites[j - 1].open; --j) {
-      site_t t = sites[j];
-      sites[j] = sites[j - 1];
-      sites[j - 1] = t;
-    }
-
-  rk__strbuf_t out, prologue;
-  rk__strbuf_init(&out);
-  rk__strbuf_init(&prologue);
-  const char *copied = text;
-  rk_status_t s = RK_OK;
-  for (size_t k = 0; k < n && s == RK_OK; ++k) {
-    const site_t *site = &sites[k];
-    const rk_entry_t *e = &entries->entries[site->entry];
-    rk__strbuf_append(&out, copied, (size_t)(site->open + 1 - copied));
-    rk__strbuf_free(&prologue);
-    rk__strbuf_init(&prologue);
-    /* Walk the comma-separated parameters. */
-    const char *b = site->open + 1;
-    size_t index = 0;
-    const char *first = skip_space(b, site->close);
-    bool empty = first == site->close ||
-                 (site->close - first == 4 && strncmp(first, "void", 4) == 0);
-    while (!empty && b <= site->close) {
-      const char *c = b;
-      while (c < site->close && *c != ',') ++c;
-      const char *name = NULL;
-      if (!split_param(b, c, &name)) {
-        s = rk__fail(RK_ERR_INTERNAL,
-                     "opencl: cannot read parameter %zu of generated kernel "
-                     "'%s'",
-                     index, e->name);
-        break;
-      }
-      const char *name_end = name;
-      while (isalnum((unsigned char)*name_end) || *name_end == '_') ++name_end;
-      size_t nlen = (size_t)(name_end - name);
-      if (index > 0) rk__strbuf_puts(&out, ",");
-      if (index < e->param_count && e->params[index].kind == RK_ARG_PTR) {
-        /* Type text: from the first non-space to the name. */
-        const char *tb = skip_space(b, name);
-        size_t tlen = (size_t)(name - tb);
-        while (tlen > 0 && isspace((unsigned char)tb[tlen - 1])) --tlen;
-        /* Leading white space (newlines) kept, so lines stay put. */
-        rk__strbuf_append(&out, b, (size_t)(tb - b));
-        rk__strbuf_printf(&out, "%.*s rk_pb_%.*s, ulong rk_po_%.*s", (int)tlen,
-                          tb, (int)nlen, name, (int)nlen, name);
-        rk__strbuf_append(&out, name_end, (size_t)(c - name_end));
-        rk__strbuf_printf(&prologue,
-                          " %.*s %.*s = (%.*s)((__global uchar *)rk_pb_%.*s "
-                          "+ rk_po_%.*s);",
-                          (int)tlen, tb, (int)nlen, name, (int)tlen, tb,
-                          (int)nlen, name, (int)nlen, name);
-      } else if (index == e->param_count && nlen == 13 &&
-                 strncmp(name, "rk_dyn_shared", 13) == 0) {
-        dyn[site->entry] = true;
-        rk__strbuf_append(&out, b, (size_t)(c - b));
-      } else if (index < e->param_count) {
-        rk__strbuf_append(&out, b, (size_t)(c - b));
-      } else {
-        s = rk__fail(RK_ERR_INTERNAL,
-                     "opencl: generated kernel '%s' has more parameters than "
-                     "its entry lists (%zu)",
-                     e->name, e->param_count);
-        break;
-      }
-      ++index;
-      b = c + 1;
-      if (c == site->close) break;
-    }
-    if (s == RK_OK && (empty ? 0 : index) < e->param_count)
-      s = rk__fail(RK_ERR_INTERNAL,
-                   "opencl: generated kernel '%s' has %zu parameters; its "
-                   "entry lists %zu",
-                   e->name, empty ? (size_t)0 : index, e->param_count);
-    if (s == RK_OK && dyn[site->entry] != e->dynamic_shared)
-      s = rk__fail(RK_ERR_INTERNAL,
-                   "opencl: generated kernel '%s' %s the hidden "
-                   "rk_dyn_shared parameter, but its entry says it %s "
-                   "rk_dynamic_shared()",
-                   e->name, dyn[site->entry] ? "has" : "lacks",
-                   e->dynamic_shared ? "uses" : "does not use");
-    if (s != RK_OK) break;
-    if (empty)
-      rk__strbuf_append(&out, site->open + 1,
-                        (size_t)(site->close - site->open - 1));
-    /* From ')' through '{', then the prologue on the brace's line. */
-    rk__strbuf_append(&out, site->close, (size_t)(site->brace - site->close));
-    if (prologue.data) rk__strbuf_puts(&out, prologue.data);
-    copied = site->brace;
-  }
-  if (s == RK_OK) rk__strbuf_puts(&out, copied);
-  free(sites);
-  rk__strbuf_free(&prologue);
-  if (s == RK_OK && out.failed)
-    s = rk__fail(RK_ERR_OUT_OF_MEMORY, "opencl: rewrite");
-  if (s != RK_OK) {
-    rk__strbuf_free(&out);
-    return s;
-  }
-  *out_text = out.data;
-  return RK_OK;
-}
-
-/* ---- Transpiling ------------------------------------------------------- */
 
 /* ---- Building ----------------------------------------------------------- */
 
@@ -359,46 +178,26 @@ rk_status_t rk__ocl_compile(rk_context_t *context, const char *source,
                             rk_module_t **out_module) {
   ocl_context_t *ctx = ocl_ctx(context);
   const rk_cl_api_t *api = ctx->api;
-  const char *name = options->source_name && *options->source_name
-                         ? options->source_name
-                         : "<source>";
-  char *full = NULL, *text = NULL, *rewritten = NULL;
-  unsigned define_lines = 0;
-  RK_RETURN_IF_ERROR(
-      rk__source_with_defines(source, options, &full, &define_lines));
-
+  const char *name = rk__kernel_source_name(options);
   rk_transpile_options_t topt;
   rk_transpile_options_init(&topt);
-  topt.source_name = name;
-  rk_diagnostic_t diag;
-  rk_entry_list_t *list = NULL;
-  rk_status_t s = rk_transpile_ex(full, RK_TARGET_OPENCL, &topt, &text, &diag);
-  if (s == RK_ERR_COMPILE && define_lines)
-    s = rk__source_diag(&diag, source, name, options, define_lines);
-  if (s == RK_OK) s = rk_codegen_list_entries(full, &topt, &list, &diag);
-  free(full);
-  if (s != RK_OK) {
-    rk_transpile_free(text);
-    return s;
-  }
+  topt.opencl_buffer_offsets = true;
+  rk_codegen_result_t r;
+  RK_RETURN_IF_ERROR(
+      rk__kernel_front_end(source, options, RK_TARGET_OPENCL, &topt, &r));
+  const rk_entry_list_t *list = r.entries;
 
   ocl_module_t *m = calloc(1, sizeof *m);
-  bool *dyn = calloc(list->count ? list->count : 1, sizeof *dyn);
-  if (!m || !dyn) {
-    free(m);
-    free(dyn);
-    rk_transpile_free(text);
-    rk_entry_list_destroy(list);
+  if (!m) {
+    rk_codegen_result_free(&r);
     return rk__fail(RK_ERR_OUT_OF_MEMORY, "opencl: module");
   }
-  m->entries = list;
-  s = rk__ocl_rewrite_offsets(text, list, &rewritten, dyn);
-  rk_transpile_free(text);
+  m->entries = r.entries;
+  r.entries = NULL; /* the module owns the list */
   bool hit = false;
-  if (s == RK_OK)
-    s = rk__ocl_get_program(ctx, rewritten, name, options->no_cache,
-                            &m->program, &hit);
-  free(rewritten);
+  rk_status_t s = rk__ocl_get_program(ctx, r.text, name, options->no_cache,
+                                      &m->program, &hit);
+  rk_codegen_result_free(&r);
 
   size_t nf = list->count, total = 0;
   for (size_t i = 0; i < nf; ++i) total += list->entries[i].param_count;
@@ -444,7 +243,7 @@ rk_status_t rk__ocl_compile(rk_context_t *context, const char *source,
       idx += ep->kind == RK_ARG_PTR ? 2 : 1;
     }
     if (s != RK_OK) break;
-    f->dyn_shared = dyn[i];
+    f->dyn_shared = e->dynamic_shared;
     f->dyn_index = idx;
     cl_int err = RK_CL_SUCCESS;
     f->kernel = api->clCreateKernel(m->program, e->name, &err);
@@ -461,7 +260,6 @@ rk_status_t rk__ocl_compile(rk_context_t *context, const char *source,
       wg = ctx->dev->info.max_threads_per_block;
     f->max_work_group = wg;
   }
-  free(dyn);
   if (s != RK_OK) {
     module_free(m, api);
     return s;

@@ -1,7 +1,7 @@
 /* OpenCL backend: loading the ICD loader (and failing to), the error table,
  * build errors with the generated line, device information, pointer
- * arguments at offsets, the pointer-parameter rewrite, many small launches,
- * and a queued copy whose memory is freed before it runs.
+ * arguments at offsets, pointers printed as buffer + offset, many small
+ * launches, and a queued copy whose memory is freed before it runs.
  *
  * Runs on whatever OpenCL platform is installed (PoCL's CPU device in CI);
  * exits 77 with the reason when there is none. */
@@ -120,68 +120,60 @@ static void test_error_table(void) {
   CHECK_ERROR_HAS("clEnqueueNDRangeKernel");
 }
 
-/* ---- The pointer-parameter rewrite ------------------------------------- */
+/* ---- Pointer parameters as buffer + offset ----------------------------- */
 
-static void test_rewrite(void) {
-  static const char kText[] =
-      "__kernel void f(\n"
-      "    int n,\n"
-      "    __global const float *x,\n"
-      "    __global float *y,\n"
-      "    __local uchar *rk_dyn_shared) {\n"
-      "  y[0] = x[0];\n"
+static int count_lines(const char *text) {
+  int n = 0;
+  for (const char *p = text; *p; ++p) n += *p == '\n';
+  return n;
+}
+
+/* The OpenCL C the backend compiles splits every pointer launch parameter
+ * (the handler's status buffer too) into a buffer and an offset, keeps
+ * every line where the plain output has it (diagnostics name generated
+ * lines), and the option exists for OpenCL only. Running at offsets is
+ * tested on the device below. */
+static void test_buffer_offsets(void) {
+  static const char kSource[] =
+      "#include <rk/kernel.h>\n"
+      "typedef struct { int v; } msg_t;\n"
+      "RK_KERNEL void f(int n, const float *x, float *restrict y) {\n"
+      "  float *t = (float *)rk_dynamic_shared();\n"
+      "  t[0] = x[0];\n"
+      "  if (n > 0) y[0] = t[0];\n"
       "}\n"
-      "__kernel void g(void) {\n"
+      "RK_HANDLER int h(const msg_t *in, msg_t *out) {\n"
+      "  out->v = in->v;\n"
+      "  return 0;\n"
       "}\n";
-  rk_entry_param_t fp[3] = {
-      {"n", "int", RK_ARG_I32, 4, 0, false},
-      {"x", "const float *", RK_ARG_PTR, 8, 4, true},
-      {"y", "float *", RK_ARG_PTR, 8, 4, false},
+  rk_transpile_options_t o;
+  rk_transpile_options_init(&o);
+  char *plain = NULL, *split = NULL;
+  if (!CHECK_OK(rk_transpile(kSource, RK_TARGET_OPENCL, &o, &plain))) return;
+  o.opencl_buffer_offsets = true;
+  if (!CHECK_OK(rk_transpile(kSource, RK_TARGET_OPENCL, &o, &split))) {
+    free(plain);
+    return;
+  }
+  CHECK(count_lines(plain) == count_lines(split), "%d lines became %d:\n%s",
+        count_lines(plain), count_lines(split), split);
+  static const char *const kWant[] = {
+      "__global const float *rk_pb_x, ulong rk_po_x",
+      "__global float *rk_pb_y, ulong rk_po_y",
+      "__local uchar *rk_dyn_shared",
+      "__global float *restrict y = (__global float *)((__global uchar "
+      "*)rk_pb_y + rk_po_y);",
+      "rk_pb_rk_status, ulong rk_po_rk_status",
   };
-  rk_entry_t e[2];
-  memset(e, 0, sizeof e);
-  e[0].name = "f";
-  e[0].kind = RK_ENTRY_KERNEL;
-  e[0].param_count = 3;
-  e[0].params = fp;
-  e[0].dynamic_shared = true;
-  e[1].name = "g";
-  e[1].kind = RK_ENTRY_KERNEL;
-  rk_entry_list_t list = {2, e};
-  char *out = NULL;
-  bool dyn[2] = {false, true};
-  if (!CHECK_OK(rk__ocl_rewrite_offsets(kText, &list, &out, dyn))) return;
-  CHECK(dyn[0] && !dyn[1], "dynamic shared memory: f %d, g %d", dyn[0], dyn[1]);
-  CHECK(strstr(out, "__global const float * rk_pb_x, ulong rk_po_x") != NULL,
-        "x not split:\n%s", out);
-  CHECK(strstr(out, "__global float * rk_pb_y, ulong rk_po_y") != NULL,
-        "y not split:\n%s", out);
-  CHECK(strstr(out, "__local uchar *rk_dyn_shared) {") != NULL,
-        "hidden parameter changed:\n%s", out);
-  CHECK(strstr(out,
-               "__global float * y = (__global float *)((__global uchar "
-               "*)rk_pb_y + rk_po_y);") != NULL,
-        "no prologue for y:\n%s", out);
-  /* Lines stay where the transpiler put them. */
-  int lines_in = 0, lines_out = 0;
-  for (const char *p = kText; *p; ++p) lines_in += *p == '\n';
-  for (const char *p = out; *p; ++p) lines_out += *p == '\n';
-  CHECK(lines_in == lines_out, "%d lines became %d", lines_in, lines_out);
-  CHECK(strstr(out, "__kernel void g(void) {") != NULL, "g changed:\n%s", out);
-  free(out);
-
-  /* The text and the entry list must agree about the hidden parameter. */
-  e[0].dynamic_shared = false;
-  CHECK_STATUS(rk__ocl_rewrite_offsets(kText, &list, &out, dyn),
-               RK_ERR_INTERNAL);
-  CHECK_ERROR_HAS("rk_dyn_shared");
-  e[0].dynamic_shared = true;
-
-  /* A kernel the text does not have is an internal error, not a crash. */
-  e[1].name = "missing";
-  CHECK_STATUS(rk__ocl_rewrite_offsets(kText, &list, &out, dyn),
-               RK_ERR_INTERNAL);
-  CHECK_ERROR_HAS("missing");
+  for (size_t i = 0; i < sizeof kWant / sizeof kWant[0]; ++i)
+    CHECK(strstr(split, kWant[i]) != NULL, "no '%s' in:\n%s", kWant[i], split);
+  free(plain);
+  free(split);
+  char *text = NULL;
+  CHECK_STATUS(rk_transpile(kSource, RK_TARGET_CUDA, &o, &text),
+               RK_ERR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("opencl_buffer_offsets");
+  CHECK(text == NULL, "text returned with an error");
 }
 
 /* ---- On a device -------------------------------------------------------- */
@@ -416,7 +408,7 @@ static void test_dynamic_shared(rk_context_t *ctx) {
 
 /* Every kernel of the transpiler's corpus (kernels, stencils, handlers and
  * their batch entries, structs, shared memory) builds through the backend,
- * parameter rewrite included, with one function per listed entry. */
+ * pointers as buffer + offset, with one function per listed entry. */
 static void test_corpus(rk_context_t *ctx) {
 #ifdef RK_CORPUS_DIR
   DIR *dir = opendir(RK_CORPUS_DIR);
@@ -597,7 +589,7 @@ int main(void) {
   if (!getenv("POCL_CACHE_DIR"))
     setenv("POCL_CACHE_DIR", rk_test_temp_dir(), 1);
   test_error_table();
-  test_rewrite();
+  test_buffer_offsets();
   test_loader_failures();
   test_no_platform();
 
