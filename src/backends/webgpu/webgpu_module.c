@@ -76,38 +76,24 @@ void rk__wg_module_destroy(rk_module_t *module) {
   free(m);
 }
 
+/* Builds entry e's shader and layout from its WGSL program (taken over
+ * by f), or records why the target cannot express it (`refusal`: the
+ * module still loads, and launching the entry says why). */
 static rk_status_t build_function(wg_context_t *ctx, wg_function_t *f,
-                                  const rk_entry_t *e, const char *source,
-                                  const rk_transpile_options_t *base_opts) {
+                                  const rk_entry_t *e, char *wgsl,
+                                  const char *refusal, const char *name) {
   const rk__wgpu_procs_t *p = ctx->p;
-  rk_transpile_options_t o = *base_opts;
-  o.entry = e->name;
-  char *wgsl = NULL;
-  rk_status_t s = rk_transpile(source, RK_TARGET_WGSL, &o, &wgsl);
-  if (s == RK_ERR_COMPILE) {
-    /* The target cannot express this entry (64-bit types, double, ...):
-     * the module still loads, and launching it says why. */
-    const char *why = rk_last_error();
-    f->unavailable = strdup(why && *why ? why : "refused by the WGSL target");
+  if (!wgsl) {
+    f->unavailable = strdup(refusal ? refusal : "refused by the WGSL target");
     return f->unavailable ? RK_OK
                           : rk__fail(RK_ERR_OUT_OF_MEMORY, "webgpu: compile");
   }
-  RK_RETURN_IF_ERROR(s);
   f->wgsl = wgsl;
-  f->dynamic_shared = strstr(wgsl, "override rk_dyn_shared_bytes") != NULL;
-  /* The WGSL of one entry has one @compute function: its name is the entry
-   * point (the entry's own name unless the printer had to rename it). */
-  const char *at = strstr(wgsl, "@compute");
-  at = at ? strstr(at, "fn ") : NULL;
-  size_t len =
-      at ? strspn(at + 3,
-                  "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                  "0123456789_")
-         : 0;
-  if (len > 0 && len < sizeof f->entry_point)
-    snprintf(f->entry_point, sizeof f->entry_point, "%.*s", (int)len, at + 3);
-  else
-    snprintf(f->entry_point, sizeof f->entry_point, "%s", e->name);
+  f->dynamic_shared = e->dynamic_shared;
+  /* Entry points keep their names in WGSL (the checker refuses names the
+   * target reserves). */
+  snprintf(f->entry_point, sizeof f->entry_point, "%s", e->name);
+  rk_status_t s;
 
   WGPUShaderSourceWGSL src;
   memset(&src, 0, sizeof src);
@@ -130,8 +116,7 @@ static rk_status_t build_function(wg_context_t *ctx, wg_function_t *f,
     rk__strbuf_printf(&sb,
                       "%s: the WebGPU implementation refused the WGSL of '%s': "
                       "%s",
-                      base_opts->source_name, e->name,
-                      s != RK_OK ? msg : "no shader module");
+                      name, e->name, s != RK_OK ? msg : "no shader module");
     append_generated_line(&sb, msg, wgsl);
     s = rk__fail(s != RK_OK ? s : RK_ERR_COMPILE, "%s", sb.data);
     rk__strbuf_free(&sb);
@@ -188,7 +173,7 @@ static rk_status_t build_function(wg_context_t *ctx, wg_function_t *f,
                     "%s: kernel '%s' needs %zu buffer bindings the device "
                     "cannot provide (at most %u storage buffers per stage): "
                     "%s",
-                    base_opts->source_name, e->name, nentries,
+                    name, e->name, nentries,
                     ctx->limits.maxStorageBuffersPerShaderStage,
                     s != RK_OK ? lmsg : "no layout");
   return RK_OK;
@@ -198,21 +183,15 @@ rk_status_t rk__wg_compile(rk_context_t *context, const char *source,
                            const rk_compile_options_t *options,
                            rk_module_t **out_module) {
   wg_context_t *ctx = wg_ctx(context);
-  unsigned added = 0;
-  char *full = NULL;
-  RK_RETURN_IF_ERROR(rk__source_with_defines(source, options, &full, &added));
+  const char *name = rk__kernel_source_name(options);
   rk_transpile_options_t o;
   rk_transpile_options_init(&o);
-  o.source_name = options->source_name;
-  rk_entry_list_t *list = NULL;
-  rk_diagnostic_t diag;
-  rk_status_t s = rk_codegen_list_entries(full, &o, &list, &diag);
-  if (s == RK_ERR_COMPILE && added)
-    s = rk__source_diag(&diag, source, options->source_name, options, added);
-  if (s != RK_OK) {
-    free(full);
-    return s;
-  }
+  o.per_entry = true; /* one shader module and pipeline per entry point */
+  rk_codegen_result_t r;
+  RK_RETURN_IF_ERROR(
+      rk__kernel_front_end(source, options, RK_TARGET_WGSL, &o, &r));
+  const rk_entry_list_t *list = r.entries;
+  rk_status_t s;
   size_t n = list->count, total = 0, names = 0;
   for (size_t i = 0; i < n; ++i) {
     total += list->entries[i].param_count;
@@ -229,8 +208,7 @@ rk_status_t rk__wg_compile(rk_context_t *context, const char *source,
     free(rfns);
     free(params);
     free(namebuf);
-    rk_entry_list_destroy(list);
-    free(full);
+    rk_codegen_result_free(&r);
     return rk__fail(RK_ERR_OUT_OF_MEMORY, "webgpu: compile");
   }
   m->fns = fns;
@@ -257,7 +235,8 @@ rk_status_t rk__wg_compile(rk_context_t *context, const char *source,
       snprintf(params[pi].name, sizeof params[pi].name, "%s",
                e->params[k].name);
     }
-    s = build_function(ctx, f, e, full, &o);
+    s = build_function(ctx, f, e, r.entry_texts[i], r.entry_errors[i], name);
+    r.entry_texts[i] = NULL; /* taken over by f */
     if (s == RK_OK && !f->unavailable) ++available;
   }
   /* Every entry refused by the target: that is a compile error. */
@@ -265,8 +244,7 @@ rk_status_t rk__wg_compile(rk_context_t *context, const char *source,
     s = rk__fail(RK_ERR_COMPILE, "%s", fns[0].unavailable);
   pthread_mutex_unlock(&ctx->lock);
   m->base.functions = rfns;
-  rk_entry_list_destroy(list);
-  free(full);
+  rk_codegen_result_free(&r);
   if (s != RK_OK) {
     m->base.context = context;
     char keep[4096];
