@@ -222,39 +222,26 @@ rk_status_t rk__cu_build(const char *source,
                          int cc_minor, rk__cu_image_t *out_image,
                          rk_entry_list_t **out_entries, char **out_text) {
   memset(out_image, 0, sizeof *out_image);
-  const char *name = options->source_name && *options->source_name
-                         ? options->source_name
-                         : "<source>";
-  char *full = NULL, *text = NULL;
-  unsigned define_lines = 0;
-  RK_RETURN_IF_ERROR(
-      rk__source_with_defines(source, options, &full, &define_lines));
+  const char *name = rk__kernel_source_name(options);
   rk_transpile_options_t topt;
   rk_transpile_options_init(&topt);
-  topt.source_name = name;
-  rk_diagnostic_t diag;
-  rk_entry_list_t *list = NULL;
-  rk_status_t s = rk_codegen_list_entries(full, &topt, &list, &diag);
-  if (s == RK_ERR_COMPILE && define_lines)
-    s = rk__source_diag(&diag, source, name, options, define_lines);
-  if (s == RK_OK) {
-    topt.persistent_actors = true;
-    s = rk_transpile_ex(full, RK_TARGET_CUDA, &topt, &text, &diag);
-  }
-  free(full);
-  if (s == RK_OK)
-    s = rk__cu_build_text(text, name, cc_major, cc_minor, options->no_cache,
-                          out_image);
+  topt.persistent_actors = true;
+  rk_codegen_result_t r;
+  RK_RETURN_IF_ERROR(
+      rk__kernel_front_end(source, options, RK_TARGET_CUDA, &topt, &r));
+  rk_status_t s = rk__cu_build_text(r.text, name, cc_major, cc_minor,
+                                    options->no_cache, out_image);
   if (s != RK_OK) {
-    rk_transpile_free(text);
-    rk_entry_list_destroy(list);
+    rk_codegen_result_free(&r);
     return s;
   }
-  *out_entries = list;
-  if (out_text)
-    *out_text = text;
-  else
-    rk_transpile_free(text);
+  *out_entries = r.entries;
+  r.entries = NULL;
+  if (out_text) {
+    *out_text = r.text;
+    r.text = NULL;
+  }
+  rk_codegen_result_free(&r);
   return RK_OK;
 }
 
