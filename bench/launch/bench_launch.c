@@ -22,8 +22,8 @@
  * With an empty kernel rk's launching thread may claim every block before a
  * pool worker notices the launch (an OpenMP region always forks and joins
  * the whole team). After every rk round an untimed probe (10 launches of a
- * kernel that records which thread ran each block) reports how many
- * threads really ran blocks, so the numbers can be read correctly: in the
+ * kernel that counts how many blocks run at the same time) reports how
+ * many threads really ran blocks, so the numbers can be read correctly: in the
  * work configuration fewer than min(T, grid) threads means rk ran the
  * launch (partly) serially.
  *
@@ -86,16 +86,15 @@ static const char kKernelSource[] =
     "  rk_atomic_add_u32(counter, 1u);\n"
     "}\n"
     "\n"
-    "/* Like spin, but records which OS thread ran each block: the address\n"
-    " * of a thread-local differs between threads. */\n"
-    "RK_KERNEL void where(int n, uint64_t *slots) {\n"
-    "  RK_SHARED int here;\n"
+    "/* Like spin, but counts how many blocks run at the same time: c[0]\n"
+    " * is the number running now, c[1] the peak, c[2] keeps the chain. */\n"
+    "RK_KERNEL void where(int n, unsigned *c) {\n"
+    "  unsigned now = rk_atomic_add_u32(&c[0], 1u) + 1u;\n"
+    "  rk_atomic_max_u32(&c[1], now);\n"
     "  unsigned x = rk_block_idx_x() + 1u;\n"
     "  for (int i = 0; i < n; ++i) x = x * 1664525u + 1013904223u;\n"
-    "  if (rk_thread_idx_x() == 0)\n"
-    "    slots[rk_block_idx_x()] = x == 0xffffffffu\n"
-    "                                  ? 0u\n"
-    "                                  : (uint64_t)(uintptr_t)&here;\n"
+    "  if (x == 0xffffffffu) c[2] = x;\n"
+    "  rk_atomic_sub_u32(&c[0], 1u);\n"
     "}\n";
 
 enum { K_EMPTY, K_EMPTY_ARG, K_SPIN, K_COUNT, K_WHERE, K_NUM };
@@ -356,7 +355,6 @@ static void omp_library_path(char *out, size_t cap) {
 typedef struct rk_side {
   rk_context_t *ctx;
   rk_function_t *fn[K_NUM];
-  uint64_t launcher_tag; /* `where`'s tag for the launching thread */
 } rk_side_t;
 
 static void rk_op(const rk_side_t *r, const config_t *c) {
@@ -406,54 +404,29 @@ static void rk_check_spin(const rk_side_t *r, const config_t *c,
   free(got);
 }
 
-/* The tag `where` writes on the launching thread: one block is never shared
- * with the pool. */
-static uint64_t rk_launcher_tag(const rk_side_t *r) {
-  rk_devptr_t dev;
-  uint64_t tag = 0;
-  RK_CHECK(rk_context_allocate(r->ctx, sizeof tag, &dev));
-  rk_arg_t args[2] = {rk_arg_i32(0), rk_arg_ptr(dev)};
-  RK_CHECK(rk_function_launch(r->fn[K_WHERE], rk_dim3(1, 1, 1),
-                              rk_dim3(1, 1, 1), 0, NULL, args, 2));
-  RK_CHECK(rk_context_synchronize(r->ctx));
-  RK_CHECK(rk_context_copy_to_host(r->ctx, &tag, dev, sizeof tag));
-  RK_CHECK(rk_context_free(r->ctx, dev));
-  return tag;
-}
-
-/* Which threads run the blocks: `probes` launches of `where` with the
+/* How many threads run the blocks: `probes` launches of `where` with the
  * configuration's shape and work (each followed by a copy back), untimed.
- * Gives the mean number of distinct threads per launch and the share of
- * blocks that pool workers (not the launching thread) ran. */
+ * Gives the mean over launches of the peak number of blocks that ran at
+ * the same time (each on its own thread). */
 static void rk_probe_threads(const rk_side_t *r, const config_t *c, long probes,
-                             double *mean_threads, double *worker_share) {
-  size_t bytes = (size_t)c->grid * sizeof(uint64_t);
-  uint64_t *slots = xcalloc(c->grid, sizeof *slots);
+                             double *mean_threads) {
   rk_devptr_t dev;
-  RK_CHECK(rk_context_allocate(r->ctx, bytes, &dev));
+  unsigned counters[3];
+  RK_CHECK(rk_context_allocate(r->ctx, sizeof counters, &dev));
   rk_arg_t args[2] = {rk_arg_i32(c->kernel == K_SPIN ? c->spin_n : 0),
                       rk_arg_ptr(dev)};
-  uint64_t threads_sum = 0, worker_blocks = 0;
+  uint64_t peak_sum = 0;
   for (long p = 0; p < probes; ++p) {
+    memset(counters, 0, sizeof counters);
+    RK_CHECK(rk_context_copy_to_device(r->ctx, dev, counters, sizeof counters));
     RK_CHECK(rk_function_launch(r->fn[K_WHERE], rk_dim3(c->grid, 1, 1),
                                 rk_dim3(c->block, 1, 1), 0, NULL, args, 2));
     RK_CHECK(rk_context_synchronize(r->ctx));
-    RK_CHECK(rk_context_copy_to_host(r->ctx, slots, dev, bytes));
-    uint64_t seen[64];
-    size_t nseen = 0;
-    for (uint32_t b = 0; b < c->grid; ++b) {
-      if (slots[b] != r->launcher_tag) ++worker_blocks;
-      size_t k = 0;
-      while (k < nseen && seen[k] != slots[b]) ++k;
-      if (k == nseen && nseen < 64) seen[nseen++] = slots[b];
-    }
-    threads_sum += nseen;
+    RK_CHECK(rk_context_copy_to_host(r->ctx, counters, dev, sizeof counters));
+    peak_sum += counters[1];
   }
   RK_CHECK(rk_context_free(r->ctx, dev));
-  free(slots);
-  *mean_threads = probes ? (double)threads_sum / (double)probes : 0;
-  *worker_share =
-      probes ? (double)worker_blocks / ((double)probes * c->grid) : 0;
+  *mean_threads = probes ? (double)peak_sum / (double)probes : 0;
 }
 
 /* ---- Timing ------------------------------------------------------------- */
@@ -493,11 +466,10 @@ static double timed_round(const bench_t *b, side_t side, const config_t *c) {
 typedef struct result {
   rkb_summary_t rk, omp;
   bool have_rk, have_omp;
-  /* From a short rk_probe_threads after every rk round: distinct threads
-   * per launch (over rounds), the share of blocks on pool workers, and the
-   * rounds whose launches ran on fewer than 90% of min(T, grid) threads. */
+  /* From a short rk_probe_threads after every rk round: blocks running at
+   * once per launch (over rounds), and the rounds whose launches ran on
+   * fewer than 90% of min(T, grid) threads. */
   rkb_summary_t rk_threads;
-  double rk_worker_share;
   long rk_narrow_rounds;
 } result_t;
 
@@ -527,16 +499,13 @@ static result_t run_config(const bench_t *b, const config_t *c, double *rk_us,
   }
   uint32_t ideal =
       (uint32_t)b->threads < c->grid ? (uint32_t)b->threads : c->grid;
-  double share_sum = 0;
   for (long r = 0; r < o->rounds; ++r) {
     /* Even rounds: rk first; odd rounds: OpenMP first. */
     for (int k = 0; k < 2; ++k) {
       side_t side = ((r + k) % 2 == 0) ? SIDE_RK : SIDE_OMP;
       if (side == SIDE_RK && do_rk) {
         rk_us[r] = timed_round(b, side, c);
-        double share;
-        rk_probe_threads(b->rk, c, 10, &rk_thr[r], &share);
-        share_sum += share;
+        rk_probe_threads(b->rk, c, 10, &rk_thr[r]);
         if (rk_thr[r] < 0.9 * ideal) ++res.rk_narrow_rounds;
       }
       if (side == SIDE_OMP && do_omp) omp_us[r] = timed_round(b, side, c);
@@ -547,7 +516,6 @@ static result_t run_config(const bench_t *b, const config_t *c, double *rk_us,
   if (do_rk) {
     res.rk = rkb_summarize(rk_us, (size_t)o->rounds);
     res.rk_threads = rkb_summarize(rk_thr, (size_t)o->rounds);
-    res.rk_worker_share = share_sum / (double)o->rounds;
   }
   if (do_omp) res.omp = rkb_summarize(omp_us, (size_t)o->rounds);
   return res;
@@ -762,7 +730,6 @@ int main(int argc, char **argv) {
   double compile_ms = (double)(rkb_now_ns() - c0) / 1e6;
   for (int k = 0; k < K_NUM; ++k)
     RK_CHECK(rk_module_get_function(mod, kKernelNames[k], &rk.fn[k]));
-  rk.launcher_tag = rk_launcher_tag(&rk);
 
   /* How long each side's idle threads spin before parking. */
   double spin_count = gomp_spin_count(threads, (int)info.compute_units);
@@ -915,26 +882,24 @@ int main(int argc, char **argv) {
   }
   if (opt.run_rk) {
     printf(
-        "\nwho ran rk's blocks (untimed: 10 launches of `where`, same "
-        "shape and work, after\nevery rk round; rounds 'narrow' when "
-        "fewer than 90%% of min(T, grid) threads ran blocks):\n");
+        "\nhow many of rk's blocks ran at once (untimed: 10 launches of "
+        "`where`, same shape\nand work, after every rk round; rounds "
+        "'narrow' when the peak is below 90%% of\nmin(T, grid)):\n");
     for (int i = 0; i < kNumConfigs; ++i) {
       const result_t *r = &results[i];
       printf(
-          "  %-24s threads/launch median %.2f (min %.2f, max %.2f), "
-          "%5.1f%% of blocks on\n  %-24s pool workers, narrow rounds "
-          "%ld/%ld\n",
+          "  %-24s blocks at once median %.2f (min %.2f, max %.2f), narrow "
+          "rounds %ld/%ld\n",
           configs[i].name, r->rk_threads.median, r->rk_threads.min,
-          r->rk_threads.max, 100.0 * r->rk_worker_share, "",
-          r->rk_narrow_rounds, opt.rounds);
+          r->rk_threads.max, r->rk_narrow_rounds, opt.rounds);
     }
     printf(
-        "  An empty kernel's blocks are usually all claimed by the "
-        "launching thread before a\n  worker sees the launch, so narrow "
-        "rounds are expected there; in the work config\n  they mean the "
-        "launch ran (partly) serially, e.g. because the launching "
-        "thread\n  shared a CPU with a pinned worker. An OpenMP region "
-        "always runs on all %d threads.\n",
+        "  An empty kernel's blocks are usually all run by the launching "
+        "thread before a\n  worker sees the launch, so narrow rounds are "
+        "expected there; in the work config\n  they mean the launch ran "
+        "(partly) serially, e.g. because the launching thread\n  shared a "
+        "CPU with a pinned worker. An OpenMP region always runs on all %d "
+        "threads.\n",
         threads);
   }
   printf("\nwhat each side runs:\n");

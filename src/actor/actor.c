@@ -201,21 +201,6 @@ static bool expired(uint64_t deadline) {
 
 /* ---- Launch -------------------------------------------------------------- */
 
-static rk_target_t target_for(rk_backend_kind_t kind) {
-  switch (kind) {
-    case RK_BACKEND_CUDA:
-      return RK_TARGET_CUDA;
-    case RK_BACKEND_OPENCL:
-      return RK_TARGET_OPENCL;
-    case RK_BACKEND_WEBGPU:
-      return RK_TARGET_WGSL;
-    case RK_BACKEND_METAL:
-      return RK_TARGET_MSL;
-    default:
-      return RK_TARGET_C;
-  }
-}
-
 static bool pow2(uint32_t v) { return v && (v & (v - 1)) == 0; }
 
 static rk_status_t check_options(const rk_actor_options_t *o) {
@@ -274,28 +259,11 @@ static rk_status_t describe_handler(rk_actor_t *a, const char *source,
 static rk_status_t compile_handler(rk_actor_t *a, const char *source,
                                    const char *handler,
                                    const rk_actor_options_t *o) {
-  rk_backend_kind_t kind = rk_backend_kind(rk_context_backend(a->context));
   rk_compile_options_t co;
   rk_compile_options_init(&co);
   co.source_name = o->source_name;
   co.no_cache = o->no_cache;
-  rk_status_t s;
-  if (kind == RK_BACKEND_CPU) {
-    /* The CPU backend builds C; the transpiler's C output of the handler
-     * is what its worker calls. Other backends transpile the source
-     * themselves. */
-    rk_transpile_options_t to;
-    rk_transpile_options_init(&to);
-    to.source_name = o->source_name;
-    to.entry = handler;
-    char *text = NULL;
-    s = rk_transpile(source, target_for(kind), &to, &text);
-    if (s != RK_OK) return rk__fail_context(s, "actor '%s'", handler);
-    s = rk_context_compile(a->context, text, &co, &a->module);
-    rk_transpile_free(text);
-  } else {
-    s = rk_context_compile(a->context, source, &co, &a->module);
-  }
+  rk_status_t s = rk_context_compile(a->context, source, &co, &a->module);
   if (s != RK_OK) return rk__fail_context(s, "actor '%s'", handler);
   s = rk_module_get_function(a->module, handler, &a->function);
   if (s != RK_OK) return rk__fail_context(s, "actor '%s'", handler);

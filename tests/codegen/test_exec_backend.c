@@ -284,17 +284,8 @@ static int compare(const exec_case_t *k, int i, const run_t *dev,
 static bool run_case(const exec_case_t *k, run_t *want) {
   char *src = cg_read_kernel(k->kernel);
   if (!CHECK(src != NULL, "cannot read %s", k->kernel)) return false;
-  /* The CPU backend compiles C: stencils and handlers reach it lowered by
-   * the transpiler (as rk_actor does); the GPU backends transpile
-   * themselves. */
-  char *c_src = NULL;
-  if (!CHECK_OK(cg_transpile(src, k->kernel, RK_TARGET_C, &c_src))) {
-    free(src);
-    return false;
-  }
   run_t cpu, dev;
-  bool ok = launch(g_cpu, "cpu", k, c_src, &cpu);
-  rk_transpile_free(c_src);
+  bool ok = launch(g_cpu, "cpu", k, src, &cpu);
   if (ok && launch(g_dev, g_dev_name, k, src, &dev)) {
     int bad = 0;
     for (int i = 0; i < k->nargs; ++i)

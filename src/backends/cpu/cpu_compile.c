@@ -1,18 +1,21 @@
-/* CPU kernel compilation: source -> launch wrappers -> system C compiler ->
- * shared object, cached on disk.
+/* CPU kernel compilation: kernel-language source -> the front end every
+ * backend shares (rk__kernel_front_end, target C) -> launch wrappers ->
+ * system C compiler -> shared object, cached on disk.
  *
- * The kernel source is compiled as one translation unit together with a
- * generated wrapper per RK_KERNEL: run_blocks loops over blocks and threads
- * calling the kernel (which the compiler can inline), run_thread runs one
- * thread for the fiber path. A table `rk__module` describes the kernels and
- * their parameters (sizes from sizeof, so struct arguments are checked too).
+ * The C the front end prints is compiled as one translation unit together
+ * with a generated wrapper per entry point it lists (kernels, stencils,
+ * handlers and their batch entries): run_blocks loops over blocks and
+ * threads calling the entry (which the compiler can inline), run_thread
+ * runs one thread for the fiber path. A table `rk__module` describes the
+ * entries and their parameters (sizes from sizeof, so struct arguments are
+ * checked too). Nothing but checked kernel language reaches the compiler.
  *
  * The shared object is cached as <cache>/cpu/<hash>.so, where the hash covers
- * the compiler's identity, the flags, the defines, the embedded kernel.h, the
- * CPU model (for -march=native) and the full text. The cache directory is
- * $RK_CACHE_DIR, else $XDG_CACHE_HOME/rk, else ~/.cache/rk; if it cannot be
- * created or written, a private temporary directory is used for the life of
- * the context.
+ * the compiler's identity, the flags, the embedded kernel.h, the CPU model
+ * (for -march=native) and the full text (the defines are part of it). The cache
+ * directory is $RK_CACHE_DIR, else $XDG_CACHE_HOME/rk, else ~/.cache/rk; if it
+ * cannot be created or written, a private temporary directory is used for the
+ * life of the context.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -25,10 +28,10 @@
 #include <unistd.h>
 
 #include "backends/cpu/cpu.h"
-#include "backends/cpu/cpu_scan.h"
 #include "base/error.h"
 #include "base/strbuf.h"
 #include "base/sys.h"
+#include "hal/kernel_source.h"
 
 extern const char rk__kernel_header_text[];
 extern const size_t rk__kernel_header_size;
@@ -44,23 +47,27 @@ enum { kMaxCcWords = 16 };
 
 /* ---- Wrapper generation ------------------------------------------------- */
 
-static void emit_param_loads(rk__strbuf_t *sb, const cpu_sig_t *k) {
-  for (unsigned i = 0; i < k->nparams; ++i)
-    rk__strbuf_printf(sb, "  %s rk__p%u = *(%s *)rk__a[%u];\n",
+static void emit_param_loads(rk__strbuf_t *sb, const rk_entry_t *k) {
+  for (size_t i = 0; i < k->param_count; ++i)
+    rk__strbuf_printf(sb, "  %s rk__p%zu = *(%s *)rk__a[%zu];\n",
                       k->params[i].type, i, k->params[i].type, i);
 }
 
-static void emit_call(rk__strbuf_t *sb, const cpu_sig_t *k) {
+static void emit_call(rk__strbuf_t *sb, const rk_entry_t *k) {
   rk__strbuf_printf(sb, "%s(", k->name);
-  for (unsigned i = 0; i < k->nparams; ++i)
-    rk__strbuf_printf(sb, "%srk__p%u", i ? ", " : "", i);
+  for (size_t i = 0; i < k->param_count; ++i)
+    rk__strbuf_printf(sb, "%srk__p%zu", i ? ", " : "", i);
   rk__strbuf_puts(sb, ");\n");
 }
 
-static void emit_wrappers(rk__strbuf_t *sb, const cpu_scan_t *scan) {
+/* The launch wrappers and the module table of every entry point, from the
+ * front end's description of them. */
+static void emit_wrappers(rk__strbuf_t *sb, const rk_entry_list_t *list) {
+  bool uses_barrier = false;
   rk__strbuf_puts(sb, "\n#line 1 \"<rk cpu wrapper>\"\n");
-  for (size_t n = 0; n < scan->count; ++n) {
-    const cpu_sig_t *k = &scan->kernels[n];
+  for (size_t n = 0; n < list->count; ++n) {
+    const rk_entry_t *k = &list->entries[n];
+    uses_barrier |= k->uses_barrier;
     rk__strbuf_printf(
         sb,
         "static void rk__blocks_%s(const rk__klaunch_t *rk__L, uint64_t "
@@ -115,10 +122,10 @@ static void emit_wrappers(rk__strbuf_t *sb, const cpu_scan_t *scan) {
     emit_call(sb, k);
     rk__strbuf_puts(sb, "}\n");
 
-    if (k->nparams) {
+    if (k->param_count) {
       rk__strbuf_printf(sb, "static const rk__kparam_t rk__params_%s[] = {\n",
                         k->name);
-      for (unsigned i = 0; i < k->nparams; ++i)
+      for (size_t i = 0; i < k->param_count; ++i)
         rk__strbuf_printf(sb, "  {\"%s\", %d, (uint32_t)sizeof(%s)},\n",
                           k->params[i].name, (int)k->params[i].kind,
                           k->params[i].type);
@@ -126,25 +133,25 @@ static void emit_wrappers(rk__strbuf_t *sb, const cpu_scan_t *scan) {
     }
   }
   rk__strbuf_printf(sb, "static const rk__kentry_t rk__entries[%zu] = {\n",
-                    scan->count ? scan->count : 1);
-  for (size_t n = 0; n < scan->count; ++n) {
-    const cpu_sig_t *k = &scan->kernels[n];
-    if (k->nparams)
+                    list->count ? list->count : 1);
+  for (size_t n = 0; n < list->count; ++n) {
+    const rk_entry_t *k = &list->entries[n];
+    if (k->param_count)
       rk__strbuf_printf(sb,
-                        "  {\"%s\", %u, rk__params_%s, rk__blocks_%s, "
+                        "  {\"%s\", %zu, rk__params_%s, rk__blocks_%s, "
                         "rk__thread_%s},\n",
-                        k->name, k->nparams, k->name, k->name, k->name);
+                        k->name, k->param_count, k->name, k->name, k->name);
     else
       rk__strbuf_printf(sb, "  {\"%s\", 0, 0, rk__blocks_%s, rk__thread_%s},\n",
                         k->name, k->name, k->name);
   }
-  if (scan->count == 0) rk__strbuf_puts(sb, "  {0, 0, 0, 0, 0},\n");
+  if (list->count == 0) rk__strbuf_puts(sb, "  {0, 0, 0, 0, 0},\n");
   rk__strbuf_printf(sb,
                     "};\n"
                     "__attribute__((visibility(\"default\"))) const "
                     "rk__kmodule_t rk__module = {RK__CPU_ABI_MAGIC, "
                     "RK__CPU_ABI_VERSION, %d, %zu, rk__entries};\n",
-                    scan->uses_barrier ? 1 : 0, scan->count);
+                    uses_barrier ? 1 : 0, list->count);
 }
 
 /* ---- Compiler and cache directory -------------------------------------- */
@@ -299,7 +306,7 @@ static rk_status_t install_header(const char *dir, bool ephemeral,
 
 /* ---- Loading ------------------------------------------------------------ */
 
-static rk_status_t load(const char *path, const cpu_scan_t *scan, void **out_dl,
+static rk_status_t load(const char *path, size_t nentries, void **out_dl,
                         const rk__kmodule_t **out_desc) {
   void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!dl)
@@ -307,7 +314,7 @@ static rk_status_t load(const char *path, const cpu_scan_t *scan, void **out_dl,
                     dlerror());
   const rk__kmodule_t *desc = dlsym(dl, "rk__module");
   if (!desc || desc->magic != RK__CPU_ABI_MAGIC ||
-      desc->version != RK__CPU_ABI_VERSION || desc->nentries != scan->count) {
+      desc->version != RK__CPU_ABI_VERSION || desc->nentries != nentries) {
     dlclose(dl);
     return rk__fail(RK_ERR_COMPILE,
                     "cpu: '%s' is not a module of this rk version", path);
@@ -317,15 +324,10 @@ static rk_status_t load(const char *path, const cpu_scan_t *scan, void **out_dl,
   return RK_OK;
 }
 
-static void free_strings(char **s, int n) {
-  for (int i = 0; i < n; ++i) free(s[i]);
-}
-
 static rk_status_t run_compiler(const compiler_t *cc, const char *include_dir,
-                                const rk_compile_options_t *opts,
                                 const char *c_path, const char *so_path,
                                 const char *source_name) {
-  char *argv[kMaxCcWords + 64 + 256];
+  char *argv[kMaxCcWords + 64];
   int argc = 0;
   for (int i = 0; i < cc->nwords; ++i) argv[argc++] = cc->words[i];
   for (size_t i = 0; i < sizeof kFlags / sizeof kFlags[0]; ++i)
@@ -333,26 +335,6 @@ static rk_status_t run_compiler(const compiler_t *cc, const char *include_dir,
   char inc[kPathMax];
   RK_RETURN_IF_ERROR(pathf(inc, "-I%s", include_dir));
   argv[argc++] = inc;
-  /* "-DNAME=VALUE" for each define, whole, whatever its length. */
-  char *defines[256];
-  int nd = 0;
-  if (opts->defines) {
-    for (const char *const *d = opts->defines; *d; ++d) {
-      if (nd == 256) {
-        free_strings(defines, nd);
-        return rk__fail(RK_ERR_INVALID_ARGUMENT,
-                        "compile: more than 256 defines");
-      }
-      size_t n = strlen(*d) + 3;
-      defines[nd] = malloc(n);
-      if (!defines[nd]) {
-        free_strings(defines, nd);
-        return rk__fail(RK_ERR_OUT_OF_MEMORY, "compile: defines");
-      }
-      snprintf(defines[nd], n, "-D%s", *d);
-      argv[argc++] = defines[nd++];
-    }
-  }
   argv[argc++] = "-o";
   argv[argc++] = (char *)so_path;
   argv[argc++] = (char *)c_path;
@@ -360,9 +342,7 @@ static rk_status_t run_compiler(const compiler_t *cc, const char *include_dir,
   argv[argc] = NULL;
   char *output = NULL;
   int exit_code = 0;
-  rk_status_t ran = rk__run_process(argv, &output, &exit_code);
-  free_strings(defines, nd);
-  RK_RETURN_IF_ERROR(ran);
+  RK_RETURN_IF_ERROR(rk__run_process(argv, &output, &exit_code));
   if (exit_code != 0) {
     /* The compiler names the temporary file; say the source's name. */
     rk__strbuf_t log;
@@ -390,9 +370,8 @@ static rk_status_t run_compiler(const compiler_t *cc, const char *include_dir,
   return RK_OK;
 }
 
-static rk_status_t make_module(const cpu_scan_t *scan, void *dl,
-                               const rk__kmodule_t *desc, bool cache_hit,
-                               rk_module_t **out) {
+static rk_status_t make_module(void *dl, const rk__kmodule_t *desc,
+                               bool cache_hit, rk_module_t **out) {
   size_t total = 0;
   for (size_t i = 0; i < desc->nentries; ++i) total += desc->entries[i].nparams;
   cpu_module_t *m = calloc(1, sizeof *m);
@@ -405,7 +384,6 @@ static rk_status_t make_module(const cpu_scan_t *scan, void *dl,
     dlclose(dl);
     return rk__fail(RK_ERR_OUT_OF_MEMORY, "cpu: module");
   }
-  (void)scan;
   size_t p = 0;
   for (size_t i = 0; i < desc->nentries; ++i) {
     const rk__kentry_t *e = &desc->entries[i];
@@ -446,17 +424,18 @@ rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
                             const rk_compile_options_t *options,
                             rk_module_t **out_module) {
   cpu_context_t *ctx = cpu_ctx(context);
-  const char *name = options->source_name && *options->source_name
-                         ? options->source_name
-                         : "<source>";
-  cpu_scan_t scan;
-  RK_RETURN_IF_ERROR(rk__cpu_scan(source, name, &scan));
-
+  const char *name = rk__kernel_source_name(options);
+  /* The front end every backend shares; the C it prints, then the launch
+   * wrappers of the entries it lists, is what the system compiler builds. */
+  rk_codegen_result_t r;
+  RK_RETURN_IF_ERROR(
+      rk__kernel_front_end(source, options, RK_TARGET_C, NULL, &r));
+  const size_t nentries = r.entries->count;
   rk__strbuf_t text;
   rk__strbuf_init(&text);
-  rk__strbuf_puts(&text, source);
-  rk__strbuf_puts(&text, "\n#include <rk/kernel.h>\n");
-  emit_wrappers(&text, &scan);
+  rk__strbuf_puts(&text, r.text);
+  emit_wrappers(&text, r.entries);
+  rk_codegen_result_free(&r);
 
   compiler_t cc;
   char version[512], dir[kPathMax], include_dir[kPathMax];
@@ -475,15 +454,12 @@ rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
   if (s == RK_OK) s = install_header(dir, ephemeral, header_hex, include_dir);
   if (s != RK_OK) {
     rk__strbuf_free(&text);
-    rk__cpu_scan_free(&scan);
     return s;
   }
   rk__hash_str(&h, cc.spec); /* extra words such as "-include x.h" */
   rk__hash_str(&h, version);
   for (size_t i = 0; i < sizeof kFlags / sizeof kFlags[0]; ++i)
     rk__hash_str(&h, kFlags[i]);
-  if (options->defines)
-    for (const char *const *d = options->defines; *d; ++d) rk__hash_str(&h, *d);
   rk__hash_str(&h, context->info.name);
   rk__hash_str(&h, text.data);
   rk__hash_hex(&h, key);
@@ -492,7 +468,6 @@ rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
   if (s == RK_OK) s = pathf(so_path, "%s/%s.so", dir, key);
   if (s != RK_OK) {
     rk__strbuf_free(&text);
-    rk__cpu_scan_free(&scan);
     return s;
   }
   void *dl = NULL;
@@ -501,7 +476,7 @@ rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
   if (!options->no_cache && !ephemeral && access(so_path, R_OK) == 0) {
     /* A damaged cache entry is rebuilt, not reported. */
     char *saved = rk__error_save();
-    hit = load(so_path, &scan, &dl, &desc) == RK_OK;
+    hit = load(so_path, nentries, &dl, &desc) == RK_OK;
     rk__error_restore(saved);
   }
 
@@ -514,14 +489,14 @@ rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
       s = pathf(tmp_so, "%s/%s-%ld-%lu.so", dir, key, (long)getpid(), n);
     if (s == RK_OK) s = rk__write_file_atomic(c_path, text.data, text.len);
     if (s == RK_OK) {
-      s = run_compiler(&cc, include_dir, options, c_path, tmp_so, name);
+      s = run_compiler(&cc, include_dir, c_path, tmp_so, name);
       unlink(c_path);
     }
     if (s == RK_OK) {
       bool keep = !options->no_cache && !ephemeral;
       const char *final_path = tmp_so;
       if (keep && rename(tmp_so, so_path) == 0) final_path = so_path;
-      s = load(final_path, &scan, &dl, &desc);
+      s = load(final_path, nentries, &dl, &desc);
       if (!keep || final_path == tmp_so) unlink(tmp_so);
     }
   }
@@ -529,12 +504,9 @@ rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
   if (s == RK_OK) s = check_struct_sizes(desc);
   if (s != RK_OK) {
     if (dl) dlclose(dl);
-    rk__cpu_scan_free(&scan);
     return s;
   }
-  s = make_module(&scan, dl, desc, hit, out_module);
-  rk__cpu_scan_free(&scan);
-  return s;
+  return make_module(dl, desc, hit, out_module);
 }
 
 void rk__cpu_module_destroy(rk_module_t *module) {
