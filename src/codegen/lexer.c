@@ -370,6 +370,17 @@ static void lex_punct(lexer_t *lx) {
 
 /* ---- Identifiers --------------------------------------------------------- */
 
+/* Compiler extensions that would let a source do what no target can (run
+ * code at load time, reach the host's assembler): refused by name. */
+static const struct {
+  const char *name, *what;
+} kExtensions[] = {
+    {"__attribute__", "attributes"}, {"__attribute", "attributes"},
+    {"__declspec", "attributes"},    {"asm", "inline assembly"},
+    {"__asm__", "inline assembly"},  {"__asm", "inline assembly"},
+    {"_Pragma", "pragmas"},          {"__pragma", "pragmas"},
+};
+
 static void lex_ident(lexer_t *lx) {
   cg_loc_t loc = here(lx);
   size_t start = lx->pos;
@@ -377,6 +388,14 @@ static void lex_ident(lexer_t *lx) {
   size_t len = lx->pos - start;
   if (len > 255) rk__cg_error(lx->ctx, loc, "identifier is too long");
   const char *s = lx->src + start;
+  for (size_t k = 0; k < sizeof kExtensions / sizeof kExtensions[0]; ++k)
+    if (strlen(kExtensions[k].name) == len &&
+        memcmp(kExtensions[k].name, s, len) == 0)
+      rk__cg_error(lx->ctx, loc,
+                   "'%s' is not part of the kernel language (%s: no GPU "
+                   "target has them, and a kernel compiles the same way for "
+                   "every backend)",
+                   kExtensions[k].name, kExtensions[k].what);
   cg_token_t *t = push(lx, CG_TOK_IDENT, loc);
   t->len = (uint32_t)len;
   for (int k = 1; k < CG_KW_COUNT_; ++k) {

@@ -44,6 +44,11 @@
   X(atomic_contention)              \
   X(atomic_min_max)                 \
   X(atomic_tickets)                 \
+  /* cts_front_end.c */             \
+  X(front_end_stencils)             \
+  X(front_end_handler)              \
+  X(front_end_conditionals)         \
+  X(error_front_end_refusals)       \
   /* cts_streams.c */               \
   X(stream_two_streams)             \
   X(stream_in_order)                \
