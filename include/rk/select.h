@@ -182,8 +182,11 @@ typedef struct rk_prediction {
 
 /* Loads this machine's profile (see `rk calibrate`), or safe defaults with a
  * warning on stderr when it is missing, stale or corrupt; environment
- * variables override single values. Never fails on a bad profile; fails
- * only for NULL or out of memory. */
+ * variables override single values, and RK_COST_ variables that are
+ * malformed or unknown here are ignored with a warning on stderr naming
+ * the known ones. Each warning is printed at most once per process (none
+ * with rk_cost_model_options_t.quiet; rk_cost_model_info has the text).
+ * Never fails on a bad profile; fails only for NULL or out of memory. */
 rk_status_t rk_cost_model_open(rk_cost_model_t **out_model);
 void rk_cost_model_destroy(rk_cost_model_t *model);
 
@@ -224,7 +227,8 @@ typedef struct rk_cost_model_options {
   /* Make emulated GPU devices (RK_CAP_SOFTWARE: PoCL's CPU device,
    * lavapipe) candidates too; also on with RK_COST_SOFTWARE=1. */
   bool include_software;
-  /* No warning on stderr when falling back to defaults. */
+  /* No warnings on stderr (defaults in use, RK_COST_ variables ignored):
+   * the caller shows rk_cost_model_info's note and env_note itself. */
   bool quiet;
 } rk_cost_model_options_t;
 
@@ -242,6 +246,9 @@ typedef struct rk_cost_model_info {
   const char *machine;      /* "cpu=...; cpus=N; isa=...; gpu=..." */
   size_t env_overrides;     /* RK_COST_<KEY> variables applied */
   size_t candidate_count;   /* candidates predict offers */
+  /* RK_COST_ variables ignored (malformed values, names unknown on this
+   * machine), as one warning naming the known ones; "" when none. */
+  const char *env_note;
 } rk_cost_model_info_t;
 
 /* Fills *out_info; the strings live as long as the model. */
@@ -274,7 +281,12 @@ void rk_calibrate_options_init(rk_calibrate_options_t *options);
 /* Measures this machine by running the ops (rk/ops.h) forced onto each
  * candidate at several sizes, writes the profile atomically (temporary file
  * and rename) and, if out_model is not NULL, returns a model built from the
- * new measurements. Not thread-safe with other calibrations. */
+ * new measurements. A symbolic link at the output path is followed (its
+ * target replaced, the link kept); a dangling link, a directory, a FIFO or
+ * a device there is refused with RK_ERR_INVALID_ARGUMENT before anything
+ * is measured. Prints nothing (RK_COST_ variables it ignores are in the
+ * returned model's info.env_note). Not thread-safe with other
+ * calibrations. */
 rk_status_t rk_cost_calibrate(const rk_calibrate_options_t *options,
                               rk_cost_model_t **out_model);
 

@@ -140,39 +140,217 @@ rk_status_t rk__read_file(const char *path, char **out_data, size_t *out_size) {
   return RK_OK;
 }
 
-rk_status_t rk__write_file_atomic(const char *path, const void *data,
-                                  size_t n) {
-  char tmp[4200];
-  int len =
-      snprintf(tmp, sizeof tmp, "%s.tmp.%ld.XXXXXX", path, (long)getpid());
-  if (len < 0 || (size_t)len >= sizeof tmp)
-    return rk__fail(RK_ERR_INVALID_ARGUMENT, "path too long: %s", path);
-  int fd = mkstemp(tmp);
-  if (fd < 0)
-    return rk__fail(RK_ERR_UNAVAILABLE, "cannot create '%s': %s", tmp,
-                    strerror(errno));
-  const char *p = data;
-  size_t left = n;
-  while (left > 0) {
-    ssize_t w = write(fd, p, left);
+/* ---- Writing files -------------------------------------------------------
+ *
+ * What is at the path decides how it is written:
+ *
+ *   nothing               a new file (0666, or 0600 with RK__WRITE_PRIVATE,
+ *                         less the umask), through a temporary file
+ *   a regular file        replaced through a temporary file in its directory
+ *                         and a rename, keeping its mode (and, where
+ *                         allowed, its owner)
+ *   a symbolic link       followed: its target is what is written (as above)
+ *                         and the link stays; a dangling link is refused
+ *   a FIFO or character   written in place with RK__WRITE_SPECIAL_IN_PLACE,
+ *   device                refused otherwise (a rename would replace it)
+ *   a directory, socket,  refused
+ *   block device
+ */
+
+/* The file a write goes to, as rk__write_file_replace resolves it. */
+typedef struct write_target {
+  char *file;    /* malloc'd: `path`, or the target of a link */
+  bool exists;   /* a regular file is there (keep its mode and owner) */
+  bool in_place; /* a FIFO or character device, written in place */
+  struct stat st;
+} write_target_t;
+
+static const char *file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "of an unknown kind";
+}
+
+static rk_status_t resolve_target(const char *path, unsigned flags,
+                                  write_target_t *t) {
+  memset(t, 0, sizeof *t);
+  if (!path || !*path)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT, "cannot write '': empty path");
+  struct stat lst;
+  if (stat(path, &t->st) != 0) {
+    int e = errno;
+    if (e == ENOENT && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+      char link[1024];
+      ssize_t n = readlink(path, link, sizeof link - 1);
+      link[n > 0 ? n : 0] = '\0';
+      return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                      "cannot write '%s': it is a symbolic link to '%s', "
+                      "which does not exist (dangling links are not "
+                      "followed)",
+                      path, link);
+    }
+    if (e != ENOENT)
+      return rk__fail(RK_ERR_UNAVAILABLE, "cannot write '%s': %s", path,
+                      strerror(e));
+    t->file = strdup(path);
+  } else if (S_ISREG(t->st.st_mode)) {
+    t->exists = true;
+    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+      t->file = realpath(path, NULL);
+      if (!t->file)
+        return rk__fail(RK_ERR_UNAVAILABLE,
+                        "cannot write '%s': resolving the symbolic link: %s",
+                        path, strerror(errno));
+    } else {
+      t->file = strdup(path);
+    }
+  } else if ((flags & RK__WRITE_SPECIAL_IN_PLACE) &&
+             (S_ISFIFO(t->st.st_mode) || S_ISCHR(t->st.st_mode))) {
+    t->in_place = true;
+    t->file = strdup(path);
+  } else {
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "cannot write '%s': it is %s, not a regular file", path,
+                    file_kind(t->st.st_mode));
+  }
+  if (!t->file)
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "cannot write '%s': out of memory",
+                    path);
+  return RK_OK;
+}
+
+/* Writes all of data to fd; false with errno set on failure. */
+static bool write_all(int fd, const char *data, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, data, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
-      int e = errno;
-      close(fd);
-      unlink(tmp);
-      return rk__fail(RK_ERR_UNAVAILABLE, "cannot write '%s': %s", tmp,
-                      strerror(e));
+      if (w == 0) errno = EIO;
+      return false;
     }
-    p += w;
-    left -= (size_t)w;
+    data += w;
+    n -= (size_t)w;
   }
-  if (close(fd) != 0 || rename(tmp, path) != 0) {
-    int e = errno;
-    unlink(tmp);
+  return true;
+}
+
+static rk_status_t write_in_place(const char *path, const void *data,
+                                  size_t n) {
+  int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+  bool ok = fd >= 0 && write_all(fd, data, n);
+  int e = errno;
+  if (fd >= 0 && close(fd) != 0 && ok) {
+    ok = false;
+    e = errno;
+  }
+  if (!ok)
     return rk__fail(RK_ERR_UNAVAILABLE, "cannot write '%s': %s", path,
                     strerror(e));
-  }
   return RK_OK;
+}
+
+/* Creates "<file>.rk-<random>" next to `file` with O_EXCL; the kernel
+ * applies the umask to `mode`. Returns the descriptor, or -1 with errno. */
+static int create_temporary(const char *file, char *tmp, size_t cap,
+                            mode_t mode) {
+  static _Atomic uint32_t counter;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    uint64_t r = rk__now_ns() ^ ((uint64_t)getpid() << 32) ^
+                 ((uint64_t)++counter * 0x9e3779b97f4a7c15ull);
+    int len = snprintf(tmp, cap, "%s.rk-%012llx", file,
+                       (unsigned long long)(r & 0xffffffffffffull));
+    if (len < 0 || (size_t)len >= cap) {
+      errno = ENAMETOOLONG;
+      return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;
+}
+
+rk_status_t rk__write_file_check(const char *path, unsigned flags) {
+  write_target_t t;
+  RK_RETURN_IF_ERROR(resolve_target(path, flags, &t));
+  /* The directory that will hold the temporary file, or the file itself
+   * when it is written in place. */
+  char *dir = t.file;
+  if (!t.in_place) {
+    char *slash = strrchr(t.file, '/');
+    if (!slash)
+      dir = ".";
+    else if (slash == t.file)
+      slash[1] = '\0';
+    else
+      *slash = '\0';
+  }
+  rk_status_t s = RK_OK;
+  if (faccessat(AT_FDCWD, dir, t.in_place ? W_OK : W_OK | X_OK, AT_EACCESS) !=
+      0)
+    s = rk__fail(RK_ERR_UNAVAILABLE, "cannot write '%s': %s%s%s: %s", path,
+                 t.in_place ? "" : "directory '", t.in_place ? "" : dir,
+                 t.in_place ? "" : "'", strerror(errno));
+  free(t.file);
+  return s;
+}
+
+rk_status_t rk__write_file_replace(const char *path, const void *data, size_t n,
+                                   unsigned flags) {
+  write_target_t t;
+  RK_RETURN_IF_ERROR(resolve_target(path, flags, &t));
+  if (t.in_place) {
+    rk_status_t s = write_in_place(path, data, n);
+    free(t.file);
+    return s;
+  }
+  size_t cap = strlen(t.file) + 32;
+  char *tmp = malloc(cap);
+  if (!tmp) {
+    free(t.file);
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "cannot write '%s': out of memory",
+                    path);
+  }
+  mode_t mode = (flags & RK__WRITE_PRIVATE) ? 0600 : 0666;
+  int fd = create_temporary(t.file, tmp, cap, t.exists ? 0600 : mode);
+  int e = errno;
+  bool ok = fd >= 0;
+  if (ok && t.exists) {
+    /* The replacement keeps the old file's owner where this process may
+     * give it (root), and its permissions (after fchown, which clears
+     * set-user-ID bits). */
+    if (t.st.st_uid != geteuid() || t.st.st_gid != getegid())
+      if (fchown(fd, t.st.st_uid, t.st.st_gid) != 0)
+        (void)!fchown(fd, (uid_t)-1, t.st.st_gid);
+    ok = fchmod(fd, t.st.st_mode & 07777) == 0;
+    e = errno;
+  }
+  if (ok) {
+    ok = write_all(fd, data, n);
+    e = errno;
+  }
+  if (fd >= 0 && close(fd) != 0 && ok) {
+    ok = false;
+    e = errno;
+  }
+  if (ok && rename(tmp, t.file) != 0) {
+    ok = false;
+    e = errno;
+  }
+  if (!ok && fd >= 0) unlink(tmp);
+  free(tmp);
+  free(t.file);
+  if (!ok)
+    return rk__fail(RK_ERR_UNAVAILABLE, "cannot write '%s': %s", path,
+                    strerror(e));
+  return RK_OK;
+}
+
+rk_status_t rk__write_file_atomic(const char *path, const void *data,
+                                  size_t n) {
+  return rk__write_file_replace(path, data, n, RK__WRITE_PRIVATE);
 }
 
 rk_status_t rk__run_process(char *const argv[], char **out_output,

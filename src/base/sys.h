@@ -65,8 +65,35 @@ void rk__hash_hex(const rk__hash_t *hash, char out[33]);
 rk_status_t rk__mkdirs(const char *path);
 /* Reads a whole file into a NUL-terminated malloc'd buffer. */
 rk_status_t rk__read_file(const char *path, char **out_data, size_t *out_size);
-/* Writes data to path through a temporary file in the same directory and a
- * rename, so readers never see a partial file. */
+
+/* Flags of rk__write_file_replace. */
+enum {
+  /* A FIFO or character device at the path (/dev/stdout, /dev/null) is
+   * opened and written in place; without this flag it is refused. */
+  RK__WRITE_SPECIAL_IN_PLACE = 1u << 0,
+  /* A new file gets mode 0600 (less the umask) instead of 0666. */
+  RK__WRITE_PRIVATE = 1u << 1,
+};
+
+/* Writes n bytes of data to `path`, all or nothing: through a temporary
+ * file ("<file>.rk-<random>") in the file's directory, then a rename, so
+ * readers never see a partial file and a failed write leaves the old one.
+ * An existing regular file keeps its mode (and its owner where this process
+ * may set it); a new one gets 0666 (0600 with RK__WRITE_PRIVATE) less the
+ * umask. A symbolic link is followed: its target is replaced and the link
+ * kept; a dangling link is refused (its target is not created). A directory,
+ * socket or block device is refused, and so is a FIFO or character device
+ * unless RK__WRITE_SPECIAL_IN_PLACE (then written in place, not atomically).
+ * Errors: RK_ERR_INVALID_ARGUMENT for what is refused, RK_ERR_UNAVAILABLE
+ * when the system call fails; the message starts "cannot write '<path>': ".
+ * A process killed while writing may leave the temporary file. */
+rk_status_t rk__write_file_replace(const char *path, const void *data, size_t n,
+                                   unsigned flags);
+/* What rk__write_file_replace would refuse, checked without writing: the
+ * same refusals, and a directory this process cannot write into. For
+ * failing early, before expensive work; the write itself checks again. */
+rk_status_t rk__write_file_check(const char *path, unsigned flags);
+/* rk__write_file_replace with RK__WRITE_PRIVATE (caches). */
 rk_status_t rk__write_file_atomic(const char *path, const void *data, size_t n);
 
 /* Runs argv[0] (searched in PATH) with argv, no shell, waiting for it.

@@ -408,8 +408,10 @@ static void measure_threads(calib_t *cal, rk_cost_model_t *model, char *note,
              n, secs[0], threads_all, secs[1], secs[0] / secs[1]);
 }
 
-/* Resolves and prepares the profile's path: its directory exists and is
- * writable. */
+/* Resolves and prepares the profile's path: its directory exists, and the
+ * profile can be written there (a regular file or nothing, or a link to
+ * one; never a directory, FIFO or device, which the rename would
+ * replace). */
 static rk_status_t output_path(const rk_calibrate_options_t *options,
                                rk_cost_model_t *model) {
   char *path = model->profile_path;
@@ -440,11 +442,8 @@ static rk_status_t output_path(const rk_calibrate_options_t *options,
   if (s != RK_OK)
     return rk__fail_context(s, "calibrate: cannot create the directory of '%s'",
                             path);
-  if (access(dir, W_OK | X_OK) != 0)
-    return rk__fail(RK_ERR_UNAVAILABLE,
-                    "calibrate: cannot write the profile '%s': directory "
-                    "'%s': %s",
-                    path, dir, strerror(errno));
+  s = rk__write_file_check(path, 0);
+  if (s != RK_OK) return rk__fail_context(s, "calibrate");
   return RK_OK;
 }
 
@@ -531,10 +530,10 @@ rk_status_t rk_cost_calibrate(const rk_calibrate_options_t *options,
     s = rk__fail(RK_ERR_OUT_OF_MEMORY, "calibrate: out of memory");
     goto done;
   }
-  s = rk__write_file_atomic(model->profile_path, text, strlen(text));
+  s = rk__write_file_replace(model->profile_path, text, strlen(text), 0);
   free(text);
   if (s != RK_OK) {
-    s = rk__fail_context(s, "calibrate: writing the profile");
+    s = rk__fail_context(s, "calibrate");
     goto done;
   }
   model->from_profile = true;

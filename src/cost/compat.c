@@ -1,11 +1,17 @@
-/* compat.c - the compatibility selector: fixed thresholds, reproduced
- * exactly.
+/* compat.c - the compatibility selector: batuta's fixed thresholds,
+ * deciding as batuta does.
  *
  * The rule "GPU if flops / gpu_flops > ratio * bytes / pcie_bandwidth" is
- * decided without rounding: both sides are multiplied out in exact integer
- * arithmetic (every finite double is an integer times a power of two), so
- * the boundary case (exactly `ratio` times) is always SIMD and one FLOP more
- * is GPU, for any 64-bit sizes.
+ * evaluated in IEEE doubles in batuta's order: each count converted to a
+ * double, the two divisions, the product with the ratio, then the strict
+ * comparison. Rounding therefore decides exact ties (exactly `ratio` times)
+ * as it does in batuta: some are GPU, some SIMD.
+ *
+ * One difference: batuta computes the sizes of its helpers (bytes and flops
+ * of select_for_matmul and select_for_vector_op) in 64-bit integers, which
+ * wrap (or stop the program) for huge dimensions. Here they are computed
+ * exactly (cost/wide.h) and rounded to a double once, which is the same
+ * double whenever batuta's integers do not wrap.
  */
 #include <math.h>
 #include <stdint.h>
@@ -83,35 +89,27 @@ static void effective(const rk_compat_selector_t *s, double *bw, double *gpu,
                                                    : kDefaultRatio;
 }
 
-/* flops / gpu > ratio * bytes / bw  <=>  flops * bw > ratio * bytes * gpu
- * (all terms positive), compared exactly. */
-static rk_compat_choice_t decide(const rk_compat_selector_t *s,
-                                 const rk__wide_t *bytes,
-                                 const rk__wide_t *flops) {
+/* transfer = bytes / bw; compute = flops / gpu; GPU iff compute > ratio *
+ * transfer, each operation rounded as a double. */
+static rk_compat_choice_t decide(const rk_compat_selector_t *s, double bytes,
+                                 double flops) {
   double bw, gpu, ratio;
   effective(s, &bw, &gpu, &ratio);
-  rk__wide_t left = *flops, right = *bytes;
-  int left_exp = 0, right_exp = 0;
-  rk__wide_mul_double(&left, &left_exp, bw);
-  rk__wide_mul_double(&right, &right_exp, ratio);
-  rk__wide_mul_double(&right, &right_exp, gpu);
-  return rk__wide_compare_scaled(&left, left_exp, &right, right_exp) > 0
-             ? RK_COMPAT_GPU
-             : RK_COMPAT_SIMD;
+  double transfer_s = bytes / bw;
+  double compute_s = flops / gpu;
+  return compute_s > ratio * transfer_s ? RK_COMPAT_GPU : RK_COMPAT_SIMD;
 }
 
 rk_compat_choice_t rk_compat_select_backend(const rk_compat_selector_t *s,
                                             uint64_t bytes, uint64_t flops) {
-  rk__wide_t b, f;
-  rk__wide_set(&b, bytes);
-  rk__wide_set(&f, flops);
-  return decide(s, &b, &f);
+  return decide(s, (double)bytes, (double)flops);
 }
 
 rk_compat_choice_t rk_compat_select_for_matmul(const rk_compat_selector_t *s,
                                                uint64_t m, uint64_t n,
                                                uint64_t k) {
-  /* bytes = 4(mk + kn + mn), flops = 2mnk: at most 132 and 194 bits. */
+  /* bytes = 4(mk + kn + mn), flops = 2mnk, exact (at most 132 and 194
+   * bits) where batuta's 64-bit products would wrap. */
   rk__wide_t bytes, term, flops;
   rk__wide_set(&bytes, m);
   rk__wide_mul_u64(&bytes, k);
@@ -126,7 +124,7 @@ rk_compat_choice_t rk_compat_select_for_matmul(const rk_compat_selector_t *s,
   rk__wide_mul_u64(&flops, n);
   rk__wide_mul_u64(&flops, k);
   rk__wide_mul_u64(&flops, 2);
-  return decide(s, &bytes, &flops);
+  return decide(s, rk__wide_to_double(&bytes), rk__wide_to_double(&flops));
 }
 
 rk_compat_choice_t rk_compat_select_for_vector_op(const rk_compat_selector_t *s,
@@ -137,7 +135,7 @@ rk_compat_choice_t rk_compat_select_for_vector_op(const rk_compat_selector_t *s,
   rk__wide_mul_u64(&bytes, 12);
   rk__wide_set(&flops, n);
   rk__wide_mul_u64(&flops, ops_per_element);
-  return decide(s, &bytes, &flops);
+  return decide(s, rk__wide_to_double(&bytes), rk__wide_to_double(&flops));
 }
 
 rk_compat_choice_t rk_compat_select_for_elementwise(

@@ -88,7 +88,10 @@ struct rk_cost_model {
   char profile_path[1024];
   char note[1600];  /* why defaults are in use, "" when the profile loaded */
   size_t overrides; /* environment variables applied */
-  int threads;      /* SIMD threads the profile was measured with */
+  /* RK_COST_ variables ignored (malformed values, unknown names), as one
+   * warning; "" when none. Set by rk__cost_apply_env. */
+  char env_note[1536];
+  int threads; /* SIMD threads the profile was measured with */
 };
 
 /* Parses profile text into model's targets (which must already hold the
@@ -103,7 +106,9 @@ bool rk__cost_profile_parse(rk_cost_model_t *model, const char *text, char *why,
 char *rk__cost_profile_format(const rk_cost_model_t *model,
                               const char *comment);
 
-/* Applies RK_COST_<KEY> environment variables; returns how many. */
+/* Applies RK_COST_<KEY> environment variables; returns how many. What it
+ * ignores (malformed values, names that mean nothing on this machine) goes
+ * to model->env_note; it prints nothing. */
 size_t rk__cost_apply_env(rk_cost_model_t *model);
 
 /* The default profile path for a fingerprint. */

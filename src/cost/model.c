@@ -253,15 +253,19 @@ static bool env_true(const char *name) {
 /* Profiles are a few KiB; anything far larger is not one. */
 enum { kMaxProfileBytes = 4 << 20 };
 
-/* One warning per process: ops handles open models often. */
-static atomic_int g_warned;
+/* One warning of each kind per process: ops handles open models often.
+ * Models opened with `quiet` print nothing; their callers read the same
+ * text from rk_cost_model_info (note, env_note) and show it themselves. */
+static atomic_int g_warned_defaults, g_warned_env;
 
-static void warn_defaults(const rk_cost_model_t *model) {
-  if (atomic_exchange(&g_warned, 1)) return;
-  fprintf(stderr,
-          "rk: warning: the cost model uses default rates: %s (run `rk "
-          "calibrate` to measure this machine)\n",
-          model->note);
+static void warn_once(const rk_cost_model_t *model) {
+  if (!model->from_profile && !atomic_exchange(&g_warned_defaults, 1))
+    fprintf(stderr,
+            "rk: warning: the cost model uses default rates: %s (run `rk "
+            "calibrate` to measure this machine)\n",
+            model->note);
+  if (model->env_note[0] && !atomic_exchange(&g_warned_env, 1))
+    fprintf(stderr, "rk: warning: %s\n", model->env_note);
 }
 
 rk_status_t rk_cost_model_open_with(const rk_cost_model_options_t *options,
@@ -331,7 +335,7 @@ rk_status_t rk_cost_model_open_with(const rk_cost_model_options_t *options,
     }
   }
   model->overrides = rk__cost_apply_env(model);
-  if (!model->from_profile && !options->quiet) warn_defaults(model);
+  if (!options->quiet) warn_once(model);
   *out_model = model;
   return RK_OK;
 }
@@ -354,6 +358,7 @@ rk_status_t rk_cost_model_info(const rk_cost_model_t *model,
   out_info->fingerprint = model->machine.fingerprint;
   out_info->machine = model->machine.description;
   out_info->env_overrides = model->overrides;
+  out_info->env_note = model->env_note;
   for (size_t i = 0; i < model->machine.ntargets; ++i)
     if (model->machine.targets[i].candidate) ++out_info->candidate_count;
   return RK_OK;

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/error.h"
 #include "base/strbuf.h"
@@ -188,17 +189,29 @@ bool rk__cost_profile_parse(rk_cost_model_t *model, const char *text, char *why,
       goto done;
     }
     if (!have_version) {
-      int v = 0;
-      char tail;
-      if (sscanf(line, "rk-cost-profile %d %c", &v, &tail) != 1) {
+      const char *version = NULL;
+      size_t digits = 0;
+      if (strncmp(line, "rk-cost-profile", 15) == 0 &&
+          (line[15] == ' ' || line[15] == '\t')) {
+        version = line + 16;
+        while (*version == ' ' || *version == '\t') ++version;
+        digits = strspn(version, "0123456789");
+      }
+      if (!version || digits == 0 || !at_end(version + digits)) {
         why_set(why, cap, "is corrupt: line %d: expected 'rk-cost-profile %d'",
                 lineno, kProfileVersion);
         goto done;
       }
-      if (v != kProfileVersion) {
+      /* Compared as text: a version of any length is reported as written,
+       * never as a number that overflowed. */
+      while (digits > 1 && *version == '0') ++version, --digits;
+      char mine[16];
+      snprintf(mine, sizeof mine, "%d", kProfileVersion);
+      if (digits != strlen(mine) || strncmp(version, mine, digits) != 0) {
         why_set(why, cap,
-                "is stale: format version %d, this rk reads version %d", v,
-                kProfileVersion);
+                "is stale: format version %.*s%s, this rk reads version %d",
+                digits > 40 ? 37 : (int)digits, version,
+                digits > 40 ? "..." : "", kProfileVersion);
         goto done;
       }
       have_version = true;
@@ -206,11 +219,16 @@ bool rk__cost_profile_parse(rk_cost_model_t *model, const char *text, char *why,
                (line[11] == ' ' || line[11] == '\t')) {
       const char *fp = line + 12;
       while (*fp == ' ' || *fp == '\t') ++fp;
-      if (strcmp(fp, model->machine.fingerprint) != 0) {
+      /* The same 32 hex digits, in either case; anything else is another
+       * machine's, shown whole (up to 64 characters) so that the two
+       * differ where they differ. */
+      if (strcasecmp(fp, model->machine.fingerprint) != 0) {
+        size_t n = strlen(fp);
         why_set(why, cap,
                 "is stale: it was measured on another machine or hardware "
-                "(fingerprint %.32s, this machine %s)",
-                fp, model->machine.fingerprint);
+                "(fingerprint '%.*s%s', this machine's %s)",
+                n > 64 ? 61 : (int)n, fp, n > 64 ? "..." : "",
+                model->machine.fingerprint);
         goto done;
       }
       have_fingerprint = true;
@@ -353,10 +371,27 @@ static void env_name(char *out, size_t cap, const char *a, const char *b,
   for (char *p = out; *p; ++p) *p = (char)toupper((unsigned char)*p);
 }
 
+/* Adds a sentence to the model's env_note ("; " between sentences). */
+static void env_warn(rk_cost_model_t *model, const char *fmt, ...)
+    RK__PRINTF(2, 3);
+static void env_warn(rk_cost_model_t *model, const char *fmt, ...) {
+  size_t used = strlen(model->env_note), cap = sizeof model->env_note;
+  if (used > 0 && used + 2 < cap) {
+    memcpy(model->env_note + used, "; ", 3);
+    used += 2;
+  }
+  if (used + 1 >= cap) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(model->env_note + used, cap - used, fmt, ap);
+  va_end(ap);
+}
+
 /* Reads a positive (or, with allow_zero, non-negative) finite number from
- * the environment; a malformed value is reported once on stderr and
- * ignored. */
-static bool env_number(const char *name, bool allow_zero, double *out) {
+ * the environment; a malformed value is ignored, with a sentence in the
+ * model's env_note. */
+static bool env_number(rk_cost_model_t *model, const char *name,
+                       bool allow_zero, double *out) {
   const char *v = getenv(name);
   if (!v || !*v) return false;
   char *end;
@@ -365,57 +400,127 @@ static bool env_number(const char *name, bool allow_zero, double *out) {
   while (*end == ' ') ++end;
   if (end == v || *end || errno || !isfinite(x) || x < 0.0 ||
       (x == 0.0 && !allow_zero)) {
-    fprintf(stderr, "rk: warning: ignoring %s='%s': not a %s finite number\n",
-            name, v, allow_zero ? "non-negative" : "positive");
+    env_warn(model, "ignoring %s='%.40s%s': not a %s finite number", name, v,
+             strlen(v) > 40 ? "..." : "",
+             allow_zero ? "non-negative" : "positive");
     return false;
   }
   *out = x;
   return true;
 }
 
+static const char *const kCurveFields[] = {"launch", "flops", "bandwidth"};
+static const char *const kLinks[] = {"h2d", "d2h"};
+static const char *const kLinkFields[] = {"latency", "bandwidth"};
+
+/* Whether name[0..len) is an RK_COST_ variable of this model's machine. */
+static bool env_known(const rk_cost_model_t *model, const char *name,
+                      size_t len) {
+  static const char *const kGlobal[] = {"RK_COST_PROFILE", "RK_COST_SOFTWARE"};
+  char known[160];
+  for (size_t g = 0; g < 2; ++g)
+    if (strlen(kGlobal[g]) == len && strncmp(name, kGlobal[g], len) == 0)
+      return true;
+  for (size_t i = 0; i < model->machine.ntargets; ++i) {
+    const rk__cost_target_t *t = &model->machine.targets[i];
+    for (int c = 0; c < RK__CLASS_COUNT; ++c)
+      for (int f = 0; f < 3; ++f) {
+        env_name(known, sizeof known, t->key,
+                 rk__cost_class_name((rk__cost_class_t)c), kCurveFields[f]);
+        if (strlen(known) == len && strncmp(name, known, len) == 0) return true;
+      }
+    if (t->target.kind != RK_EXEC_GPU) continue;
+    for (int l = 0; l < 2; ++l)
+      for (int f = 0; f < 2; ++f) {
+        env_name(known, sizeof known, t->key, kLinks[l], kLinkFields[f]);
+        if (strlen(known) == len && strncmp(name, known, len) == 0) return true;
+      }
+  }
+  return false;
+}
+
+extern char **environ;
+
+/* One sentence for every RK_COST_ variable that is set but means nothing
+ * here (a misspelling, a target this machine lacks), naming the known
+ * ones. */
+static void env_check_unknown(rk_cost_model_t *model) {
+  enum { kMaxNamed = 6 };
+  char names[kMaxNamed * 72] = "";
+  size_t unknown = 0, used = 0;
+  for (char **e = environ; e && *e; ++e) {
+    if (strncmp(*e, "RK_COST_", 8) != 0) continue;
+    const char *eq = strchr(*e, '=');
+    size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+    if (env_known(model, *e, len)) continue;
+    if (unknown++ < kMaxNamed && used < sizeof names)
+      used += (size_t)snprintf(names + used, sizeof names - used, "%s%.*s",
+                               used ? ", " : "", len > 64 ? 64 : (int)len, *e);
+  }
+  if (unknown == 0) return;
+  char targets[RK__COST_MAX_TARGETS * 34] = "";
+  size_t tused = 0;
+  for (size_t i = 0; i < model->machine.ntargets && tused < sizeof targets;
+       ++i) {
+    tused += (size_t)snprintf(targets + tused, sizeof targets - tused, "%s%s",
+                              i ? ", " : "", model->machine.targets[i].key);
+  }
+  for (char *p = targets; *p; ++p) *p = (char)toupper((unsigned char)*p);
+  env_warn(model,
+           "ignoring %s%s: %s of the cost model on this machine "
+           "(known: RK_COST_PROFILE, RK_COST_SOFTWARE, "
+           "RK_COST_<TARGET>_<CLASS>_{LAUNCH,FLOPS,BANDWIDTH} and, for GPU "
+           "targets, RK_COST_<TARGET>_{H2D,D2H}_{LATENCY,BANDWIDTH}, where "
+           "<TARGET> is one of %s and <CLASS> one of ELEMENTWISE, REDUCTION, "
+           "TRANSCENDENTAL, MATVEC, MATMUL)",
+           names, unknown > kMaxNamed ? ", ..." : "",
+           unknown == 1 ? "not a variable" : "not variables", targets);
+}
+
 size_t rk__cost_apply_env(rk_cost_model_t *model) {
   size_t applied = 0;
   char name[160];
   double v;
+  model->env_note[0] = '\0';
   for (size_t i = 0; i < model->machine.ntargets; ++i) {
     rk__cost_target_t *t = &model->machine.targets[i];
     for (int c = 0; c < RK__CLASS_COUNT; ++c) {
       rk__cost_curve_t *curve = &t->curves[c];
       const char *cn = rk__cost_class_name((rk__cost_class_t)c);
       env_name(name, sizeof name, t->key, cn, "launch");
-      if (env_number(name, true, &v)) {
+      if (env_number(model, name, true, &v)) {
         curve->launch_s = v;
         ++applied;
       }
       env_name(name, sizeof name, t->key, cn, "flops");
-      if (env_number(name, false, &v)) {
+      if (env_number(model, name, false, &v)) {
         for (size_t p = 0; p < curve->count; ++p)
           curve->points[p].flop_rate = v;
         ++applied;
       }
       env_name(name, sizeof name, t->key, cn, "bandwidth");
-      if (env_number(name, false, &v)) {
+      if (env_number(model, name, false, &v)) {
         for (size_t p = 0; p < curve->count; ++p)
           curve->points[p].bandwidth = v;
         ++applied;
       }
     }
     if (t->target.kind != RK_EXEC_GPU) continue;
-    static const char *const kLinks[] = {"h2d", "d2h"};
     for (int l = 0; l < 2; ++l) {
       rk__cost_link_t *link = l == 0 ? &t->h2d : &t->d2h;
       env_name(name, sizeof name, t->key, kLinks[l], "latency");
-      if (env_number(name, true, &v)) {
+      if (env_number(model, name, true, &v)) {
         link->latency_s = v;
         ++applied;
       }
       env_name(name, sizeof name, t->key, kLinks[l], "bandwidth");
-      if (env_number(name, false, &v)) {
+      if (env_number(model, name, false, &v)) {
         link->bandwidth = v;
         ++applied;
       }
     }
   }
+  env_check_unknown(model);
   return applied;
 }
 

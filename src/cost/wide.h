@@ -1,19 +1,21 @@
-/* wide.h - exact unsigned integers of up to 384 bits, for comparing
- * products of 64-bit sizes and doubles without rounding or overflow.
+/* wide.h - exact unsigned integers of up to 384 bits, for products of
+ * 64-bit sizes that must not wrap, rounded to a double once at the end.
  *
- *   rk__wide_t a;  int ea = 0;
- *   rk__wide_set(&a, flops);
- *   rk__wide_mul_double(&a, &ea, bandwidth);   // a * 2^ea == flops * bw
- *   if (rk__wide_compare_scaled(&a, ea, &b, eb) > 0) ...
+ *   rk__wide_t flops;
+ *   rk__wide_set(&flops, m);
+ *   rk__wide_mul_u64(&flops, n);
+ *   rk__wide_mul_u64(&flops, k);               // m * n * k, exactly
+ *   double f = rk__wide_to_double(&flops);     // one rounding
  *
  * The callers stay far below 384 bits (a product of three 64-bit sizes and
- * two 53-bit mantissas is under 300 bits); a product that would not fit
+ * a small constant is under 200 bits); a product that would not fit
  * saturates to all ones.
  */
 #ifndef RK_COST_WIDE_H_
 #define RK_COST_WIDE_H_
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -59,49 +61,21 @@ static inline int rk__wide_bits(const rk__wide_t *w) {
   return 0;
 }
 
-/* w <<= shift, for a shift that keeps every bit (checked by the caller). */
-static inline void rk__wide_shl(rk__wide_t *w, int shift) {
-  if (shift <= 0) return;
-  int limbs = shift / 64, bits = shift % 64;
-  for (int i = RK__WIDE_LIMBS - 1; i >= 0; --i) {
-    uint64_t v = 0;
-    int src = i - limbs;
-    if (src >= 0) {
-      v = w->limb[src] << bits;
-      if (bits && src > 0) v |= w->limb[src - 1] >> (64 - bits);
-    }
-    w->limb[i] = v;
-  }
-}
-
-/* w * 2^(*exp) *= d exactly, for a positive finite double d: d is split
- * into a 53-bit integer mantissa and a power of two. */
-static inline void rk__wide_mul_double(rk__wide_t *w, int *exp, double d) {
-  int e = 0;
-  double f = frexp(d, &e); /* d = f * 2^e, 0.5 <= f < 1 */
-  uint64_t mantissa = (uint64_t)ldexp(f, 53);
-  rk__wide_mul_u64(w, mantissa);
-  *exp += e - 53;
-}
-
-/* Compares a * 2^ea with b * 2^eb: -1, 0 or 1. */
-static inline int rk__wide_compare_scaled(const rk__wide_t *a, int ea,
-                                          const rk__wide_t *b, int eb) {
-  int pa = rk__wide_bits(a), pb = rk__wide_bits(b);
-  if (pa == 0 || pb == 0) return (pa != 0) - (pb != 0);
-  long top_a = (long)pa + ea, top_b = (long)pb + eb;
-  if (top_a != top_b) return top_a > top_b ? 1 : -1;
-  /* Same leading bit position: align the exponents by shifting the operand
-   * with the larger exponent left; it then has exactly as many bits as the
-   * other, so nothing is lost. */
-  rk__wide_t x = *a, y = *b;
-  if (ea > eb)
-    rk__wide_shl(&x, ea - eb);
-  else
-    rk__wide_shl(&y, eb - ea);
-  for (int i = RK__WIDE_LIMBS - 1; i >= 0; --i)
-    if (x.limb[i] != y.limb[i]) return x.limb[i] > y.limb[i] ? 1 : -1;
-  return 0;
+/* w rounded to the nearest double, ties to even: the value a conversion
+ * from an integer type wide enough to hold w would give. For w below 2^64
+ * this is exactly (double)(uint64_t)w. */
+static inline double rk__wide_to_double(const rk__wide_t *w) {
+  int bits = rk__wide_bits(w);
+  if (bits <= 64) return (double)w->limb[0];
+  /* The top 64 bits, and one "sticky" bit for anything nonzero below them:
+   * the conversion of those 64 bits rounds to 53 as the whole would (bit 10
+   * decides, bits 0-9 only break the tie). */
+  int shift = bits - 64, limb = shift / 64, bit = shift % 64;
+  uint64_t top = w->limb[limb] >> bit;
+  if (bit) top |= w->limb[limb + 1] << (64 - bit);
+  bool sticky = bit && (w->limb[limb] << (64 - bit)) != 0;
+  for (int i = 0; i < limb && !sticky; ++i) sticky = w->limb[i] != 0;
+  return ldexp((double)(top | (uint64_t)sticky), shift);
 }
 
 #endif /* RK_COST_WIDE_H_ */

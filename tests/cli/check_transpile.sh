@@ -15,6 +15,13 @@
 #                 its permissions
 #   output_no_dir -o into a directory that does not exist fails with exit 1
 #                 and a message, creating nothing
+#   output_same_file  -o naming the input (by the same name, another
+#                 spelling, a hard link, a symbolic link, or stdin's file)
+#                 is refused with exit 1 and the input left intact
+#   output_links  -o through a symbolic link writes the link's target and
+#                 keeps the link; a dangling link, or a directory, is
+#                 refused with a message, leaving it as it was; a FIFO is
+#                 written in place
 #
 # Exits 0 when every check holds; otherwise prints what differed, exits 1.
 set -u
@@ -150,6 +157,77 @@ case $scenario in
       "$tmp/err" || fail "no clear message: $(cat "$tmp/err")"
     [ -s "$tmp/out" ] && fail "wrote to stdout"
     [ -e "$tmp/missing" ] && fail "created $tmp/missing"
+    ;;
+
+  output_same_file)
+    cd "$tmp" || exit 1
+    cp "$codegen/kernels/saxpy.c" k.c
+    ln k.c hard.c
+    ln -s k.c soft.c
+    # refused OUT [rk transpile arguments before -o...]
+    refused() {
+      local out=$1
+      shift
+      "$rk" transpile "$@" --target cuda -o "$out" >"$tmp/out" 2>"$tmp/err"
+      rc=$?
+      [ $rc -eq 1 ] || fail "$* -o $out: exit $rc, expected 1"
+      grep -q "refusing to write '$out': it is the input file" "$tmp/err" ||
+        fail "$* -o $out: no clear message: $(cat "$tmp/err")"
+      same k.c "$codegen/kernels/saxpy.c" "k.c after $* -o $out"
+    }
+    refused k.c k.c
+    refused ./k.c k.c
+    refused k.c hard.c
+    refused soft.c k.c
+    refused "$tmp/k.c" soft.c
+    refused k.c - <k.c
+    [ -L soft.c ] || fail "soft.c is no longer a link"
+    only_files "$tmp" err hard.c k.c out soft.c
+    # Another file is fine.
+    "$rk" transpile k.c --target cuda -o other.cu || fail "-o other.cu"
+    ;;
+
+  output_links)
+    cd "$tmp" || exit 1
+    mkdir real
+    printf 'old\n' >real/out.cu
+    chmod 640 real/out.cu
+    ln -s real/out.cu link.cu
+    "$rk" transpile "$codegen/kernels/saxpy.c" --target cuda -o link.cu ||
+      fail "-o link.cu: exit $?"
+    [ -L link.cu ] || fail "link.cu was replaced by a file"
+    "$rk" transpile "$codegen/kernels/saxpy.c" --target cuda >"$tmp/want"
+    same real/out.cu "$tmp/want" "the link's target"
+    [ "$(stat -c %a real/out.cu)" = 640 ] || fail "the target's mode changed"
+    only_files real out.cu
+    # A dangling link: refused, and neither the link nor its target made.
+    ln -s nowhere/out.cu dangling.cu
+    "$rk" transpile "$codegen/kernels/saxpy.c" --target cuda -o dangling.cu \
+      >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 1 ] || fail "dangling link: exit $rc, expected 1"
+    grep -q "cannot write 'dangling.cu': it is a symbolic link to 'nowhere/out.cu', which does not exist" \
+      "$tmp/err" || fail "dangling link: no clear message: $(cat "$tmp/err")"
+    [ -L dangling.cu ] || fail "the dangling link was replaced"
+    [ -e nowhere ] && fail "the dangling link's target was created"
+    # A directory: refused.
+    mkdir dir.cu
+    "$rk" transpile "$codegen/kernels/saxpy.c" --target cuda -o dir.cu \
+      2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 1 ] || fail "directory: exit $rc, expected 1"
+    grep -q "cannot write 'dir.cu': it is a directory" "$tmp/err" ||
+      fail "directory: no clear message: $(cat "$tmp/err")"
+    [ -d dir.cu ] || fail "the directory was replaced"
+    # A FIFO is written in place (a reader gets the text).
+    mkfifo fifo.cu
+    cat fifo.cu >"$tmp/from-fifo" &
+    reader=$!
+    "$rk" transpile "$codegen/kernels/saxpy.c" --target cuda -o fifo.cu ||
+      fail "-o fifo.cu: exit $?"
+    wait $reader
+    [ -p fifo.cu ] || fail "the FIFO was replaced"
+    same "$tmp/from-fifo" "$tmp/want" "text read from the FIFO"
     ;;
 
   *)

@@ -1,8 +1,10 @@
-/* The compatibility selector: defaults, setters, and every threshold at
- * N-1, N and N+1, with custom parameters and 64-bit extremes. */
+/* The compatibility selector: defaults, setters, every threshold at N-1, N
+ * and N+1, with custom parameters and 64-bit extremes, and exact ties
+ * decided as batuta decides them, in doubles. */
 #define RK_TEST_IMPLEMENTATION
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rk/select.h"
 #include "rk_test.h"
@@ -76,10 +78,13 @@ static void test_select_backend(void) {
   CHECK_CHOICE(rk_compat_select_backend(&s, UINT64_MAX, UINT64_MAX), SIMD);
   CHECK_CHOICE(rk_compat_select_backend(&s, 1, UINT64_MAX), GPU);
   CHECK_CHOICE(rk_compat_select_backend(&s, UINT64_MAX, 1), SIMD);
-  /* flops = 3125 * bytes is the boundary at any size, up to the top. */
+  /* flops = 3125 * bytes is the boundary; near the top of 64 bits the
+   * counts round to doubles first, as in batuta: this tie, and one FLOP
+   * more (the same double), are GPU. */
   uint64_t bytes = UINT64_MAX / 3125;
-  CHECK_CHOICE(rk_compat_select_backend(&s, bytes, bytes * 3125), SIMD);
+  CHECK_CHOICE(rk_compat_select_backend(&s, bytes, bytes * 3125), GPU);
   CHECK_CHOICE(rk_compat_select_backend(&s, bytes, bytes * 3125 + 1), GPU);
+  CHECK_CHOICE(rk_compat_select_backend(&s, bytes, bytes * 3124), SIMD);
 
   /* Custom parameters: bw 1e9, gpu 1e12, ratio 2 -> GPU iff flops > 2000 x
    * bytes. */
@@ -108,6 +113,116 @@ static void test_select_backend(void) {
   s.pcie_bandwidth = -1.0;
   CHECK_CHOICE(rk_compat_select_backend(&s, 1000000, 3125000000u), SIMD);
   CHECK_CHOICE(rk_compat_select_backend(&s, 1000000, 3125000001u), GPU);
+}
+
+/* batuta's rule, written out: each count converted to a double, transfer
+ * and compute time divided out, then compute > ratio * transfer. */
+static rk_compat_choice_t reference(double bw, double gpu, double ratio,
+                                    uint64_t bytes, uint64_t flops) {
+  double transfer_s = (double)bytes / bw;
+  double compute_s = (double)flops / gpu;
+  return compute_s > ratio * transfer_s ? GPU : SIMD;
+}
+
+static uint64_t next_random(uint64_t *state) {
+  /* xorshift64*: a fixed sequence, so failures repeat. */
+  *state ^= *state >> 12;
+  *state ^= *state << 25;
+  *state ^= *state >> 27;
+  return *state * 0x2545f4914f6cdd1dull;
+}
+
+/* Exact ties (flops exactly `ratio` times the transfer time) fall as the
+ * rounding of batuta's doubles makes them fall, GPU or SIMD. */
+static void test_ties(void) {
+  rk_compat_selector_t s;
+  rk_compat_init(&s);
+  /* 7 bytes take 2.1875e-10 s, 5x that is 1.09375e-9 s, which is exactly
+   * 21,875 FLOP at 20e12 FLOP/s; in doubles 5 * (7 / 32e9) rounds below
+   * 21875 / 20e12, so batuta picks the GPU. */
+  CHECK_CHOICE(rk_compat_select_backend(&s, 7, 21875), GPU);
+  CHECK_CHOICE(rk_compat_select_backend(NULL, 7, 21875), GPU);
+  CHECK_CHOICE(rk_compat_select_backend(&s, 7, 21874), SIMD);
+  /* The published cases of batuta's own tests. */
+  CHECK_CHOICE(rk_compat_select_for_matmul(&s, 64, 64, 64), SIMD);
+  CHECK_CHOICE(rk_compat_select_for_matmul(&s, 512, 512, 512), SIMD);
+  CHECK_CHOICE(rk_compat_select_for_matmul(&s, 2048, 2048, 2048), SIMD);
+  CHECK_CHOICE(rk_compat_select_for_vector_op(&s, 10000, 2), SIMD);
+  CHECK_CHOICE(rk_compat_select_for_elementwise(&s, 1000), SCALAR);
+  CHECK_CHOICE(rk_compat_select_for_elementwise(&s, 2000000), SIMD);
+
+  /* Random exact ties with the defaults (flops = 3125 bytes) and with
+   * other parameters, and their neighbours one FLOP away. */
+  static const struct {
+    double bw, gpu, ratio;
+    uint64_t per_byte; /* flops per byte at the tie */
+  } kParams[] = {
+      {32e9, 20e12, 5.0, 3125},
+      {1e9, 1e12, 2.0, 2000},
+      {25e9, 15e12, 4.0, 2400},
+      {3e9, 7e12, 3.0, 7000},
+  };
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  for (size_t p = 0; p < sizeof kParams / sizeof kParams[0]; ++p) {
+    CHECK_OK(rk_compat_set_pcie_bandwidth(&s, kParams[p].bw));
+    CHECK_OK(rk_compat_set_gpu_flops(&s, kParams[p].gpu));
+    CHECK_OK(rk_compat_set_dispatch_ratio(&s, kParams[p].ratio));
+    int gpu_ties = 0, simd_ties = 0, wrong = 0;
+    for (int i = 0; i < 20000; ++i) {
+      /* Small and large sizes: up to 2^40 bytes, so flops stays in 64
+       * bits. */
+      uint64_t r = next_random(&state);
+      uint64_t b = i % 2 ? 1 + r % 100000 : 1 + (r >> 24);
+      for (int d = -1; d <= 1; ++d) {
+        uint64_t f = b * kParams[p].per_byte + (uint64_t)(int64_t)d;
+        rk_compat_choice_t want =
+            reference(kParams[p].bw, kParams[p].gpu, kParams[p].ratio, b, f);
+        rk_compat_choice_t got = rk_compat_select_backend(&s, b, f);
+        if (got != want && wrong++ < 5)
+          CHECK(false, "params %zu: %llu bytes, %llu flops: %s, batuta %s", p,
+                (unsigned long long)b, (unsigned long long)f,
+                rk_compat_choice_name(got), rk_compat_choice_name(want));
+        if (d == 0) want == GPU ? ++gpu_ties : ++simd_ties;
+      }
+    }
+    CHECK(wrong == 0, "params %zu: %d decisions differ from batuta's", p,
+          wrong);
+    printf("params %zu: of 20000 exact ties, %d GPU and %d SIMD\n", p, gpu_ties,
+           simd_ties);
+  }
+  /* With the defaults both answers occur, so exact arithmetic (always
+   * SIMD on a tie) would fail above. */
+  rk_compat_init(&s);
+  int gpu_ties = 0;
+  for (uint64_t b = 1; b <= 1000; ++b)
+    gpu_ties += rk_compat_select_backend(&s, b, 3125 * b) == GPU;
+  CHECK(gpu_ties > 0 && gpu_ties < 1000, "%d of 1000 ties GPU", gpu_ties);
+
+  /* The helpers, with sizes whose 64-bit products do not wrap: batuta's
+   * own integer expressions, then the same rule. */
+  int wrong = 0;
+  for (int i = 0; i < 20000; ++i) {
+    uint64_t m = 1 + next_random(&state) % 30000;
+    uint64_t n = 1 + next_random(&state) % 30000;
+    uint64_t k = 1 + next_random(&state) % 30000;
+    if (i % 3 == 0) n = m, k = m; /* square: ties at N = 18750 */
+    uint64_t bytes = (m * k + k * n + m * n) * 4, flops = 2 * m * n * k;
+    rk_compat_choice_t want = reference(32e9, 20e12, 5.0, bytes, flops);
+    rk_compat_choice_t got = rk_compat_select_for_matmul(&s, m, n, k);
+    if (got != want && wrong++ < 5)
+      CHECK(false, "matmul %llu x %llu x %llu: %s, batuta %s",
+            (unsigned long long)m, (unsigned long long)n, (unsigned long long)k,
+            rk_compat_choice_name(got), rk_compat_choice_name(want));
+    uint64_t len = 1 + next_random(&state) % 100000000;
+    uint64_t ops = 37500 + next_random(&state) % 3 - 1; /* ties at 37500 */
+    want = reference(32e9, 20e12, 5.0, len * 3 * 4, len * ops);
+    got = rk_compat_select_for_vector_op(&s, len, ops);
+    if (got != want && wrong++ < 5)
+      CHECK(false, "vector op n=%llu ops=%llu: %s, batuta %s",
+            (unsigned long long)len, (unsigned long long)ops,
+            rk_compat_choice_name(got), rk_compat_choice_name(want));
+  }
+  CHECK(wrong == 0, "%d helper decisions differ from batuta's", wrong);
 }
 
 static void test_matmul(void) {
@@ -213,5 +328,6 @@ int main(void) {
   test_matmul();
   test_vector_op();
   test_tables();
+  test_ties();
   return rk_test_finish("compat");
 }

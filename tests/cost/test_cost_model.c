@@ -269,10 +269,13 @@ static void test_env(const char *dir) {
   unsetenv("RK_COST_SCALAR_ELEMENTWISE_BANDWIDTH");
   unsetenv("RK_COST_SCALAR_REDUCTION_FLOPS");
   if (!m) return;
-  CHECK(rk_test_contains(err, "RK_COST_SCALAR_REDUCTION_FLOPS"),
-        "bad value not reported: '%s'", err);
+  /* A quiet model prints nothing; the warning is in its info. */
+  CHECK(err[0] == '\0', "a quiet model printed '%s'", err);
   rk_cost_model_info_t info;
   CHECK_OK(rk_cost_model_info(m, &info));
+  CHECK(rk_test_contains(info.env_note, "RK_COST_SCALAR_REDUCTION_FLOPS") &&
+            rk_test_contains(info.env_note, "not-a-number"),
+        "bad value not reported: '%s'", info.env_note);
   CHECK(info.env_overrides == 2, "overrides %zu", info.env_overrides);
   rk_op_desc_t d = {.op = RK_OP_SCALE, .n = 1000, .result_on_host = true};
   rk_prediction_t p[RK__COST_MAX_TARGETS];
@@ -307,6 +310,145 @@ static void test_env(const char *dir) {
                 0 &&
             strstr(path, "/cost/") && strstr(path, ".profile"),
         "default path %s", path);
+}
+
+/* An RK_COST_ variable that means nothing here (a misspelling, a target
+ * this machine lacks) is ignored with one warning per process naming it and
+ * the known variables; a quiet model only records it. */
+static void test_unknown_env(const char *dir) {
+  char missing[512];
+  snprintf(missing, sizeof missing, "%s/none.profile", dir);
+  setenv("RK_COST_FOO", "1", 1);
+  setenv("RK_COST_SIMD_MATMUL_FLOP", "1e9", 1); /* FLOPS misspelt */
+  setenv("RK_COST_NOSUCHGPU0_MATMUL_FLOPS", "1e9", 1);
+  setenv("RK_COST_SIMD_MATMUL_FLOPS", "1e9", 1); /* known: applied */
+  rk_cost_model_t *q = open_quiet(missing);
+  if (q) {
+    rk_cost_model_info_t info;
+    CHECK_OK(rk_cost_model_info(q, &info));
+    const char *note = info.env_note;
+    CHECK(rk_test_contains(note, "RK_COST_FOO") &&
+              rk_test_contains(note, "RK_COST_SIMD_MATMUL_FLOP,") &&
+              rk_test_contains(note, "RK_COST_NOSUCHGPU0_MATMUL_FLOPS"),
+          "unknown variables not named: '%s'", note);
+    CHECK(!rk_test_contains(note, "RK_COST_SIMD_MATMUL_FLOPS,") &&
+              !rk_test_contains(note, "RK_COST_SIMD_MATMUL_FLOPS:"),
+          "a known variable called unknown: '%s'", note);
+    CHECK(rk_test_contains(note, "RK_COST_PROFILE") &&
+              rk_test_contains(note, "RK_COST_SOFTWARE") &&
+              rk_test_contains(note, "{LAUNCH,FLOPS,BANDWIDTH}") &&
+              rk_test_contains(note, "SCALAR") &&
+              rk_test_contains(note, "ELEMENTWISE"),
+          "the known variables are not named: '%s'", note);
+    CHECK(info.env_overrides >= 1, "the known variable was not applied");
+    rk_cost_model_destroy(q);
+  }
+  /* Not quiet: printed on stderr, once however many models open. */
+  char err[8192] = "";
+  rk_cost_model_options_t o;
+  rk_cost_model_options_init(&o);
+  o.profile_path = missing;
+  rk_test_capture_begin();
+  rk_cost_model_t *a = NULL, *b = NULL;
+  rk_status_t sa = rk_cost_model_open_with(&o, &a);
+  rk_status_t sb = rk_cost_model_open_with(&o, &b);
+  rk_test_capture_end(NULL, err, sizeof err);
+  unsetenv("RK_COST_FOO");
+  unsetenv("RK_COST_SIMD_MATMUL_FLOP");
+  unsetenv("RK_COST_NOSUCHGPU0_MATMUL_FLOPS");
+  unsetenv("RK_COST_SIMD_MATMUL_FLOPS");
+  CHECK_OK(sa);
+  CHECK_OK(sb);
+  const char *first = strstr(err, "RK_COST_FOO");
+  CHECK(first != NULL, "no warning about RK_COST_FOO: '%s'", err);
+  CHECK(first && !strstr(first + 1, "RK_COST_FOO"), "warned twice: '%s'", err);
+  rk_cost_model_destroy(a);
+  rk_cost_model_destroy(b);
+  /* Without unknown variables, nothing is recorded. */
+  rk_cost_model_t *c = open_quiet(missing);
+  if (c) {
+    rk_cost_model_info_t info;
+    CHECK_OK(rk_cost_model_info(c, &info));
+    CHECK(info.env_note[0] == '\0', "note without variables: '%s'",
+          info.env_note);
+    rk_cost_model_destroy(c);
+  }
+}
+
+/* The reasons a profile is stale name what differs: the profile's
+ * fingerprint beside this machine's, a version too large for an int as
+ * written. */
+static void test_stale_messages(const char *dir) {
+  char missing[512];
+  snprintf(missing, sizeof missing, "%s/none.profile", dir);
+  rk_cost_model_t *m = open_quiet(missing);
+  if (!m) return;
+  char *text = NULL;
+  rk_cost_model_info_t info;
+  CHECK_OK(rk_cost_model_info(m, &info));
+  char mine[33];
+  snprintf(mine, sizeof mine, "%s", info.fingerprint);
+  CHECK_OK(rk_cost_model_format(m, &text));
+  rk_cost_model_destroy(m);
+  if (!text) return;
+  char from[64], to[80];
+  snprintf(from, sizeof from, "fingerprint %s", mine);
+  /* This machine's fingerprint with one more digit: another machine's. */
+  snprintf(to, sizeof to, "fingerprint %s7", mine);
+  char *longer = replace(text, from, to);
+  char note[1700];
+  if (CHECK(longer != NULL, "no fingerprint line")) {
+    CHECK(!accepts(dir, longer, strlen(longer), note, sizeof note),
+          "a longer fingerprint accepted");
+    /* "... (fingerprint 'X', this machine's Y)": X and Y must differ. */
+    const char *x = strstr(note, "fingerprint '");
+    const char *y = strstr(note, "this machine's ");
+    if (CHECK(x && y, "note: %s", note)) {
+      x += strlen("fingerprint '");
+      y += strlen("this machine's ");
+      size_t xn = strcspn(x, "'"), yn = strcspn(y, ")");
+      CHECK(xn != yn || strncmp(x, y, xn) != 0,
+            "the two fingerprints are the same: %s", note);
+      CHECK(xn == 33 && strncmp(x, mine, 32) == 0 && x[32] == '7',
+            "the profile's fingerprint is not shown whole: %s", note);
+      CHECK(yn == 32 && strncmp(y, mine, 32) == 0, "this machine's: %s", note);
+    }
+    free(longer);
+  }
+  /* The same digits in capitals are the same fingerprint. */
+  for (char *p = to + 12; *p; ++p)
+    if (*p >= 'a' && *p <= 'f') *p = (char)(*p - 'a' + 'A');
+  to[12 + 32] = '\0';
+  char *upper = replace(text, from, to);
+  if (upper) {
+    CHECK(accepts(dir, upper, strlen(upper), note, sizeof note),
+          "capital hex digits refused: %s", note);
+    free(upper);
+  }
+  /* Versions: one too large for any integer type, and leading zeros. */
+  char *huge = replace(text, "rk-cost-profile 1",
+                       "rk-cost-profile 99999999999999999999");
+  if (CHECK(huge != NULL, "no version line")) {
+    CHECK(!accepts(dir, huge, strlen(huge), note, sizeof note),
+          "huge version accepted");
+    CHECK(rk_test_contains(note, "stale: format version 99999999999999999999,"),
+          "note: %s", note);
+    CHECK(!rk_test_contains(note, "-1"), "note: %s", note);
+    free(huge);
+  }
+  char *neg = replace(text, "rk-cost-profile 1", "rk-cost-profile -1");
+  if (neg) {
+    CHECK(!accepts(dir, neg, strlen(neg), note, sizeof note), "-1 accepted");
+    CHECK(rk_test_contains(note, "corrupt"), "note: %s", note);
+    free(neg);
+  }
+  char *zeros = replace(text, "rk-cost-profile 1", "rk-cost-profile 0001");
+  if (zeros) {
+    CHECK(accepts(dir, zeros, strlen(zeros), note, sizeof note),
+          "0001 refused: %s", note);
+    free(zeros);
+  }
+  free(text);
 }
 
 /* The warning on stderr comes once per process, when no quiet option. */
@@ -467,6 +609,8 @@ int main(void) {
   test_env(dir);
   test_gpu_terms(dir);
   test_extremes(dir);
-  test_warning_once(dir);
+  test_stale_messages(dir);
+  test_warning_once(dir); /* before any other model that warns */
+  test_unknown_env(dir);
   return rk_test_finish("cost_model");
 }

@@ -5,6 +5,7 @@
  *   rk calibrate --quick      # about 10 s
  *   rk calibrate --output my.profile --json
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,7 +39,9 @@ static void help(FILE *out) {
       "Options:\n"
       "  --quick        fewer sizes and repetitions (about 10 s)\n"
       "  --thorough     more sizes (up to 2^26 elements) and repetitions\n"
-      "  --output FILE  write the profile to FILE instead\n"
+      "  --output FILE  write the profile to FILE instead (a symbolic link\n"
+      "                 is followed and kept; a dangling link, directory,\n"
+      "                 FIFO or device is refused before measuring)\n"
       "  --software     also measure emulated GPU devices (PoCL's CPU\n"
       "                 device, lavapipe) and make them candidates\n"
       "  --json         print the summary as one JSON object\n"
@@ -114,8 +117,9 @@ static int summarize(rk_cost_model_t *model, double seconds, bool json) {
   if (json) {
     printf("{\"profile\":");
     tool_json_string(stdout, info.profile_path);
-    printf(",\"seconds\":%.2f,\"fingerprint\":\"%s\",\"machine\":", seconds,
-           info.fingerprint);
+    printf(",\"seconds\":");
+    tool_json_number(stdout, seconds);
+    printf(",\"fingerprint\":\"%s\",\"machine\":", info.fingerprint);
     tool_json_string(stdout, info.machine);
     printf(",\"candidates\":%zu,\"predictions\":[", info.candidate_count);
   } else {
@@ -150,7 +154,8 @@ static int summarize(rk_cost_model_t *model, double seconds, bool json) {
         target_text(name, sizeof name, &p[i].target);
         printf("%s", i ? "," : "");
         tool_json_string(stdout, name);
-        printf(":%.6g", p[i].total_s);
+        printf(":");
+        tool_json_number(stdout, p[i].total_s);
       }
       target_text(name, sizeof name, &p[best].target);
       printf("},\"choice\":");
@@ -160,7 +165,11 @@ static int summarize(rk_cost_model_t *model, double seconds, bool json) {
       printf("  %-22s", what);
       for (size_t i = 0; i < count; ++i) {
         target_text(name, sizeof name, &p[i].target);
-        printf(" %s %.3g us%s", name, p[i].total_s * 1e6, i == best ? "*" : "");
+        if (isfinite(p[i].total_s))
+          printf(" %s %.3g us%s", name, p[i].total_s * 1e6,
+                 i == best ? "*" : "");
+        else
+          printf(" %s overflow%s", name, i == best ? "*" : "");
         if (i + 1 < count) printf(",");
       }
       printf("\n");
@@ -217,6 +226,9 @@ static int run(int argc, char **argv) {
     fprintf(stderr, "rk calibrate: %s\n", rk_last_error());
     return TOOL_EXIT_FAILURE;
   }
+  rk_cost_model_info_t info;
+  if (rk_cost_model_info(model, &info) == RK_OK && info.env_note[0])
+    fprintf(stderr, "rk calibrate: warning: %s\n", info.env_note);
   int rc = summarize(model, tool_now_seconds() - t0, json);
   rk_cost_model_destroy(model);
   return rc;

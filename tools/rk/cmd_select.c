@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,9 +188,12 @@ static void target_text(char *out, size_t cap, const rk_exec_target_t *t) {
   }
 }
 
-/* Seconds with a unit that keeps 3-4 digits. */
+/* Seconds with a unit that keeps 3-4 digits; "overflow" for a time too
+ * large for a double (rates near zero from RK_COST_* overrides). */
 static void time_text(char *out, size_t cap, double s) {
-  if (s == 0)
+  if (!isfinite(s))
+    snprintf(out, cap, "overflow");
+  else if (s == 0)
     snprintf(out, cap, "0");
   else if (s < 1e-6)
     snprintf(out, cap, "%.1f ns", s * 1e9);
@@ -228,7 +232,9 @@ static void print_json(const rk_op_desc_t *d, const rk_cost_model_info_t *info,
   tool_json_string(stdout, info->profile_path);
   printf(",\"measured\":%s,\"note\":", info->from_profile ? "true" : "false");
   tool_json_string(stdout, info->note);
-  printf(",\"env_overrides\":%zu},\"candidates\":[", info->env_overrides);
+  printf(",\"env_overrides\":%zu,\"env_note\":", info->env_overrides);
+  tool_json_string(stdout, info->env_note);
+  printf("},\"candidates\":[");
   for (size_t i = 0; i < count; ++i) {
     target_text(name, sizeof name, &p[i].target);
     printf("%s{\"target\":", i ? "," : "");
@@ -239,11 +245,20 @@ static void print_json(const rk_op_desc_t *d, const rk_cost_model_info_t *info,
     if (p[i].target.kind == RK_EXEC_GPU)
       printf(",\"backend\":\"%s\",\"device\":%d",
              rk_backend_kind_name(p[i].target.backend), p[i].target.device);
-    printf(
-        ",\"total_s\":%.6g,\"launch_s\":%.6g,\"transfer_s\":%.6g,"
-        "\"compute_s\":%.6g,\"readback_s\":%.6g}",
-        p[i].total_s, p[i].launch_s, p[i].transfer_s, p[i].compute_s,
-        p[i].readback_s);
+    /* Non-finite times (overflow) are null. */
+    const struct {
+      const char *key;
+      double v;
+    } terms[] = {{"total_s", p[i].total_s},
+                 {"launch_s", p[i].launch_s},
+                 {"transfer_s", p[i].transfer_s},
+                 {"compute_s", p[i].compute_s},
+                 {"readback_s", p[i].readback_s}};
+    for (size_t t = 0; t < sizeof terms / sizeof terms[0]; ++t) {
+      printf(",\"%s\":", terms[t].key);
+      tool_json_number(stdout, terms[t].v);
+    }
+    printf("}");
   }
   target_text(name, sizeof name, &p[best].target);
   printf("],\"choice\":");
@@ -292,12 +307,17 @@ static void print_text(const rk_op_desc_t *d, const rk_cost_model_info_t *info,
   target_text(name, sizeof name, &p[best].target);
   printf("\nchoice: %s", name);
   /* How much the choice saves over the runner-up. */
-  double second = 0;
+  double chosen = p[best].total_s, second = INFINITY;
   for (size_t i = 0; i < count; ++i)
-    if (i != best && (second == 0 || p[i].total_s < second))
-      second = p[i].total_s;
-  if (second > 0 && p[best].total_s > 0)
-    printf(" (%.2fx faster than the next candidate)", second / p[best].total_s);
+    if (i != best && p[i].total_s < second) second = p[i].total_s;
+  if (!isfinite(chosen))
+    printf(
+        " (every candidate's predicted time overflows: the first is "
+        "chosen)");
+  else if (count > 1 && !isfinite(second))
+    printf(" (the other candidates' predicted times overflow)");
+  else if (count > 1 && chosen > 0 && isfinite(second / chosen))
+    printf(" (%.2fx faster than the next candidate)", second / chosen);
   printf("\ncompat selector: %s", rk_compat_choice_name(compat));
   if (compat_note) printf(" (%s)", compat_note);
   printf("\n");
@@ -381,6 +401,9 @@ static int run(int argc, char **argv) {
     rk_cost_model_destroy(model);
     return TOOL_EXIT_FAILURE;
   }
+  /* The model was opened quiet: its warnings are shown here, once. */
+  if (info.env_note[0])
+    fprintf(stderr, "rk select: warning: %s\n", info.env_note);
   rk_compat_selector_t compat;
   rk_compat_init(&compat);
   rk_compat_choice_t c = rk_compat_select_for_op(&compat, &d);

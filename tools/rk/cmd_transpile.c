@@ -10,13 +10,19 @@
  * rk_codegen_list_entries() for --list) under the name given on the command
  * line, and the result is written to OUT or stdout. OUT is written through a
  * temporary file in its directory and renamed over it, so a failed run never
- * leaves OUT half-written or replaces it with nothing.
+ * leaves OUT half-written or replaces it with nothing (rk__write_file_replace:
+ * a symbolic link is followed, a dangling one refused; a FIFO or device such
+ * as /dev/stdout is written in place). OUT may not be FILE itself (the same
+ * device and inode, whatever the names).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "base/sys.h"
 #include "rk/rk.h"
 #include "tool.h"
 
@@ -243,6 +249,25 @@ static int parse(int argc, char **argv, options_t *o, bool *out_help) {
   return TOOL_EXIT_OK;
 }
 
+/* Whether OUT names the file FILE reads (stdin for "-"): the same device
+ * and inode, so "k.c", "./k.c", a hard link or a symbolic link all count.
+ * Prints the refusal. */
+static bool output_is_input(const options_t *o) {
+  if (!o->out || strcmp(o->out, "-") == 0) return false;
+  struct stat in, out;
+  if (stat(o->out, &out) != 0 || !S_ISREG(out.st_mode)) return false;
+  bool is_stdin = strcmp(o->file, "-") == 0;
+  if ((is_stdin ? fstat(STDIN_FILENO, &in) : stat(o->file, &in)) != 0)
+    return false;
+  if (in.st_dev != out.st_dev || in.st_ino != out.st_ino) return false;
+  fprintf(stderr,
+          "rk transpile: refusing to write '%s': it is the input file%s%s%s "
+          "(the source would be replaced by its translation)\n",
+          o->out, is_stdin ? " (standard input)" : " '",
+          is_stdin ? "" : o->file, is_stdin ? "" : "'");
+  return true;
+}
+
 static int run(int argc, char **argv) {
   options_t o;
   bool help = false;
@@ -252,6 +277,7 @@ static int run(int argc, char **argv) {
     return TOOL_EXIT_OK;
   }
   if (rc != TOOL_EXIT_OK) return rc;
+  if (output_is_input(&o)) return TOOL_EXIT_FAILURE;
 
   char *source = read_source(o.file);
   if (!source) return TOOL_EXIT_FAILURE;
@@ -289,9 +315,9 @@ static int run(int argc, char **argv) {
       rc = TOOL_EXIT_FAILURE;
     }
   } else {
-    char why[512];
-    if (!tool_write_file_atomic(o.out, text, len, why, sizeof why)) {
-      fprintf(stderr, "rk transpile: %s\n", why);
+    if (rk__write_file_replace(o.out, text, len, RK__WRITE_SPECIAL_IN_PLACE) !=
+        RK_OK) {
+      fprintf(stderr, "rk transpile: %s\n", rk_last_error());
       rc = TOOL_EXIT_FAILURE;
     }
   }
@@ -328,7 +354,10 @@ static void help(FILE *out) {
       "                         msl     Metal Shading Language (kernel void)\n"
       "  -o, --output OUT     write to OUT instead of stdout ('-': stdout).\n"
       "                       OUT is replaced only when everything worked;\n"
-      "                       on any error it is left as it was\n"
+      "                       on any error it is left as it was. A symbolic\n"
+      "                       link is followed (a dangling one refused); a\n"
+      "                       FIFO or device is written in place; OUT may\n"
+      "                       not be FILE itself\n"
       "  --entry NAME         only this kernel, stencil or handler (types,\n"
       "                       constants and helpers are always kept)\n"
       "  --persistent         with --target cuda only: also emit, for each\n"

@@ -110,6 +110,9 @@ int main(int argc, char **argv) {
     return TOOL_EXIT_OK;
   }
   if (strcmp(first, "--version") == 0) {
+    if (argc > 2)
+      return tool_usage_error(NULL, "--version takes no arguments, got '%s'",
+                              argv[2]);
     printf("rk %s\n", rk_version());
     return TOOL_EXIT_OK;
   }

@@ -64,17 +64,6 @@ bool tool_is_help(const char *arg);
 bool tool_match_option(int argc, char **argv, int *i, const char *name,
                        const char **out_value);
 
-/* Replaces the file at `path` with `len` bytes of `data`, all or nothing:
- * the bytes go to a temporary file in the same directory, which is then
- * renamed over `path` (a symbolic link is followed and its target
- * replaced). A new file gets 0666 less the umask; an existing one keeps its
- * permissions. Something that is not a regular file (/dev/null, a FIFO) is
- * written in place. Returns false with the reason ("cannot write 'x': ...")
- * in `why` (cap bytes) on failure, leaving `path` untouched. A process
- * killed while writing may leave the temporary file ("<path>.rk-XXXXXX"). */
-bool tool_write_file_atomic(const char *path, const void *data, size_t len,
-                            char *why, size_t cap);
-
 /* Seconds on a monotonic clock, for measuring intervals. */
 double tool_now_seconds(void);
 
@@ -82,5 +71,10 @@ double tool_now_seconds(void);
  * backslashes and control characters escaped, bytes that are not valid UTF-8
  * replaced by U+FFFD. NULL is written as null. */
 void tool_json_string(FILE *out, const char *s);
+
+/* Writes `v` as a JSON number with 6 significant digits ("1.5e-07"), or
+ * null when it is not finite (JSON has no inf or nan). Every double a
+ * command prints as JSON goes through here. */
+void tool_json_number(FILE *out, double v);
 
 #endif /* RK_TOOL_H_ */

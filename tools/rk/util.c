@@ -1,13 +1,10 @@
 /* util.c - small helpers shared by the commands of `rk` (see tool.h). */
-#include <errno.h>
-#include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "tool.h"
 
@@ -116,97 +113,9 @@ void tool_json_string(FILE *out, const char *s) {
   fputc('"', out);
 }
 
-/* ---- Writing files ------------------------------------------------------ */
-
-static bool fail_write(char *why, size_t cap, const char *path,
-                       const char *what) {
-  snprintf(why, cap, "cannot write '%s': %s", path, what);
-  return false;
-}
-
-/* Writes all of `data` to `fd`; false with errno set on failure. */
-static bool write_all(int fd, const char *data, size_t len) {
-  while (len > 0) {
-    ssize_t n = write(fd, data, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (n == 0) errno = EIO;
-      return false;
-    }
-    data += n;
-    len -= (size_t)n;
-  }
-  return true;
-}
-
-bool tool_write_file_atomic(const char *path, const void *data, size_t len,
-                            char *why, size_t cap) {
-  struct stat st;
-  const char *target = path; /* the file replaced: a link's target */
-  char *resolved = NULL;
-  mode_t mode;
-  if (stat(path, &st) == 0) {
-    if (S_ISDIR(st.st_mode))
-      return fail_write(why, cap, path, "it is a directory");
-    if (!S_ISREG(st.st_mode)) {
-      /* A device or FIFO: renaming over it would replace it; write it. */
-      int fd = open(path, O_WRONLY | O_TRUNC);
-      bool ok = fd >= 0 && write_all(fd, data, len);
-      int err = errno;
-      if (fd >= 0 && close(fd) != 0 && ok) {
-        ok = false;
-        err = errno;
-      }
-      return ok || fail_write(why, cap, path, strerror(err));
-    }
-    mode = st.st_mode & 07777;
-    struct stat lst;
-    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
-      resolved = realpath(path, NULL);
-      if (!resolved) return fail_write(why, cap, path, strerror(errno));
-      target = resolved;
-    }
-  } else if (errno == ENOENT) {
-    mode_t mask = umask(0);
-    umask(mask);
-    mode = 0666 & ~mask;
-  } else {
-    return fail_write(why, cap, path, strerror(errno));
-  }
-
-  size_t n = strlen(target) + sizeof ".rk-XXXXXX";
-  char *tmp = malloc(n);
-  if (!tmp) {
-    free(resolved);
-    return fail_write(why, cap, path, "out of memory");
-  }
-  snprintf(tmp, n, "%s.rk-XXXXXX", target);
-  bool ok = false;
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    /* "No such file or directory" for a missing directory. */
-    fail_write(why, cap, path, strerror(errno));
-    goto out;
-  }
-  if (fchmod(fd, mode) != 0 || !write_all(fd, data, len)) {
-    fail_write(why, cap, path, strerror(errno));
-    close(fd);
-    goto out_unlink;
-  }
-  if (close(fd) != 0) {
-    fail_write(why, cap, path, strerror(errno));
-    goto out_unlink;
-  }
-  if (rename(tmp, target) != 0) {
-    fail_write(why, cap, path, strerror(errno));
-    goto out_unlink;
-  }
-  ok = true;
-  goto out;
-out_unlink:
-  unlink(tmp);
-out:
-  free(tmp);
-  free(resolved);
-  return ok;
+void tool_json_number(FILE *out, double v) {
+  if (isfinite(v))
+    fprintf(out, "%.6g", v);
+  else
+    fputs("null", out);
 }
