@@ -24,6 +24,9 @@
  *   - MSL atomics cast the element's address to device/threadgroup
  *     atomic_int/atomic_uint; compare-and-swap goes through a small helper
  *     that turns the weak exchange into a strong one.
+ *   - MSL: a struct operand of ?: in device, constant or threadgroup memory
+ *     is cast to its struct type, a copy in thread memory, since the
+ *     address space of an lvalue is part of its type.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -73,6 +76,11 @@ typedef struct target_desc {
   bool explicit_builtin_casts; /* overloaded built-ins: spell conversions */
   bool index_params;           /* MSL: indices are entry parameters */
   bool const_ref_params;       /* MSL: `constant T &x [[buffer(i)]]` */
+  /* MSL: a struct operand of ?: in device, constant or threadgroup memory
+   * is cast to its type. An lvalue's address space is part of its type in
+   * Metal's C++, so `c ? f(r) : r` with r in constant memory has operands
+   * of two types; the cast copies r into a thread value. */
+  bool struct_cond_copies;
   /* rk_dynamic_shared(): the pointer's address space (with a space) and
    * how the kernel receives the memory, rk_dyn_shared: NULL for C (the
    * call stays), else "extern" (CUDA: an extern __shared__ array), "param"
@@ -232,6 +240,7 @@ static const target_desc_t kTargets[RK_TARGET_COUNT_] =
                 .explicit_builtin_casts = true,
                 .index_params = true,
                 .const_ref_params = true,
+                .struct_cond_copies = true,
                 .dyn_space = "threadgroup ",
                 .dyn_style = "threadgroup",
             },
@@ -591,6 +600,38 @@ static void type_name(printer_t *p, const cg_type_t *t) {
 
 static void expr(printer_t *p, const cg_expr_t *e, int min_prec);
 
+/* Whether lvalue e is in MSL's thread memory: a local, a helper's
+ * parameter or an entry's by-value parameter that the kernel copies to a
+ * local (it assigns to it), or a field or element of one. */
+static bool in_thread_memory(const printer_t *p, const cg_expr_t *e) {
+  for (;;) {
+    if (e->kind == CG_E_MEMBER && !e->member.arrow)
+      e = e->member.base;
+    else if (e->kind == CG_E_INDEX)
+      e = e->index.base;
+    else
+      break;
+  }
+  if (e->kind != CG_E_NAME || !e->name.var) return false;
+  const cg_var_t *v = e->name.var;
+  if (v->kind == CG_VAR_LOCAL) return true;
+  return v->kind == CG_VAR_PARAM && v->type->kind != CG_TY_PTR && p->fn &&
+         (p->fn->kind == CG_FN_HELPER || v->modified);
+}
+
+/* An operand of ?: (see struct_cond_copies). Calls and nested ?: are
+ * values already, and thread memory needs no copy. */
+static void cond_operand(printer_t *p, const cg_expr_t *e, int min_prec) {
+  if (p->t->struct_cond_copies && e->type && e->type->kind == CG_TY_STRUCT &&
+      e->kind != CG_E_CALL && e->kind != CG_E_COND && !in_thread_memory(p, e)) {
+    puts_(p, "(");
+    type_name(p, e->type);
+    puts_(p, ")");
+    min_prec = PREC_UNARY;
+  }
+  expr(p, e, min_prec);
+}
+
 /* ---- Expressions ----------------------------------------------------------
  */
 
@@ -845,9 +886,9 @@ static void expr(printer_t *p, const cg_expr_t *e, int min_prec) {
     case CG_E_COND:
       expr(p, e->cond.cond, PREC_COND + 1);
       puts_(p, " ? ");
-      expr(p, e->cond.then, PREC_ASSIGN);
+      cond_operand(p, e->cond.then, PREC_ASSIGN);
       puts_(p, " : ");
-      expr(p, e->cond.other, PREC_COND);
+      cond_operand(p, e->cond.other, PREC_COND);
       break;
     case CG_E_CAST:
       puts_(p, "(");

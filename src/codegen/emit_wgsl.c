@@ -23,7 +23,10 @@
  *   - Every conversion is spelled (`f32(i)`), shift amounts are u32, ?: is
  *     select() when its branches are side-effect free scalars and an if
  *     with a temporary otherwise, C's switch fallthrough is lowered by
- *     duplicating the bodies fallen into, do/while is loop/continuing.
+ *     duplicating the bodies fallen into, do/while is loop/continuing. A
+ *     function returning a value whose end WGSL cannot rule out (C's
+ *     `while (true) { ... return x; }` with nothing after the loop) ends in
+ *     `return T();`, a value no program that C defines uses.
  *   - Elements that an atomic touches make their whole buffer or shared
  *     array atomic<i32>/atomic<u32>; every other access to it goes through
  *     atomicLoad/atomicStore. Compare-and-swap is a helper per array that
@@ -1602,6 +1605,38 @@ static void function_body(printer_t *p, const cg_stmt_t *b) {
   p->indent = 0;
 }
 
+/* Whether every path through s ends in a return, as WGSL's validators see
+ * it: an if/else counts when both branches do, a loop never does (naga
+ * does not prove even `loop { }` without a break endless, and a `while
+ * (true)` has a break for its condition), nor does a switch. */
+static bool ends_in_return(const cg_stmt_t *s) {
+  switch (s->kind) {
+    case CG_S_RETURN:
+      return true;
+    case CG_S_BLOCK:
+      return s->block.n && ends_in_return(s->block.items[s->block.n - 1]);
+    case CG_S_IF:
+      return s->if_.other && ends_in_return(s->if_.then) &&
+             ends_in_return(s->if_.other);
+    default:
+      return false;
+  }
+}
+
+/* The body of a function returning `ret` (not void), and a final return of
+ * the zero value where control might reach the end as far as WGSL can
+ * tell. WGSL requires one; C allows a function whose only returns are in
+ * an endless loop (`while (true) { ... return x; }`), and leaves falling
+ * off the end undefined when the caller uses the value. */
+static void value_function_body(printer_t *p, const cg_type_t *ret,
+                                const cg_stmt_t *b) {
+  function_body(p, b);
+  if (ends_in_return(b)) return;
+  puts_(p, "  return ");
+  type_(p, ret, false);
+  puts_(p, "(); // WGSL requires a return at the end\n");
+}
+
 static void helper(printer_t *p, const cg_func_t *fn) {
   if (!fn->body) return; /* WGSL needs no prototypes */
   p->fn = fn;
@@ -1618,7 +1653,10 @@ static void helper(printer_t *p, const cg_func_t *fn) {
   }
   puts_(p, " {\n");
   param_copies(p, fn);
-  function_body(p, fn->body);
+  if (fn->ret->kind != CG_TY_VOID)
+    value_function_body(p, fn->ret, fn->body);
+  else
+    function_body(p, fn->body);
   puts_(p, "}\n");
 }
 
@@ -2056,7 +2094,10 @@ static void handler_entry(printer_t *p, const cg_func_t *fn, bool single) {
               ? ", rk_tid: vec3<u32>, rk_bid: vec3<u32>, rk_gdim: vec3<u32>"
               : "",
           rk__cg_handler_status(fn) ? " -> i32" : "");
-  function_body(p, fn->body);
+  if (rk__cg_handler_status(fn))
+    value_function_body(p, fn->ret, fn->body);
+  else
+    function_body(p, fn->body);
   puts_(p, "}\n");
   const char *ix = fn->uses_index ? ", rk_tid, rk_bid, rk_gdim" : "";
   const char *status = status_string(p, fn);

@@ -778,6 +778,45 @@ static void ref_loops(void) {
   ref_done(&in, &r);
 }
 
+static void ref_loop_exits(void) {
+  const int n = 100;
+  arg_t args[] = {I32(n), BUF('i', 128, 'p'), BUFC('i', 384, SENT_I),
+                  BUFC('f', 128, SENT_F), BUFC('u', 128, 777.0)};
+  run_t in, r;
+  if (!ref_run("loop_exits", "loop_exits", rk_dim3(2, 1, 1), rk_dim3(64, 1, 1),
+               args, 5, &in, &r))
+    return;
+  const int32_t *x = in.host[1], *oi = r.host[2];
+  const float *of = r.host[3];
+  const uint32_t *ou = r.host[4];
+  ref_begin();
+  for (int i = 0; i < 128; ++i) {
+    int64_t w[3] = {(int64_t)SENT_I, (int64_t)SENT_I, (int64_t)SENT_I};
+    double f = SENT_F;
+    int64_t u = 777;
+    if (i < n) {
+      int64_t v = x[i]; /* 1..100 */
+      int64_t above = v, hi = 1, steps = 0;
+      while (above <= 50) above += 3;
+      while (hi <= v) hi *= 2;
+      w[0] = above;
+      w[1] = hi / 2 + hi; /* lo is 0 only for v = 0, not drawn */
+      w[2] = v < 50 ? -1 : v > 50;
+      f = v;
+      do f = f * 2 + 1;
+      while (f <= 1000);
+      for (int64_t c = v; c != 1; steps++) c = c % 2 ? 3 * c + 1 : c / 2;
+      u = steps + (v % 2 == 0 || v < 10 ? 1000 : 0);
+    }
+    for (int k = 0; k < 3; ++k)
+      ref_i64("loop_exits out_i", (size_t)(i * 3 + k), oi[i * 3 + k], w[k]);
+    ref_f64("loop_exits out_f", (size_t)i, of[i], f, 0, 1);
+    ref_i64("loop_exits out_u", (size_t)i, ou[i], u);
+  }
+  ref_end("loop_exits");
+  ref_done(&in, &r);
+}
+
 static void ref_math_all(void) {
   const int n = 64;
   arg_t args[] = {I32(n), BUF('f', 64, 'r'), BUFC('f', 64 * 14, SENT_F)};
@@ -1320,6 +1359,7 @@ static void test_scalar_refs(void) {
   ref_switch_ops();
   ref_bits();
   ref_loops();
+  ref_loop_exits();
   ref_math_all();
   ref_builtins_index();
   ref_structs();

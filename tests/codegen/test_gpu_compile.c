@@ -21,7 +21,9 @@
  * a missing one is reported as SKIPPED with the reason, never as passed.
  * The test exits 77 only when neither half could run. MSL output is
  * transpiled (so refusals are still checked) but not compiled: there is no
- * Metal compiler on these machines, and the test says so.
+ * Metal compiler on these machines, and the test says so
+ * (codegen_msl_validate parses it with clang and a stand-in
+ * <metal_stdlib>).
  */
 #define RK_TEST_IMPLEMENTATION
 #include <stdio.h>
@@ -230,8 +232,9 @@ static void check_ops_kernels(half_t *halves, size_t nhalves, char *log) {
 static void print_half(const half_t *h, int kernels) {
   if (!h->compiler) {
     printf(
-        "%-7s SKIPPED (not compiled): no Metal compiler on this machine; "
-        "%d of %d kernels transpiled, %d refused as recorded\n",
+        "%-7s SKIPPED (not compiled): no Metal compiler on this machine "
+        "(codegen_msl_validate parses it with clang); %d of %d kernels "
+        "transpiled, %d refused as recorded\n",
         h->label, kernels - h->refused - h->failed, kernels, h->refused);
   } else if (!h->available) {
     printf("%-7s SKIPPED: %s\n", h->label, h->what);

@@ -80,7 +80,7 @@ kernel void claim(
   int got = t < n ? rk_atomic_cas_device((device metal::atomic_int *)&slots[t % 4], -1, t) : -2;
   owner[t] = got;
   rk_atomic_cas_threadgroup((threadgroup metal::atomic_int *)&grid[t % 2][t % 4], -1, t);
-  range_t q = select == 0 ? widen(r, 1.0f) : r;
+  range_t q = select == 0 ? widen(r, 1.0f) : (range_t)r;
   int k = t;
   k *= 0.5f;
   uint u = (uint)t;
