@@ -25,6 +25,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/cache_dir.h"
 #include "base/error.h"
 #include "base/strbuf.h"
 #include "cost/cost.h"
@@ -529,23 +530,33 @@ size_t rk__cost_apply_env(rk_cost_model_t *model) {
 
 rk_status_t rk__cost_default_path(const char *fingerprint, char *out,
                                   size_t cap) {
-  const char *env = getenv("RK_CACHE_DIR");
-  const char *xdg = getenv("XDG_CACHE_HOME");
-  const char *home = getenv("HOME");
-  int n;
-  if (env && *env)
-    n = snprintf(out, cap, "%s/cost/%s.profile", env, fingerprint);
-  else if (xdg && *xdg)
-    n = snprintf(out, cap, "%s/rk/cost/%s.profile", xdg, fingerprint);
-  else if (home && *home)
-    n = snprintf(out, cap, "%s/.cache/rk/cost/%s.profile", home, fingerprint);
-  else
+  char root[4096], dir[4200];
+  rk_status_t s = rk__cache_root(root, sizeof root);
+  if (s == RK_ERR_NOT_FOUND)
     return rk__fail(RK_ERR_UNAVAILABLE,
                     "cost profile: no cache directory (set RK_CACHE_DIR, "
                     "XDG_CACHE_HOME or HOME)");
+  int n = s == RK_OK
+              ? snprintf(out, cap, "%s/cost/%s.profile", root, fingerprint)
+              : -1;
   if (n < 0 || (size_t)n >= cap)
     return rk__fail(RK_ERR_OUT_OF_RANGE,
                     "cost profile: the path does not fit in %zu bytes", cap);
+  /* The cache's trust rule (base/cache_dir.h): a profile that another user
+   * could have written is neither read nor written over. What does not
+   * exist yet is created 0700 by whoever writes the profile. */
+  snprintf(dir, sizeof dir, "%s/cost", root);
+  const char *const levels[] = {root, dir, out};
+  char *saved = rk__error_save();
+  for (int i = 0; i < 3; ++i) {
+    s = rk__cache_check(levels[i], i < 2);
+    if (s == RK_ERR_NOT_FOUND) break;
+    if (s != RK_OK) {
+      free(saved);
+      return rk__fail_context(s, "cost profile");
+    }
+  }
+  rk__error_restore(saved);
   return RK_OK;
 }
 

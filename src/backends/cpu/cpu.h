@@ -91,14 +91,18 @@ typedef struct cpu_context {
   rk_context_t base;
   cpu_memory_t memory;
   cpu_pool_t *pool;
-  pthread_mutex_t cache_lock; /* tmp_cache */
-  char tmp_cache[4096];       /* fallback cache directory, "" when unused */
-  rk__pending_t pending;      /* first unreported default-stream error */
+  pthread_mutex_t dir_lock; /* private_dir */
+  /* The context's own directory (0700, under $TMPDIR) for the compiler's
+   * input and output; made on the first build, removed with the context;
+   * "" until then. */
+  char private_dir[4096];
+  rk__pending_t pending; /* first unreported default-stream error */
 } cpu_context_t;
 
 typedef struct cpu_module {
   rk_module_t base;
   void *dl;
+  int image_fd; /* the sealed memory file dl was loaded from, or -1 */
   const rk__kmodule_t *desc;
   rk__param_t *params; /* all functions' parameters, one array */
 } cpu_module_t;
@@ -113,6 +117,8 @@ rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
                             const rk_compile_options_t *options,
                             rk_module_t **out_module);
 void rk__cpu_module_destroy(rk_module_t *module);
+/* Removes the context's private directory and what is in it. */
+void rk__cpu_private_dir_remove(cpu_context_t *ctx);
 
 /* Persistent actors (cpu_actor.c); see the vtable slots in hal.h. */
 rk_status_t rk__cpu_actor_start(rk_context_t *context,

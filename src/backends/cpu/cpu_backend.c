@@ -89,7 +89,7 @@ static rk_status_t cpu_context_create(rk_backend_t *backend, int device,
   rk__cpu_memory_init(&ctx->memory, be->info.memory_bytes
                                         ? be->info.memory_bytes
                                         : (uint64_t)1 << 40);
-  pthread_mutex_init(&ctx->cache_lock, NULL);
+  pthread_mutex_init(&ctx->dir_lock, NULL);
   rk__pending_init(&ctx->pending);
   *out = &ctx->base;
   return RK_OK;
@@ -100,20 +100,9 @@ static rk_status_t cpu_context_destroy(rk_context_t *context) {
   rk_status_t s = rk__pending_take(&ctx->pending);
   rk__cpu_pool_destroy(ctx->pool);
   rk__cpu_memory_release(&ctx->memory);
-  if (ctx->tmp_cache[0]) {
-    /* The fallback cache holds only the embedded header (modules are
-     * unlinked once loaded). */
-    char path[4200];
-    snprintf(path, sizeof path, "%s/include/rk/kernel.h", ctx->tmp_cache);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/include/rk", ctx->tmp_cache);
-    rmdir(path);
-    snprintf(path, sizeof path, "%s/include", ctx->tmp_cache);
-    rmdir(path);
-    rmdir(ctx->tmp_cache);
-  }
+  rk__cpu_private_dir_remove(ctx);
   rk__pending_destroy(&ctx->pending);
-  pthread_mutex_destroy(&ctx->cache_lock);
+  pthread_mutex_destroy(&ctx->dir_lock);
   free(ctx);
   return s;
 }

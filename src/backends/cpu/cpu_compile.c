@@ -10,24 +10,35 @@
  * entries and their parameters (sizes from sizeof, so struct arguments are
  * checked too). Nothing but checked kernel language reaches the compiler.
  *
- * The shared object is cached as <cache>/cpu/<hash>.so, where the hash covers
- * the compiler's identity, the flags, the embedded kernel.h, the CPU model
- * (for -march=native) and the full text (the defines are part of it). The cache
- * directory is $RK_CACHE_DIR, else $XDG_CACHE_HOME/rk, else ~/.cache/rk; if it
- * cannot be created or written, a private temporary directory is used for the
- * life of the context.
+ * The compiler always runs in the context's private directory (0700 under
+ * $TMPDIR, removed with the context), so nothing about the cache directory
+ * can make a build fail. The shared object is then cached as
+ * <cache>/cpu/<hash>.so (base/cache_dir.h: the directory's location and
+ * trust rules, the entry's size and checksum), where the hash covers the
+ * compiler's identity, the flags, the embedded kernel.h, the transpiler
+ * itself (rk__codegen_id), the CPU model (for -march=native), the defines
+ * and the source: a hit needs no front-end run, since the same front end
+ * accepted the same source before. A cache directory that
+ * is refused or cannot be written, and an entry that is missing, damaged or
+ * refused, only mean a build. Modules, hits included, are loaded from a
+ * private copy of the bytes that were checked (load_image), never mapped
+ * from the cache.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "backends/cpu/cpu.h"
+#include "base/cache_dir.h"
 #include "base/error.h"
 #include "base/strbuf.h"
 #include "base/sys.h"
@@ -35,6 +46,7 @@
 
 extern const char rk__kernel_header_text[];
 extern const size_t rk__kernel_header_size;
+extern const char rk__codegen_id[];
 
 static const char *const kFlags[] = {
     "-std=c11",          "-O3",
@@ -154,7 +166,7 @@ static void emit_wrappers(rk__strbuf_t *sb, const rk_entry_list_t *list) {
                     uses_barrier ? 1 : 0, list->count);
 }
 
-/* ---- Compiler and cache directory -------------------------------------- */
+/* ---- Compiler and private directory ------------------------------------ */
 
 enum { kPathMax = 4096 };
 
@@ -237,62 +249,48 @@ static rk_status_t compiler_version(const compiler_t *cc, char *out,
   return RK_OK;
 }
 
-static bool dir_writable(const char *dir) {
-  return rk__mkdirs(dir) == RK_OK && access(dir, W_OK | X_OK) == 0;
-}
-
-/* Chooses the cache directory; *out_ephemeral when it is the context's
- * private temporary directory. */
-static rk_status_t cache_dir(cpu_context_t *ctx, char *out,
-                             bool *out_ephemeral) {
-  char base[kPathMax] = "";
-  const char *env = getenv("RK_CACHE_DIR");
-  const char *xdg = getenv("XDG_CACHE_HOME");
-  const char *home = getenv("HOME");
-  if (env && *env)
-    snprintf(base, sizeof base, "%s", env);
-  else if (xdg && *xdg)
-    snprintf(base, sizeof base, "%s/rk", xdg);
-  else if (home && *home)
-    snprintf(base, sizeof base, "%s/.cache/rk", home);
-  if (base[0]) {
-    char *saved = rk__error_save();
-    if (pathf(out, "%s/cpu", base) == RK_OK && dir_writable(out)) {
-      rk__error_restore(saved);
-      *out_ephemeral = false;
-      return RK_OK;
-    }
-    /* Not an error: the temporary directory below takes over. */
-    rk__error_restore(saved);
-  }
-  pthread_mutex_lock(&ctx->cache_lock);
-  if (!ctx->tmp_cache[0]) {
+/* The context's private directory (see cpu_context_t), made on first use. */
+static rk_status_t private_dir(cpu_context_t *ctx, char *out) {
+  pthread_mutex_lock(&ctx->dir_lock);
+  if (!ctx->private_dir[0]) {
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp) tmp = "/tmp";
-    snprintf(ctx->tmp_cache, sizeof ctx->tmp_cache, "%s/rk-cache-XXXXXX", tmp);
-    if (!mkdtemp(ctx->tmp_cache)) {
-      int e = errno;
-      ctx->tmp_cache[0] = '\0';
-      pthread_mutex_unlock(&ctx->cache_lock);
+    char dir[sizeof ctx->private_dir];
+    int n = snprintf(dir, sizeof dir, "%s/rk-cache-XXXXXX", tmp);
+    if (n < 0 || (size_t)n >= sizeof dir || !mkdtemp(dir)) {
+      int e = n < 0 || (size_t)n >= sizeof dir ? ENAMETOOLONG : errno;
+      pthread_mutex_unlock(&ctx->dir_lock);
       return rk__fail(RK_ERR_UNAVAILABLE,
-                      "cpu: the kernel cache '%s' is not writable and no "
-                      "temporary directory could be made in '%s': %s",
-                      base, tmp, strerror(e));
+                      "cpu: no private directory for the compiler's files "
+                      "could be made in '%s' (set TMPDIR): %s",
+                      tmp, strerror(e));
     }
+    memcpy(ctx->private_dir, dir, sizeof dir);
   }
-  memcpy(out, ctx->tmp_cache, sizeof ctx->tmp_cache);
-  pthread_mutex_unlock(&ctx->cache_lock);
-  *out_ephemeral = true;
+  memcpy(out, ctx->private_dir, sizeof ctx->private_dir);
+  pthread_mutex_unlock(&ctx->dir_lock);
   return RK_OK;
 }
 
-/* Writes kernel.h under dir (once) and returns the -I directory. */
-static rk_status_t install_header(const char *dir, bool ephemeral,
-                                  const char *header_hash, char *out) {
-  if (ephemeral)
-    RK_RETURN_IF_ERROR(pathf(out, "%s/include", dir));
-  else
-    RK_RETURN_IF_ERROR(pathf(out, "%s/include-%.16s", dir, header_hash));
+static int remove_entry(const char *path, const struct stat *st, int type,
+                        struct FTW *ftw) {
+  (void)st;
+  (void)type;
+  (void)ftw;
+  remove(path);
+  return 0;
+}
+
+void rk__cpu_private_dir_remove(cpu_context_t *ctx) {
+  if (ctx->private_dir[0])
+    nftw(ctx->private_dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+  ctx->private_dir[0] = '\0';
+}
+
+/* Writes kernel.h under the private directory dir (once) and returns the -I
+ * directory. */
+static rk_status_t install_header(const char *dir, char *out) {
+  RK_RETURN_IF_ERROR(pathf(out, "%s/include", dir));
   char rkdir[kPathMax], path[kPathMax];
   RK_RETURN_IF_ERROR(pathf(rkdir, "%s/rk", out));
   RK_RETURN_IF_ERROR(pathf(path, "%s/kernel.h", rkdir));
@@ -306,21 +304,136 @@ static rk_status_t install_header(const char *dir, bool ephemeral,
 
 /* ---- Loading ------------------------------------------------------------ */
 
-static rk_status_t load(const char *path, size_t nentries, void **out_dl,
-                        const rk__kmodule_t **out_desc) {
+/* Loaded modules are at most this large (a cache entry above it is
+ * refused). */
+static const size_t kMaxImage = (size_t)1 << 30;
+
+static void fd_name(int fd, char out[32]) {
+  snprintf(out, 32, "/proc/self/fd/%d", fd);
+}
+
+#if defined(__linux__) && defined(MFD_ALLOW_SEALING)
+/* The image in a sealed memory file: once sealed, no process can write,
+ * shrink or grow it, so what the loader maps is exactly `data`. -1 when
+ * memory files or /proc/self/fd are not available here. */
+static int sealed_copy(const void *data, size_t size) {
+  int fd = memfd_create("rk-cpu-module", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return -1;
+  const char *p = data;
+  size_t left = size;
+  while (left > 0) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    p += w;
+    left -= (size_t)w;
+  }
+  char name[32];
+  fd_name(fd, name);
+  struct stat a, b;
+  if (left != 0 ||
+      fcntl(fd, F_ADD_SEALS,
+            F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0 ||
+      fstat(fd, &a) != 0 || stat(name, &b) != 0 || a.st_ino != b.st_ino ||
+      a.st_dev != b.st_dev) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+#else
+static int sealed_copy(const void *data, size_t size) {
+  (void)data;
+  (void)size;
+  return -1;
+}
+#endif
+
+/* dlclose, then the memory file. While the dynamic loader still holds the
+ * object (dlclose does not always unload), its file number keeps naming it:
+ * the file stays open so that the number is not reused for another module,
+ * which the loader would take for this one. */
+static void unload(void *dl, int fd) {
+  dlclose(dl);
+  if (fd < 0) return;
+  char name[32];
+  fd_name(fd, name);
+  void *still = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
+  if (still) {
+    dlclose(still);
+    return;
+  }
+  dlerror();
+  close(fd);
+}
+
+/* Loads the shared object `data` (from the cache or the compiler; nentries:
+ * the entries it must have, SIZE_MAX for a cache hit, whose bytes were
+ * checked against their checksum) from a
+ * private copy: a sealed memory file where possible (see sealed_copy), else a
+ * new file in the context's private directory, removed once loaded. Nothing
+ * is mapped from the cache directory, so a damaged or replaced entry there
+ * cannot change a loaded module. *out_fd is the memory file or -1. */
+static rk_status_t load_image(cpu_context_t *ctx, const void *data, size_t size,
+                              size_t nentries, const char *source_name,
+                              void **out_dl, const rk__kmodule_t **out_desc,
+                              int *out_fd) {
+  static unsigned long counter;
+  char path[kPathMax];
+  int fd = sealed_copy(data, size);
+  if (fd >= 0) {
+    fd_name(fd, path);
+  } else {
+    char dir[kPathMax];
+    RK_RETURN_IF_ERROR(private_dir(ctx, dir));
+    unsigned long n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+    RK_RETURN_IF_ERROR(pathf(path, "%s/load-%lu.so", dir, n));
+    int w =
+        open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (w < 0)
+      return rk__fail(RK_ERR_UNAVAILABLE, "cpu: cannot create '%s': %s", path,
+                      strerror(errno));
+    const char *p = data;
+    size_t left = size;
+    while (left > 0) {
+      ssize_t r = write(w, p, left);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      p += r;
+      left -= (size_t)r;
+    }
+    int e = errno;
+    if (close(w) != 0 && left == 0) {
+      e = errno;
+      left = 1;
+    }
+    if (left != 0) {
+      unlink(path);
+      return rk__fail(RK_ERR_UNAVAILABLE, "cpu: cannot write '%s': %s", path,
+                      strerror(e));
+    }
+  }
   void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!dl)
-    return rk__fail(RK_ERR_COMPILE, "cpu: cannot load '%s': %s", path,
-                    dlerror());
+  if (fd < 0) unlink(path);
+  if (!dl) {
+    rk__fail(RK_ERR_COMPILE, "%s: cannot load the compiled module: %s",
+             source_name, dlerror());
+    if (fd >= 0) close(fd);
+    return RK_ERR_COMPILE;
+  }
   const rk__kmodule_t *desc = dlsym(dl, "rk__module");
   if (!desc || desc->magic != RK__CPU_ABI_MAGIC ||
-      desc->version != RK__CPU_ABI_VERSION || desc->nentries != nentries) {
-    dlclose(dl);
+      desc->version != RK__CPU_ABI_VERSION ||
+      (nentries != SIZE_MAX && desc->nentries != nentries)) {
+    unload(dl, fd);
     return rk__fail(RK_ERR_COMPILE,
-                    "cpu: '%s' is not a module of this rk version", path);
+                    "%s: the compiled module is not a module of this rk "
+                    "version",
+                    source_name);
   }
   *out_dl = dl;
   *out_desc = desc;
+  *out_fd = fd;
   return RK_OK;
 }
 
@@ -370,7 +483,7 @@ static rk_status_t run_compiler(const compiler_t *cc, const char *include_dir,
   return RK_OK;
 }
 
-static rk_status_t make_module(void *dl, const rk__kmodule_t *desc,
+static rk_status_t make_module(void *dl, int fd, const rk__kmodule_t *desc,
                                bool cache_hit, rk_module_t **out) {
   size_t total = 0;
   for (size_t i = 0; i < desc->nentries; ++i) total += desc->entries[i].nparams;
@@ -381,7 +494,7 @@ static rk_status_t make_module(void *dl, const rk__kmodule_t *desc,
     free(m);
     free(fns);
     free(params);
-    dlclose(dl);
+    unload(dl, fd);
     return rk__fail(RK_ERR_OUT_OF_MEMORY, "cpu: module");
   }
   size_t p = 0;
@@ -397,6 +510,7 @@ static rk_status_t make_module(void *dl, const rk__kmodule_t *desc,
     }
   }
   m->dl = dl;
+  m->image_fd = fd;
   m->desc = desc;
   m->params = params;
   m->base.functions = fns;
@@ -420,98 +534,144 @@ static rk_status_t check_struct_sizes(const rk__kmodule_t *desc) {
   return RK_OK;
 }
 
-rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
-                            const rk_compile_options_t *options,
-                            rk_module_t **out_module) {
-  cpu_context_t *ctx = cpu_ctx(context);
-  const char *name = rk__kernel_source_name(options);
-  /* The front end every backend shares; the C it prints, then the launch
-   * wrappers of the entries it lists, is what the system compiler builds. */
+/* Runs the compiler on `text` in the context's private directory and reads
+ * the shared object it wrote into *out_image (malloc'd). */
+static rk_status_t build_image(cpu_context_t *ctx, const compiler_t *cc,
+                               const char *name, const char *key,
+                               const rk__strbuf_t *text, char **out_image,
+                               size_t *out_size) {
+  static unsigned long counter;
+  unsigned long n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+  char dir[kPathMax], include_dir[kPathMax], c_path[kPathMax], so[kPathMax];
+  RK_RETURN_IF_ERROR(private_dir(ctx, dir));
+  RK_RETURN_IF_ERROR(install_header(dir, include_dir));
+  RK_RETURN_IF_ERROR(pathf(c_path, "%s/%s-%lu.c", dir, key, n));
+  RK_RETURN_IF_ERROR(pathf(so, "%s/%s-%lu.so", dir, key, n));
+  RK_RETURN_IF_ERROR(rk__write_file_atomic(c_path, text->data, text->len));
+  rk_status_t s = run_compiler(cc, include_dir, c_path, so, name);
+  unlink(c_path);
+  if (s != RK_OK) return s;
+  s = rk__read_file(so, out_image, out_size);
+  unlink(so);
+  if (s == RK_OK && *out_size > kMaxImage) {
+    free(*out_image);
+    s = rk__fail(RK_ERR_COMPILE, "%s: the compiled module has %zu bytes", name,
+                 *out_size);
+  }
+  return s;
+}
+
+/* Front end, wrappers, compiler: the module's image, built in the private
+ * directory; *out_nentries is the number of entry points it has. */
+static rk_status_t build(cpu_context_t *ctx, const compiler_t *cc,
+                         const char *source,
+                         const rk_compile_options_t *options, const char *name,
+                         const char *key, char **out_image, size_t *out_size,
+                         size_t *out_nentries) {
   rk_codegen_result_t r;
   RK_RETURN_IF_ERROR(
       rk__kernel_front_end(source, options, RK_TARGET_C, NULL, &r));
-  const size_t nentries = r.entries->count;
+  *out_nentries = r.entries->count;
   rk__strbuf_t text;
   rk__strbuf_init(&text);
   rk__strbuf_puts(&text, r.text);
   emit_wrappers(&text, r.entries);
   rk_codegen_result_free(&r);
-
-  compiler_t cc;
-  char version[512], dir[kPathMax], include_dir[kPathMax];
-  bool ephemeral = false;
   rk_status_t s =
       text.failed ? rk__fail(RK_ERR_OUT_OF_MEMORY, "cpu: wrapper") : RK_OK;
-  if (s == RK_OK) s = find_compiler(&cc);
-  if (s == RK_OK) s = compiler_version(&cc, version, sizeof version);
-  if (s == RK_OK) s = cache_dir(ctx, dir, &ephemeral);
+  if (s == RK_OK)
+    s = build_image(ctx, cc, name, key, &text, out_image, out_size);
+  rk__strbuf_free(&text);
+  return s;
+}
 
+rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
+                            const rk_compile_options_t *options,
+                            rk_module_t **out_module) {
+  cpu_context_t *ctx = cpu_ctx(context);
+  const char *name = rk__kernel_source_name(options);
+  compiler_t cc;
+  char version[512];
+  RK_RETURN_IF_ERROR(find_compiler(&cc));
+  RK_RETURN_IF_ERROR(compiler_version(&cc, version, sizeof version));
+
+  /* The key: everything the image depends on, the source and defines as
+   * given (the front end and printers are named by rk__codegen_id). */
   rk__hash_t h;
-  char header_hex[33], key[33];
+  char key[33];
   rk__hash_init(&h);
   rk__hash_update(&h, rk__kernel_header_text, rk__kernel_header_size);
-  rk__hash_hex(&h, header_hex);
-  if (s == RK_OK) s = install_header(dir, ephemeral, header_hex, include_dir);
-  if (s != RK_OK) {
-    rk__strbuf_free(&text);
-    return s;
-  }
+  rk__hash_str(&h, rk__codegen_id);
   rk__hash_str(&h, cc.spec); /* extra words such as "-include x.h" */
   rk__hash_str(&h, version);
   for (size_t i = 0; i < sizeof kFlags / sizeof kFlags[0]; ++i)
     rk__hash_str(&h, kFlags[i]);
   rk__hash_str(&h, context->info.name);
-  rk__hash_str(&h, text.data);
+  if (options->defines)
+    for (const char *const *d = options->defines; *d; ++d) rk__hash_str(&h, *d);
+  rk__hash_str(&h, "\n-- source --\n");
+  rk__hash_str(&h, source);
   rk__hash_hex(&h, key);
 
-  char so_path[kPathMax];
-  if (s == RK_OK) s = pathf(so_path, "%s/%s.so", dir, key);
-  if (s != RK_OK) {
-    rk__strbuf_free(&text);
-    return s;
-  }
+  /* The cache entry, when there is a cache directory rk may use. Neither a
+   * refused directory nor a missing, damaged or refused entry is an error:
+   * the module is built in the private directory instead. */
+  char cache[kPathMax], entry[kPathMax] = "", refused[512] = "";
   void *dl = NULL;
   const rk__kmodule_t *desc = NULL;
+  int fd = -1;
   bool hit = false;
-  if (!options->no_cache && !ephemeral && access(so_path, R_OK) == 0) {
-    /* A damaged cache entry is rebuilt, not reported. */
+  if (!options->no_cache) {
     char *saved = rk__error_save();
-    hit = load(so_path, nentries, &dl, &desc) == RK_OK;
+    if (rk__cache_dir("cpu", cache, sizeof cache) != RK_OK ||
+        pathf(entry, "%s/%s.so", cache, key) != RK_OK) {
+      snprintf(refused, sizeof refused, "%s", rk_last_error());
+      entry[0] = '\0';
+    }
+    void *image = NULL;
+    size_t size = 0;
+    if (entry[0] &&
+        rk__cache_read(entry, key, kMaxImage, &image, &size) == RK_OK) {
+      hit = load_image(ctx, image, size, SIZE_MAX, name, &dl, &desc, &fd) ==
+            RK_OK;
+      free(image);
+    }
     rk__error_restore(saved);
   }
 
+  rk_status_t s = RK_OK;
   if (!hit) {
-    static unsigned long counter;
-    unsigned long n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
-    char c_path[kPathMax], tmp_so[kPathMax];
-    s = pathf(c_path, "%s/%s-%ld-%lu.c", dir, key, (long)getpid(), n);
+    char *image = NULL;
+    size_t size = 0, nentries = 0;
+    s = build(ctx, &cc, source, options, name, key, &image, &size, &nentries);
+    if (s != RK_OK && s != RK_ERR_COMPILE && refused[0]) {
+      /* Both the cache and the private directory failed: say both. */
+      char why[1024];
+      snprintf(why, sizeof why, "%s", rk_last_error());
+      rk__fail(s, "%s (and the kernel cache is not used: %s)", why, refused);
+    }
+    if (s == RK_OK && entry[0]) {
+      /* A cache that cannot be written (full, read-only) only costs the
+       * next build. */
+      char *saved = rk__error_save();
+      rk__cache_write(entry, key, image, size);
+      rk__error_restore(saved);
+    }
     if (s == RK_OK)
-      s = pathf(tmp_so, "%s/%s-%ld-%lu.so", dir, key, (long)getpid(), n);
-    if (s == RK_OK) s = rk__write_file_atomic(c_path, text.data, text.len);
-    if (s == RK_OK) {
-      s = run_compiler(&cc, include_dir, c_path, tmp_so, name);
-      unlink(c_path);
-    }
-    if (s == RK_OK) {
-      bool keep = !options->no_cache && !ephemeral;
-      const char *final_path = tmp_so;
-      if (keep && rename(tmp_so, so_path) == 0) final_path = so_path;
-      s = load(final_path, nentries, &dl, &desc);
-      if (!keep || final_path == tmp_so) unlink(tmp_so);
-    }
+      s = load_image(ctx, image, size, nentries, name, &dl, &desc, &fd);
+    free(image);
   }
-  rk__strbuf_free(&text);
   if (s == RK_OK) s = check_struct_sizes(desc);
-  if (s != RK_OK) {
-    if (dl) dlclose(dl);
-    return s;
-  }
-  return make_module(dl, desc, hit, out_module);
+  if (s == RK_OK)
+    s = make_module(dl, fd, desc, hit, out_module);
+  else if (dl)
+    unload(dl, fd);
+  return s;
 }
 
 void rk__cpu_module_destroy(rk_module_t *module) {
   cpu_module_t *m = (cpu_module_t *)module;
-  dlclose(m->dl);
+  unload(m->dl, m->image_fd);
   free(m->params);
   free(m->base.functions);
   free(m);

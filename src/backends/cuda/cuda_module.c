@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda.h"
+#include "base/cache_dir.h"
 #include "base/error.h"
 #include "base/strbuf.h"
 #include "base/sys.h"
@@ -18,25 +19,8 @@ static const char *const kOptions[] = {"--std=c++17"};
 
 /* ---- The disk cache ------------------------------------------------------ */
 
-/* <cache>/cuda, created; false when there is no writable cache directory
- * (then images are built every time). */
-static bool cache_dir(char *out, size_t cap) {
-  const char *env = getenv("RK_CACHE_DIR");
-  const char *xdg = getenv("XDG_CACHE_HOME");
-  const char *home = getenv("HOME");
-  int n = -1;
-  if (env && *env)
-    n = snprintf(out, cap, "%s/cuda", env);
-  else if (xdg && *xdg)
-    n = snprintf(out, cap, "%s/rk/cuda", xdg);
-  else if (home && *home)
-    n = snprintf(out, cap, "%s/.cache/rk/cuda", home);
-  if (n < 0 || (size_t)n >= cap) return false;
-  char *saved = rk__error_save();
-  bool ok = rk__mkdirs(out) == RK_OK;
-  rk__error_restore(saved);
-  return ok;
-}
+/* Images above this size are neither cached nor read from the cache. */
+static const size_t kMaxCachedImage = (size_t)1 << 30;
 
 /* ---- NVRTC --------------------------------------------------------------- */
 
@@ -178,10 +162,13 @@ rk_status_t rk__cu_build_text(const char *text, const char *name, int cc_major,
       pick_arch(nv, cc_major, cc_minor, img->arch, sizeof img->arch, &ptx));
   if (!nv->nvrtcGetCUBIN) ptx = true;
 
-  char dir[1024], path[1200] = "";
-  if (!no_cache && cache_dir(dir, sizeof dir)) {
+  /* <cache>/cuda/<key>.cubin (or .ptx): used only where rk trusts the
+   * directory and the entry's size and checksum match (base/cache_dir.h);
+   * anything else is built again. */
+  char dir[1024], path[1200] = "", key[33] = "";
+  char *saved = rk__error_save();
+  if (!no_cache && rk__cache_dir("cuda", dir, sizeof dir) == RK_OK) {
     rk__hash_t h;
-    char key[33];
     char version[32];
     snprintf(version, sizeof version, "%d.%d", nv->major, nv->minor);
     rk__hash_init(&h);
@@ -192,13 +179,15 @@ rk_status_t rk__cu_build_text(const char *text, const char *name, int cc_major,
       rk__hash_str(&h, kOptions[i]);
     rk__hash_str(&h, text);
     rk__hash_hex(&h, key);
-    snprintf(path, sizeof path, "%s/%s.%s", dir, key, ptx ? "ptx" : "cubin");
-    char *data = NULL;
+    int n = snprintf(path, sizeof path, "%s/%s.%s", dir, key,
+                     ptx ? "ptx" : "cubin");
+    if (n < 0 || (size_t)n >= sizeof path) path[0] = '\0';
+    void *data = NULL;
     size_t size = 0;
-    char *saved = rk__error_save();
-    rk_status_t s = rk__read_file(path, &data, &size);
-    rk__error_restore(saved);
-    if (s == RK_OK && size > 0) {
+    if (path[0] &&
+        rk__cache_read(path, key, kMaxCachedImage, &data, &size) == RK_OK &&
+        size > 0) {
+      rk__error_restore(saved);
       img->data = data;
       img->size = size;
       img->ptx = ptx;
@@ -207,11 +196,13 @@ rk_status_t rk__cu_build_text(const char *text, const char *name, int cc_major,
     }
     free(data);
   }
+  rk__error_restore(saved);
   RK_RETURN_IF_ERROR(nvrtc_build(nv, text, name, img->arch, ptx, img));
   if (path[0]) {
     /* A cache that cannot be written only costs the next build. */
-    char *saved = rk__error_save();
-    rk__write_file_atomic(path, img->data, img->size);
+    saved = rk__error_save();
+    if (img->size <= kMaxCachedImage)
+      rk__cache_write(path, key, img->data, img->size);
     rk__error_restore(saved);
   }
   return RK_OK;

@@ -1,18 +1,28 @@
-/* CPU backend: the on-disk kernel cache - hits and misses, no_cache, a
- * damaged entry, an unusable cache directory (private temporary fallback),
- * the default locations (RK_CACHE_DIR, XDG_CACHE_HOME, HOME) and a missing
- * compiler. */
+/* CPU backend: the on-disk kernel cache - hits and misses, no_cache,
+ * damaged entries (garbage, truncated, bytes changed in place: rebuilt, never
+ * loaded), foreign code (a shared object planted in a world-writable or
+ * foreign-owned cache directory, or as an entry rk does not trust: never
+ * loaded), an unusable cache directory or one that cannot be written (a
+ * blocked include path, a full disk, a read-only file system: the build
+ * happens in the context's private directory), the default locations
+ * (RK_CACHE_DIR, XDG_CACHE_HOME, HOME) and a missing compiler.
+ *
+ * `cpu_cache CASE` runs one case by name. */
 #define RK_TEST_IMPLEMENTATION
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/sys.h"
 #include "cpu_test_util.h"
 
 static rk_backend_t *g_be;
@@ -94,7 +104,8 @@ static void test_hits_and_misses(void) {
 
   rk_module_t *first = compile_expect(ctx, NULL, false, false, 1, "first");
   listing_t l = list_cache(dir);
-  CHECK(l.entries == 1 && l.includes == 1 && l.other == 0,
+  /* kernel.h lives in the context's private directory, not in the cache. */
+  CHECK(l.entries == 1 && l.includes == 0 && l.other == 0,
         "after one compile %s has %d entries, %d include dirs, %d others", dir,
         l.entries, l.includes, l.other);
   rk_module_t *second = compile_expect(ctx, NULL, false, true, 1, "second");
@@ -155,6 +166,378 @@ static void test_damaged_entry(void) {
   CHECK_OK(rk_context_destroy(ctx));
 }
 
+/* ---- Damaged entries ---------------------------------------------------- */
+
+/* Compiles the scale kernel into a fresh cache and returns the entry's path
+ * (static storage; no context holds the module any more), or NULL. */
+static const char *fresh_entry(void) {
+  static char path[4300];
+  const char *base = rk_test_use_temp_cache();
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/cpu", base);
+  rk_context_t *ctx = new_context();
+  compile_expect(ctx, NULL, false, false, 1, "fresh cache");
+  CHECK_OK(rk_context_destroy(ctx));
+  listing_t l = list_cache(dir);
+  if (!CHECK(l.entries == 1, "%d entries in %s", l.entries, dir)) return NULL;
+  snprintf(path, sizeof path, "%s/%s", dir, l.entry);
+  return path;
+}
+
+/* The next compile rebuilds (no hit), runs correctly and leaves the
+ * thread's message alone; the one after is a hit on the rebuilt entry. */
+static void expect_rebuilt(const char *what) {
+  rk_context_t *ctx = new_context();
+  rk__fail(RK_ERR_INTERNAL, "%s", "sentinel message");
+  compile_expect(ctx, NULL, false, false, 1, what);
+  CHECK(strcmp(rk_last_error(), "sentinel message") == 0,
+        "%s: a successful compile replaced the last message with: %s", what,
+        rk_last_error());
+  compile_expect(ctx, NULL, false, true, 1, what);
+  CHECK_OK(rk_context_destroy(ctx));
+}
+
+/* A truncated entry (a full disk, a killed writer) is rebuilt: mapping it
+ * would fault inside the dynamic loader. */
+static void test_truncated_entry(void) {
+  const char *path = fresh_entry();
+  if (!path) return;
+  if (!CHECK(truncate(path, 4096) == 0, "cannot truncate %s", path)) return;
+  expect_rebuilt("entry truncated to 4096 bytes");
+  if (!CHECK(truncate(path, 0) == 0, "cannot truncate %s", path)) return;
+  expect_rebuilt("empty entry");
+}
+
+/* The right size with a few bytes changed: only the checksum can tell. The
+ * bytes changed are the compiler's identification comment, which the
+ * dynamic loader never reads. */
+static void test_changed_entry(void) {
+  const char *path = fresh_entry();
+  if (!path) return;
+  FILE *f = fopen(path, "r+b");
+  if (!CHECK(f != NULL, "cannot open %s", path)) return;
+  static char data[1 << 20];
+  size_t n = fread(data, 1, sizeof data, f);
+  long at = -1;
+  for (size_t i = 0; i + 4 <= n && at < 0; ++i)
+    if (memcmp(data + i, "GCC:", 4) == 0 || memcmp(data + i, "clan", 4) == 0)
+      at = (long)i + 1;
+  if (at < 0) at = (long)n / 2;
+  fseek(f, at, SEEK_SET);
+  fputc(data[at] ^ 0x20, f);
+  fclose(f);
+  struct stat st;
+  CHECK(stat(path, &st) == 0 && (size_t)st.st_size == n, "the size changed");
+  expect_rebuilt("entry with a changed byte");
+}
+
+/* ---- Foreign code ------------------------------------------------------- */
+
+static const uid_t kOtherUid = 65534; /* nobody */
+
+/* A shared object at `path` whose constructor creates `marker`, built with
+ * the system compiler; false if it cannot be built. */
+static bool build_planted(const char *path, const char *marker) {
+  char src[4300], cmd[9000];
+  snprintf(src, sizeof src, "%s.c", path);
+  FILE *f = fopen(src, "w");
+  if (!f) return false;
+  fprintf(f,
+          "#include <fcntl.h>\n#include <unistd.h>\n"
+          "__attribute__((constructor)) static void planted(void) {\n"
+          "  int fd = open(\"%s\", O_WRONLY | O_CREAT, 0600);\n"
+          "  if (fd >= 0) close(fd);\n}\n",
+          marker);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "cc -shared -fPIC -o '%s' '%s'", path, src);
+  int rc = system(cmd);
+  unlink(src);
+  return rc == 0;
+}
+
+static size_t read_all(const char *path, char *buf, size_t cap) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, cap, f);
+  fclose(f);
+  return n;
+}
+
+/* Writes `data` at path with mode: bare, or (`forged`) as the entry for
+ * `key` the way rk writes one (the format documented in base/cache_dir.h:
+ * the payload, "rkcache1", its size as 64-bit little-endian and the 128-bit
+ * FNV-1a of the key with its NUL and the payload), so that only the trust
+ * rules keep it out. */
+static bool plant(const char *path, const char *key, const char *data, size_t n,
+                  mode_t mode, bool forged) {
+  rk__hash_t h;
+  rk__hash_init(&h);
+  rk__hash_str(&h, key);
+  rk__hash_update(&h, data, n);
+  unsigned char t[32];
+  memcpy(t, "rkcache1", 8);
+  for (int i = 0; i < 8; ++i) t[8 + i] = (unsigned char)((uint64_t)n >> 8 * i);
+  for (int i = 0; i < 16; ++i) t[16 + i] = (unsigned char)(h.h >> 8 * i);
+  unlink(path);
+  FILE *f = fopen(path, "wb");
+  if (!f) return false;
+  bool ok = fwrite(data, 1, n, f) == n &&
+            (!forged || fwrite(t, 1, sizeof t, f) == sizeof t);
+  return (fclose(f) == 0) & ok & (chmod(path, mode) == 0);
+}
+
+/* The scale kernel's entry name ("<hash>.so"; the same in every cache). */
+static char g_entry_name[40];
+
+static bool learn_entry_name(void) {
+  if (g_entry_name[0]) return true;
+  const char *path = fresh_entry();
+  if (!path) return false;
+  snprintf(g_entry_name, sizeof g_entry_name, "%s", strrchr(path, '/') + 1);
+  return true;
+}
+
+/* The cache root `base` (with base/cpu) is one that another user could have
+ * written. A shared object planted there under the scale kernel's entry
+ * name, bare or as a well-formed entry, is never loaded (its constructor
+ * would create `marker`); compiles still work, through the private
+ * directory, never from the cache and without writing to it. */
+static void check_not_loaded(const char *base, const char *planted,
+                             const char *marker, uid_t owner,
+                             const char *what) {
+  char dir[4200], entry[4300], key[33], what2[300];
+  static char image[1 << 20];
+  size_t n = read_all(planted, image, sizeof image);
+  if (!CHECK(n > 0, "cannot read %s", planted)) return;
+  snprintf(dir, sizeof dir, "%s/cpu", base);
+  snprintf(entry, sizeof entry, "%s/%s", dir, g_entry_name);
+  snprintf(key, sizeof key, "%.32s", g_entry_name);
+  setenv("RK_CACHE_DIR", base, 1);
+  for (int forged = 0; forged < 2; ++forged) {
+    snprintf(what2, sizeof what2, "%s, %s", what,
+             forged ? "a well-formed entry" : "a bare shared object");
+    if (!CHECK(plant(entry, key, image, n, 0644, forged), "%s: cannot plant %s",
+               what2, entry))
+      return;
+    if (owner != geteuid() && chown(entry, owner, owner) != 0) return;
+    unlink(marker);
+    rk_context_t *ctx = new_context();
+    rk__fail(RK_ERR_INTERNAL, "%s", "sentinel message");
+    compile_expect(ctx, NULL, false, false, 1, what2);
+    compile_expect(ctx, NULL, false, false, 1, what2);
+    CHECK(strcmp(rk_last_error(), "sentinel message") == 0,
+          "%s: a successful compile replaced the last message with: %s", what2,
+          rk_last_error());
+    CHECK(!cpu_path_exists(marker), "%s: the planted object was loaded (%s)",
+          what2, marker);
+    CHECK(cpu_count_entries(dir) == 1,
+          "%s: rk wrote into the cache it should not use (%d files in %s)",
+          what2, cpu_count_entries(dir), dir);
+    CHECK_OK(rk_context_destroy(ctx));
+  }
+}
+
+static void test_planted_in_shared_dir(void) {
+  if (!learn_entry_name()) return;
+  const char *base = rk_test_temp_dir();
+  char planted[4200], marker[4200], cache[4200], dir[4300];
+  snprintf(planted, sizeof planted, "%s/planted.so", base);
+  snprintf(marker, sizeof marker, "%s/planted-ran", base);
+  if (!CHECK(build_planted(planted, marker), "cannot build %s", planted))
+    return;
+
+  /* A world-writable cache directory (RK_CACHE_DIR pre-created 0777). */
+  snprintf(cache, sizeof cache, "%s/shared", base);
+  snprintf(dir, sizeof dir, "%s/cpu", cache);
+  mkdir(cache, 0700);
+  mkdir(dir, 0700);
+  chmod(cache, 0777);
+  chmod(dir, 0777);
+  check_not_loaded(cache, planted, marker, geteuid(), "0777 cache directory");
+  /* Only the root level world-writable. */
+  chmod(dir, 0700);
+  check_not_loaded(cache, planted, marker, geteuid(),
+                   "0777 cache root, 0700 cpu directory");
+
+  /* A cache directory another user owns (only root can make one). */
+  if (geteuid() == 0) {
+    snprintf(cache, sizeof cache, "%s/foreign", base);
+    snprintf(dir, sizeof dir, "%s/cpu", cache);
+    mkdir(cache, 0755);
+    mkdir(dir, 0755);
+    CHECK(chown(cache, kOtherUid, kOtherUid) == 0 &&
+              chown(dir, kOtherUid, kOtherUid) == 0,
+          "chown");
+    check_not_loaded(cache, planted, marker, kOtherUid,
+                     "cache directory owned by another user");
+    /* Ours at the root, another user's below. */
+    CHECK(chown(cache, 0, 0) == 0, "chown");
+    check_not_loaded(cache, planted, marker, kOtherUid,
+                     "cpu directory owned by another user");
+  } else {
+    printf(
+        "note: not running as root; the foreign-owner variants need chown "
+        "and were not run (the 0777 ones were)\n");
+  }
+  restore_tmpdir();
+}
+
+/* In a cache directory rk trusts, an entry is used only when it is a
+ * regular file owned by this user and not writable by group or others; a
+ * refused entry is rebuilt and replaced by one that is. */
+static void test_untrusted_entry(void) {
+  const char *path = fresh_entry();
+  if (!path) return;
+  char real[4400];
+  struct stat st;
+
+  CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0600,
+        "entry mode %04o, expected 0600", (unsigned)(st.st_mode & 07777));
+  chmod(path, 0666);
+  expect_rebuilt("entry writable by others");
+  CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0600,
+        "rebuilt entry mode %04o", (unsigned)(st.st_mode & 07777));
+
+  if (geteuid() == 0) {
+    CHECK(chown(path, kOtherUid, kOtherUid) == 0, "chown");
+    expect_rebuilt("entry owned by another user");
+    CHECK(stat(path, &st) == 0 && st.st_uid == geteuid(),
+          "the rebuilt entry belongs to uid %lu", (unsigned long)st.st_uid);
+  }
+
+  /* A symbolic link to a good entry is not followed. */
+  snprintf(real, sizeof real, "%s.real", path);
+  CHECK(rename(path, real) == 0 && symlink(real, path) == 0, "symlink");
+  rk_context_t *ctx = new_context();
+  compile_expect(ctx, NULL, false, false, 1, "entry is a symbolic link");
+  CHECK_OK(rk_context_destroy(ctx));
+  unlink(real);
+
+  /* A well-formed entry carrying foreign code, writable by others. */
+  if (!learn_entry_name()) return;
+  const char *base = rk_test_temp_dir();
+  char planted[4200], marker[4200], key[33];
+  static char image[1 << 20];
+  snprintf(planted, sizeof planted, "%s/planted.so", base);
+  snprintf(marker, sizeof marker, "%s/planted-ran", base);
+  snprintf(key, sizeof key, "%.32s", g_entry_name);
+  if (!CHECK(build_planted(planted, marker), "cannot build %s", planted))
+    return;
+  size_t n = read_all(planted, image, sizeof image);
+  path = fresh_entry();
+  if (!path || !CHECK(plant(path, key, image, n, 0666, true), "plant")) return;
+  expect_rebuilt("planted entry writable by others");
+  CHECK(!cpu_path_exists(marker), "the planted entry was loaded");
+}
+
+/* ---- A cache that cannot be written ----------------------------------- */
+
+extern const char rk__kernel_header_text[];
+extern const size_t rk__kernel_header_size;
+
+/* A cache another rk build or user populated: include-<hash>/rk/kernel.h
+ * is in the way (a directory, as though another user's). Builds happen in
+ * the private directory, so they neither need nor touch it. */
+static void test_blocked_include_dir(void) {
+  const char *base = rk_test_use_temp_cache();
+  rk__hash_t h;
+  char hex[33], path[4300];
+  rk__hash_init(&h);
+  rk__hash_update(&h, rk__kernel_header_text, rk__kernel_header_size);
+  rk__hash_hex(&h, hex);
+  const char *const parts[] = {"cpu", "include-", "rk", "kernel.h", "x"};
+  size_t len = (size_t)snprintf(path, sizeof path, "%s", base);
+  for (int i = 0; i < 5; ++i) {
+    len += (size_t)snprintf(path + len, sizeof path - len, "/%s%.16s", parts[i],
+                            i == 1 ? hex : "");
+    mkdir(path, 0700);
+  }
+  rk_context_t *ctx = new_context();
+  rk__fail(RK_ERR_INTERNAL, "%s", "sentinel message");
+  compile_expect(ctx, NULL, false, false, 1, "include path blocked");
+  compile_expect(ctx, NULL, false, true, 1, "include path blocked, again");
+  CHECK(strcmp(rk_last_error(), "sentinel message") == 0, "message: %s",
+        rk_last_error());
+  CHECK_OK(rk_context_destroy(ctx));
+}
+
+/* A small tmpfs at dir; false (with the reason printed) when this process
+ * may not mount one. */
+static bool mount_small_tmpfs(const char *dir, const char *what) {
+  mkdir(dir, 0700);
+  if (mount("rk-test", dir, "tmpfs", MS_NOSUID | MS_NODEV,
+            "size=96k,mode=0700") == 0)
+    return true;
+  printf("note: %s: not run: cannot mount a tmpfs at %s: %s\n", what, dir,
+         strerror(errno));
+  return false;
+}
+
+/* A cache on a full file system: builds still work (in the private
+ * directory) and leave nothing behind there; once there is room, entries
+ * are written again. */
+static void test_full_disk(void) {
+  const char *base = rk_test_temp_dir();
+  char mnt[4200], cache[4300], dir[4400], fill[4300];
+  snprintf(mnt, sizeof mnt, "%s/mnt", base);
+  if (!mount_small_tmpfs(mnt, "full disk")) return;
+  snprintf(cache, sizeof cache, "%s/cache", mnt);
+  snprintf(dir, sizeof dir, "%s/cpu", cache);
+  snprintf(fill, sizeof fill, "%s/fill", mnt);
+  mkdir(cache, 0700);
+  mkdir(dir, 0700);
+  FILE *f = fopen(fill, "wb");
+  static char block[4096];
+  while (f && fwrite(block, 1, sizeof block, f) == sizeof block) {
+  }
+  if (f) fclose(f);
+  setenv("RK_CACHE_DIR", cache, 1);
+
+  rk_context_t *ctx = new_context();
+  rk__fail(RK_ERR_INTERNAL, "%s", "sentinel message");
+  compile_expect(ctx, NULL, false, false, 1, "full disk");
+  compile_expect(ctx, NULL, false, false, 1, "full disk, again");
+  CHECK(strcmp(rk_last_error(), "sentinel message") == 0, "message: %s",
+        rk_last_error());
+  CHECK(cpu_count_entries(dir) == 0, "%d files left in the full cache %s",
+        cpu_count_entries(dir), dir);
+  unlink(fill);
+  compile_expect(ctx, NULL, false, false, 1, "room again");
+  compile_expect(ctx, NULL, false, true, 1, "room again, a hit");
+  CHECK_OK(rk_context_destroy(ctx));
+  umount2(mnt, MNT_DETACH);
+  rk_test_use_temp_cache();
+}
+
+/* A read-only file system: the entries there still serve hits, and other
+ * sources build in the private directory. */
+static void test_read_only_fs(void) {
+  const char *base = rk_test_temp_dir();
+  char mnt[4200], cache[4300];
+  snprintf(mnt, sizeof mnt, "%s/mnt", base);
+  if (!mount_small_tmpfs(mnt, "read-only file system")) return;
+  snprintf(cache, sizeof cache, "%s/cache", mnt);
+  setenv("RK_CACHE_DIR", cache, 1);
+  rk_context_t *ctx = new_context();
+  compile_expect(ctx, NULL, false, false, 1, "before read-only");
+  if (mount(NULL, mnt, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+            NULL) != 0) {
+    printf("note: read-only file system: not run: remount: %s\n",
+           strerror(errno));
+  } else {
+    const char *d2[] = {"SCALE=2", NULL};
+    rk__fail(RK_ERR_INTERNAL, "%s", "sentinel message");
+    compile_expect(ctx, NULL, false, true, 1, "read-only, cached");
+    compile_expect(ctx, d2, false, false, 2, "read-only, not cached");
+    compile_expect(ctx, d2, false, false, 2, "read-only, not cached again");
+    CHECK(strcmp(rk_last_error(), "sentinel message") == 0, "message: %s",
+          rk_last_error());
+  }
+  CHECK_OK(rk_context_destroy(ctx));
+  umount2(mnt, MNT_DETACH);
+  rk_test_use_temp_cache();
+}
+
 /* ---- An unusable cache directory --------------------------------------- */
 
 /* With the cache directory impossible to create, compiles still work through
@@ -196,6 +579,19 @@ static void test_unwritable_cache_dir(void) {
   snprintf(tmpdir, sizeof tmpdir, "%s/tmp", base);
   mkdir(tmpdir, 0700);
   check_fallback(cache, tmpdir, "cache under a file");
+
+  /* No cache and no private directory either: the error says both. */
+  char missing[4300];
+  snprintf(missing, sizeof missing, "%s/no/such/tmp", base);
+  setenv("TMPDIR", missing, 1);
+  rk_context_t *ctx = new_context();
+  rk_module_t *mod = NULL;
+  CHECK_STATUS(cpu_compile(ctx, kCpuScaleSource, "scale.c", NULL, false, &mod),
+               RK_ERR_UNAVAILABLE);
+  CHECK_ERROR_HAS("TMPDIR");
+  CHECK_ERROR_HAS("the kernel cache is not used");
+  CHECK_OK(rk_context_destroy(ctx));
+  restore_tmpdir();
 
   /* A read-only directory: only meaningful when permissions apply. */
   if (geteuid() != 0) {
@@ -304,16 +700,38 @@ static void test_missing_compiler(void) {
   CHECK_OK(rk_context_destroy(ctx));
 }
 
-int main(void) {
+static const struct {
+  const char *name;
+  void (*run)(void);
+} kCases[] = {
+    {"hits_and_misses", test_hits_and_misses},
+    {"damaged_entry", test_damaged_entry},
+    {"truncated_entry", test_truncated_entry},
+    {"changed_entry", test_changed_entry},
+    {"planted_in_shared_dir", test_planted_in_shared_dir},
+    {"untrusted_entry", test_untrusted_entry},
+    {"blocked_include_dir", test_blocked_include_dir},
+    {"full_disk", test_full_disk},
+    {"read_only_fs", test_read_only_fs},
+    {"unwritable_cache_dir", test_unwritable_cache_dir},
+    {"no_home", test_no_home},
+    {"default_locations", test_default_locations},
+    {"missing_compiler", test_missing_compiler},
+};
+
+int main(int argc, char **argv) {
   unsetenv("RK_CC");
   if (getenv("TMPDIR")) g_tmpdir = strdup(getenv("TMPDIR"));
   g_be = cpu_open();
-  test_hits_and_misses();
-  test_damaged_entry();
-  test_unwritable_cache_dir();
-  test_no_home();
-  test_default_locations();
-  test_missing_compiler();
+  bool ran = false;
+  for (size_t i = 0; i < sizeof kCases / sizeof kCases[0]; ++i) {
+    if (argc > 1 && strcmp(argv[1], kCases[i].name) != 0) continue;
+    printf("-- %s\n", kCases[i].name);
+    fflush(stdout);
+    kCases[i].run();
+    ran = true;
+  }
+  CHECK(ran, "no case named %s", argc > 1 ? argv[1] : "");
   CHECK_OK(rk_backend_destroy(g_be));
   return rk_test_finish("cpu_cache");
 }

@@ -5,12 +5,16 @@
  * hit, no_cache builds again, an architecture NVRTC does not know gets PTX
  * for the newest one below it, too old a device is refused, source errors
  * point at the user's line (defines included), NVRTC errors carry the log
- * and the generated line. Skips (77) without NVRTC.
+ * and the generated line, and the cache hands out only entries it can vouch
+ * for (changed, truncated, writable by others or in a directory writable by
+ * others: built again). Skips (77) without NVRTC.
  */
 #define RK_TEST_IMPLEMENTATION
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backends/cuda/cuda.h"
@@ -149,6 +153,99 @@ static void test_errors(void) {
         "nvrtc error: %s: %s", rk_status_name(s), e);
 }
 
+/* One build of kSource with SCALE=3.0f: the image in *out (malloc'd) and
+ * whether it came from the cache. */
+static bool build_scale3(char **out, size_t *out_size, bool *out_hit) {
+  static const char *const defs[] = {"SCALE=3.0f", NULL};
+  rk_compile_options_t o;
+  rk_compile_options_init(&o);
+  o.defines = defs;
+  rk__cu_image_t img;
+  rk_entry_list_t *list = NULL;
+  rk_status_t s = rk__cu_build(kSource, &o, 9, 0, &img, &list, NULL);
+  if (!CHECK(s == RK_OK, "build: %s", rk_last_error())) return false;
+  *out = malloc(img.size);
+  memcpy(*out, img.data, img.size);
+  *out_size = img.size;
+  *out_hit = img.cache_hit;
+  rk_entry_list_destroy(list);
+  rk__cu_image_free(&img);
+  return true;
+}
+
+/* After `what` was done to the cache: the next build is not a hit and gives
+ * the same image as the first build; the one after is a hit again when
+ * `then_hit`. */
+static void expect_rebuilt(const char *ref, size_t ref_size, bool then_hit,
+                           const char *what) {
+  char *data = NULL;
+  size_t size = 0;
+  bool hit = true;
+  if (!build_scale3(&data, &size, &hit)) return;
+  CHECK(!hit, "%s: the entry was used", what);
+  CHECK(size == ref_size && memcmp(data, ref, size) == 0,
+        "%s: the image differs from the first build", what);
+  free(data);
+  if (!build_scale3(&data, &size, &hit)) return;
+  CHECK(hit == then_hit, "%s: the next build: hit %d", what, hit);
+  free(data);
+}
+
+static void test_cache_checks(const char *top) {
+  char base[1100], dir[1200], entry[1500] = "";
+  snprintf(base, sizeof base, "%s/checks", top);
+  snprintf(dir, sizeof dir, "%s/cuda", base);
+  setenv("RK_CACHE_DIR", base, 1);
+  char *ref = NULL;
+  size_t ref_size = 0;
+  bool hit = true;
+  if (!build_scale3(&ref, &ref_size, &hit)) return;
+  CHECK(!hit, "first build came from the cache");
+  struct stat st;
+  CHECK(stat(base, &st) == 0 && (st.st_mode & 0777) == 0700,
+        "cache root mode %04o", (unsigned)(st.st_mode & 07777));
+  char name[256] = "";
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (e->d_name[0] != '.') snprintf(name, sizeof name, "%s", e->d_name);
+  if (d) closedir(d);
+  snprintf(entry, sizeof entry, "%s/%s", dir, name);
+  if (!CHECK(name[0] && stat(entry, &st) == 0 && (st.st_mode & 07777) == 0600,
+             "no 0600 entry in %s (%s)", dir, name)) {
+    free(ref);
+    return;
+  }
+
+  /* One byte changed, same size. */
+  FILE *f = fopen(entry, "r+b");
+  if (f) {
+    fseek(f, (long)ref_size / 2, SEEK_SET);
+    fputc(ref[ref_size / 2] ^ 0x40, f);
+    fclose(f);
+  }
+  expect_rebuilt(ref, ref_size, true, "a changed byte");
+  CHECK(truncate(entry, (off_t)ref_size / 2) == 0, "truncate");
+  expect_rebuilt(ref, ref_size, true, "truncated");
+  chmod(entry, 0666);
+  expect_rebuilt(ref, ref_size, true, "entry writable by others");
+  if (geteuid() == 0) {
+    CHECK(chown(entry, 65534, 65534) == 0, "chown");
+    expect_rebuilt(ref, ref_size, true, "entry owned by another user");
+  }
+  chmod(dir, 0777);
+  expect_rebuilt(ref, ref_size, false, "directory writable by others");
+  chmod(dir, 0700);
+  chmod(base, 0777);
+  expect_rebuilt(ref, ref_size, false, "cache root writable by others");
+  chmod(base, 0700);
+  if (geteuid() == 0) {
+    CHECK(chown(dir, 65534, 65534) == 0, "chown");
+    expect_rebuilt(ref, ref_size, false, "directory owned by another user");
+  }
+  free(ref);
+  setenv("RK_CACHE_DIR", top, 1);
+}
+
 int main(void) {
   const rk_nvrtc_api_t *nv = NULL;
   if (rk__nvrtc_api(&nv) != RK_OK) RK_TEST_SKIP("%s", rk_last_error());
@@ -160,6 +257,7 @@ int main(void) {
   test_build();
   test_arch();
   test_errors();
+  test_cache_checks(dir);
   char cmd[256];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) printf("could not remove %s\n", dir);
