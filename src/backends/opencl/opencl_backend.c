@@ -6,6 +6,7 @@
 
 #include "backends/opencl/opencl.h"
 #include "base/error.h"
+#include "base/log.h"
 #include "base/strbuf.h"
 
 enum {
@@ -163,11 +164,19 @@ static void ocl_destroy(rk_backend_t *backend) {
 static rk_status_t ocl_open(rk_backend_t **out) {
   ocl_backend_t *be = calloc(1, sizeof *be);
   if (!be) return rk__fail(RK_ERR_OUT_OF_MEMORY, "opencl: backend");
+  /* Drivers may print while they start (to the debug log instead). */
+  rk__capture_t cap;
+  rk__capture_begin(&cap);
   rk_status_t s = rk__cl_api_load(&be->api);
   if (s == RK_OK) s = find_devices(be);
+  char said[512];
+  rk__capture_end(&cap, "opencl", said, sizeof said);
   if (s != RK_OK) {
     ocl_destroy(&be->base);
-    return s;
+    if (!said[0]) return s;
+    char why[2048];
+    snprintf(why, sizeof why, "%s", rk_last_error());
+    return rk__fail(s, "%s (the driver printed: %s)", why, said);
   }
   *out = &be->base;
   return RK_OK;
