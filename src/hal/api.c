@@ -48,6 +48,10 @@ static const rk__backend_vtable_t *find_vtable(rk_backend_kind_t kind) {
   return NULL;
 }
 
+bool rk_backend_kind_built_in(rk_backend_kind_t kind) {
+  return kind != RK_BACKEND_AUTO && find_vtable(kind) != NULL;
+}
+
 static rk_status_t open_kind(rk_backend_kind_t kind, rk_backend_t **out) {
   const rk__backend_vtable_t *vt = find_vtable(kind);
   if (!vt)
@@ -137,6 +141,10 @@ rk_backend_kind_t rk_backend_kind(const rk_backend_t *backend) {
 
 const char *rk_backend_name(const rk_backend_t *backend) {
   return backend ? backend->vt->name : "none";
+}
+
+const char *rk_backend_library(const rk_backend_t *backend) {
+  return backend ? backend->library : "";
 }
 
 int rk_backend_device_count(const rk_backend_t *backend) {

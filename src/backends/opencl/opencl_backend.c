@@ -126,6 +126,21 @@ static rk_status_t find_devices(ocl_backend_t *be) {
   be->devices = calloc(cap, sizeof *be->devices);
   if (!be->devices) return rk__fail(RK_ERR_OUT_OF_MEMORY, "opencl: devices");
   size_t n = 0;
+  /* rk_backend_library: the loader, then each platform's version. */
+  size_t used = (size_t)snprintf(be->base.library, sizeof be->base.library,
+                                 "%s", api->path);
+  for (cl_uint p = 0; p < np; ++p) {
+    char version[160] = "";
+    if (api->clGetPlatformInfo(platforms[p], RK_CL_PLATFORM_VERSION,
+                               sizeof version, version,
+                               NULL) == RK_CL_SUCCESS &&
+        used < sizeof be->base.library) {
+      version[sizeof version - 1] = '\0';
+      used += (size_t)snprintf(be->base.library + used,
+                               sizeof be->base.library - used, "%s%s",
+                               p ? "; " : ": ", version);
+    }
+  }
   for (cl_uint p = 0; p < np; ++p) {
     cl_device_id ids[kMaxDevicesPerPlatform];
     cl_uint nd = 0;

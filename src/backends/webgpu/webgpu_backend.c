@@ -236,6 +236,13 @@ static rk_status_t wg_open(rk_backend_t **out) {
   be->infos = l->infos;
   be->backend_names = l->backend_names;
   be->base.device_count = (int)l->count;
+  if (p->version)
+    snprintf(be->base.library, sizeof be->base.library,
+             "wgpu-native %u.%u.%u.%u (%.900s)", p->version >> 24,
+             (p->version >> 16) & 0xff, (p->version >> 8) & 0xff,
+             p->version & 0xff, p->path);
+  else
+    snprintf(be->base.library, sizeof be->base.library, "%.900s", p->path);
   *out = &be->base;
   return RK_OK;
 }
