@@ -53,10 +53,10 @@ static void test_levels(void) {
   static const struct {
     const char *value;
     rk__log_level_t level;
-  } kCases[] = {{NULL, RK__LOG_OFF},   {"", RK__LOG_OFF},
-                {"0", RK__LOG_OFF},    {"off", RK__LOG_OFF},
+  } kCases[] = {{NULL, RK__LOG_OFF},    {"", RK__LOG_OFF},
+                {"0", RK__LOG_OFF},     {"off", RK__LOG_OFF},
                 {"warn", RK__LOG_WARN}, {"loud", RK__LOG_WARN},
-                {"1", RK__LOG_DEBUG},  {"DEBUG", RK__LOG_DEBUG}};
+                {"1", RK__LOG_DEBUG},   {"DEBUG", RK__LOG_DEBUG}};
   for (size_t i = 0; i < sizeof kCases / sizeof kCases[0]; ++i) {
     if (kCases[i].value)
       setenv("RK_LOG", kCases[i].value, 1);

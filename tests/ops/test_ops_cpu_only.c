@@ -12,8 +12,9 @@
 
 /* The first GPU vendor library mapped into this process, or NULL. */
 static const char *gpu_library_loaded(char *line, size_t cap) {
-  static const char *const kNames[] = {"libOpenCL", "wgpu_native", "libvulkan",
-                                       "libcuda", "libnvrtc", "webgpu_dawn"};
+  static const char *const kNames[] = {"libOpenCL", "wgpu_native",
+                                       "libvulkan", "libcuda",
+                                       "libnvrtc",  "webgpu_dawn"};
   FILE *f = fopen("/proc/self/maps", "r");
   if (!f) return NULL;
   const char *found = NULL;
@@ -117,13 +118,13 @@ int main(void) {
           rk_exec_kind_name(r.target.kind));
     CHECK_OK(rk_cost_model_info(rk_ops_cost_model(ops), &info));
     CHECK(info.from_profile, "profile not read: %s", info.note);
-    CHECK(strstr(info.profile_path, dir) == info.profile_path,
-          "read '%s'", info.profile_path);
+    CHECK(strstr(info.profile_path, dir) == info.profile_path, "read '%s'",
+          info.profile_path);
     rk_op_desc_t d = {.op = RK_OP_ADD, .n = 1000, .result_on_host = true};
     rk_prediction_t p[8];
     size_t count = 0, best = 0;
-    CHECK_OK(rk_cost_model_predict(rk_ops_cost_model(ops), &d, p, 8, &count,
-                                   &best));
+    CHECK_OK(
+        rk_cost_model_predict(rk_ops_cost_model(ops), &d, p, 8, &count, &best));
     for (size_t i = 0; i < count; ++i) {
       CHECK(p[i].target.kind != RK_EXEC_GPU, "a GPU candidate");
       CHECK(p[i].measured == (p[i].target.kind == RK_EXEC_SCALAR),
