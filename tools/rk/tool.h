@@ -41,6 +41,7 @@ extern const tool_command_t tool_cmd_demo;
 extern const tool_command_t tool_cmd_transpile;
 extern const tool_command_t tool_cmd_select;
 extern const tool_command_t tool_cmd_calibrate;
+extern const tool_command_t tool_cmd_cache;
 extern const tool_command_t tool_cmd_version;
 
 /* `rk demo` without a subcommand (demo_actors.c): runs and prints the
