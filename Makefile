@@ -9,7 +9,8 @@
 #   make fuzz            fuzz the transpiler with libFuzzer (clang) for
 #                        FUZZ_SECONDS; a finding lands in tests/fuzz/regressions
 #   make format          clang-format every tracked .c/.h (format-check: verify)
-#   make install         install into $(PREFIX) (/usr/local); DESTDIR honoured
+#   make install         build the libraries and rk only, install them into
+#                        $(PREFIX) (/usr/local); DESTDIR honoured
 #   make clean           remove the build directories
 #
 # Variables: BUILD_DIR (build), PREFIX (/usr/local), DESTDIR, CMAKE_ARGS (extra
@@ -115,7 +116,12 @@ format-check:
 	$(FORMAT_FILES) | xargs -0 -r $(CLANG_FORMAT) --dry-run --Werror
 
 # Install headers, libraries, the rk tool, the CMake package and rk.pc.
-install: build
+# Builds only what is installed (the libraries and rk), not the tests and
+# benchmarks (configure with -DRK_BUILD_TESTS=OFF -DRK_BUILD_BENCH=OFF in
+# CMAKE_ARGS to leave them out of the build directory altogether).
+install:
+	$(CMAKE) -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+	$(CMAKE) --build $(BUILD_DIR) -j $(NPROC) --target rk rk_static rk_tool
 	DESTDIR="$(DESTDIR)" $(CMAKE) --install $(BUILD_DIR) --prefix "$(PREFIX)"
 
 # Remove every build directory this Makefile creates.

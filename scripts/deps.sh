@@ -2,16 +2,24 @@
 # scripts/deps.sh - check for the tools rk's build and tests need.
 #
 #   scripts/deps.sh        (or: make deps)
+#   scripts/deps.sh --check   report only, never install
 #
 # Silent when everything is present. Run as root on Debian/Ubuntu, it installs
 # what is missing with one `apt-get update` and one `apt-get install`; otherwise
-# it prints what is missing and the command that installs it. It exits non-zero
+# (or with --check) it prints what is missing and the command that installs
+# it. It exits non-zero
 # only when the build itself cannot proceed (no working C compiler, no CMake >=
 # 3.20, neither make nor ninja); a missing test tool is reported, and the tests
 # that need it fail or skip.
 set -uo pipefail
 
 CMAKE_MIN=3.20
+install=1
+case ${1:-} in
+  --check) install=0 ;;
+  "") ;;
+  *) echo "usage: scripts/deps.sh [--check]" >&2; exit 2 ;;
+esac
 CC=${CC:-cc}
 
 # ---- Commands the tests need: extend here ----------------------------------
@@ -39,6 +47,10 @@ TEST_FILES=(
 # Python; tests/codegen/CMakeLists.txt looks for it there. Optional: without
 # it codegen_wgsl_validate skips.
 RK_WGPU_VENV=${RK_WGPU_VENV:-${XDG_DATA_HOME:-$HOME/.local/share}/rk/wgpu-venv}
+# rk follows the webgpu.h of one wgpu-native major (kWgpuNativeMajor in
+# src/backends/webgpu/webgpu_loader.c); these wgpu-py releases bundle it.
+RK_WGPU_NATIVE_MAJOR=29
+RK_WGPU_PIN='wgpu>=0.32,<0.33'
 # ------------------------------------------------------------------------------
 
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -130,18 +142,35 @@ int main(void) { return omp_get_max_threads() < 1; }' | compiles -fopenmp ||
     compgen -G "$cmd" >/dev/null || missing_test+=("$what|$pkgs")
   done
   check_libfuzzer
-  "$RK_WGPU_VENV/bin/python" -c 'import wgpu' >/dev/null 2>&1 ||
-    missing_test+=("python wgpu in $RK_WGPU_VENV (WGSL validation, codegen_wgsl_validate; as root deps.sh creates it: python3 -m venv \"$RK_WGPU_VENV\" && \"$RK_WGPU_VENV/bin/pip\" install wgpu)|")
+  local native
+  native=$(wgpu_native_version)
+  if [ -z "$native" ]; then
+    missing_test+=("python wgpu in $RK_WGPU_VENV (WGSL validation, codegen_wgsl_validate, the WebGPU backend's tests; as root deps.sh creates it: python3 -m venv \"$RK_WGPU_VENV\" && \"$RK_WGPU_VENV/bin/pip\" install '$RK_WGPU_PIN')|")
+  elif [ "${native%%.*}" != "$RK_WGPU_NATIVE_MAJOR" ]; then
+    missing_test+=("python wgpu in $RK_WGPU_VENV bundles wgpu-native $native; rk needs wgpu-native $RK_WGPU_NATIVE_MAJOR.x ($RK_WGPU_PIN: as root deps.sh installs it: \"$RK_WGPU_VENV/bin/pip\" install '$RK_WGPU_PIN')|")
+  fi
 }
 
-# install_wgpu: the wgpu venv (as root only, like the packages).
+# wgpu_native_version: the wgpu-native version the venv's wgpu bundles
+# ("29.0.1.1"), or nothing when there is none.
+wgpu_native_version() {
+  "$RK_WGPU_VENV/bin/python" -c \
+    'import wgpu.backends.wgpu_native as n; print(n.__version__)' \
+    2>/dev/null </dev/null
+}
+
+# install_wgpu: the wgpu venv (as root only, like the packages), with the
+# wgpu release that bundles the wgpu-native major rk follows.
 install_wgpu() {
-  "$RK_WGPU_VENV/bin/python" -c 'import wgpu' >/dev/null 2>&1 && return
+  local native
+  native=$(wgpu_native_version)
+  [ "${native%%.*}" = "$RK_WGPU_NATIVE_MAJOR" ] && return
   have python3 || return
-  echo "deps: installing python wgpu into $RK_WGPU_VENV"
+  echo "deps: installing python $RK_WGPU_PIN into $RK_WGPU_VENV" \
+    "${native:+(it has wgpu-native $native)}"
   python3 -m venv "$RK_WGPU_VENV" >/dev/null 2>&1 &&
-    "$RK_WGPU_VENV/bin/pip" install -q wgpu </dev/null >/dev/null 2>&1 ||
-    echo "deps: pip install wgpu failed (optional)" >&2
+    "$RK_WGPU_VENV/bin/pip" install -q "$RK_WGPU_PIN" </dev/null >/dev/null 2>&1 ||
+    echo "deps: pip install '$RK_WGPU_PIN' failed (optional)" >&2
 }
 
 # packages_of LIST...: the Debian packages of "what|packages" entries.
@@ -155,7 +184,7 @@ check
 all=("${missing_build[@]}" "${missing_test[@]}")
 [ ${#all[@]} -eq 0 ] && exit 0
 
-if [ "$(id -u)" -eq 0 ] && have apt-get; then
+if [ "$install" -eq 1 ] && [ "$(id -u)" -eq 0 ] && have apt-get; then
   read -r -a pkgs <<<"$(packages_of "${all[@]}")"
   [ ${#pkgs[@]} -eq 0 ] || echo "deps: installing ${pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -178,9 +207,11 @@ if [ ${#missing_build[@]} -gt 0 ] || [ ${#missing_test[@]} -gt 0 ]; then
   echo "deps: missing tools:" >&2
   report "build" "${missing_build[@]}"
   report "tests" "${missing_test[@]}"
-  echo "deps: install with:" >&2
-  echo "  sudo apt-get install --no-install-recommends" \
-    "$(packages_of "${missing_build[@]}" "${missing_test[@]}")" >&2
+  pkgs=$(packages_of "${missing_build[@]}" "${missing_test[@]}")
+  if [ -n "$pkgs" ]; then
+    echo "deps: install with:" >&2
+    echo "  sudo apt-get install --no-install-recommends $pkgs" >&2
+  fi
 fi
 if [ ${#missing_build[@]} -gt 0 ]; then
   echo "deps: the build cannot proceed." >&2

@@ -57,6 +57,9 @@ const char *rk_backend_kind_name(rk_backend_kind_t kind);
  * RK_ERR_INVALID_ARGUMENT and the message lists the known ones. */
 rk_status_t rk_backend_kind_from_name(const char *name,
                                       rk_backend_kind_t *out_kind);
+/* Whether this build of rk has the backend `kind` (whether it opens here
+ * is rk_backend_open's answer). False for RK_BACKEND_AUTO. */
+bool rk_backend_kind_built_in(rk_backend_kind_t kind);
 
 typedef struct rk_backend rk_backend_t;
 typedef struct rk_context rk_context_t;
@@ -121,6 +124,11 @@ rk_status_t rk_backend_destroy(rk_backend_t *backend);
 
 rk_backend_kind_t rk_backend_kind(const rk_backend_t *backend);
 const char *rk_backend_name(const rk_backend_t *backend);
+/* The vendor library the backend loaded and the versions it reports
+ * ("wgpu-native 29.0.0.0 (/path/libwgpu_native.so)", "libOpenCL.so.1:
+ * OpenCL 3.0 PoCL 3.1 ..."); "" for a backend without one (cpu) or a NULL
+ * backend. The string lives as long as the backend. */
+const char *rk_backend_library(const rk_backend_t *backend);
 /* Number of usable devices; 0 if none (or backend is NULL). */
 int rk_backend_device_count(const rk_backend_t *backend);
 rk_status_t rk_backend_device_info(const rk_backend_t *backend, int device,

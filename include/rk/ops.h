@@ -72,7 +72,8 @@ typedef struct rk_ops_options {
   rk_residency_t residency;
   /* Backends the calibrated and compat policies may use for GPU targets
    * (RK_OPS_BACKEND_BIT flags; default RK_OPS_GPU_BACKENDS_ALL; 0 keeps
-   * every op on the CPU). Forced targets ignore it. */
+   * every op on the CPU and opens no GPU backend, not even to probe).
+   * Forced targets ignore it. */
   uint32_t gpu_backends;
   /* RK_POLICY_COMPAT: the selector's parameters (default rk_compat_init). */
   rk_compat_selector_t compat;
@@ -92,8 +93,15 @@ void rk_ops_options_init(rk_ops_options_t *options);
  * checked here: an ISA the CPU lacks or rk was built without is
  * RK_ERR_UNAVAILABLE; a GPU backend is opened (and its kernels compiled) on
  * first use. RK_POLICY_CALIBRATED loads the cost model profile (see
- * rk_cost_model_open). RK_ERR_INVALID_ARGUMENT for a bad option. */
+ * rk_cost_model_open; with gpu_backends 0, rk_cost_model_options_t.cpu_only)
+ * and prints nothing when there is none: each report's default_rates says
+ * so. RK_ERR_INVALID_ARGUMENT for a bad option. */
 rk_status_t rk_ops_create(const rk_ops_options_t *options, rk_ops_t **out_ops);
+/* The cost model of a handle with RK_POLICY_CALIBRATED (NULL otherwise),
+ * owned by the handle: rk_cost_model_info says where its rates come from
+ * (a profile, or defaults and why). */
+const rk_cost_model_t *rk_ops_cost_model(const rk_ops_t *ops);
+
 /* Releases the handle, its threads and GPU contexts. NULL is ignored. */
 void rk_ops_destroy(rk_ops_t *ops);
 
@@ -114,6 +122,11 @@ typedef struct rk_op_report {
   rk_exec_target_t chosen;
   bool has_prediction; /* calibrated: the model's prediction for target */
   double predicted_s;
+  /* The prediction used rk's default rates, not rates measured on this
+   * machine: no profile, or none for this target (rk_ops_cost_model and
+   * rk_cost_model_info say why; `rk calibrate` measures). rk prints no
+   * warning: this is where a program learns it. */
+  bool default_rates;
   double wall_s; /* measured, from entry to return (copies included) */
   int threads;   /* CPU threads that worked on it (1 on a GPU target) */
   /* The code that ran: "scalar", "avx2", "avx512", "neon",

@@ -178,15 +178,19 @@ typedef struct rk_prediction {
   double transfer_s; /* inputs not resident on the candidate */
   double compute_s;  /* max(flops / rate, bytes / bandwidth) */
   double readback_s; /* result back to the host when needed */
+  /* The candidate's rates for this kind of operation were measured (read
+   * from a profile); false: rk's default rates, a guess. */
+  bool measured;
 } rk_prediction_t;
 
-/* Loads this machine's profile (see `rk calibrate`), or safe defaults with a
- * warning on stderr when it is missing, stale or corrupt; environment
- * variables override single values, and RK_COST_ variables that are
- * malformed or unknown here are ignored with a warning on stderr naming
- * the known ones. Each warning is printed at most once per process (none
- * with rk_cost_model_options_t.quiet; rk_cost_model_info has the text).
- * Never fails on a bad profile; fails only for NULL or out of memory. */
+/* Loads this machine's profile (see `rk calibrate`), or safe defaults when
+ * it is missing, stale or corrupt; environment variables override single
+ * values, and RK_COST_ variables that are malformed or unknown here are
+ * ignored. Prints nothing: rk_cost_model_info's note and env_note say what
+ * happened (and RK_LOG=warn logs each once per process). The GPU backends
+ * are opened once per process to learn the machine's fingerprint (see
+ * rk_cost_model_options_t.cpu_only). Never fails on a bad profile; fails
+ * only for NULL or out of memory. */
 rk_status_t rk_cost_model_open(rk_cost_model_t **out_model);
 void rk_cost_model_destroy(rk_cost_model_t *model);
 
@@ -227,9 +231,17 @@ typedef struct rk_cost_model_options {
   /* Make emulated GPU devices (RK_CAP_SOFTWARE: PoCL's CPU device,
    * lavapipe) candidates too; also on with RK_COST_SOFTWARE=1. */
   bool include_software;
-  /* No warnings on stderr (defaults in use, RK_COST_ variables ignored):
-   * the caller shows rk_cost_model_info's note and env_note itself. */
+  /* Not even RK_LOG=warn logs this model's notes (defaults in use,
+   * RK_COST_ variables ignored): the caller shows rk_cost_model_info's
+   * note and env_note itself. Nothing is printed either way. */
   bool quiet;
+  /* Only the CPU candidates (scalar, SIMD), and no GPU backend opened:
+   * without the GPUs the machine's fingerprint is unknown, so the profile
+   * read is the newest one in the cost directory measured on this CPU
+   * (same model, count and ISA), or the one named above; its CPU rates are
+   * used. rk_cost_model_info's fingerprint is that profile's, its machine
+   * the CPU alone. rk_ops_create sets it when gpu_backends is 0. */
+  bool cpu_only;
 } rk_cost_model_options_t;
 
 void rk_cost_model_options_init(rk_cost_model_options_t *options);

@@ -74,10 +74,16 @@ typedef struct rk__machine {
 } rk__machine_t;
 
 /* Looks at this machine: CPU, best ISA, every GPU backend's devices (the
- * backends are opened and closed again; failures to open are not errors).
+ * backends are opened and closed again; failures to open are not errors),
+ * once per process.
  * Targets get default rates. `include_software` makes emulated devices
  * candidates too. */
 void rk__machine_probe(rk__machine_t *machine, bool include_software);
+
+/* The CPU part of rk__machine_probe alone (scalar and SIMD targets, the
+ * description "cpu=...; cpus=N; isa=..." and its fingerprint): no GPU
+ * backend is opened. */
+void rk__machine_probe_cpu(rk__machine_t *machine);
 
 /* Default (uncalibrated) rates for a target of this kind. */
 void rk__cost_target_defaults(rk__cost_target_t *target);

@@ -11,6 +11,7 @@
  * there + max(flops / rate, bytes / bandwidth) + read-back of the result
  * when the caller needs it on the host.
  */
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,9 +20,12 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "base/cache_dir.h"
 #include "base/error.h"
+#include "base/log.h"
 #include "base/sys.h"
 #include "cost/cost.h"
 
@@ -198,42 +202,56 @@ static void add_cpu_target(rk__machine_t *m, const char *key,
   rk__cost_target_defaults(t);
 }
 
-static void probe(rk__machine_t *m);
+/* The hardware does not change while a process runs: the CPU is probed
+ * once, the GPU backends (opening each is slow: tens of milliseconds, more
+ * with a real driver) once when a model first needs them, and each model
+ * gets a copy. */
+static pthread_once_t g_cpu_once = PTHREAD_ONCE_INIT;
+static pthread_once_t g_full_once = PTHREAD_ONCE_INIT;
+static rk__machine_t g_cpu_machine, g_full_machine;
 
-/* The hardware does not change while a process runs: it is probed once
- * (opening every GPU backend is slow) and copied for each model. */
-static pthread_once_t g_probe_once = PTHREAD_ONCE_INIT;
-static rk__machine_t g_machine;
-
-static void probe_once(void) { probe(&g_machine); }
-
-void rk__machine_probe(rk__machine_t *m, bool include_software) {
-  pthread_once(&g_probe_once, probe_once);
-  memcpy(m, &g_machine, sizeof *m);
-  for (size_t i = 0; i < m->ntargets; ++i)
-    if (m->targets[i].software) m->targets[i].candidate = include_software;
-}
-
-static void probe(rk__machine_t *m) {
-  memset(m, 0, sizeof *m);
-  /* Backends that are absent are expected: keep the caller's message. */
-  char *saved = rk__error_save();
-  read_cpu_model(m->cpu_model, sizeof m->cpu_model);
-  long online = sysconf(_SC_NPROCESSORS_ONLN);
-  m->cpus = online > 0 ? (int)online : 1;
-  m->isa = rk_isa_best();
-  snprintf(m->description, sizeof m->description, "cpu=%s; cpus=%d; isa=%s",
-           m->cpu_model, m->cpus, rk_isa_name(m->isa));
-
-  add_cpu_target(m, "scalar", RK_EXEC_SCALAR, RK_ISA_NONE);
-  if (m->isa != RK_ISA_NONE) add_cpu_target(m, "simd", RK_EXEC_SIMD, m->isa);
-  probe_gpus(m, m->description, sizeof m->description);
-  rk__error_restore(saved);
-
+static void fingerprint(rk__machine_t *m) {
   rk__hash_t h;
   rk__hash_init(&h);
   rk__hash_str(&h, m->description);
   rk__hash_hex(&h, m->fingerprint);
+}
+
+static void probe_cpu(void) {
+  rk__machine_t *m = &g_cpu_machine;
+  memset(m, 0, sizeof *m);
+  read_cpu_model(m->cpu_model, sizeof m->cpu_model);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  m->cpus = online > 0 ? (int)online : 1;
+  m->isa = rk_isa_best();
+  snprintf(m->description, sizeof m->description, "cpu=%.127s; cpus=%d; isa=%s",
+           m->cpu_model, m->cpus, rk_isa_name(m->isa));
+  add_cpu_target(m, "scalar", RK_EXEC_SCALAR, RK_ISA_NONE);
+  if (m->isa != RK_ISA_NONE) add_cpu_target(m, "simd", RK_EXEC_SIMD, m->isa);
+  fingerprint(m);
+}
+
+static void probe_full(void) {
+  pthread_once(&g_cpu_once, probe_cpu);
+  rk__machine_t *m = &g_full_machine;
+  memcpy(m, &g_cpu_machine, sizeof *m);
+  /* Backends that are absent are expected: keep the caller's message. */
+  char *saved = rk__error_save();
+  probe_gpus(m, m->description, sizeof m->description);
+  rk__error_restore(saved);
+  fingerprint(m);
+}
+
+void rk__machine_probe(rk__machine_t *m, bool include_software) {
+  pthread_once(&g_full_once, probe_full);
+  memcpy(m, &g_full_machine, sizeof *m);
+  for (size_t i = 0; i < m->ntargets; ++i)
+    if (m->targets[i].software) m->targets[i].candidate = include_software;
+}
+
+void rk__machine_probe_cpu(rk__machine_t *m) {
+  pthread_once(&g_cpu_once, probe_cpu);
+  memcpy(m, &g_cpu_machine, sizeof *m);
 }
 
 /* ---- Opening --------------------------------------------------------------
@@ -253,19 +271,260 @@ static bool env_true(const char *name) {
 /* Profiles are a few KiB; anything far larger is not one. */
 enum { kMaxProfileBytes = 4 << 20 };
 
-/* One warning of each kind per process: ops handles open models often.
- * Models opened with `quiet` print nothing; their callers read the same
- * text from rk_cost_model_info (note, env_note) and show it themselves. */
-static atomic_int g_warned_defaults, g_warned_env;
+/* Reads the profile at path into *out_text (malloc'd). Anything that is not
+ * a readable regular file of at most kMaxProfileBytes is RK_ERR_NOT_FOUND
+ * with the reason in note; RK_ERR_OUT_OF_MEMORY is the only failure. */
+static rk_status_t read_profile(const char *path, char **out_text, char *note,
+                                size_t cap) {
+  *out_text = NULL;
+  struct stat st;
+  if (stat(path, &st) == 0 &&
+      (!S_ISREG(st.st_mode) || st.st_size > kMaxProfileBytes)) {
+    /* a device, a directory, a huge file */
+    snprintf(note, cap,
+             "profile '%s' is corrupt: not a regular file of at most %d bytes",
+             path, kMaxProfileBytes);
+    return RK_ERR_NOT_FOUND;
+  }
+  char *saved = rk__error_save();
+  rk_status_t s = rk__read_file(path, out_text, NULL);
+  rk__error_restore(saved);
+  if (s == RK_ERR_OUT_OF_MEMORY)
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "cost_model_open: out of memory");
+  if (s != RK_OK) {
+    snprintf(note, cap, "no profile at '%s'", path);
+    return RK_ERR_NOT_FOUND;
+  }
+  return RK_OK;
+}
 
-static void warn_once(const rk_cost_model_t *model) {
-  if (!model->from_profile && !atomic_exchange(&g_warned_defaults, 1))
-    fprintf(stderr,
-            "rk: warning: the cost model uses default rates: %s (run `rk "
-            "calibrate` to measure this machine)\n",
+/* Parses text, read from path, into the model; the note says why not. */
+static void load_profile(rk_cost_model_t *model, const char *path,
+                         const char *text) {
+  char why[400];
+  if (rk__cost_profile_parse(model, text, why, sizeof why))
+    model->from_profile = true;
+  else
+    snprintf(model->note, sizeof model->note, "profile '%s' %s", path, why);
+}
+
+/* ---- CPU-only models -------------------------------------------------------
+ *
+ * A model opened with cpu_only opens no GPU backend, so it cannot know the
+ * machine's fingerprint. Its profile is still one `rk calibrate` wrote for
+ * the whole machine: the newest one in the cost directory whose machine
+ * line names this CPU (model, count and ISA), or the file named by
+ * RK_COST_PROFILE or the options. Its GPU entries are read as written but
+ * are not candidates. */
+
+/* The value of the profile's "machine" line into out; false if none. */
+static bool machine_line(const char *text, char *out, size_t cap) {
+  for (const char *line = text; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    if (len > 8 && strncmp(line, "machine", 7) == 0 &&
+        (line[7] == ' ' || line[7] == '\t')) {
+      const char *v = line + 8;
+      len -= 8;
+      while (len > 0 && (*v == ' ' || *v == '\t')) ++v, --len;
+      while (len > 0 &&
+             (v[len - 1] == ' ' || v[len - 1] == '\t' || v[len - 1] == '\r'))
+        --len;
+      if (len >= cap) return false;
+      memcpy(out, v, len);
+      out[len] = '\0';
+      return true;
+    }
+    line = end ? end + 1 : NULL;
+  }
+  return false;
+}
+
+/* Adds a non-candidate GPU target for every "<backend><N>." key of the
+ * profile text that the machine does not have yet. */
+static void add_profile_gpus(rk__machine_t *m, const char *text) {
+  static const rk_backend_kind_t kKinds[] = {
+      RK_BACKEND_CUDA, RK_BACKEND_METAL, RK_BACKEND_WEBGPU, RK_BACKEND_OPENCL};
+  for (const char *line = text; line && *line;) {
+    while (*line == ' ' || *line == '\t') ++line;
+    size_t word = strspn(line, "abcdefghijklmnopqrstuvwxyz0123456789");
+    if (word > 0 && word < sizeof m->targets[0].key && line[word] == '.') {
+      size_t letters = strspn(line, "abcdefghijklmnopqrstuvwxyz");
+      for (size_t k = 0; k < sizeof kKinds / sizeof kKinds[0]; ++k) {
+        const char *name = rk_backend_kind_name(kKinds[k]);
+        if (letters == 0 || letters == word || strlen(name) != letters ||
+            strncmp(line, name, letters) != 0)
+          continue;
+        bool known = false;
+        for (size_t i = 0; i < m->ntargets; ++i)
+          if (strlen(m->targets[i].key) == word &&
+              strncmp(m->targets[i].key, line, word) == 0)
+            known = true;
+        rk__cost_target_t *t = known ? NULL : add_target(m);
+        if (!t) break;
+        memcpy(t->key, line, word);
+        t->key[word] = '\0';
+        t->target.kind = RK_EXEC_GPU;
+        t->target.isa = RK_ISA_NONE;
+        t->target.backend = kKinds[k];
+        t->target.device = atoi(line + letters);
+        snprintf(t->device_name, sizeof t->device_name, "not probed");
+        t->candidate = false;
+        rk__cost_target_defaults(t);
+      }
+    }
+    const char *end = strchr(line, '\n');
+    line = end ? end + 1 : NULL;
+  }
+}
+
+/* Loads a whole machine's profile into a CPU-only model when it was
+ * measured on this CPU. False with the reason in why otherwise (the model
+ * unchanged). */
+static bool load_cpu_profile(rk_cost_model_t *model, const char *text,
+                             char *why, size_t cap) {
+  char line[sizeof model->machine.description];
+  if (!machine_line(text, line, sizeof line)) {
+    snprintf(why, cap, "is corrupt: no 'machine' line");
+    return false;
+  }
+  const char *cpu = model->machine.description;
+  size_t len = strlen(cpu);
+  if (strncmp(line, cpu, len) != 0 || (line[len] != '\0' && line[len] != ';')) {
+    snprintf(why, cap,
+             "was measured on another CPU ('%.200s'; this one: %.150s)", line,
+             cpu);
+    return false;
+  }
+  rk__machine_t *saved = malloc(sizeof *saved);
+  if (!saved) {
+    snprintf(why, cap, "could not be read: out of memory");
+    return false;
+  }
+  memcpy(saved, &model->machine, sizeof *saved);
+  add_profile_gpus(&model->machine, text);
+  /* The fingerprint the profile must carry: its own machine's. */
+  snprintf(model->machine.description, sizeof model->machine.description, "%s",
+           line);
+  fingerprint(&model->machine);
+  bool ok = rk__cost_profile_parse(model, text, why, cap);
+  /* What this model knows of the machine is its CPU. */
+  memcpy(model->machine.description, saved->description,
+         sizeof saved->description);
+  if (!ok) memcpy(&model->machine, saved, sizeof *saved);
+  free(saved);
+  return ok;
+}
+
+typedef struct profile_file {
+  char name[64];
+  time_t mtime;
+} profile_file_t;
+
+static int newest_first(const void *a, const void *b) {
+  const profile_file_t *x = a, *y = b;
+  return x->mtime < y->mtime ? 1 : x->mtime > y->mtime ? -1 : 0;
+}
+
+/* The newest profile of the cost directory measured on this CPU. */
+static rk_status_t find_cpu_profile(rk_cost_model_t *model) {
+  enum { kMaxFiles = 64 };
+  char root[sizeof model->profile_path], dir[sizeof model->profile_path];
+  if (rk__cache_root(root, sizeof root) != RK_OK ||
+      snprintf(dir, sizeof dir, "%s/cost", root) >= (int)sizeof dir) {
+    snprintf(model->note, sizeof model->note,
+             "no cache directory for a profile (set RK_CACHE_DIR or HOME)");
+    return RK_OK;
+  }
+  snprintf(model->profile_path, sizeof model->profile_path, "%s", dir);
+  snprintf(model->note, sizeof model->note,
+           "no profile measured on this CPU in '%s'", dir);
+  DIR *d = opendir(dir);
+  if (!d) return RK_OK;
+  profile_file_t *files = calloc(kMaxFiles, sizeof *files);
+  if (!files) {
+    closedir(d);
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "cost_model_open: out of memory");
+  }
+  size_t n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL && n < kMaxFiles) {
+    /* <32 hex digits>.profile, as rk__cost_default_path names them. */
+    if (strlen(e->d_name) != 40 ||
+        strspn(e->d_name, "0123456789abcdef") != 32 ||
+        strcmp(e->d_name + 32, ".profile") != 0)
+      continue;
+    char path[sizeof model->profile_path];
+    struct stat st;
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >=
+            (int)sizeof path ||
+        stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    snprintf(files[n].name, sizeof files[n].name, "%s", e->d_name);
+    files[n].mtime = st.st_mtime;
+    ++n;
+  }
+  closedir(d);
+  qsort(files, n, sizeof *files, newest_first);
+  rk_status_t s = RK_OK;
+  for (size_t i = 0; i < n && !model->from_profile && s == RK_OK; ++i) {
+    char fp[33], path[sizeof model->profile_path];
+    memcpy(fp, files[i].name, 32);
+    fp[32] = '\0';
+    /* The same checks as for this machine's own profile (owner, mode). */
+    char *saved_error = rk__error_save();
+    rk_status_t ok = rk__cost_default_path(fp, path, sizeof path);
+    rk__error_restore(saved_error);
+    if (ok != RK_OK) continue;
+    char *text = NULL, ignored[64];
+    s = read_profile(path, &text, ignored, sizeof ignored);
+    if (s == RK_ERR_NOT_FOUND) {
+      s = RK_OK;
+      continue;
+    }
+    char why[400];
+    if (s == RK_OK && load_cpu_profile(model, text, why, sizeof why)) {
+      model->from_profile = true;
+      model->note[0] = '\0';
+      snprintf(model->profile_path, sizeof model->profile_path, "%s", path);
+    }
+    free(text);
+  }
+  free(files);
+  return s;
+}
+
+static rk_status_t open_cpu_only(rk_cost_model_t *model, const char *path) {
+  rk__machine_probe_cpu(&model->machine);
+  if (!path) return find_cpu_profile(model);
+  snprintf(model->profile_path, sizeof model->profile_path, "%s", path);
+  char *text = NULL;
+  rk_status_t s = read_profile(path, &text, model->note, sizeof model->note);
+  if (s == RK_ERR_NOT_FOUND) return RK_OK;
+  if (s != RK_OK) return s;
+  char why[400];
+  if (load_cpu_profile(model, text, why, sizeof why))
+    model->from_profile = true;
+  else
+    snprintf(model->note, sizeof model->note, "profile '%s' %s", path, why);
+  free(text);
+  return RK_OK;
+}
+
+/* The library prints nothing: a model on default rates is logged once per
+ * process (RK_LOG=warn shows it), and callers read the same text from
+ * rk_cost_model_info (note, env_note) to show it themselves. */
+static atomic_int g_logged_defaults, g_logged_env;
+
+static void log_once(const rk_cost_model_t *model) {
+  if (rk__log_level() < RK__LOG_WARN) return;
+  if (!model->from_profile && !atomic_exchange(&g_logged_defaults, 1))
+    rk__log(RK__LOG_WARN,
+            "the cost model uses default rates: %s (run `rk calibrate` to "
+            "measure this machine)",
             model->note);
-  if (model->env_note[0] && !atomic_exchange(&g_warned_env, 1))
-    fprintf(stderr, "rk: warning: %s\n", model->env_note);
+  if (model->env_note[0] && !atomic_exchange(&g_logged_env, 1))
+    rk__log(RK__LOG_WARN, "%s", model->env_note);
 }
 
 rk_status_t rk_cost_model_open_with(const rk_cost_model_options_t *options,
@@ -279,63 +538,45 @@ rk_status_t rk_cost_model_open_with(const rk_cost_model_options_t *options,
   rk_cost_model_t *model = calloc(1, sizeof *model);
   if (!model)
     return rk__fail(RK_ERR_OUT_OF_MEMORY, "cost_model_open: out of memory");
-  bool software = options->include_software || env_true("RK_COST_SOFTWARE");
-  rk__machine_probe(&model->machine, software);
   model->threads = 0;
 
   const char *env_path = getenv("RK_COST_PROFILE");
-  if (options->profile_path && *options->profile_path) {
-    snprintf(model->profile_path, sizeof model->profile_path, "%s",
-             options->profile_path);
-  } else if (env_path && *env_path) {
-    snprintf(model->profile_path, sizeof model->profile_path, "%s", env_path);
+  const char *given = options->profile_path && *options->profile_path
+                          ? options->profile_path
+                          : (env_path && *env_path ? env_path : NULL);
+  rk_status_t s = RK_OK;
+  if (options->cpu_only) {
+    s = open_cpu_only(model, given);
   } else {
-    char *saved = rk__error_save();
-    if (rk__cost_default_path(model->machine.fingerprint, model->profile_path,
-                              sizeof model->profile_path) != RK_OK)
-      model->profile_path[0] = '\0';
-    rk__error_restore(saved);
-  }
-
-  if (!model->profile_path[0]) {
-    snprintf(model->note, sizeof model->note,
-             "no cache directory for a profile (set RK_CACHE_DIR or HOME)");
-  } else {
-    char *text = NULL;
-    struct stat st;
-    rk_status_t s = RK_ERR_NOT_FOUND;
-    if (stat(model->profile_path, &st) == 0 &&
-        (!S_ISREG(st.st_mode) || st.st_size > kMaxProfileBytes)) {
-      s = RK_ERR_INVALID_ARGUMENT; /* a device, a directory, a huge file */
+    bool software = options->include_software || env_true("RK_COST_SOFTWARE");
+    rk__machine_probe(&model->machine, software);
+    if (given) {
+      snprintf(model->profile_path, sizeof model->profile_path, "%s", given);
     } else {
       char *saved = rk__error_save();
-      s = rk__read_file(model->profile_path, &text, NULL);
+      if (rk__cost_default_path(model->machine.fingerprint, model->profile_path,
+                                sizeof model->profile_path) != RK_OK)
+        model->profile_path[0] = '\0';
       rk__error_restore(saved);
     }
-    if (s == RK_ERR_OUT_OF_MEMORY) {
-      free(model);
-      return rk__fail(RK_ERR_OUT_OF_MEMORY, "cost_model_open: out of memory");
-    }
-    if (s == RK_ERR_INVALID_ARGUMENT) {
+    if (!model->profile_path[0]) {
       snprintf(model->note, sizeof model->note,
-               "profile '%s' is corrupt: not a regular file of at most %d "
-               "bytes",
-               model->profile_path, kMaxProfileBytes);
-    } else if (s != RK_OK) {
-      snprintf(model->note, sizeof model->note, "no profile at '%s'",
-               model->profile_path);
+               "no cache directory for a profile (set RK_CACHE_DIR or HOME)");
     } else {
-      char why[400];
-      if (rk__cost_profile_parse(model, text, why, sizeof why))
-        model->from_profile = true;
-      else
-        snprintf(model->note, sizeof model->note, "profile '%s' %s",
-                 model->profile_path, why);
+      char *text = NULL;
+      s = read_profile(model->profile_path, &text, model->note,
+                       sizeof model->note);
+      if (s == RK_OK) load_profile(model, model->profile_path, text);
+      if (s == RK_ERR_NOT_FOUND) s = RK_OK;
       free(text);
     }
   }
+  if (s != RK_OK) {
+    free(model);
+    return s;
+  }
   model->overrides = rk__cost_apply_env(model);
-  if (!options->quiet) warn_once(model);
+  if (!options->quiet) log_once(model);
   *out_model = model;
   return RK_OK;
 }
@@ -424,6 +665,7 @@ static void predict_one(const rk_cost_model_t *model,
   }
   out->total_s =
       out->launch_s + out->transfer_s + out->compute_s + out->readback_s;
+  out->measured = curve->measured;
 }
 
 rk_status_t rk_cost_model_predict(const rk_cost_model_t *model,

@@ -1,5 +1,6 @@
 /* Public backend API: validation, ownership lists, selection, dispatch. */
 #include <ctype.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,10 @@ static const rk__backend_vtable_t *find_vtable(rk_backend_kind_t kind) {
   return NULL;
 }
 
+bool rk_backend_kind_built_in(rk_backend_kind_t kind) {
+  return kind != RK_BACKEND_AUTO && find_vtable(kind) != NULL;
+}
+
 static rk_status_t open_kind(rk_backend_kind_t kind, rk_backend_t **out) {
   const rk__backend_vtable_t *vt = find_vtable(kind);
   if (!vt)
@@ -74,6 +79,23 @@ static bool has_native_device(const rk_backend_t *be) {
   return false;
 }
 
+/* Whether the main program has no program interpreter (PT_INTERP): it was
+ * linked statically (cc -static). */
+static int main_program_interp(struct dl_phdr_info *info, size_t size,
+                               void *data) {
+  (void)size;
+  bool *dynamic = data;
+  for (int i = 0; i < info->dlpi_phnum; ++i)
+    if (info->dlpi_phdr[i].p_type == PT_INTERP) *dynamic = true;
+  return 1; /* the first object is the main program: stop there */
+}
+
+static bool statically_linked(void) {
+  bool dynamic = false;
+  dl_iterate_phdr(main_program_interp, &dynamic);
+  return !dynamic;
+}
+
 rk_status_t rk_backend_open(rk_backend_kind_t kind,
                             rk_backend_t **out_backend) {
   if (!out_backend)
@@ -82,6 +104,17 @@ rk_status_t rk_backend_open(rk_backend_kind_t kind,
   if ((unsigned)kind >= RK_BACKEND_KIND_COUNT_)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "backend_open: kind %d is not a backend kind", (int)kind);
+  /* Every backend loads code with dlopen (the CPU backend its compiled
+   * kernels, the others their vendor libraries), and that code needs the
+   * shared C library, which a static program does not have: it would
+   * crash at the first launch. */
+  if (statically_linked())
+    return rk__fail(RK_ERR_UNAVAILABLE,
+                    "backend_open: this program is linked statically (cc "
+                    "-static), and rk's backends load code with dlopen, "
+                    "which needs the shared C library; link librk.a into a "
+                    "dynamically linked program instead (cc app.c "
+                    "/path/to/librk.a -lpthread -ldl -lm)");
   if (kind != RK_BACKEND_AUTO) return open_kind(kind, out_backend);
 
   const char *env = getenv("RK_BACKEND");
@@ -137,6 +170,10 @@ rk_backend_kind_t rk_backend_kind(const rk_backend_t *backend) {
 
 const char *rk_backend_name(const rk_backend_t *backend) {
   return backend ? backend->vt->name : "none";
+}
+
+const char *rk_backend_library(const rk_backend_t *backend) {
+  return backend ? backend->library : "";
 }
 
 int rk_backend_device_count(const rk_backend_t *backend) {

@@ -20,6 +20,9 @@ struct rk_backend {
   const rk__backend_vtable_t *vt;
   int device_count;
   int live_contexts; /* atomic */
+  /* The vendor library and its versions, set by `open` ("" if none); see
+   * rk_backend_library. */
+  char library[1024];
 };
 
 struct rk_context {

@@ -209,6 +209,20 @@ static rk_status_t validate_policy(rk_policy_t policy,
                   (int)policy);
 }
 
+/* The calibrated policy's model. Without GPU backends to choose from, none
+ * is opened: the model then reads the CPU rates of a profile measured on
+ * this CPU (rk_cost_model_options_t.cpu_only). */
+static rk_status_t open_model(rk_ops_t *ops) {
+  rk_cost_model_options_t o;
+  rk_cost_model_options_init(&o);
+  o.cpu_only = (ops->opt.gpu_backends & RK_OPS_GPU_BACKENDS_ALL) == 0;
+  return rk_cost_model_open_with(&o, &ops->model);
+}
+
+const rk_cost_model_t *rk_ops_cost_model(const rk_ops_t *ops) {
+  return ops ? ops->model : NULL;
+}
+
 rk_status_t rk_ops_create(const rk_ops_options_t *options, rk_ops_t **out) {
   if (!out) return rk__fail(RK_ERR_INVALID_ARGUMENT, "ops: out_ops is NULL");
   rk_ops_options_t opt;
@@ -237,7 +251,7 @@ rk_status_t rk_ops_create(const rk_ops_options_t *options, rk_ops_t **out) {
   ops->best_gpu = -1;
   pthread_mutex_init(&ops->lock, NULL);
   if (opt.policy == RK_POLICY_CALIBRATED) {
-    rk_status_t s = rk_cost_model_open(&ops->model);
+    rk_status_t s = open_model(ops);
     if (s != RK_OK) {
       rk_ops_destroy(ops);
       return rk__fail_context(s, "ops: cost model");
@@ -261,7 +275,7 @@ rk_status_t rk_ops_set_policy(rk_ops_t *ops, rk_policy_t policy,
   if (!ops) return rk__fail(RK_ERR_INVALID_ARGUMENT, "ops: handle is NULL");
   RK_RETURN_IF_ERROR(validate_policy(policy, target));
   if (policy == RK_POLICY_CALIBRATED && !ops->model)
-    RK_RETURN_IF_ERROR(rk_cost_model_open(&ops->model));
+    RK_RETURN_IF_ERROR(open_model(ops));
   ops->opt.policy = policy;
   if (policy == RK_POLICY_FORCED) ops->opt.target = *target;
   return RK_OK;
@@ -273,6 +287,7 @@ typedef struct choice {
   rk_exec_target_t target, chosen;
   bool has_prediction;
   double predicted_s;
+  bool default_rates;
   char note[160];
 } choice_t;
 
@@ -369,6 +384,7 @@ static rk_status_t choose(rk_ops_t *ops, const rk_op_desc_t *desc,
       c->target = p[pick].target;
       c->has_prediction = true;
       c->predicted_s = p[pick].total_s;
+      c->default_rates = !p[pick].measured;
       if ((size_t)pick != best) {
         char want[64];
         format_target(want, sizeof want, &c->chosen);
@@ -728,6 +744,7 @@ static rk_status_t run_op(rk_ops_t *ops, rk__ops_args_t *a,
   r->chosen = c.chosen;
   r->has_prediction = c.has_prediction;
   r->predicted_s = c.predicted_s;
+  r->default_rates = c.default_rates;
   if (c.note[0]) set_str(r->note, sizeof r->note, c.note, NULL);
   rk_status_t s = execute(ops, a, &c, r);
   r->wall_s = (double)(rk__now_ns() - t0) * 1e-9;
@@ -1076,6 +1093,7 @@ rk_status_t rk_ops_run_resident(rk_ops_t *ops, const rk_op_desc_t *desc,
             p[i].target.device == first->target.device) {
           r->has_prediction = true;
           r->predicted_s = p[i].total_s;
+          r->default_rates = !p[i].measured;
         }
     rk__error_restore(saved);
   }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "ops/ops_internal.h"
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111 };
@@ -50,9 +51,9 @@ static void load_once(void) {
   const char *env = getenv("RK_BLAS_LIB");
   if (env && *env) {
     if (strcmp(env, "none") != 0 && !try_load(env))
-      fprintf(stderr,
-              "rk: RK_BLAS_LIB=%s cannot be loaded or has no cblas_sgemm; "
-              "matmul uses rk's own GEMM\n",
+      rk__log(RK__LOG_WARN,
+              "RK_BLAS_LIB=%s cannot be loaded or has no cblas_sgemm; "
+              "matmul uses rk's own GEMM (reports name the engine)",
               env);
     return;
   }

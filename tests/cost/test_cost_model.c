@@ -313,8 +313,9 @@ static void test_env(const char *dir) {
 }
 
 /* An RK_COST_ variable that means nothing here (a misspelling, a target
- * this machine lacks) is ignored with one warning per process naming it and
- * the known variables; a quiet model only records it. */
+ * this machine lacks) is ignored, recorded in env_note naming it and the
+ * known variables, and logged once per process with RK_LOG=warn (never
+ * for a quiet model). */
 static void test_unknown_env(const char *dir) {
   char missing[512];
   snprintf(missing, sizeof missing, "%s/none.profile", dir);
@@ -343,16 +344,26 @@ static void test_unknown_env(const char *dir) {
     CHECK(info.env_overrides >= 1, "the known variable was not applied");
     rk_cost_model_destroy(q);
   }
-  /* Not quiet: printed on stderr, once however many models open. */
+  /* Not quiet: nothing printed; with RK_LOG=warn logged once however many
+   * models open. */
   char err[8192] = "";
   rk_cost_model_options_t o;
   rk_cost_model_options_init(&o);
   o.profile_path = missing;
+  rk_cost_model_t *z = NULL;
+  rk_test_capture_begin();
+  rk_status_t sz = rk_cost_model_open_with(&o, &z);
+  rk_test_capture_end(NULL, err, sizeof err);
+  CHECK_OK(sz);
+  CHECK(err[0] == '\0', "rk_cost_model_open printed '%s'", err);
+  rk_cost_model_destroy(z);
+  setenv("RK_LOG", "warn", 1);
   rk_test_capture_begin();
   rk_cost_model_t *a = NULL, *b = NULL;
   rk_status_t sa = rk_cost_model_open_with(&o, &a);
   rk_status_t sb = rk_cost_model_open_with(&o, &b);
   rk_test_capture_end(NULL, err, sizeof err);
+  unsetenv("RK_LOG");
   unsetenv("RK_COST_FOO");
   unsetenv("RK_COST_SIMD_MATMUL_FLOP");
   unsetenv("RK_COST_NOSUCHGPU0_MATMUL_FLOPS");
@@ -451,26 +462,44 @@ static void test_stale_messages(const char *dir) {
   free(text);
 }
 
-/* The warning on stderr comes once per process, when no quiet option. */
+/* The library prints nothing: a model on default rates says so in its
+ * info. RK_LOG=warn logs the note, once per process. */
 static void test_warning_once(const char *dir) {
   char missing[512];
   snprintf(missing, sizeof missing, "%s/none.profile", dir);
   setenv("RK_COST_PROFILE", missing, 1);
+  unsetenv("RK_LOG");
   char err[2048] = "";
   rk_test_capture_begin();
-  rk_cost_model_t *a = NULL, *b = NULL;
+  rk_cost_model_t *a = NULL;
   rk_status_t sa = rk_cost_model_open(&a);
-  rk_status_t sb = rk_cost_model_open(&b);
   rk_test_capture_end(NULL, err, sizeof err);
-  unsetenv("RK_COST_PROFILE");
   CHECK_OK(sa);
+  CHECK(err[0] == '\0', "rk_cost_model_open printed '%s'", err);
+  if (a) {
+    rk_cost_model_info_t info;
+    CHECK_OK(rk_cost_model_info(a, &info));
+    CHECK(!info.from_profile && rk_test_contains(info.note, "no profile"),
+          "note: '%s'", info.note);
+  }
+
+  setenv("RK_LOG", "warn", 1);
+  rk_cost_model_t *b = NULL, *c = NULL;
+  rk_test_capture_begin();
+  rk_status_t sb = rk_cost_model_open(&b);
+  rk_status_t sc = rk_cost_model_open(&c);
+  rk_test_capture_end(NULL, err, sizeof err);
+  unsetenv("RK_LOG");
+  unsetenv("RK_COST_PROFILE");
   CHECK_OK(sb);
+  CHECK_OK(sc);
   const char *first = strstr(err, "warning");
-  CHECK(first != NULL, "no warning: '%s'", err);
-  CHECK(first && !strstr(first + 1, "warning"), "warned twice: '%s'", err);
+  CHECK(first != NULL, "RK_LOG=warn: no warning: '%s'", err);
+  CHECK(first && !strstr(first + 1, "warning"), "logged twice: '%s'", err);
   CHECK(rk_test_contains(err, "rk calibrate"), "warning: '%s'", err);
   rk_cost_model_destroy(a);
   rk_cost_model_destroy(b);
+  rk_cost_model_destroy(c);
 }
 
 static void test_interpolation(void) {

@@ -162,6 +162,36 @@ static void test_explicit_kinds(void) {
                RK_ERR_INVALID_ARGUMENT);
 }
 
+/* ---- What a build has, what a backend loaded ---------------------------- */
+
+/* rk_backend_kind_built_in agrees with the registry; rk_backend_library
+ * names the vendor library of every backend that has one. */
+static void test_built_in_and_library(void) {
+  CHECK(!rk_backend_kind_built_in(RK_BACKEND_AUTO), "auto is built in");
+  CHECK(!rk_backend_kind_built_in((rk_backend_kind_t)99), "kind 99");
+  for (int k = RK_BACKEND_CPU; k < RK_BACKEND_KIND_COUNT_; ++k)
+    CHECK(rk_backend_kind_built_in((rk_backend_kind_t)k) ==
+              built_in((rk_backend_kind_t)k),
+          "%s: built_in disagrees with the registry",
+          rk_backend_kind_name((rk_backend_kind_t)k));
+  CHECK(strcmp(rk_backend_library(NULL), "") == 0, "library of NULL");
+  rk_backend_t *be = NULL;
+  if (CHECK_OK(rk_backend_open(RK_BACKEND_CPU, &be))) {
+    CHECK(strcmp(rk_backend_library(be), "") == 0, "cpu library '%s'",
+          rk_backend_library(be));
+    CHECK_OK(rk_backend_destroy(be));
+  }
+  for (size_t i = 0; i < sizeof kGpuKinds / sizeof kGpuKinds[0]; ++i) {
+    be = NULL;
+    if (rk_backend_open(kGpuKinds[i], &be) != RK_OK) continue;
+    const char *lib = rk_backend_library(be);
+    CHECK(strstr(lib, ".so") || strstr(lib, ".dylib") || strstr(lib, ".dll"),
+          "%s: library '%s' names no library file",
+          rk_backend_kind_name(kGpuKinds[i]), lib);
+    CHECK_OK(rk_backend_destroy(be));
+  }
+}
+
 /* ---- Kind names --------------------------------------------------------- */
 
 static void test_kind_names(void) {
@@ -295,6 +325,7 @@ int main(void) {
   test_env_override();
   test_success_keeps_message();
   test_explicit_kinds();
+  test_built_in_and_library();
   test_kind_names();
   test_destroy_with_live_context();
   test_two_backends();

@@ -165,11 +165,9 @@ static int summarize(rk_cost_model_t *model, double seconds, bool json) {
       printf("  %-22s", what);
       for (size_t i = 0; i < count; ++i) {
         target_text(name, sizeof name, &p[i].target);
-        if (isfinite(p[i].total_s))
-          printf(" %s %.3g us%s", name, p[i].total_s * 1e6,
-                 i == best ? "*" : "");
-        else
-          printf(" %s overflow%s", name, i == best ? "*" : "");
+        char t[32];
+        tool_time_text(t, sizeof t, p[i].total_s);
+        printf(" %s %s%s", name, t, i == best ? "*" : "");
         if (i + 1 < count) printf(",");
       }
       printf("\n");

@@ -188,23 +188,6 @@ static void target_text(char *out, size_t cap, const rk_exec_target_t *t) {
   }
 }
 
-/* Seconds with a unit that keeps 3-4 digits; "overflow" for a time too
- * large for a double (rates near zero from RK_COST_* overrides). */
-static void time_text(char *out, size_t cap, double s) {
-  if (!isfinite(s))
-    snprintf(out, cap, "overflow");
-  else if (s == 0)
-    snprintf(out, cap, "0");
-  else if (s < 1e-6)
-    snprintf(out, cap, "%.1f ns", s * 1e9);
-  else if (s < 1e-3)
-    snprintf(out, cap, "%.2f us", s * 1e6);
-  else if (s < 1.0)
-    snprintf(out, cap, "%.2f ms", s * 1e3);
-  else
-    snprintf(out, cap, "%.3f s", s);
-}
-
 /* The target the compat answer maps to here (as the ops library runs it). */
 static const char *compat_runs_on(rk_compat_choice_t c,
                                   const rk_prediction_t *p, size_t count) {
@@ -239,7 +222,9 @@ static void print_json(const rk_op_desc_t *d, const rk_cost_model_info_t *info,
     target_text(name, sizeof name, &p[i].target);
     printf("%s{\"target\":", i ? "," : "");
     tool_json_string(stdout, name);
-    printf(",\"kind\":\"%s\"", rk_exec_kind_name(p[i].target.kind));
+    printf(",\"kind\":\"%s\",\"measured\":%s",
+           rk_exec_kind_name(p[i].target.kind),
+           p[i].measured ? "true" : "false");
     if (p[i].target.kind == RK_EXEC_SIMD)
       printf(",\"isa\":\"%s\"", rk_isa_name(p[i].target.isa));
     if (p[i].target.kind == RK_EXEC_GPU)
@@ -291,19 +276,29 @@ static void print_text(const rk_op_desc_t *d, const rk_cost_model_info_t *info,
   if (info->env_overrides)
     printf("            %zu value%s from RK_COST_* variables\n",
            info->env_overrides, info->env_overrides == 1 ? "" : "s");
-  printf("\n%-18s %11s %11s %11s %11s %11s\n", "candidate", "total", "launch",
-         "transfer", "compute", "read-back");
+  printf("\n%-18s %11s %11s %11s %11s %11s  %s\n", "candidate", "total",
+         "launch", "transfer", "compute", "read-back", "rates");
   char name[64], t[5][32];
   for (size_t i = 0; i < count; ++i) {
     target_text(name, sizeof name, &p[i].target);
-    time_text(t[0], sizeof t[0], p[i].total_s);
-    time_text(t[1], sizeof t[1], p[i].launch_s);
-    time_text(t[2], sizeof t[2], p[i].transfer_s);
-    time_text(t[3], sizeof t[3], p[i].compute_s);
-    time_text(t[4], sizeof t[4], p[i].readback_s);
-    printf("%-18s %11s %11s %11s %11s %11s%s\n", name, t[0], t[1], t[2], t[3],
-           t[4], i == best ? "  <- chosen" : "");
+    tool_time_text(t[0], sizeof t[0], p[i].total_s);
+    tool_time_text(t[1], sizeof t[1], p[i].launch_s);
+    tool_time_text(t[2], sizeof t[2], p[i].transfer_s);
+    tool_time_text(t[3], sizeof t[3], p[i].compute_s);
+    tool_time_text(t[4], sizeof t[4], p[i].readback_s);
+    printf("%-18s %11s %11s %11s %11s %11s  %s%s\n", name, t[0], t[1], t[2],
+           t[3], t[4], p[i].measured ? "measured" : "default",
+           i != best       ? ""
+           : p[i].measured ? "  <- chosen"
+                           : "   <- chosen");
   }
+  for (size_t i = 0; i < count; ++i)
+    if (!p[i].measured) {
+      printf(
+          "(default: rk's guess for this kind of device, not a measurement; "
+          "run 'rk calibrate')\n");
+      break;
+    }
   target_text(name, sizeof name, &p[best].target);
   printf("\nchoice: %s", name);
   /* How much the choice saves over the runner-up. */

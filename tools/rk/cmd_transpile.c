@@ -5,6 +5,7 @@
  *   rk transpile saxpy.c --target cuda -o saxpy.cu
  *   rk transpile - --target msl < saxpy.c        # "-" reads stdin
  *   rk transpile heat2d.c --list                 # entry points, no code
+ *   rk transpile heat2d.c --list --json          # the same as JSON
  *
  * The source is read whole, handed to rk_transpile() (or
  * rk_codegen_list_entries() for --list) under the name given on the command
@@ -37,6 +38,7 @@ typedef struct options {
   const char *target_name;
   rk_target_t target;
   bool list;
+  bool json;       /* --json: --list as one JSON object */
   bool persistent; /* --persistent: CUDA persistent actor kernels */
 } options_t;
 
@@ -145,6 +147,39 @@ static void print_entry(FILE *out, const rk_entry_t *e) {
   }
 }
 
+/* One entry point as a JSON object (the fields of rk_entry_t). */
+static void print_entry_json(FILE *out, const rk_entry_t *e) {
+  fprintf(out, "{\"name\":");
+  tool_json_string(out, e->name);
+  fprintf(out, ",\"kind\":\"%s\",\"params\":[", rk_entry_kind_name(e->kind));
+  for (size_t i = 0; i < e->param_count; ++i) {
+    const rk_entry_param_t *p = &e->params[i];
+    fprintf(out, "%s{\"name\":", i ? "," : "");
+    tool_json_string(out, p->name);
+    fprintf(out, ",\"type\":");
+    tool_json_string(out, p->type);
+    fprintf(out,
+            ",\"kind\":\"%s\",\"size\":%zu,\"elem_size\":%zu,"
+            "\"read_only\":%s}",
+            rk_arg_kind_name(p->kind), p->size, p->elem_size,
+            p->read_only ? "true" : "false");
+  }
+  fprintf(out, "],\"stencil\":");
+  if (e->kind == RK_ENTRY_STENCIL)
+    fprintf(out, "{\"dims\":%u,\"tile\":[%u,%u,%u],\"halo\":%u}", e->dims,
+            e->tile[0], e->tile[1], e->tile[2], e->halo);
+  else
+    fprintf(out, "null");
+  fprintf(out, ",\"batch_of\":");
+  tool_json_string(out, e->batch_of);
+  fprintf(out,
+          ",\"shared_bytes\":%zu,\"dynamic_shared\":%s,\"uses_barrier\":%s,"
+          "\"handler_status\":%s}",
+          e->shared_bytes, e->dynamic_shared ? "true" : "false",
+          e->uses_barrier ? "true" : "false",
+          e->handler_status ? "true" : "false");
+}
+
 /* Reports a failed transpilation. Compile errors are printed as the
  * transpiler wrote them ("file:line:col: error: ..." with the line and a
  * caret), the form editors and build tools recognise. */
@@ -158,7 +193,7 @@ static void report(rk_status_t s) {
 /* The text of --list: one block per entry point, in source order. Reports
  * its own errors. */
 static bool list_entries(const char *source, const rk_transpile_options_t *o,
-                         char **out_text, size_t *out_len) {
+                         bool json, char **out_text, size_t *out_len) {
   rk_entry_list_t *list = NULL;
   rk_status_t s = rk_codegen_list_entries(source, o, &list, NULL);
   if (s != RK_OK) {
@@ -166,7 +201,16 @@ static bool list_entries(const char *source, const rk_transpile_options_t *o,
     return false;
   }
   FILE *mem = open_memstream(out_text, out_len);
-  if (mem) {
+  if (mem && json) {
+    fprintf(mem, "{\"file\":");
+    tool_json_string(mem, o->source_name);
+    fprintf(mem, ",\"entries\":[");
+    for (size_t i = 0; i < list->count; ++i) {
+      if (i) fputc(',', mem);
+      print_entry_json(mem, &list->entries[i]);
+    }
+    fprintf(mem, "]}\n");
+  } else if (mem) {
     fprintf(mem, "%s: %zu entry point%s\n", o->source_name, list->count,
             list->count == 1 ? "" : "s");
     for (size_t i = 0; i < list->count; ++i) {
@@ -203,6 +247,8 @@ static int parse(int argc, char **argv, options_t *o, bool *out_help) {
         only_files = true;
       } else if (strcmp(a, "--list") == 0) {
         o->list = true;
+      } else if (strcmp(a, "--json") == 0) {
+        o->json = true;
       } else if (strcmp(a, "--persistent") == 0) {
         o->persistent = true;
       } else if (tool_match_option(argc, argv, &i, "--target", &value) ||
@@ -242,6 +288,9 @@ static int parse(int argc, char **argv, options_t *o, bool *out_help) {
   if (o->target_name &&
       rk_target_from_name(o->target_name, &o->target) != RK_OK)
     return tool_usage_error("transpile", "--target: %s", rk_last_error());
+  if (o->json && !o->list)
+    return tool_usage_error("transpile",
+                            "--json is for --list (code is printed as it is)");
   if (o->persistent && (!o->target_name || o->target != RK_TARGET_CUDA))
     return tool_usage_error(
         "transpile", "--persistent is for --target cuda only%s%s",
@@ -303,7 +352,7 @@ static int run(int argc, char **argv) {
   if (ok && o.list) {
     rk_transpile_free(text);
     text = NULL;
-    ok = list_entries(source, &to, &text, &len);
+    ok = list_entries(source, &to, o.json, &text, &len);
   }
   free(source);
   if (!ok) return TOOL_EXIT_FAILURE;
@@ -329,8 +378,8 @@ static void help(FILE *out) {
   fputs(
       "Usage: rk transpile FILE --target TARGET [-o OUT] [--entry NAME]\n"
       "                        [--persistent]\n"
-      "       rk transpile FILE --list [--target TARGET] [-o OUT] "
-      "[--entry NAME]\n"
+      "       rk transpile FILE --list [--json] [--target TARGET] [-o OUT]\n"
+      "                        [--entry NAME]\n"
       "\n"
       "Translates a kernel written in rk's kernel language (C11 with\n"
       "#include <rk/kernel.h>; see docs/kernel-language.md) into the\n"
@@ -368,6 +417,14 @@ static void help(FILE *out) {
       "  --list               print the entry points and their launch\n"
       "                       parameters instead of code; with --target the\n"
       "                       source must also be valid for that target\n"
+      "  --json               with --list: one JSON object, {\"file\",\n"
+      "                       \"entries\": [{\"name\", \"kind\", \"params\":\n"
+      "                       [{\"name\", \"type\", \"kind\", \"size\",\n"
+      "                       \"elem_size\", \"read_only\"}], \"stencil\"\n"
+      "                       ({\"dims\", \"tile\", \"halo\"} or null),\n"
+      "                       \"batch_of\", \"shared_bytes\",\n"
+      "                       \"dynamic_shared\", \"uses_barrier\",\n"
+      "                       \"handler_status\"}]}\n"
       "  -h, --help           show this help\n"
       "\n"
       "Example:\n"

@@ -2,7 +2,7 @@
  *
  *   rk <command> [options]     runs a command from kCommands below
  *   rk help [command]          prints help (also rk --help, rk <cmd> --help)
- *   rk --version
+ *   rk --version               the same as rk version
  *
  * Each command is in cmd_<name>.c; tool.h says how to add one.
  */
@@ -13,8 +13,8 @@
 #include "tool.h"
 
 static const tool_command_t *const kCommands[] = {
-    &tool_cmd_devices, &tool_cmd_demo,      &tool_cmd_transpile,
-    &tool_cmd_select,  &tool_cmd_calibrate,
+    &tool_cmd_devices,   &tool_cmd_demo,  &tool_cmd_transpile, &tool_cmd_select,
+    &tool_cmd_calibrate, &tool_cmd_cache, &tool_cmd_version,
 };
 enum { kCommandCount = sizeof kCommands / sizeof kCommands[0] };
 
@@ -38,7 +38,7 @@ static void print_help(FILE *out) {
           "\n"
           "Usage: rk <command> [options]\n"
           "       rk help [command]\n"
-          "       rk --version\n"
+          "       rk --version [--json]\n"
           "\n"
           "Commands:\n",
           rk_version());
@@ -72,12 +72,17 @@ static void print_help(FILE *out) {
       "                     BLAS (see docs/ops.md)\n"
       "  RK_COST_PROFILE=FILE, RK_COST_*  the cost model's profile and\n"
       "                     single-value overrides (see rk help calibrate)\n"
+      "  RK_LOG=warn|debug  the library's warnings (warn), and what vendor\n"
+      "                     libraries printed while rk probed them (debug),\n"
+      "                     on stderr; unset, the library prints nothing\n"
       "\n"
       "Example:\n"
       "  rk devices                      # which backends and devices are "
       "here?\n"
       "  RK_BACKEND=cpu rk demo          # compile, run and check a kernel\n"
       "  rk transpile k.c --target cuda  # k.c as CUDA C++, on stdout\n"
+      "  rk version                      # versions, and the vendor libraries\n"
+      "                                  # each backend finds here\n"
       "\n"
       "Exit status: 0 success, 1 failure, 2 usage error.\n"
       "Run 'rk help <command>' for a command's options and output.\n",
@@ -109,13 +114,8 @@ int main(int argc, char **argv) {
     print_help(stdout);
     return TOOL_EXIT_OK;
   }
-  if (strcmp(first, "--version") == 0) {
-    if (argc > 2)
-      return tool_usage_error(NULL, "--version takes no arguments, got '%s'",
-                              argv[2]);
-    printf("rk %s\n", rk_version());
-    return TOOL_EXIT_OK;
-  }
+  if (strcmp(first, "--version") == 0)
+    return tool_cmd_version.run(argc - 1, argv + 1);
   if (strcmp(first, "help") == 0) return run_help(argc, argv);
   if (first[0] == '-')
     return tool_usage_error(NULL, "unknown option '%s'", first);

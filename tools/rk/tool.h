@@ -41,6 +41,8 @@ extern const tool_command_t tool_cmd_demo;
 extern const tool_command_t tool_cmd_transpile;
 extern const tool_command_t tool_cmd_select;
 extern const tool_command_t tool_cmd_calibrate;
+extern const tool_command_t tool_cmd_cache;
+extern const tool_command_t tool_cmd_version;
 
 /* `rk demo` without a subcommand (demo_actors.c): runs and prints the
  * actor comparison on `backend`. Returns a TOOL_EXIT_* code. */
@@ -66,6 +68,12 @@ bool tool_match_option(int argc, char **argv, int *i, const char *name,
 
 /* Seconds on a monotonic clock, for measuring intervals. */
 double tool_now_seconds(void);
+
+/* Seconds as text with the unit that keeps 3-4 significant digits ("850.0
+ * ns", "2.63 ms", "1.204 s"); "0" for zero and "overflow" for a time too
+ * large for a double. Every time a command prints as text goes through
+ * here. */
+void tool_time_text(char *out, size_t cap, double seconds);
 
 /* Writes `s` to `out` as a JSON string literal, quotes included: quotes,
  * backslashes and control characters escaped, bytes that are not valid UTF-8

@@ -119,3 +119,18 @@ void tool_json_number(FILE *out, double v) {
   else
     fputs("null", out);
 }
+
+void tool_time_text(char *out, size_t cap, double s) {
+  if (!isfinite(s))
+    snprintf(out, cap, "overflow");
+  else if (s == 0)
+    snprintf(out, cap, "0");
+  else if (s < 1e-6)
+    snprintf(out, cap, "%.1f ns", s * 1e9);
+  else if (s < 1e-3)
+    snprintf(out, cap, "%.2f us", s * 1e6);
+  else if (s < 1.0)
+    snprintf(out, cap, "%.2f ms", s * 1e3);
+  else
+    snprintf(out, cap, "%.3f s", s);
+}

@@ -168,6 +168,9 @@ static rk_status_t cu_open(rk_backend_t **out) {
     }
   }
   be->base.device_count = count;
+  snprintf(be->base.library, sizeof be->base.library,
+           "%.400s: CUDA driver %d.%d", be->api.path,
+           be->api.driver_version / 1000, be->api.driver_version % 1000 / 10);
   *out = &be->base;
   return RK_OK;
 }

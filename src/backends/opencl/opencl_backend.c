@@ -6,6 +6,7 @@
 
 #include "backends/opencl/opencl.h"
 #include "base/error.h"
+#include "base/log.h"
 #include "base/strbuf.h"
 
 enum {
@@ -125,6 +126,21 @@ static rk_status_t find_devices(ocl_backend_t *be) {
   be->devices = calloc(cap, sizeof *be->devices);
   if (!be->devices) return rk__fail(RK_ERR_OUT_OF_MEMORY, "opencl: devices");
   size_t n = 0;
+  /* rk_backend_library: the loader, then each platform's version. */
+  size_t used = (size_t)snprintf(be->base.library, sizeof be->base.library,
+                                 "%s", api->path);
+  for (cl_uint p = 0; p < np; ++p) {
+    char version[160] = "";
+    if (api->clGetPlatformInfo(platforms[p], RK_CL_PLATFORM_VERSION,
+                               sizeof version, version,
+                               NULL) == RK_CL_SUCCESS &&
+        used < sizeof be->base.library) {
+      version[sizeof version - 1] = '\0';
+      used += (size_t)snprintf(be->base.library + used,
+                               sizeof be->base.library - used, "%s%s",
+                               p ? "; " : ": ", version);
+    }
+  }
   for (cl_uint p = 0; p < np; ++p) {
     cl_device_id ids[kMaxDevicesPerPlatform];
     cl_uint nd = 0;
@@ -163,11 +179,19 @@ static void ocl_destroy(rk_backend_t *backend) {
 static rk_status_t ocl_open(rk_backend_t **out) {
   ocl_backend_t *be = calloc(1, sizeof *be);
   if (!be) return rk__fail(RK_ERR_OUT_OF_MEMORY, "opencl: backend");
+  /* Drivers may print while they start (to the debug log instead). */
+  rk__capture_t cap;
+  rk__capture_begin(&cap);
   rk_status_t s = rk__cl_api_load(&be->api);
   if (s == RK_OK) s = find_devices(be);
+  char said[512];
+  rk__capture_end(&cap, "opencl", said, sizeof said);
   if (s != RK_OK) {
     ocl_destroy(&be->base);
-    return s;
+    if (!said[0]) return s;
+    char why[2048];
+    snprintf(why, sizeof why, "%s", rk_last_error());
+    return rk__fail(s, "%s (the driver printed: %s)", why, said);
   }
   *out = &be->base;
   return RK_OK;

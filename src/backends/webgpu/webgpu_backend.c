@@ -2,12 +2,14 @@
  * error callbacks, waiting, and the vtable. */
 #include "backends/webgpu/webgpu_backend.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "base/sys.h"
 
 static const char *const kBackendTypeNames[] = {
@@ -135,15 +137,66 @@ static void fill_info(wg_backend_t *be, int d) {
   info->shared_mem_per_block = lim->maxComputeWorkgroupStorageSize;
 }
 
+/* Adapters are enumerated once per process and implementation: the
+ * enumeration is slow (tens of milliseconds: Vulkan instances, Mesa's
+ * layers) and the devices do not change while a process runs. Entries and
+ * their adapters live until the process ends; backends share them. */
+typedef struct adapter_list {
+  const rk__wgpu_procs_t *p;
+  struct adapter_list *next;
+  size_t count;
+  WGPUAdapter *adapters;
+  WGPULimits *limits;
+  rk_device_info_t *infos;
+  char (*backend_names)[16];
+} adapter_list_t;
+
+static pthread_mutex_t g_adapters_lock = PTHREAD_MUTEX_INITIALIZER;
+static adapter_list_t *g_adapter_lists;
+
+/* Enumerates the adapters of be->instance into a new list. What the
+ * implementation prints meanwhile (Mesa's Vulkan layers complain about
+ * XDG_RUNTIME_DIR on headless machines) is captured into the debug log
+ * (RK_LOG=debug). */
+static rk_status_t enumerate(wg_backend_t *be, adapter_list_t **out) {
+  adapter_list_t *l = calloc(1, sizeof *l);
+  if (!l) return rk__fail(RK_ERR_OUT_OF_MEMORY, "webgpu: adapters");
+  l->p = be->p;
+  rk__capture_t cap;
+  rk__capture_begin(&cap);
+  size_t n = find_adapters(be, &l->adapters);
+  if (n > 0) {
+    l->limits = calloc(n, sizeof *l->limits);
+    l->infos = calloc(n, sizeof *l->infos);
+    l->backend_names = calloc(n, sizeof *l->backend_names);
+  }
+  bool ok = n == 0 || (l->limits && l->infos && l->backend_names);
+  if (ok) {
+    be->adapters = l->adapters;
+    be->limits = l->limits;
+    be->infos = l->infos;
+    be->backend_names = l->backend_names;
+    for (size_t d = 0; d < n; ++d) fill_info(be, (int)d);
+  }
+  rk__capture_end(&cap, "webgpu", NULL, 0);
+  if (!ok) {
+    for (size_t d = 0; d < n; ++d)
+      if (l->adapters[d]) be->p->wgpuAdapterRelease(l->adapters[d]);
+    free(l->adapters);
+    free(l->limits);
+    free(l->infos);
+    free(l->backend_names);
+    free(l);
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "webgpu: adapters");
+  }
+  l->count = n;
+  *out = l;
+  return RK_OK;
+}
+
 static void wg_destroy(rk_backend_t *backend) {
-  wg_backend_t *be = (wg_backend_t *)backend;
-  for (int d = 0; d < be->base.device_count; ++d)
-    if (be->adapters[d]) be->p->wgpuAdapterRelease(be->adapters[d]);
-  free(be->adapters);
-  free(be->limits);
-  free(be->infos);
-  free(be->backend_names);
-  free(be);
+  /* The adapters belong to the process-wide list. */
+  free(backend);
 }
 
 static rk_status_t wg_open(rk_backend_t **out) {
@@ -152,25 +205,44 @@ static rk_status_t wg_open(rk_backend_t **out) {
   wg_backend_t *be = calloc(1, sizeof *be);
   if (!be) return rk__fail(RK_ERR_OUT_OF_MEMORY, "webgpu: opening");
   be->p = p;
+  rk__capture_t cap;
+  rk__capture_begin(&cap);
   be->instance = rk__wgpu_instance(p);
+  char said[512];
+  rk__capture_end(&cap, "webgpu", said, sizeof said);
   if (!be->instance) {
     free(be);
-    return rk__fail(RK_ERR_UNAVAILABLE, "%s: wgpuCreateInstance failed",
-                    p->path);
+    return rk__fail(RK_ERR_UNAVAILABLE, "%s: wgpuCreateInstance failed%s%s",
+                    p->path, said[0] ? ": " : "", said);
   }
-  size_t n = find_adapters(be, &be->adapters);
-  if (n > 0) {
-    be->limits = calloc(n, sizeof *be->limits);
-    be->infos = calloc(n, sizeof *be->infos);
-    be->backend_names = calloc(n, sizeof *be->backend_names);
-    if (!be->limits || !be->infos || !be->backend_names) {
-      be->base.device_count = (int)n;
-      wg_destroy(&be->base);
-      return rk__fail(RK_ERR_OUT_OF_MEMORY, "webgpu: adapters");
+  pthread_mutex_lock(&g_adapters_lock);
+  adapter_list_t *l = g_adapter_lists;
+  while (l && l->p != p) l = l->next;
+  rk_status_t s = RK_OK;
+  if (!l) {
+    s = enumerate(be, &l);
+    if (s == RK_OK) {
+      l->next = g_adapter_lists;
+      g_adapter_lists = l;
     }
   }
-  be->base.device_count = (int)n;
-  for (size_t d = 0; d < n; ++d) fill_info(be, (int)d);
+  pthread_mutex_unlock(&g_adapters_lock);
+  if (s != RK_OK) {
+    free(be);
+    return s;
+  }
+  be->adapters = l->adapters;
+  be->limits = l->limits;
+  be->infos = l->infos;
+  be->backend_names = l->backend_names;
+  be->base.device_count = (int)l->count;
+  if (p->version)
+    snprintf(be->base.library, sizeof be->base.library,
+             "wgpu-native %u.%u.%u.%u (%.900s)", p->version >> 24,
+             (p->version >> 16) & 0xff, (p->version >> 8) & 0xff,
+             p->version & 0xff, p->path);
+  else
+    snprintf(be->base.library, sizeof be->base.library, "%.900s", p->path);
   *out = &be->base;
   return RK_OK;
 }

@@ -1,8 +1,10 @@
 /* WebGPU backend internals.
  *
- * One WGPUInstance per opened backend, one adapter per rk device and one
- * WGPUDevice per context. Device memory is one WGPUBuffer per allocation; a
- * device pointer is (tag, allocation id, byte offset), see webgpu_memory.c.
+ * One WGPUInstance and one list of adapters (one per rk device) per loaded
+ * implementation, kept for the life of the process and shared by every
+ * opened backend; one WGPUDevice per context. Device memory is one
+ * WGPUBuffer per allocation; a device pointer is (tag, allocation id, byte
+ * offset), see webgpu_memory.c.
  * Kernels are transpiled to WGSL one entry point at a time and each gets its
  * own shader module, explicit bind group layout and a small cache of compute
  * pipelines keyed by workgroup size and dynamic shared bytes
@@ -40,6 +42,7 @@ typedef struct wg_backend {
   rk_backend_t base;
   const rk__wgpu_procs_t *p;
   WGPUInstance instance;
+  /* The process-wide adapter list's arrays (not owned). */
   WGPUAdapter *adapters;
   WGPULimits *limits;
   rk_device_info_t *infos;

@@ -84,9 +84,10 @@ static rk_status_t try_path(rk__wgpu_procs_t *p, const char *path,
     const char *skip = getenv("RK_WEBGPU_SKIP_VERSION_CHECK");
     if (major != kWgpuNativeMajor && !(skip && strcmp(skip, "1") == 0))
       s = rk__fail(RK_ERR_UNAVAILABLE,
-                   "%s is wgpu-native %u.%u.%u; rk is built for the webgpu.h "
-                   "of wgpu-native %d.x (set RK_WEBGPU_SKIP_VERSION_CHECK=1 "
-                   "to try anyway)",
+                   "%s is wgpu-native %u.%u.%u; rk needs wgpu-native %d.x, "
+                   "whose webgpu.h it is built for (scripts/deps.sh "
+                   "installs one; RK_WEBGPU_SKIP_VERSION_CHECK=1 tries this "
+                   "one anyway)",
                    path, major, (p->version >> 16) & 0xff,
                    (p->version >> 8) & 0xff, kWgpuNativeMajor);
   }
