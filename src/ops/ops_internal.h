@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/isa.h"
 #include "rk/ops.h"
 
 /* ---- CPU kernels -------------------------------------------------------- */
@@ -52,13 +53,11 @@ typedef struct rk__ops_cpu {
 } rk__ops_cpu_t;
 
 extern const rk__ops_cpu_t rk__ops_scalar;
-#if defined(__x86_64__) || defined(__i386__)
-#define RK__OPS_HAVE_X86 1
+#ifdef RK__HAVE_X86
 extern const rk__ops_cpu_t rk__ops_avx2;
 extern const rk__ops_cpu_t rk__ops_avx512;
 #endif
-#if defined(__aarch64__)
-#define RK__OPS_HAVE_NEON 1
+#ifdef RK__HAVE_NEON
 extern const rk__ops_cpu_t rk__ops_neon;
 #endif
 

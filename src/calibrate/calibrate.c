@@ -1,4 +1,6 @@
-/* calibrate.c - measuring this machine for the cost model.
+/* calibrate.c - measuring this machine for the cost model. Calibration
+ * sits above both the cost model (src/cost, which it feeds) and the ops
+ * library (src/ops, whose ops it times); neither of those includes it.
  *
  * For every candidate (scalar, SIMD with the best ISA, each GPU device) and
  * every op class, one representative op runs forced onto that candidate
