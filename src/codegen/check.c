@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/emit.h"
+#include "codegen/targets.h"
 
 /* A name in scope. Shadowed bindings of the same name chain through prev;
  * leaving a scope restores them. */

@@ -2,7 +2,6 @@
  * checker under one error exit, then a printer. */
 #include "rk/codegen.h"
 
-#include <ctype.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,32 +13,7 @@
 #include "codegen/emit.h"
 #include "codegen/lexer.h"
 #include "codegen/parser.h"
-
-static const char *const kTargetNames[RK_TARGET_COUNT_] = {
-    [RK_TARGET_C] = "c",           [RK_TARGET_CUDA] = "cuda",
-    [RK_TARGET_OPENCL] = "opencl", [RK_TARGET_WGSL] = "wgsl",
-    [RK_TARGET_MSL] = "msl",
-};
-
-const char *rk_target_name(rk_target_t target) {
-  return (unsigned)target < RK_TARGET_COUNT_ ? kTargetNames[target] : "unknown";
-}
-
-rk_status_t rk_target_from_name(const char *name, rk_target_t *out_target) {
-  if (!name || !out_target)
-    return rk__fail(RK_ERR_INVALID_ARGUMENT, "rk_target_from_name: NULL");
-  for (int t = 0; t < RK_TARGET_COUNT_; ++t) {
-    const char *a = kTargetNames[t], *b = name;
-    while (*a && tolower((unsigned char)*b) == *a) a++, b++;
-    if (!*a && !*b) {
-      *out_target = (rk_target_t)t;
-      return RK_OK;
-    }
-  }
-  return rk__fail(RK_ERR_INVALID_ARGUMENT,
-                  "unknown target '%.64s' (known: c, cuda, opencl, wgsl, msl)",
-                  name);
-}
+#include "codegen/targets.h"
 
 const char *rk_entry_kind_name(rk_entry_kind_t kind) {
   switch (kind) {
@@ -58,14 +32,6 @@ void rk_transpile_options_init(rk_transpile_options_t *options) {
 }
 
 void rk_transpile_free(char *text) { free(text); }
-
-/* What each target can express (the checker refuses the rest). */
-static cg_caps_t target_caps(rk_target_t target) {
-  cg_caps_t caps = {rk_target_name(target), true, true};
-  if (target == RK_TARGET_MSL) caps.f64 = false;
-  if (target == RK_TARGET_WGSL) caps.i64 = caps.f64 = false;
-  return caps;
-}
 
 /* Lexes, parses and checks ctx->source into *unit. On failure the status
  * and message are already recorded (rk_last_error(), ctx->diag). */
@@ -196,7 +162,7 @@ rk_status_t rk_transpile_ex(const char *source, rk_target_t target,
     return rk__fail(RK_ERR_INVALID_ARGUMENT, "transpile: out_text is NULL");
   rk_status_t s = check_target(target, options, out_diag);
   if (s != RK_OK) return s;
-  cg_caps_t caps = target_caps(target);
+  cg_caps_t caps = rk__cg_target_caps(target);
   cg_ctx_t ctx;
   s = begin(&ctx, source, options, &caps, out_diag);
   if (s != RK_OK) return s;
@@ -393,7 +359,7 @@ rk_status_t rk_codegen_list_entries(const char *source,
   if (!out_list)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "rk_codegen_list_entries: out_list is NULL");
-  cg_caps_t caps = {NULL, true, true};
+  cg_caps_t caps = rk__cg_any_target_caps();
   cg_ctx_t ctx;
   rk_status_t s = begin(&ctx, source, options, &caps, out_diag);
   if (s != RK_OK) return s;
@@ -484,7 +450,7 @@ rk_status_t rk_codegen_compile(const char *source, rk_target_t target,
   rk_status_t s = check_target(target, options, out_diag);
   if (s != RK_OK) return s;
   const bool per_entry = options && options->per_entry;
-  cg_caps_t caps = target_caps(target);
+  cg_caps_t caps = rk__cg_target_caps(target);
   cg_ctx_t ctx;
   s = begin(&ctx, source, options, &caps, out_diag);
   if (s != RK_OK) return s;

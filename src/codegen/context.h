@@ -69,6 +69,10 @@ typedef struct cg_caps {
   const char *target_name; /* for messages: "msl"; NULL = no target */
   bool i64;                /* int64_t, uint64_t, long long */
   bool f64;                /* double */
+  /* Stencils run one block per tile (positions from block and thread
+   * indices; threads beyond the tile return) and read neighbours from
+   * copies of the tile staged in block-shared memory: the GPU targets. */
+  bool staged_stencils;
 } cg_caps_t;
 
 typedef struct cg_ctx {

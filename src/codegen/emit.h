@@ -13,14 +13,15 @@
  *
  * Names: a user identifier that a target reserves (an OpenCL built-in like
  * `min`, an MSL keyword like `kernel`) is printed as rk_u_<name> in that
- * target. User names cannot start with rk_, so generated names (rk_tid,
- * rk_tile_in, rk_handle_f, rk_u_min) never collide with them.
+ * target (targets.h). User names cannot start with rk_, so generated names
+ * (rk_tid, rk_tile_in, rk_handle_f, rk_u_min) never collide with them.
  */
 #ifndef RK_CODEGEN_EMIT_H_
 #define RK_CODEGEN_EMIT_H_
 
 #include "base/strbuf.h"
 #include "codegen/ast.h"
+#include "codegen/targets.h"
 #include "rk/codegen.h"
 
 typedef struct cg_emit_options {
@@ -65,18 +66,6 @@ void rk__cg_emit_cuda_actor_prelude(rk__strbuf_t *out);
 
 /* CG_ACTOR_PREFIX<name>: the handler's persistent kernel. */
 void rk__cg_emit_cuda_actor_kernel(rk__strbuf_t *out, const cg_actor_desc_t *d);
-
-/* Whether WGSL reserves `name` (keywords, reserved words, predeclared
- * types and functions); rk__cg_target_reserves(RK_TARGET_WGSL, name). */
-bool rk__cg_wgsl_reserves(const char *name);
-
-/* Whether `target` reserves `name` (a keyword, type or built-in function
- * of its language); such names are renamed in its output. */
-bool rk__cg_target_reserves(rk_target_t target, const char *name);
-
-/* The name of the first target that reserves `name`, or NULL. Entry-point
- * names must not be reserved anywhere (the runtime looks them up). */
-const char *rk__cg_reserved_by(const char *name);
 
 /* Whether options.entry `entry` selects function fn: NULL selects every
  * entry point; a handler is selected by its own name and by the name of its

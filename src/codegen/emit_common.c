@@ -88,8 +88,7 @@ bool rk__cg_stmt_any_expr(const cg_stmt_t *s, cg_expr_pred_t f, void *arg) {
 
 static void pos_field(rk__strbuf_t *out, rk_target_t target, const char *pos,
                       const char *field) {
-  if (rk__cg_target_reserves(target, pos)) rk__strbuf_puts(out, "rk_u_");
-  rk__strbuf_puts(out, pos);
+  rk__cg_put_name(out, target, pos);
   rk__strbuf_puts(out, field);
 }
 
