@@ -1084,12 +1084,12 @@ static void launch_param_decl(printer_t *p, const cg_func_t *fn, uint32_t i) {
 /* The kernel signature of entry fn, or with `batch` of its handler's batch
  * entry, up to and including the opening brace. */
 static void entry_signature(printer_t *p, const cg_func_t *fn, bool batch) {
-  printf_(p, "%s %s%s(", p->t->kernel_decl, batch ? CG_BATCH_PREFIX : "",
-          fn->name);
   uint32_t first = first_launch_param(fn);
   uint32_t end = fn->nparams + (batch ? 2 : rk__cg_handler_status(fn) ? 1 : 0);
   if (p->t->const_ref_params) {
     /* MSL: one parameter per line with its buffer index. */
+    printf_(p, "%s %s%s(", p->t->kernel_decl, batch ? CG_BATCH_PREFIX : "",
+            fn->name);
     uint32_t slot = 0;
     for (uint32_t i = first; i < end; ++i, ++slot) {
       const cg_var_t *v = i < fn->nparams ? fn->params[i] : NULL;
@@ -1127,28 +1127,36 @@ static void entry_signature(printer_t *p, const cg_func_t *fn, bool batch) {
     return;
   }
   /* One line if it fits in 80 columns, else one parameter per line. */
-  size_t start = p->out->len;
-  size_t line_start = start;
-  while (line_start > 0 && p->out->data[line_start - 1] != '\n') line_start--;
   /* OpenCL: the dynamic shared memory is a hidden parameter after the
    * listed ones (set with clSetKernelArg(k, nparams, bytes, NULL)). */
   const char *dyn = fn->uses_dynamic_shared && !batch ? p->t->dyn_style : NULL;
   if (dyn && strcmp(dyn, "param") == 0) end++;
+  rk__strbuf_t line;
+  rk__strbuf_init(&line);
+  printer_t q = *p;
+  q.out = &line;
+  printf_(&q, "%s %s%s(", p->t->kernel_decl, batch ? CG_BATCH_PREFIX : "",
+          fn->name);
   for (uint32_t i = first; i < end; ++i) {
-    if (i > first) puts_(p, ", ");
-    launch_param_decl(p, fn, i);
+    if (i > first) puts_(&q, ", ");
+    launch_param_decl(&q, fn, i);
   }
-  if (first == end && !p->t->cxx) puts_(p, "void");
-  puts_(p, ") {");
-  if (!p->out->failed && p->out->len - line_start > 80 && end - first > 1) {
-    p->out->len = start;
-    p->out->data[start] = '\0';
+  if (first == end && !p->t->cxx) puts_(&q, "void");
+  puts_(&q, ") {");
+  if (line.failed) {
+    p->out->failed = true;
+  } else if (line.len > 80 && end - first > 1) {
+    printf_(p, "%s %s%s(", p->t->kernel_decl, batch ? CG_BATCH_PREFIX : "",
+            fn->name);
     for (uint32_t i = first; i < end; ++i) {
       puts_(p, i > first ? ",\n    " : "\n    ");
       launch_param_decl(p, fn, i);
     }
     puts_(p, ") {");
+  } else {
+    rk__strbuf_append(p->out, line.data, line.len);
   }
+  rk__strbuf_free(&line);
   if (p->buffer_offsets) {
     char buf[256];
     for (uint32_t i = first; i < fn->nparams; ++i)

@@ -72,6 +72,7 @@ typedef struct printer {
    * output must not call that built-in (checked at the end). */
   const cg_func_t *shadowing[8];
   int nshadowing;
+  cg_map_t called; /* WGSL built-in functions the output calls -> "" */
 } printer_t;
 
 static void puts_(printer_t *p, const char *s) { rk__strbuf_puts(p->out, s); }
@@ -92,6 +93,13 @@ static void printf_(printer_t *p, const char *fmt, ...) {
 
 static void indent(printer_t *p) {
   for (int i = 0; i < p->indent; ++i) puts_(p, "  ");
+}
+
+/* `name(`: a call of WGSL built-in function `name`, noted as called. */
+static void builtin_call(printer_t *p, const char *name) {
+  rk__cg_map_put(p->ctx, &p->called, name, (void *)"");
+  puts_(p, name);
+  puts_(p, "(");
 }
 
 /* A user name as WGSL must spell it. */
@@ -442,7 +450,8 @@ static void atomic_call(printer_t *p, const cg_expr_t *e) {
     puts_(p, ")");
     return;
   }
-  printf_(p, "%s(&", kAtomicFns[op]);
+  builtin_call(p, kAtomicFns[op]);
+  puts_(p, "&");
   place(p, target);
   puts_(p, ", ");
   expr(p, e->call.args[1]);
@@ -485,14 +494,15 @@ static void call(printer_t *p, const cg_expr_t *e) {
   } else if (rk__cg_bi_is_index(b)) {
     index_builtin(p, rk__cg_bi_index_kind(b), rk__cg_bi_axis(b));
   } else if (b == CG_BI_SYNC_THREADS) {
-    puts_(p, "workgroupBarrier()");
+    builtin_call(p, "workgroupBarrier");
+    puts_(p, ")");
   } else if (b == CG_BI_THREAD_FENCE) {
-    puts_(p, "storageBarrier()");
+    builtin_call(p, "storageBarrier");
+    puts_(p, ")");
   } else if (rk__cg_bi_is_atomic(b)) {
     atomic_call(p, e);
   } else if (rk__cg_bi_is_math(b)) {
-    puts_(p, kMath[b - CG_BI_SQRTF]);
-    puts_(p, "(");
+    builtin_call(p, kMath[b - CG_BI_SQRTF]);
     for (uint32_t i = 0; i < e->call.nargs; ++i) {
       if (i) puts_(p, ", ");
       expr(p, e->call.args[i]);
@@ -555,7 +565,8 @@ static void expr(printer_t *p, const cg_expr_t *e) {
       const cg_var_t *v = e->name.var;
       if (v && is_resource(v)) {
         if (is_atomic_var(p, v) && rk__cg_is_integer(e->type)) {
-          puts_(p, "atomicLoad(&");
+          builtin_call(p, "atomicLoad");
+          puts_(p, "&");
           resource_name(p, v);
           puts_(p, ")");
         } else {
@@ -606,7 +617,7 @@ static void expr(printer_t *p, const cg_expr_t *e) {
                      "if with a temporary, which is not possible inside a "
                      "loop condition or step, the right operand of && or "
                      "||, or a branch of another ?: (use if/else)");
-      puts_(p, "select(");
+      builtin_call(p, "select");
       expr(p, e->cond.other);
       puts_(p, ", ");
       expr(p, e->cond.then);
@@ -629,7 +640,10 @@ static void expr(printer_t *p, const cg_expr_t *e) {
     case CG_E_INDEX: {
       const cg_var_t *root = rk__cg_index_root(e);
       bool load = is_atomic_var(p, root) && rk__cg_is_integer(e->type);
-      if (load) puts_(p, "atomicLoad(&");
+      if (load) {
+        builtin_call(p, "atomicLoad");
+        puts_(p, "&");
+      }
       unary_operand(p, e->index.base);
       puts_(p, "[");
       expr(p, e->index.index);
@@ -684,6 +698,29 @@ static void hoist(printer_t *p, const cg_expr_t *e);
 static bool hoist_cb(const cg_expr_t *e, void *p) {
   hoist(p, e);
   return false;
+}
+
+/* Whether hoist(e) would declare a temporary. */
+static bool hoists(const cg_expr_t *e);
+
+static bool hoists_cb(const cg_expr_t *e, void *arg) {
+  (void)arg;
+  return hoists(e);
+}
+
+static bool hoists(const cg_expr_t *e) {
+  switch (e->kind) {
+    case CG_E_COND:
+      return hoists(e->cond.cond) || cond_needs_if(e) || hoists(e->cond.then) ||
+             hoists(e->cond.other);
+    case CG_E_BINARY:
+      return hoists(e->binary.lhs) ||
+             (((e->binary.op != CG_OP_LAND && e->binary.op != CG_OP_LOR) ||
+               !has_effects(e->binary.rhs)) &&
+              hoists(e->binary.rhs));
+    default:
+      return rk__cg_expr_any_child(e, hoists_cb, NULL);
+  }
 }
 
 static void hoist(printer_t *p, const cg_expr_t *e) {
@@ -758,7 +795,8 @@ static void assignment(printer_t *p, const cg_expr_t *e) {
       is_atomic_var(p, rk__cg_index_root(target)) && rk__cg_is_integer(tt);
   bool integer = tt->kind == CG_TY_I32 || tt->kind == CG_TY_U32;
   if (atomic) {
-    puts_(p, "atomicStore(&");
+    builtin_call(p, "atomicStore");
+    puts_(p, "&");
     place(p, target);
     puts_(p, ", ");
   } else if (e->kind == CG_E_INCDEC && integer) {
@@ -824,9 +862,11 @@ static void expr_stmt(printer_t *p, const cg_expr_t *e) {
     cg_builtin_t b = x->call.builtin;
     if (b == CG_BI_SYNC_THREADS) {
       /* C's barrier also orders global memory within the block. */
-      puts_(p, "storageBarrier();\n");
+      builtin_call(p, "storageBarrier");
+      puts_(p, ");\n");
       indent(p);
-      puts_(p, "workgroupBarrier()");
+      builtin_call(p, "workgroupBarrier");
+      puts_(p, ")");
       return;
     }
     if (b == CG_BI_NONE_ || rk__cg_bi_is_atomic(b) || b == CG_BI_THREAD_FENCE) {
@@ -843,7 +883,8 @@ static void expr_stmt(printer_t *p, const cg_expr_t *e) {
   expr(p, x);
 }
 
-static void decl(printer_t *p, const cg_var_t *v, bool first) {
+/* A local variable's declaration; `semicolon` false in a for's header. */
+static void decl(printer_t *p, const cg_var_t *v, bool first, bool semicolon) {
   if (is_module_var(v)) return; /* at module scope */
   if (!first) indent(p);
   if (v->init) hoist(p, v->init);
@@ -856,7 +897,7 @@ static void decl(printer_t *p, const cg_var_t *v, bool first) {
     puts_(p, " = ");
     init_value(p, v->type, v->init);
   }
-  puts_(p, ";");
+  if (semicolon) puts_(p, ";");
 }
 
 static bool shared_only(const cg_stmt_t *s) {
@@ -1000,7 +1041,7 @@ static void stmt(printer_t *p, const cg_stmt_t *s) {
       for (uint32_t i = 0; i < s->decl.n; ++i) {
         if (is_module_var(s->decl.vars[i])) continue;
         if (!first) puts_(p, "\n");
-        decl(p, s->decl.vars[i], first);
+        decl(p, s->decl.vars[i], first, true);
         first = false;
       }
       return;
@@ -1021,17 +1062,9 @@ static void stmt(printer_t *p, const cg_stmt_t *s) {
         puts_(p, " else ");
         const cg_stmt_t *o = s->if_.other;
         /* else if: only when the condition needs nothing hoisted */
-        if (o->kind == CG_S_IF) {
-          int before = p->ntemps;
-          size_t len = p->out->len;
-          hoist(p, o->if_.cond);
-          if (p->ntemps == before) {
-            s = o;
-            continue;
-          }
-          p->out->len = len;
-          if (p->out->data) p->out->data[len] = '\0';
-          p->ntemps = before;
+        if (o->kind == CG_S_IF && !hoists(o->if_.cond)) {
+          s = o;
+          continue;
         }
         braced(p, o);
         return;
@@ -1062,30 +1095,11 @@ static void stmt(printer_t *p, const cg_stmt_t *s) {
       const cg_stmt_t *init = s->for_.init;
       bool wrap = init && (init->kind == CG_S_DECL ? init->decl.n != 1
                                                    : init->kind != CG_S_EXPR);
+      /* a ?: needing an if in the initialiser: declare it before */
       if (init && init->kind == CG_S_DECL && init->decl.n == 1 &&
-          init->decl.vars[0]->init) {
-        /* a ?: needing an if in the initialiser: declare it before */
-        int before = p->ntemps;
-        size_t len = p->out->len;
-        hoist(p, init->decl.vars[0]->init);
-        if (p->ntemps != before) {
-          p->out->len = len;
-          if (p->out->data) p->out->data[len] = '\0';
-          p->ntemps = before;
-          wrap = true;
-        }
-      }
-      if (init && init->kind == CG_S_EXPR) {
-        int before = p->ntemps;
-        size_t len = p->out->len;
-        hoist(p, init->expr);
-        if (p->ntemps != before) {
-          p->out->len = len;
-          if (p->out->data) p->out->data[len] = '\0';
-          p->ntemps = before;
-          wrap = true;
-        }
-      }
+          init->decl.vars[0]->init && hoists(init->decl.vars[0]->init))
+        wrap = true;
+      if (init && init->kind == CG_S_EXPR && hoists(init->expr)) wrap = true;
       if (wrap) {
         /* for (int i = 0, j = n; ...): the declarations in a block */
         puts_(p, "{\n");
@@ -1098,11 +1112,9 @@ static void stmt(printer_t *p, const cg_stmt_t *s) {
       puts_(p, "for (");
       if (init && !wrap) {
         if (init->kind == CG_S_DECL)
-          decl(p, init->decl.vars[0], true);
+          decl(p, init->decl.vars[0], true, false);
         else
           expr_stmt(p, init->expr);
-        p->out->len -= p->out->len && init->kind == CG_S_DECL ? 1 : 0;
-        if (p->out->data) p->out->data[p->out->len] = '\0';
       }
       puts_(p, "; ");
       if (s->for_.cond) expr(p, s->for_.cond);
@@ -1397,7 +1409,9 @@ static void cas_helper(printer_t *p, const cg_var_t *v) {
   type_(p, base, false);
   puts_(p, " {\n  var old: ");
   type_(p, base, false);
-  puts_(p, ";\n  loop {\n    let r = atomicCompareExchangeWeak(&");
+  puts_(p, ";\n  loop {\n    let r = ");
+  builtin_call(p, "atomicCompareExchangeWeak");
+  puts_(p, "&");
   resource_name(p, v);
   for (int i = 0; i < dims; ++i) printf_(p, "[i%d]", i);
   puts_(p,
@@ -1675,7 +1689,8 @@ static void stencil_entry(printer_t *p, const cg_func_t *fn) {
         /* `rk_i / 18 % 18` is fine as an index */
         printf_(p, "[%s]", sub[a]);
       }
-      puts_(p, " = select(");
+      puts_(p, " = ");
+      builtin_call(p, "select");
       type_(p, b->type->elem, false);
       puts_(p, "(), ");
       resource_name(p, b);
@@ -1690,7 +1705,9 @@ static void stencil_entry(printer_t *p, const cg_func_t *fn) {
       name_(p, fn->params[1]->name);
       puts_(p, " + rk_gx], rk_in);\n");
     }
-    puts_(p, "  }\n  workgroupBarrier();\n");
+    puts_(p, "  }\n  ");
+    builtin_call(p, "workgroupBarrier");
+    puts_(p, ");\n");
   }
   /* Threads beyond the tile only helped to load it. */
   puts_(p, "  if (");
@@ -1932,22 +1949,13 @@ void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_unit_t *unit,
     check_size(&p, (cg_loc_t){1, 1, 0});
   }
   /* An entry point that shadows a built-in the output calls. */
-  for (int i = 0; i < p.nshadowing && !out->failed && out->data; ++i) {
+  for (int i = 0; i < p.nshadowing && !out->failed; ++i) {
     const char *name = p.shadowing[i]->name;
-    size_t n = strlen(name);
-    for (const char *at = strstr(out->data, name); at;
-         at = strstr(at + 1, name)) {
-      bool starts = at == out->data ||
-                    !(at[-1] == '_' || (at[-1] >= '0' && at[-1] <= '9') ||
-                      (at[-1] >= 'a' && at[-1] <= 'z') ||
-                      (at[-1] >= 'A' && at[-1] <= 'Z'));
-      bool decl = at - out->data >= 3 && memcmp(at - 3, "fn ", 3) == 0;
-      if (starts && !decl && at[n] == '(')
-        rk__cg_error(ctx, p.shadowing[i]->loc,
-                     "'%s' cannot name an entry point here: the WGSL output "
-                     "calls WGSL's built-in %s(), which the entry point's "
-                     "name would hide",
-                     name, name);
-    }
+    if (rk__cg_map_get(&p.called, name))
+      rk__cg_error(ctx, p.shadowing[i]->loc,
+                   "'%s' cannot name an entry point here: the WGSL output "
+                   "calls WGSL's built-in %s(), which the entry point's "
+                   "name would hide",
+                   name, name);
   }
 }
