@@ -842,7 +842,7 @@ static void check_atomic(checker_t *ch, cg_expr_t *e) {
     e->call.args[i] = convert(ch, check_expr(ch, e->call.args[i], false),
                               scalar(want), "an atomic's argument");
   e->type = scalar(want);
-  ch->unit->uses_cas |= rk__cg_bi_atomic_op(b) == 8;
+  ch->unit->uses_cas |= rk__cg_bi_atomic_op(b) == CG_ATOMIC_CAS;
 }
 
 static void check_stencil_read(checker_t *ch, cg_expr_t *e) {

@@ -1,5 +1,6 @@
 /* Public API of the transpiler (rk/codegen.h): runs lexer -> parser ->
- * checker under one error exit, then a printer. */
+ * checker under one error exit, then the lowering (lower.h) and a
+ * printer (emit.h). */
 #include "rk/codegen.h"
 
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include "codegen/check.h"
 #include "codegen/emit.h"
 #include "codegen/lexer.h"
+#include "codegen/lower.h"
 #include "codegen/parser.h"
 #include "codegen/targets.h"
 
@@ -50,8 +52,23 @@ static rk_status_t front_end(cg_ctx_t *ctx, cg_unit_t *unit) {
   return RK_OK;
 }
 
-/* Prints `unit` (every entry point, or the one `entry` names) into
- * *out_text. The WGSL printer can refuse a source (rk__cg_error), so
+/* Lowers `unit` for the selection `entry` into *plan, under an error exit
+ * of its own (lowering fails only for memory). */
+static rk_status_t lower_unit(cg_ctx_t *ctx, const cg_unit_t *unit,
+                              const char *entry, cg_plan_t *plan) {
+  jmp_buf jb;
+  ctx->jmp = &jb;
+  if (setjmp(jb) != 0) {
+    ctx->jmp = NULL;
+    return ctx->status;
+  }
+  rk__cg_lower(ctx, unit, entry, false, plan);
+  ctx->jmp = NULL;
+  return RK_OK;
+}
+
+/* Lowers and prints `unit` (every entry point, or the one `entry` names)
+ * into *out_text. The WGSL printer can refuse a source (rk__cg_error), so
  * printing runs under the same error exit as the front end. */
 static rk_status_t print_unit(cg_ctx_t *ctx, const cg_unit_t *unit,
                               rk_target_t target,
@@ -59,8 +76,7 @@ static rk_status_t print_unit(cg_ctx_t *ctx, const cg_unit_t *unit,
                               const char *entry, char **out_text) {
   rk__strbuf_t out;
   rk__strbuf_init(&out);
-  cg_emit_options_t eo = {ctx->source_name, entry,
-                          options && options->persistent_actors,
+  cg_emit_options_t eo = {ctx->source_name,
                           options && options->opencl_buffer_offsets};
   jmp_buf jb;
   ctx->jmp = &jb;
@@ -69,10 +85,12 @@ static rk_status_t print_unit(cg_ctx_t *ctx, const cg_unit_t *unit,
     rk__strbuf_free(&out);
     return ctx->status;
   }
+  cg_plan_t plan;
+  rk__cg_lower(ctx, unit, entry, options && options->persistent_actors, &plan);
   if (target == RK_TARGET_WGSL)
-    rk__cg_emit_wgsl(ctx, unit, &eo, &out);
+    rk__cg_emit_wgsl(ctx, &plan, &eo, &out);
   else
-    rk__cg_emit_c_family(unit, target, &eo, &out);
+    rk__cg_emit_c_family(&plan, target, &eo, &out);
   ctx->jmp = NULL;
   if (out.failed || !out.data) {
     rk__strbuf_free(&out);
@@ -210,10 +228,6 @@ static rk_arg_kind_t arg_kind(const cg_type_t *t) {
   }
 }
 
-static bool wanted(const cg_item_t *it, const char *entry) {
-  return is_entry(it) && rk__cg_entry_selected(it->fn, entry);
-}
-
 /* The C types of the status buffer and message count of handlers' and
  * batch entries' kernels, as listed. */
 static const char kStatusType[] = "int32_t *";
@@ -231,22 +245,17 @@ typedef struct list_writer {
   bool counting;
 } list_writer_t;
 
-/* Copies a then b (may be "") as one string into the block. */
-static const char *put_string2(list_writer_t *w, const char *a, const char *b) {
-  size_t na = strlen(a), nb = strlen(b) + 1;
+/* Copies s into the block. */
+static const char *put_string(list_writer_t *w, const char *s) {
+  size_t n = strlen(s) + 1;
   if (w->counting) {
-    w->nstrings += na + nb;
+    w->nstrings += n;
     return NULL;
   }
   char *d = w->str;
-  memcpy(d, a, na);
-  memcpy(d + na, b, nb);
-  w->str += na + nb;
+  memcpy(d, s, n);
+  w->str += n;
   return d;
-}
-
-static const char *put_string(list_writer_t *w, const char *s) {
-  return put_string2(w, s, "");
 }
 
 static void put_param(list_writer_t *w, rk_entry_t *en, const char *name,
@@ -268,19 +277,19 @@ static void put_param(list_writer_t *w, rk_entry_t *en, const char *name,
   ep->read_only = read_only;
 }
 
-/* Entry fn, or with `batch` its handler's batch entry. */
-static void put_entry(list_writer_t *w, const cg_func_t *fn, bool batch) {
+/* One kernel of the output, as listed. */
+static void put_entry(list_writer_t *w, const cg_entry_plan_t *ep) {
+  const cg_func_t *fn = ep->fn;
   rk_entry_t scratch;
   memset(&scratch, 0, sizeof scratch);
   rk_entry_t *en = w->counting ? &scratch : &w->entries[w->e++];
   if (w->counting) w->nentries++;
   char type[256];
-  if (batch) {
-    en->name = put_string2(w, CG_BATCH_PREFIX, fn->name);
+  en->name = put_string(w, ep->name);
+  if (ep->form == CG_FORM_BATCH) {
     en->batch_of = put_string(w, fn->name);
     en->kind = RK_ENTRY_KERNEL;
   } else {
-    en->name = put_string(w, fn->name);
     en->kind = fn->kind == CG_FN_KERNEL    ? RK_ENTRY_KERNEL
                : fn->kind == CG_FN_STENCIL ? RK_ENTRY_STENCIL
                                            : RK_ENTRY_HANDLER;
@@ -294,46 +303,51 @@ static void put_entry(list_writer_t *w, const cg_func_t *fn, bool batch) {
   en->uses_barrier = fn->uses_barrier;
   en->shared_bytes = (size_t)fn->shared_bytes;
   en->dynamic_shared = fn->uses_dynamic_shared;
-  for (uint32_t k = fn->kind == CG_FN_STENCIL ? 1 : 0; k < fn->nparams; ++k) {
-    const cg_var_t *v = fn->params[k];
-    rk__cg_type_describe(v->type, type, sizeof type);
-    bool ptr = v->type->kind == CG_TY_PTR;
-    put_param(w, en, v->name, type, arg_kind(v->type), v->type->size,
-              ptr ? v->type->elem->size : 0, ptr && v->type->elem_const);
+  for (uint32_t k = 0; k < ep->nparams; ++k) {
+    const cg_var_t *v = ep->params[k].var;
+    switch (ep->params[k].kind) {
+      case CG_LAUNCH_PARAM: {
+        rk__cg_type_describe(v->type, type, sizeof type);
+        bool ptr = v->type->kind == CG_TY_PTR;
+        put_param(w, en, v->name, type, arg_kind(v->type), v->type->size,
+                  ptr ? v->type->elem->size : 0, ptr && v->type->elem_const);
+        break;
+      }
+      case CG_LAUNCH_STATUS:
+        /* The kernel's int32_t buffer for the handler's results. */
+        en->handler_status = ep->form != CG_FORM_BATCH;
+        put_param(w, en, CG_HANDLER_STATUS_NAME, kStatusType, RK_ARG_PTR,
+                  sizeof(rk_devptr_t), sizeof(int32_t), false);
+        break;
+      case CG_LAUNCH_COUNT:
+        put_param(w, en, CG_BATCH_COUNT_NAME, kCountType, RK_ARG_U32,
+                  sizeof(uint32_t), 0, false);
+        break;
+    }
   }
-  if (batch || rk__cg_handler_status(fn)) {
-    /* The kernel's int32_t buffer for the handler's results. */
-    en->handler_status = !batch;
-    put_param(w, en, CG_HANDLER_STATUS_NAME, kStatusType, RK_ARG_PTR,
-              sizeof(rk_devptr_t), sizeof(int32_t), false);
-  }
-  if (batch)
-    put_param(w, en, CG_BATCH_COUNT_NAME, kCountType, RK_ARG_U32,
-              sizeof(uint32_t), 0, false);
 }
 
-/* The listing: every entry, or exactly the one `entry` names (a handler
- * or its batch entry; the printers keep both either way). */
-static void put_entries(list_writer_t *w, const cg_unit_t *unit,
-                        const char *entry) {
-  for (uint32_t i = 0; i < unit->nitems; ++i) {
-    const cg_item_t *it = &unit->items[i];
-    if (!wanted(it, entry)) continue;
-    bool is_batch = entry && strcmp(entry, it->fn->name) != 0;
-    if (!is_batch) put_entry(w, it->fn, false);
-    if (it->fn->kind == CG_FN_HANDLER && (!entry || is_batch))
-      put_entry(w, it->fn, true);
+/* The listing: every kernel the selection lists (a selection naming a
+ * handler lists only it, though its batch entry is printed too). */
+static void put_entries(list_writer_t *w, const cg_plan_t *plan) {
+  for (uint32_t i = 0; i < plan->unit->nitems; ++i) {
+    const cg_func_plan_t *fp = &plan->funcs[i];
+    for (uint32_t k = 0; k < fp->nentries; ++k)
+      if (fp->entries[k].listed) put_entry(w, &fp->entries[k]);
   }
 }
 
 /* Copies everything into one allocation: the list, the entries, the
  * parameters, then the strings. */
-static rk_status_t build_list(const cg_unit_t *unit, const char *entry,
-                              rk_entry_list_t **out) {
+static rk_status_t build_list(cg_ctx_t *ctx, const cg_unit_t *unit,
+                              const char *entry, rk_entry_list_t **out) {
+  cg_plan_t plan;
+  rk_status_t s = lower_unit(ctx, unit, entry, &plan);
+  if (s != RK_OK) return s;
   list_writer_t w;
   memset(&w, 0, sizeof w);
   w.counting = true;
-  put_entries(&w, unit, entry);
+  put_entries(&w, &plan);
   size_t nentries = w.nentries, nparams = w.nparams;
   size_t bytes = sizeof(rk_entry_list_t) + nentries * sizeof(rk_entry_t) +
                  nparams * sizeof(rk_entry_param_t) + w.nstrings;
@@ -346,7 +360,7 @@ static rk_status_t build_list(const cg_unit_t *unit, const char *entry,
   w.str = (char *)(w.params + nparams);
   list->count = nentries;
   list->entries = nentries ? w.entries : NULL;
-  put_entries(&w, unit, entry);
+  put_entries(&w, &plan);
   *out = list;
   return RK_OK;
 }
@@ -368,7 +382,7 @@ rk_status_t rk_codegen_list_entries(const char *source,
   const char *entry = options ? options->entry : NULL;
   s = front_end(&ctx, &unit);
   if (s == RK_OK) s = find_entry(&unit, entry, ctx.source_name);
-  if (s == RK_OK) s = build_list(&unit, entry, out_list);
+  if (s == RK_OK) s = build_list(&ctx, &unit, entry, out_list);
   if (out_diag && s == RK_ERR_COMPILE) *out_diag = ctx.diag;
   rk__cg_ctx_free(&ctx);
   return s;
@@ -463,7 +477,7 @@ rk_status_t rk_codegen_compile(const char *source, rk_target_t target,
   memset(&r, 0, sizeof r);
   s = front_end(&ctx, &unit);
   if (s == RK_OK) s = find_entry(&unit, entry, ctx.source_name);
-  if (s == RK_OK) s = build_list(&unit, entry, &r.entries);
+  if (s == RK_OK) s = build_list(&ctx, &unit, entry, &r.entries);
   if (s == RK_OK && per_entry)
     s = print_entries(&ctx, &unit, target, options, &r);
   else if (s == RK_OK)

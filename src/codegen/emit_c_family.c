@@ -1,23 +1,17 @@
 /* The C-family printer: C, CUDA C++, OpenCL C 1.2 and MSL from one walk of
  * the checked tree, parameterised by the table kTargets below (emit.h).
  *
- * Lowerings that are not a plain respelling:
- *   - Stencils become ordinary kernels without the rk_grid_pos_t parameter.
- *     The prologue builds the position (as a local struct rk_stencil_pos_t),
- *     skips points outside the interior [halo, n - halo), and on GPU targets
- *     first loads the tile plus halo of every buffer read through neighbour
- *     functions into block-shared memory and synchronizes; the body then
- *     reads neighbours from the tile. The C target reads global memory.
- *   - Handlers become a function rk_handle_<name> with the handler's body and
- *     a kernel <name> (same parameters) in which global thread 0 calls it
- *     once: one message per launch. A handler that returns int gets a
- *     trailing int32_t *rk_status parameter on its kernel, and thread 0
- *     stores the return value in rk_status[0]. A second kernel,
- *     rk_batch_<name>(in, out[, state], rk_status, rk_count), has thread 0
- *     call it for messages 0..rk_count-1 in order, storing each result
- *     (0 for a void handler) in rk_status[m]. With persistent_actors
- *     (CUDA), a third, rk_actor_<name>, keeps the handler resident
- *     (emit_cuda_actor.c prints it and the prelude it shares).
+ * It prints the kernels the lowering planned (lower.h):
+ *   - a stencil's kernel: the position as a local struct rk_stencil_pos_t,
+ *     on GPU targets the staging loop that copies the tile plus halo of
+ *     every buffer read through neighbour functions into block-shared
+ *     memory, then the interior check; neighbour reads come from the tile
+ *     on GPU targets and from global memory in C;
+ *   - a handler's rk_handle_<name> (its body), its one-message kernel and
+ *     its batch kernel, run by global thread 0, and with persistent_actors
+ *     (CUDA) rk_actor_<name> (emit_cuda_actor.c prints it and the prelude
+ *     it shares).
+ * What the target's language needs besides:
  *   - MSL has no global thread indices: kernels receive them as parameters
  *     (rk_tid, rk_bid, rk_bdim, rk_gdim) and pass them on to helpers that
  *     use index built-ins, directly or through their callees.
@@ -53,7 +47,6 @@ typedef struct target_desc {
   const char *name;     /* "cuda" */
   const char *language; /* for the header comment */
   bool cxx;             /* C++-based: brace-initialiser narrowing rules */
-  bool gpu;             /* stencils use tiles in block-shared memory */
   const char *types[CG_TY_F64 + 1]; /* scalar type names */
   const char *i64_suffix, *u64_suffix;
   const char *kernel_decl;  /* "RK_KERNEL void" */
@@ -64,12 +57,12 @@ typedef struct target_desc {
   const char *restrict_kw;  /* NULL: dropped */
   /* Index built-ins: thread, block, block dim, grid dim, global. '$'
    * becomes the axis letter, '#' the axis number. */
-  const char *index_fmt[5];
+  const char *index_fmt[CG_INDEX_COUNT_];
   bool index_is_cast; /* the spellings above are casts (precedence) */
   const char *sync, *fence;
   atomic_style_t atomic_style;
-  const char *atomics[9]; /* add sub and or xor exch min max cas */
-  const char *math[14];   /* in CG_BI_SQRTF .. CG_BI_TANHF order */
+  const char *atomics[CG_ATOMIC_COUNT_]; /* in cg_atomic_op_t order */
+  const char *math[CG_MATH_COUNT];       /* CG_BI_SQRTF .. CG_BI_TANHF */
   assert_style_t asserts;
   const char *alignof_name;
   const char *offsetof_name;   /* NULL: the target has none (NVRTC) */
@@ -126,7 +119,6 @@ static const target_desc_t kTargets[RK_TARGET_COUNT_] =
                 .name = "cuda",
                 .language = "CUDA C++ for NVRTC",
                 .cxx = true,
-                .gpu = true,
                 .types = {"void", "bool", "int", "unsigned int", "long long",
                           "unsigned long long", "float", "double"},
                 .i64_suffix = "ll",
@@ -160,7 +152,6 @@ static const target_desc_t kTargets[RK_TARGET_COUNT_] =
                 .target = RK_TARGET_OPENCL,
                 .name = "opencl",
                 .language = "OpenCL C 1.2",
-                .gpu = true,
                 .types = {"void", "bool", "int", "uint", "long", "ulong",
                           "float", "double"},
                 .i64_suffix = "l",
@@ -199,7 +190,6 @@ static const target_desc_t kTargets[RK_TARGET_COUNT_] =
                 .name = "msl",
                 .language = "Metal Shading Language",
                 .cxx = true,
-                .gpu = true,
                 .types = {"void", "bool", "int", "uint", "long", "ulong",
                           "float", "double"},
                 .i64_suffix = "l",
@@ -251,12 +241,13 @@ static const target_desc_t kTargets[RK_TARGET_COUNT_] =
 
 typedef struct printer {
   const target_desc_t *t;
-  const cg_unit_t *unit;
+  const cg_plan_t *plan;
   rk__strbuf_t *out;
   int indent;
-  const cg_func_t *fn; /* the function being printed */
-  int nasserts;        /* OpenCL assertion typedef counter */
-  bool actor_prelude;  /* the persistent actor prelude is printed */
+  const cg_func_t *fn;      /* the function being printed */
+  const cg_func_plan_t *fp; /* what it becomes (lower.h) */
+  int nasserts;             /* OpenCL assertion typedef counter */
+  bool actor_prelude;       /* the persistent actor prelude is printed */
   /* OpenCL: each pointer launch parameter is a buffer and a byte offset
    * (cg_emit_options_t.buffer_offsets). */
   bool buffer_offsets;
@@ -406,7 +397,8 @@ static void builtin_arg(printer_t *p, const cg_expr_t *e) {
     expr(p, e, PREC_ASSIGN);
 }
 
-static void index_builtin(printer_t *p, int kind, int axis, int min_prec) {
+static void index_builtin(printer_t *p, cg_index_kind_t kind, int axis,
+                          int min_prec) {
   bool wrap = p->t->index_is_cast && min_prec > PREC_UNARY;
   if (wrap) puts_(p, "(");
   for (const char *s = p->t->index_fmt[kind]; *s; ++s) {
@@ -418,7 +410,7 @@ static void index_builtin(printer_t *p, int kind, int axis, int min_prec) {
 
 static void atomic_call(printer_t *p, const cg_expr_t *e) {
   cg_builtin_t b = e->call.builtin;
-  int op = rk__cg_bi_atomic_op(b);
+  cg_atomic_op_t op = rk__cg_bi_atomic_op(b);
   const cg_expr_t *addr = e->call.args[0];
   const cg_var_t *root = rk__cg_index_root(addr->addr.operand);
   const char *space =
@@ -430,7 +422,8 @@ static void atomic_call(printer_t *p, const cg_expr_t *e) {
   } else {
     puts_(p, p->t->atomics[op]);
     /* Metal's CAS helpers are per address space (rk_atomic_cas_device). */
-    if (p->t->atomic_style == ATOMIC_MSL && op == 8) printf_(p, "_%s", space);
+    if (p->t->atomic_style == ATOMIC_MSL && op == CG_ATOMIC_CAS)
+      printf_(p, "_%s", space);
   }
   puts_(p, "(");
   if (p->t->atomic_style == ATOMIC_MSL)
@@ -442,7 +435,7 @@ static void atomic_call(printer_t *p, const cg_expr_t *e) {
     puts_(p, ", ");
     builtin_arg(p, e->call.args[i]);
   }
-  if (p->t->atomic_style == ATOMIC_MSL && op != 8)
+  if (p->t->atomic_style == ATOMIC_MSL && op != CG_ATOMIC_CAS)
     puts_(p, ", metal::memory_order_relaxed");
   puts_(p, ")");
 }
@@ -450,14 +443,15 @@ static void atomic_call(printer_t *p, const cg_expr_t *e) {
 /* A neighbour read: from the tile in block-shared memory on GPU targets,
  * from the buffer in C. */
 static void stencil_read(printer_t *p, const cg_expr_t *e) {
+  const cg_stencil_plan_t *s = p->fp->stencil;
   const cg_var_t *buf = e->call.buffer;
-  const char *pos = p->fn->params[0]->name;
-  int d[3] = {e->call.dx, e->call.dy, e->call.dz};
-  if (p->t->gpu) {
-    puts_(p, "rk_tile_");
+  const char *pos = s->pos->name;
+  int d[CG_AXES] = {e->call.dx, e->call.dy, e->call.dz};
+  if (s->staged) {
+    puts_(p, CG_TILE_PREFIX);
     name_(p, buf->name);
     static const char *const kLocal[] = {"rk_lx", "rk_ly", "rk_lz"};
-    for (int axis = (int)p->fn->dims - 1; axis >= 0; --axis) {
+    for (int axis = (int)s->dims - 1; axis >= 0; --axis) {
       printf_(p, "[%s", kLocal[axis]);
       if (d[axis] > 0) printf_(p, " + %d", d[axis]);
       if (d[axis] < 0) printf_(p, " - %d", -d[axis]);
@@ -998,13 +992,8 @@ static const char *kIndexParams =
     "    uint3 rk_bdim [[threads_per_threadgroup]],\n"
     "    uint3 rk_gdim [[threadgroups_per_grid]]";
 
-/* The launch parameters of an entry (a stencil's position omitted). */
-static uint32_t first_launch_param(const cg_func_t *fn) {
-  return fn->kind == CG_FN_STENCIL ? 1 : 0;
-}
-
 /* The int32_t status buffer of an int handler's kernel and of every batch
- * entry (ast.h). */
+ * entry (lower.h). */
 static void status_decl(printer_t *p) {
   printf_(p, "%s%s *" CG_HANDLER_STATUS_NAME, p->t->global_space,
           p->t->types[CG_TY_I32]);
@@ -1059,98 +1048,108 @@ static const char *param_name(printer_t *p, const cg_var_t *v, char *buf,
   return buf;
 }
 
-/* Launch parameter i of an entry: its own parameters, then (i == nparams)
- * the status buffer of an int handler or batch entry, then (i == nparams +
- * 1) a batch entry's message count; for a kernel using rk_dynamic_shared()
- * on OpenCL, i == nparams is the hidden __local buffer. */
-static void launch_param_decl(printer_t *p, const cg_func_t *fn, uint32_t i) {
+/* Launch parameter i of kernel ep; i == ep->nparams is OpenCL's hidden
+ * __local buffer for rk_dynamic_shared(). */
+static void launch_param_decl(printer_t *p, const cg_entry_plan_t *ep,
+                              uint32_t i) {
   char buf[256];
-  if (i < fn->nparams && p->buffer_offsets &&
-      fn->params[i]->type->kind == CG_TY_PTR)
-    offset_param_decl(p, fn->params[i], elem_of_var,
-                      param_name(p, fn->params[i], buf, sizeof buf));
-  else if (i < fn->nparams)
-    param_decl(p, fn->params[i]);
-  else if (fn->uses_dynamic_shared)
+  if (i == ep->nparams) {
     puts_(p, "__local uchar *rk_dyn_shared");
-  else if (i == fn->nparams && p->buffer_offsets)
-    offset_param_decl(p, NULL, elem_i32, CG_HANDLER_STATUS_NAME);
-  else if (i == fn->nparams)
-    status_decl(p);
-  else
-    printf_(p, "%s " CG_BATCH_COUNT_NAME, p->t->types[CG_TY_U32]);
-}
-
-/* The kernel signature of entry fn, or with `batch` of its handler's batch
- * entry, up to and including the opening brace. */
-static void entry_signature(printer_t *p, const cg_func_t *fn, bool batch) {
-  uint32_t first = first_launch_param(fn);
-  uint32_t end = fn->nparams + (batch ? 2 : rk__cg_handler_status(fn) ? 1 : 0);
-  if (p->t->const_ref_params) {
-    /* MSL: one parameter per line with its buffer index. */
-    printf_(p, "%s %s%s(", p->t->kernel_decl, batch ? CG_BATCH_PREFIX : "",
-            fn->name);
-    uint32_t slot = 0;
-    for (uint32_t i = first; i < end; ++i, ++slot) {
-      const cg_var_t *v = i < fn->nparams ? fn->params[i] : NULL;
-      puts_(p, slot ? ",\n    " : "\n    ");
-      if (!v && i == fn->nparams) {
-        status_decl(p);
-      } else if (!v) {
-        printf_(p, "constant %s &" CG_BATCH_COUNT_NAME, p->t->types[CG_TY_U32]);
-      } else if (v->type->kind == CG_TY_PTR) {
-        pointer_decl(p, v);
-      } else {
-        puts_(p, "constant ");
-        type_name(p, v->type);
-        puts_(p, " &");
-        if (v->modified) puts_(p, "rk_arg_");
-        name_(p, v->name);
-      }
-      printf_(p, " [[buffer(%u)]]", (unsigned)slot);
-    }
-    puts_(p, slot ? ",\n    " : "\n    ");
-    if (fn->uses_dynamic_shared && !batch)
-      puts_(p, "threadgroup uchar *rk_dyn_shared [[threadgroup(0)]],\n    ");
-    printf_(p, "%s) {\n", kIndexParams);
-    for (uint32_t i = first; i < fn->nparams; ++i) {
-      const cg_var_t *v = fn->params[i];
-      if (v->type->kind == CG_TY_PTR || !v->modified) continue;
-      puts_(p, "  ");
-      type_name(p, v->type);
-      puts_(p, " ");
-      name_(p, v->name);
-      puts_(p, " = rk_arg_");
-      name_(p, v->name);
-      puts_(p, ";\n");
-    }
     return;
   }
-  /* One line if it fits in 80 columns, else one parameter per line. */
+  const cg_launch_param_t *lp = &ep->params[i];
+  switch (lp->kind) {
+    case CG_LAUNCH_PARAM:
+      if (p->buffer_offsets && lp->var->type->kind == CG_TY_PTR)
+        offset_param_decl(p, lp->var, elem_of_var,
+                          param_name(p, lp->var, buf, sizeof buf));
+      else
+        param_decl(p, lp->var);
+      return;
+    case CG_LAUNCH_STATUS:
+      if (p->buffer_offsets)
+        offset_param_decl(p, NULL, elem_i32, CG_HANDLER_STATUS_NAME);
+      else
+        status_decl(p);
+      return;
+    case CG_LAUNCH_COUNT:
+      printf_(p, "%s " CG_BATCH_COUNT_NAME, p->t->types[CG_TY_U32]);
+      return;
+  }
+}
+
+/* MSL: the launch parameters at [[buffer(i)]], one per line, then the
+ * thread indices; by-value parameters the kernel assigns are copied. */
+static void msl_entry_signature(printer_t *p, const cg_entry_plan_t *ep) {
+  printf_(p, "%s %s(", p->t->kernel_decl, ep->name);
+  uint32_t slot = 0;
+  for (; slot < ep->nparams; ++slot) {
+    const cg_launch_param_t *lp = &ep->params[slot];
+    const cg_var_t *v = lp->var;
+    puts_(p, slot ? ",\n    " : "\n    ");
+    if (lp->kind == CG_LAUNCH_STATUS) {
+      status_decl(p);
+    } else if (lp->kind == CG_LAUNCH_COUNT) {
+      printf_(p, "constant %s &" CG_BATCH_COUNT_NAME, p->t->types[CG_TY_U32]);
+    } else if (v->type->kind == CG_TY_PTR) {
+      pointer_decl(p, v);
+    } else {
+      puts_(p, "constant ");
+      type_name(p, v->type);
+      puts_(p, " &");
+      if (v->modified) puts_(p, "rk_arg_");
+      name_(p, v->name);
+    }
+    printf_(p, " [[buffer(%u)]]", (unsigned)slot);
+  }
+  puts_(p, slot ? ",\n    " : "\n    ");
+  if (ep->dyn_shared)
+    puts_(p, "threadgroup uchar *rk_dyn_shared [[threadgroup(0)]],\n    ");
+  printf_(p, "%s) {\n", kIndexParams);
+  for (uint32_t i = 0; i < ep->nparams; ++i) {
+    const cg_var_t *v = ep->params[i].var;
+    if (!v || v->type->kind == CG_TY_PTR || !v->modified) continue;
+    puts_(p, "  ");
+    type_name(p, v->type);
+    puts_(p, " ");
+    name_(p, v->name);
+    puts_(p, " = rk_arg_");
+    name_(p, v->name);
+    puts_(p, ";\n");
+  }
+}
+
+/* The signature of kernel ep, up to and including the opening brace and
+ * the line's end, then what the body needs before its statements. */
+static void entry_signature(printer_t *p, const cg_entry_plan_t *ep) {
+  if (p->t->const_ref_params) {
+    msl_entry_signature(p, ep);
+    return;
+  }
   /* OpenCL: the dynamic shared memory is a hidden parameter after the
    * listed ones (set with clSetKernelArg(k, nparams, bytes, NULL)). */
-  const char *dyn = fn->uses_dynamic_shared && !batch ? p->t->dyn_style : NULL;
+  const char *dyn = ep->dyn_shared ? p->t->dyn_style : NULL;
+  uint32_t end = ep->nparams;
   if (dyn && strcmp(dyn, "param") == 0) end++;
+  /* One line if it fits in 80 columns, else one parameter per line. */
   rk__strbuf_t line;
   rk__strbuf_init(&line);
   printer_t q = *p;
   q.out = &line;
-  printf_(&q, "%s %s%s(", p->t->kernel_decl, batch ? CG_BATCH_PREFIX : "",
-          fn->name);
-  for (uint32_t i = first; i < end; ++i) {
-    if (i > first) puts_(&q, ", ");
-    launch_param_decl(&q, fn, i);
+  printf_(&q, "%s %s(", p->t->kernel_decl, ep->name);
+  for (uint32_t i = 0; i < end; ++i) {
+    if (i) puts_(&q, ", ");
+    launch_param_decl(&q, ep, i);
   }
-  if (first == end && !p->t->cxx) puts_(&q, "void");
+  if (end == 0 && !p->t->cxx) puts_(&q, "void");
   puts_(&q, ") {");
   if (line.failed) {
     p->out->failed = true;
-  } else if (line.len > 80 && end - first > 1) {
-    printf_(p, "%s %s%s(", p->t->kernel_decl, batch ? CG_BATCH_PREFIX : "",
-            fn->name);
-    for (uint32_t i = first; i < end; ++i) {
-      puts_(p, i > first ? ",\n    " : "\n    ");
-      launch_param_decl(p, fn, i);
+  } else if (line.len > 80 && end > 1) {
+    printf_(p, "%s %s(", p->t->kernel_decl, ep->name);
+    for (uint32_t i = 0; i < end; ++i) {
+      puts_(p, i ? ",\n    " : "\n    ");
+      launch_param_decl(p, ep, i);
     }
     puts_(p, ") {");
   } else {
@@ -1159,12 +1158,14 @@ static void entry_signature(printer_t *p, const cg_func_t *fn, bool batch) {
   rk__strbuf_free(&line);
   if (p->buffer_offsets) {
     char buf[256];
-    for (uint32_t i = first; i < fn->nparams; ++i)
-      if (fn->params[i]->type->kind == CG_TY_PTR)
-        offset_prologue(p, fn->params[i], elem_of_var,
-                        param_name(p, fn->params[i], buf, sizeof buf));
-    if (batch || rk__cg_handler_status(fn))
-      offset_prologue(p, NULL, elem_i32, CG_HANDLER_STATUS_NAME);
+    for (uint32_t i = 0; i < ep->nparams; ++i) {
+      const cg_launch_param_t *lp = &ep->params[i];
+      if (lp->kind == CG_LAUNCH_STATUS)
+        offset_prologue(p, NULL, elem_i32, CG_HANDLER_STATUS_NAME);
+      else if (lp->kind == CG_LAUNCH_PARAM && lp->var->type->kind == CG_TY_PTR)
+        offset_prologue(p, lp->var, elem_of_var,
+                        param_name(p, lp->var, buf, sizeof buf));
+    }
   }
   puts_(p, "\n");
   if (dyn && strcmp(dyn, "extern") == 0)
@@ -1173,15 +1174,19 @@ static void entry_signature(printer_t *p, const cg_func_t *fn, bool batch) {
           "rk_dyn_shared[];\n");
 }
 
+/* A helper's signature; `name` (NULL: the function's own, spelled for the
+ * target) is the name printed. */
 static void helper_signature(printer_t *p, const cg_func_t *fn,
-                             const char *prefix) {
+                             const char *name) {
   puts_(p, "static ");
   if (fn->is_inline) puts_(p, "inline ");
   if (*p->t->helper_decl) printf_(p, "%s ", p->t->helper_decl);
   type_name(p, fn->ret);
   puts_(p, " ");
-  if (prefix) puts_(p, prefix);
-  name_(p, fn->name);
+  if (name)
+    puts_(p, name);
+  else
+    name_(p, fn->name);
   puts_(p, "(");
   for (uint32_t i = 0; i < fn->nparams; ++i) {
     if (i) puts_(p, ", ");
@@ -1203,36 +1208,38 @@ static void function_body(printer_t *p, const cg_stmt_t *b) {
   p->indent = 0;
 }
 
-/* An index built-in in generated code (kind and axis as in ast.h). */
-static void idx(printer_t *p, int kind, int axis) {
+/* An index built-in in generated code. */
+static void idx(printer_t *p, cg_index_kind_t kind, int axis) {
   index_builtin(p, kind, axis, PREC_UNARY);
 }
 
-static void stencil_entry(printer_t *p, const cg_func_t *fn) {
-  const target_desc_t *t = p->t;
-  const cg_var_t *pos = fn->params[0];
-  const uint32_t D = fn->dims, H = fn->halo;
-  const uint32_t *T = fn->tile;
-  uint32_t full[3];
-  for (uint32_t a = 0; a < 3; ++a) full[a] = a < D ? T[a] + 2 * H : 1;
+/* Staged cell rk_i along axis a: "rk_i % 18", "rk_i / 18 % 18". */
+static void cell(printer_t *p, const cg_stencil_plan_t *s, int a) {
+  rk__cg_emit_stencil_cell(p->out, s, a);
+}
 
-  entry_signature(p, fn, false);
-  if (t->gpu && fn->tiled.n) {
-    for (uint32_t i = 0; i < fn->tiled.n; ++i) {
-      const cg_var_t *b = fn->tiled.v[i];
-      printf_(p, "  %s", t->shared_decl);
-      type_name(p, b->type->elem);
-      puts_(p, " rk_tile_");
-      name_(p, b->name);
-      for (int a = (int)D - 1; a >= 0; --a) printf_(p, "[%u]", full[a]);
-      puts_(p, ";\n");
-    }
+static void stencil_entry(printer_t *p, const cg_func_plan_t *fp) {
+  const cg_func_t *fn = fp->fn;
+  const cg_stencil_plan_t *s = fp->stencil;
+  const cg_var_t *pos = s->pos;
+  const uint32_t D = s->dims, H = s->halo;
+  const uint32_t *T = s->tile;
+
+  entry_signature(p, &fp->entries[0]);
+  for (uint32_t i = 0; s->staged && i < s->ntiled; ++i) {
+    const cg_var_t *b = s->tiled[i];
+    printf_(p, "  %s", p->t->shared_decl);
+    type_name(p, b->type->elem);
+    puts_(p, " " CG_TILE_PREFIX);
+    name_(p, b->name);
+    for (int a = (int)D - 1; a >= 0; --a) printf_(p, "[%u]", s->full[a]);
+    puts_(p, ";\n");
   }
   /* The position: global coordinates, the domain, the linear index. */
   puts_(p, "  rk_stencil_pos_t ");
   name_(p, pos->name);
   puts_(p, ";\n");
-  for (uint32_t a = 0; a < 3; ++a) {
+  for (uint32_t a = 0; a < CG_AXES; ++a) {
     printf_(p, "  ");
     name_(p, pos->name);
     printf_(p, ".%c = ", "xyz"[a]);
@@ -1240,126 +1247,111 @@ static void stencil_entry(printer_t *p, const cg_func_t *fn) {
       puts_(p, "0;\n");
       continue;
     }
-    if (t->gpu) {
+    if (s->blocked) {
       puts_(p, "(int)(");
-      idx(p, 1, (int)a);
+      idx(p, CG_INDEX_BLOCK, (int)a);
       printf_(p, " * %uu + ", (unsigned)T[a]);
-      idx(p, 0, (int)a);
+      idx(p, CG_INDEX_THREAD, (int)a);
       puts_(p, ");\n");
     } else {
       puts_(p, "(int)");
-      idx(p, 4, (int)a);
+      idx(p, CG_INDEX_GLOBAL, (int)a);
       puts_(p, ";\n");
     }
   }
-  for (uint32_t a = 0; a < 3; ++a) {
+  for (uint32_t a = 0; a < CG_AXES; ++a) {
     printf_(p, "  ");
     name_(p, pos->name);
     printf_(p, ".n%c = ", "xyz"[a]);
     if (a < D)
-      name_(p, fn->params[1 + a]->name);
+      name_(p, s->extent[a]->name);
     else
       puts_(p, "1");
     puts_(p, ";\n");
   }
 
-  if (t->gpu && fn->tiled.n) {
+  if (s->staged) {
     /* Every thread of the block loads part of the tile plus halo of each
      * buffer read through neighbour functions; outside the domain the tile
      * holds 0 (never read: the body runs for interior points only). */
-    uint32_t cells = full[0] * full[1] * full[2];
-    uint32_t threads = T[0] * T[1] * T[2];
     printf_(p, "  /* Load the %ux%u", (unsigned)T[0], (unsigned)T[1]);
     if (D == 3) printf_(p, "x%u", (unsigned)T[2]);
     printf_(p, " tile and its halo of %u. */\n", (unsigned)H);
     puts_(p, "  for (int rk_i = (int)(");
     if (D == 3) {
       puts_(p, "(");
-      idx(p, 0, 2);
+      idx(p, CG_INDEX_THREAD, 2);
       printf_(p, " * %uu + ", (unsigned)T[1]);
-      idx(p, 0, 1);
+      idx(p, CG_INDEX_THREAD, 1);
       printf_(p, ") * %uu + ", (unsigned)T[0]);
     } else {
-      idx(p, 0, 1);
+      idx(p, CG_INDEX_THREAD, 1);
       printf_(p, " * %uu + ", (unsigned)T[0]);
     }
-    idx(p, 0, 0);
-    printf_(p, "); rk_i < %u; rk_i += %u) {\n", (unsigned)cells,
-            (unsigned)threads);
+    idx(p, CG_INDEX_THREAD, 0);
+    printf_(p, "); rk_i < %u; rk_i += %u) {\n", (unsigned)s->cells,
+            (unsigned)s->threads);
     static const char *const kG[] = {"rk_gx", "rk_gy", "rk_gz"};
     for (uint32_t a = 0; a < D; ++a) {
       printf_(p, "    int %s = (int)(", kG[a]);
-      idx(p, 1, (int)a);
+      idx(p, CG_INDEX_BLOCK, (int)a);
       printf_(p, " * %uu) + ", (unsigned)T[a]);
-      if (a == 0)
-        printf_(p, "rk_i %% %u", (unsigned)full[0]);
-      else if (a == 1 && D == 2)
-        printf_(p, "rk_i / %u", (unsigned)full[0]);
-      else if (a == 1)
-        printf_(p, "rk_i / %u %% %u", (unsigned)full[0], (unsigned)full[1]);
-      else
-        printf_(p, "rk_i / %u", (unsigned)(full[0] * full[1]));
+      cell(p, s, (int)a);
       printf_(p, " - %u;\n", (unsigned)H);
     }
     puts_(p, "    bool rk_in = ");
     for (uint32_t a = 0; a < D; ++a) {
       if (a) puts_(p, " && ");
       printf_(p, "%s >= 0 && %s < ", kG[a], kG[a]);
-      name_(p, fn->params[1 + a]->name);
+      name_(p, s->extent[a]->name);
     }
     puts_(p, ";\n");
-    for (uint32_t i = 0; i < fn->tiled.n; ++i) {
-      const cg_var_t *b = fn->tiled.v[i];
-      puts_(p, "    rk_tile_");
+    for (uint32_t i = 0; i < s->ntiled; ++i) {
+      const cg_var_t *b = s->tiled[i];
+      puts_(p, "    " CG_TILE_PREFIX);
       name_(p, b->name);
       for (int a = (int)D - 1; a >= 0; --a) {
-        if (a == 0)
-          printf_(p, "[rk_i %% %u]", (unsigned)full[0]);
-        else if (a == 1 && D == 2)
-          printf_(p, "[rk_i / %u]", (unsigned)full[0]);
-        else if (a == 1)
-          printf_(p, "[rk_i / %u %% %u]", (unsigned)full[0], (unsigned)full[1]);
-        else
-          printf_(p, "[rk_i / %u]", (unsigned)(full[0] * full[1]));
+        puts_(p, "[");
+        cell(p, s, a);
+        puts_(p, "]");
       }
       puts_(p, " = rk_in ? ");
       name_(p, b->name);
       puts_(p, "[");
       if (D == 3) {
         puts_(p, "(rk_gz * ");
-        name_(p, fn->params[2]->name);
+        name_(p, s->extent[1]->name);
         puts_(p, " + rk_gy) * ");
       } else {
         puts_(p, "rk_gy * ");
       }
-      name_(p, fn->params[1]->name);
+      name_(p, s->extent[0]->name);
       puts_(p, " + rk_gx] : (");
       type_name(p, b->type->elem);
       puts_(p, ")0;\n");
     }
     puts_(p, "  }\n  ");
-    puts_(p, t->sync);
+    puts_(p, p->t->sync);
     puts_(p, ";\n");
   }
-  if (t->gpu) {
+  if (s->blocked) {
     /* Threads beyond the tile (a block larger than the tile) only helped
      * to load it. */
     puts_(p, "  if (");
     for (uint32_t a = 0; a < D; ++a) {
       if (a) puts_(p, " || ");
-      idx(p, 0, (int)a);
+      idx(p, CG_INDEX_THREAD, (int)a);
       printf_(p, " >= %uu", (unsigned)T[a]);
     }
     puts_(p, ") return;\n");
   }
   /* Only interior points run the body. */
-  rk__cg_emit_stencil_interior(p->out, p->t->target, pos->name, D, H,
-                               ") return;\n");
-  if (t->gpu && fn->tiled.n) {
+  rk__cg_emit_stencil_interior(p->out, p->t->target, s, ") return;\n");
+  if (s->staged) {
     static const char *const kL[] = {"rk_lx", "rk_ly", "rk_lz"};
     for (uint32_t a = 0; a < D; ++a) {
       printf_(p, "  const int %s = (int)", kL[a]);
-      idx(p, 0, (int)a);
+      idx(p, CG_INDEX_THREAD, (int)a);
       printf_(p, " + %u;\n", (unsigned)H);
     }
   }
@@ -1371,9 +1363,9 @@ static void stencil_entry(printer_t *p, const cg_func_t *fn) {
 /* if (global thread 0), the condition that opens a handler's kernels. */
 static void thread_zero(printer_t *p) {
   puts_(p, "  if (");
-  for (int a = 0; a < 3; ++a) {
+  for (int a = 0; a < CG_AXES; ++a) {
     if (a) puts_(p, " && ");
-    idx(p, 4, a);
+    idx(p, CG_INDEX_GLOBAL, a);
     puts_(p, " == 0");
   }
   puts_(p, ")");
@@ -1381,15 +1373,19 @@ static void thread_zero(printer_t *p) {
 
 /* rk_handle_<name>(args) with message index `m` (NULL: the buffers as
  * they are, i.e. message 0). The state is always the one element. */
-static void handler_call(printer_t *p, const cg_func_t *fn, const char *m) {
-  puts_(p, "rk_handle_");
-  name_(p, fn->name);
+static void handler_call(printer_t *p, const cg_func_plan_t *fp,
+                         const char *m) {
+  const cg_func_t *fn = fp->fn;
+  const cg_handler_plan_t *h = fp->handler;
+  puts_(p, h->handle_name);
   puts_(p, "(");
   for (uint32_t i = 0; i < fn->nparams; ++i) {
+    const cg_var_t *v = fn->params[i];
+    bool message = m && (v == h->in || v == h->out);
     if (i) puts_(p, ", ");
-    if (m && i < 2) puts_(p, "&");
-    name_(p, fn->params[i]->name);
-    if (m && i < 2) printf_(p, "[%s]", m);
+    if (message) puts_(p, "&");
+    name_(p, v->name);
+    if (message) printf_(p, "[%s]", m);
   }
   if (p->t->index_params && fn->uses_index)
     printf_(p, "%srk_tid, rk_bid, rk_bdim, rk_gdim", fn->nparams ? ", " : "");
@@ -1412,60 +1408,66 @@ static const char *type_text(const printer_t *p, const cg_type_t *t,
 
 /* The handler's persistent actor kernel (CUDA), after the prelude the
  * first time. */
-static void actor_entry(printer_t *p, const cg_func_t *fn) {
+static void actor_entry(printer_t *p, const cg_func_plan_t *fp) {
+  const cg_handler_plan_t *h = fp->handler;
   if (!p->actor_prelude) {
     rk__cg_emit_cuda_actor_prelude(p->out);
     p->actor_prelude = true;
   }
   rk__strbuf_t types[3];
   for (int i = 0; i < 3; ++i) rk__strbuf_init(&types[i]);
-  cg_actor_desc_t d = {fn->name, NULL, NULL, NULL, rk__cg_handler_status(fn)};
-  d.in_type = type_text(p, fn->params[0]->type->elem, &types[0]);
-  d.out_type = type_text(p, fn->params[1]->type->elem, &types[1]);
-  if (fn->nparams > 2)
-    d.state_type = type_text(p, fn->params[2]->type->elem, &types[2]);
+  cg_actor_desc_t d = {fp->fn->name, NULL, NULL, NULL, h->status};
+  d.in_type = type_text(p, h->in->type->elem, &types[0]);
+  d.out_type = type_text(p, h->out->type->elem, &types[1]);
+  if (h->state) d.state_type = type_text(p, h->state->type->elem, &types[2]);
   rk__cg_emit_cuda_actor_kernel(p->out, &d);
   for (int i = 0; i < 3; ++i) rk__strbuf_free(&types[i]);
 }
 
-static void handler_entry(printer_t *p, const cg_func_t *fn, bool single) {
+static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {
+  const cg_handler_plan_t *h = fp->handler;
   /* The body, callable by ring templates as rk_handle_<name>. */
-  helper_signature(p, fn, "rk_handle_");
+  helper_signature(p, fp->fn, h->handle_name);
   puts_(p, " {\n");
-  function_body(p, fn->body);
+  function_body(p, fp->fn->body);
   puts_(p, "}\n\n");
-  if (single) {
-    /* One message per launch, handled by global thread 0. */
-    entry_signature(p, fn, false);
+  for (uint32_t k = 0; k < fp->nentries; ++k) {
+    const cg_entry_plan_t *ep = &fp->entries[k];
+    entry_signature(p, ep);
     thread_zero(p);
-    puts_(p, "\n    ");
-    /* An int handler's return value goes to the caller through rk_status. */
-    if (rk__cg_handler_status(fn)) puts_(p, CG_HANDLER_STATUS_NAME "[0] = ");
-    handler_call(p, fn, NULL);
-    puts_(p, ";\n}\n\n");
+    if (ep->form == CG_FORM_HANDLER) {
+      /* One message per launch, handled by global thread 0; an int
+       * handler's return value goes to the caller through rk_status. */
+      puts_(p, "\n    ");
+      if (h->status) puts_(p, CG_HANDLER_STATUS_NAME "[0] = ");
+      handler_call(p, fp, NULL);
+      puts_(p, ";\n}\n\n");
+      continue;
+    }
+    /* rk_count messages per launch, in order, handled by global thread
+     * 0. */
+    printf_(p,
+            " {\n    for (%s rk_m = 0; rk_m < " CG_BATCH_COUNT_NAME
+            "; ++rk_m) {\n      ",
+            p->t->types[CG_TY_U32]);
+    if (h->status) {
+      puts_(p, CG_HANDLER_STATUS_NAME "[rk_m] = ");
+      handler_call(p, fp, "rk_m");
+      puts_(p, ";\n");
+    } else {
+      handler_call(p, fp, "rk_m");
+      puts_(p, ";\n      " CG_HANDLER_STATUS_NAME "[rk_m] = 0;\n");
+    }
+    puts_(p, "    }\n  }\n}\n");
   }
-  /* rk_count messages per launch, in order, handled by global thread 0. */
-  entry_signature(p, fn, true);
-  thread_zero(p);
-  printf_(p,
-          " {\n    for (%s rk_m = 0; rk_m < " CG_BATCH_COUNT_NAME
-          "; ++rk_m) {\n      ",
-          p->t->types[CG_TY_U32]);
-  if (rk__cg_handler_status(fn)) {
-    puts_(p, CG_HANDLER_STATUS_NAME "[rk_m] = ");
-    handler_call(p, fn, "rk_m");
-    puts_(p, ";\n");
-  } else {
-    handler_call(p, fn, "rk_m");
-    puts_(p, ";\n      " CG_HANDLER_STATUS_NAME "[rk_m] = 0;\n");
-  }
-  puts_(p, "    }\n  }\n}\n");
+  if (h->actor) actor_entry(p, fp);
 }
 
-static void function(printer_t *p, const cg_func_t *fn,
-                     const cg_emit_options_t *o) {
+static void function(printer_t *p, const cg_func_plan_t *fp) {
+  const cg_func_t *fn = fp->fn;
   p->fn = fn;
-  if (fn->kind != CG_FN_HELPER && !rk__cg_entry_selected(fn, o->entry)) return;
+  p->fp = fp;
+  if (fn->kind != CG_FN_HELPER && !fp->selected) return;
   puts_(p, "\n");
   switch (fn->kind) {
     case CG_FN_HELPER:
@@ -1479,18 +1481,15 @@ static void function(printer_t *p, const cg_func_t *fn,
       puts_(p, "}\n");
       return;
     case CG_FN_KERNEL:
-      entry_signature(p, fn, false);
+      entry_signature(p, &fp->entries[0]);
       function_body(p, fn->body);
       puts_(p, "}\n");
       return;
     case CG_FN_STENCIL:
-      stencil_entry(p, fn);
+      stencil_entry(p, fp);
       return;
     case CG_FN_HANDLER:
-      handler_entry(p, fn, rk__cg_handler_kernel_selected(fn, o->entry));
-      if (o->persistent_actors && p->t->target == RK_TARGET_CUDA &&
-          rk__cg_handler_kernel_selected(fn, o->entry))
-        actor_entry(p, fn);
+      handler_entry(p, fp);
       return;
   }
 }
@@ -1547,17 +1546,17 @@ static void prelude(printer_t *p) {
       puts_(p, "#include <rk/kernel.h>\n");
       break;
     case RK_TARGET_OPENCL:
-      if (p->unit->uses_f64)
+      if (p->plan->unit->uses_f64)
         puts_(p, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
       break;
     case RK_TARGET_MSL:
       puts_(p, "#include <metal_stdlib>\n");
-      if (p->unit->uses_cas) msl_cas_helpers(p);
+      if (p->plan->unit->uses_cas) msl_cas_helpers(p);
       break;
     default:
       break;
   }
-  if (p->unit->has_stencil)
+  if (p->plan->unit->has_stencil)
     puts_(p,
           "\n/* The position of a stencil point: global coordinates, the "
           "linear index\n * idx = (z * ny + y) * nx + x and the domain size. "
@@ -1567,12 +1566,13 @@ static void prelude(printer_t *p) {
           "} rk_stencil_pos_t;\n");
 }
 
-void rk__cg_emit_c_family(const cg_unit_t *unit, rk_target_t target,
+void rk__cg_emit_c_family(const cg_plan_t *plan, rk_target_t target,
                           const cg_emit_options_t *options, rk__strbuf_t *out) {
+  const cg_unit_t *unit = plan->unit;
   printer_t p;
   memset(&p, 0, sizeof p);
   p.t = &kTargets[target];
-  p.unit = unit;
+  p.plan = plan;
   p.out = out;
   p.buffer_offsets = options->buffer_offsets && target == RK_TARGET_OPENCL;
   header_comment(&p, options->source_name ? options->source_name : "<source>");
@@ -1607,7 +1607,7 @@ void rk__cg_emit_c_family(const cg_unit_t *unit, rk_target_t target,
         break;
       }
       case CG_ITEM_FUNC:
-        function(&p, it->fn, options);
+        function(&p, &plan->funcs[i]);
         after_defines = true;
         break;
     }

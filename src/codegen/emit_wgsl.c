@@ -32,17 +32,20 @@
  *     atomicLoad/atomicStore. Compare-and-swap is a helper per array that
  *     retries atomicCompareExchangeWeak until it succeeds or sees another
  *     value (strong, as on the other targets).
- *   - Stencils and handlers are lowered as by the C-family GPU targets;
- *     an int handler's rk_status buffer is bound after its message
- *     buffers. rk_handle_<name> takes the message index rk_m and reads
- *     in[rk_m] / out[rk_m] (the state is element 0): the handler's entry
- *     passes 0u, its batch entry rk_batch_<name> loops over rk_count
+ *   - Stencils and handlers are printed from the same plan as on the
+ *     C-family GPU targets (lower.h); an int handler's rk_status buffer is
+ *     bound after its message buffers. rk_handle_<name> takes the message index
+ * rk_m and reads in[rk_m] / out[rk_m] (the state is element 0): the handler's
+ * entry passes 0u, its batch entry rk_batch_<name> loops over rk_count
  *     messages. Both entries share the module-scope buffers (bindings
  *     0..k-1, rk_status at k); the batch entry adds rk_status (for a void
  *     handler) and a struct holding rk_count at k + 1.
  *
  * Refusals are compile errors with a location (rk__cg_error), raised while
  * printing: codegen.c runs this printer under the compilation's error exit.
+ * An entry point may keep the name of a WGSL built-in function it shadows
+ * only if the output never calls that built-in: every built-in call goes
+ * through builtin_call(), which notes it.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -58,15 +61,16 @@ enum { WGSL_MAX_OUTPUT = 32 << 20 };
 
 typedef struct printer {
   cg_ctx_t *ctx;
-  const cg_unit_t *unit;
+  const cg_plan_t *plan;
   rk__strbuf_t *out;
   int indent;
-  const cg_func_t *fn;    /* the function being printed */
-  const cg_func_t *entry; /* the entry point whose resources are in scope */
-  bool multi;             /* several entry points: prefix their resources */
-  cg_map_t module_names;  /* every module-scope name -> "" */
-  cg_map_t atomic_vars;   /* "%p" of a cg_var_t -> "" */
-  cg_map_t temps;         /* "%p" of a hoisted ?: -> its temporary's name */
+  const cg_func_t *fn;      /* the function being printed */
+  const cg_func_plan_t *fp; /* what it becomes (lower.h); NULL outside */
+  const cg_func_t *entry;   /* the entry point whose resources are in scope */
+  bool multi;               /* several entry points: prefix their resources */
+  cg_map_t module_names;    /* every module-scope name -> "" */
+  cg_map_t atomic_vars;     /* "%p" of a cg_var_t -> "" */
+  cg_map_t temps;           /* "%p" of a hoisted ?: -> its temporary's name */
   int ntemps;
   /* Entry points named like a WGSL built-in function (shadowing it); the
    * output must not call that built-in (checked at the end). */
@@ -386,22 +390,22 @@ static void convert(printer_t *p, const cg_type_t *to, const cg_expr_t *x) {
   puts_(p, ")");
 }
 
-static void index_builtin(printer_t *p, int kind, int axis) {
+static void index_builtin(printer_t *p, cg_index_kind_t kind, int axis) {
   char c = "xyz"[axis];
   switch (kind) {
-    case 0:
+    case CG_INDEX_THREAD:
       printf_(p, "rk_tid.%c", c);
       return;
-    case 1:
+    case CG_INDEX_BLOCK:
       printf_(p, "rk_bid.%c", c);
       return;
-    case 2:
+    case CG_INDEX_BLOCK_DIM:
       printf_(p, "rk_wg_%c", c);
       return;
-    case 3:
+    case CG_INDEX_GRID_DIM:
       printf_(p, "rk_gdim.%c", c);
       return;
-    default:
+    default: /* CG_INDEX_GLOBAL */
       printf_(p, "(rk_bid.%c * rk_wg_%c + rk_tid.%c)", c, c, c);
       return;
   }
@@ -426,9 +430,9 @@ static const char *const kAtomicFns[] = {
 };
 
 static void atomic_call(printer_t *p, const cg_expr_t *e) {
-  int op = rk__cg_bi_atomic_op(e->call.builtin);
+  cg_atomic_op_t op = rk__cg_bi_atomic_op(e->call.builtin);
   const cg_expr_t *target = e->call.args[0]->addr.operand;
-  if (op == 8) {
+  if (op == CG_ATOMIC_CAS) {
     /* rk_cas_<array>(indices..., expected, desired) */
     const cg_var_t *root = rk__cg_index_root(target);
     puts_(p, "rk_cas_");
@@ -466,11 +470,11 @@ static const char *const kMath[] = {
 /* A neighbour read from the tile in workgroup memory (as the C-family GPU
  * targets do). */
 static void stencil_read(printer_t *p, const cg_expr_t *e) {
-  int d[3] = {e->call.dx, e->call.dy, e->call.dz};
-  puts_(p, "rk_tile_");
+  int d[CG_AXES] = {e->call.dx, e->call.dy, e->call.dz};
+  puts_(p, CG_TILE_PREFIX);
   resource_name(p, e->call.buffer);
   static const char *const kLocal[] = {"rk_lx", "rk_ly", "rk_lz"};
-  for (int axis = (int)p->fn->dims - 1; axis >= 0; --axis) {
+  for (int axis = (int)p->fp->stencil->dims - 1; axis >= 0; --axis) {
     printf_(p, "[%s", kLocal[axis]);
     if (d[axis] > 0) printf_(p, " + %d", d[axis]);
     if (d[axis] < 0) printf_(p, " - %d", -d[axis]);
@@ -548,10 +552,9 @@ static void init_value(printer_t *p, const cg_type_t *t, const cg_expr_t *e) {
  * rk_handle_<name> reads message rk_m of them (the state is one element). */
 static bool handler_message(const printer_t *p, const cg_expr_t *e) {
   e = rk__cg_skip_converts(e);
-  if (!p->fn || p->fn->kind != CG_FN_HANDLER || e->kind != CG_E_NAME)
-    return false;
-  return p->fn->nparams >= 2 &&
-         (e->name.var == p->fn->params[0] || e->name.var == p->fn->params[1]);
+  if (!p->fp || !p->fp->handler || e->kind != CG_E_NAME) return false;
+  return e->name.var == p->fp->handler->in ||
+         e->name.var == p->fp->handler->out;
 }
 
 static void expr(printer_t *p, const cg_expr_t *e) {
@@ -1321,9 +1324,11 @@ static void value_function_body(printer_t *p, const cg_type_t *ret,
   puts_(p, "(); // WGSL requires a return at the end\n");
 }
 
-static void helper(printer_t *p, const cg_func_t *fn) {
+static void helper(printer_t *p, const cg_func_plan_t *fp) {
+  const cg_func_t *fn = fp->fn;
   if (!fn->body) return; /* WGSL needs no prototypes */
   p->fn = fn;
+  p->fp = fp;
   p->ntemps = 0;
   declare(p, spelled(p, fn->name), fn->loc);
   puts_(p, "\nfn ");
@@ -1431,8 +1436,8 @@ static bool uses_cas_on(const cg_expr_t *e, void *arg) {
   switch (e->kind) {
     case CG_E_CALL:
       if (rk__cg_bi_is_atomic(e->call.builtin) &&
-          rk__cg_bi_atomic_op(e->call.builtin) == 8 && e->call.nargs &&
-          e->call.args[0]->kind == CG_E_ADDR &&
+          rk__cg_bi_atomic_op(e->call.builtin) == CG_ATOMIC_CAS &&
+          e->call.nargs && e->call.args[0]->kind == CG_E_ADDR &&
           rk__cg_index_root(e->call.args[0]->addr.operand) == v)
         return true;
       return rk__cg_expr_any_child(e, uses_cas_on, arg);
@@ -1449,10 +1454,6 @@ static bool uses_cas_stmt(const cg_stmt_t *s, const cg_var_t *v) {
   return rk__cg_stmt_any_expr(s, uses_cas_on, (void *)v);
 }
 
-static bool is_launch_param(const cg_func_t *fn, uint32_t i) {
-  return !(fn->kind == CG_FN_STENCIL && i == 0);
-}
-
 /* The module-scope name of an int handler's status buffer (ast.h),
  * prefixed with the entry's name as buffers are. */
 static const char *status_string(printer_t *p, const cg_func_t *fn) {
@@ -1465,12 +1466,15 @@ static const char *status_string(printer_t *p, const cg_func_t *fn) {
 /* Bindings: buffers 0..k-1 in parameter order (an int handler's status
  * buffer last among them), then the by-value parameters packed into one
  * struct read from a storage buffer. */
-static void resources(printer_t *p, const cg_func_t *fn) {
+static void resources(printer_t *p, const cg_func_plan_t *fp) {
+  const cg_func_t *fn = fp->fn;
+  /* The function's own launch parameters: those of any of its kernels. */
+  const cg_entry_plan_t *ep = &fp->entries[0];
   uint32_t binding = 0, nvalues = 0;
   puts_(p, "\n");
-  for (uint32_t i = 0; i < fn->nparams; ++i) {
-    const cg_var_t *v = fn->params[i];
-    if (!is_launch_param(fn, i)) continue;
+  for (uint32_t i = 0; i < ep->nparams; ++i) {
+    const cg_var_t *v = ep->params[i].var;
+    if (ep->params[i].kind != CG_LAUNCH_PARAM) continue;
     if (v->type->kind != CG_TY_PTR) {
       nvalues++;
       continue;
@@ -1483,7 +1487,7 @@ static void resources(printer_t *p, const cg_func_t *fn) {
     type_(p, v->type->elem, is_atomic_var(p, v));
     puts_(p, ">;\n");
   }
-  if (rk__cg_handler_status(fn)) {
+  if (fp->handler && fp->handler->status) {
     const char *status = status_string(p, fn);
     declare(p, status, fn->loc);
     printf_(p,
@@ -1506,9 +1510,9 @@ static void resources(printer_t *p, const cg_func_t *fn) {
             "\n// The by-value parameters of %.200s, in order, each at the "
             "next multiple\n// of its C alignment.\nstruct %s {\n",
             fn->name, tname);
-    for (uint32_t i = 0; i < fn->nparams; ++i) {
-      const cg_var_t *v = fn->params[i];
-      if (!is_launch_param(fn, i) || v->type->kind == CG_TY_PTR) continue;
+    for (uint32_t i = 0; i < ep->nparams; ++i) {
+      const cg_var_t *v = ep->params[i].var;
+      if (!v || v->type->kind == CG_TY_PTR) continue;
       puts_(p, "  ");
       name_(p, v->name);
       puts_(p, ": ");
@@ -1531,7 +1535,7 @@ static void resources(printer_t *p, const cg_func_t *fn) {
             (unsigned)v->type->elem->size);
   }
   /* CAS helpers for the arrays that need them, in declaration order. */
-  if (!p->unit->uses_cas) return;
+  if (!p->plan->unit->uses_cas) return;
   for (uint32_t i = 0; i < fn->nparams; ++i) {
     const cg_var_t *v = fn->params[i];
     if (is_atomic_var(p, v) && uses_cas_stmt(fn->body, v)) cas_helper(p, v);
@@ -1552,16 +1556,6 @@ static void resources(printer_t *p, const cg_func_t *fn) {
   }
 }
 
-/* The name of entry fn, or with `batch` of its handler's batch entry. */
-static const char *entry_name(printer_t *p, const cg_func_t *fn, bool batch) {
-  if (!batch) return fn->name;
-  size_t n = strlen(fn->name);
-  char *s = rk__cg_alloc(p->ctx, sizeof CG_BATCH_PREFIX + n);
-  memcpy(s, CG_BATCH_PREFIX, sizeof CG_BATCH_PREFIX - 1);
-  memcpy(s + sizeof CG_BATCH_PREFIX - 1, fn->name, n + 1);
-  return s;
-}
-
 /* The suffix of the by-value parameter struct's names for entry `name`
  * (rk_params<suffix>_t, rk_params<suffix>). */
 static const char *params_suffix(printer_t *p, const char *name) {
@@ -1571,7 +1565,9 @@ static const char *params_suffix(printer_t *p, const char *name) {
   return rk__cg_strndup(p->ctx, buf, strlen(buf));
 }
 
-static void entry_signature(printer_t *p, const cg_func_t *fn, bool batch) {
+static void entry_signature(printer_t *p, const cg_entry_plan_t *ep) {
+  const cg_func_t *fn = ep->fn;
+  bool batch = ep->form == CG_FORM_BATCH;
   if (!batch && rk__cg_target_reserves(RK_TARGET_WGSL, fn->name)) {
     if (!rk__cg_wgsl_builtin_function(fn->name) || p->nshadowing == 8)
       rk__cg_error(p->ctx, fn->loc,
@@ -1580,7 +1576,7 @@ static void entry_signature(printer_t *p, const cg_func_t *fn, bool batch) {
                    fn->name);
     p->shadowing[p->nshadowing++] = fn;
   }
-  const char *name = entry_name(p, fn, batch);
+  const char *name = ep->name;
   declare(p, name, fn->loc);
   printf_(p,
           "\n@compute @workgroup_size(rk_wg_x, rk_wg_y, rk_wg_z)\n"
@@ -1594,9 +1590,9 @@ static void entry_signature(printer_t *p, const cg_func_t *fn, bool batch) {
             "  let " CG_BATCH_COUNT_NAME
             ": u32 = rk_params%.400s." CG_BATCH_COUNT_NAME ";\n",
             suffix);
-  for (uint32_t i = 0; i < fn->nparams; ++i) {
-    const cg_var_t *v = fn->params[i];
-    if (!is_launch_param(fn, i) || v->type->kind == CG_TY_PTR) continue;
+  for (uint32_t i = 0; i < ep->nparams; ++i) {
+    const cg_var_t *v = ep->params[i].var;
+    if (!v || v->type->kind == CG_TY_PTR) continue;
     puts_(p, v->modified ? "  var " : "  let ");
     name_(p, v->name);
     puts_(p, ": ");
@@ -1607,50 +1603,57 @@ static void entry_signature(printer_t *p, const cg_func_t *fn, bool batch) {
   }
 }
 
-static void stencil_entry(printer_t *p, const cg_func_t *fn) {
-  const cg_var_t *pos = fn->params[0];
-  const uint32_t D = fn->dims, H = fn->halo;
-  const uint32_t *T = fn->tile;
-  uint32_t full[3];
-  for (uint32_t a = 0; a < 3; ++a) full[a] = a < D ? T[a] + 2 * H : 1;
-  for (uint32_t i = 0; i < fn->tiled.n; ++i) {
-    const cg_var_t *b = fn->tiled.v[i];
+/* Staged cell rk_i along axis a: "rk_i % 18", "rk_i / 18 % 18". */
+static void cell(printer_t *p, const cg_stencil_plan_t *s, int a) {
+  rk__cg_emit_stencil_cell(p->out, s, a);
+}
+
+static void stencil_entry(printer_t *p, const cg_func_plan_t *fp) {
+  const cg_stencil_plan_t *s = fp->stencil;
+  const cg_var_t *pos = s->pos;
+  const uint32_t D = s->dims, H = s->halo;
+  const uint32_t *T = s->tile;
+  for (uint32_t i = 0; s->staged && i < s->ntiled; ++i) {
+    const cg_var_t *b = s->tiled[i];
     char name[600];
-    snprintf(name, sizeof name, "rk_tile_%.500s", resource_string(p, b));
+    snprintf(name, sizeof name, CG_TILE_PREFIX "%.500s", resource_string(p, b));
     declare(p, rk__cg_strndup(p->ctx, name, strlen(name)), b->loc);
     printf_(p, "var<workgroup> %s: ", name);
     for (uint32_t a = 0; a < D; ++a) puts_(p, "array<");
     type_(p, b->type->elem, false);
-    for (uint32_t a = 0; a < D; ++a) printf_(p, ", %u>", (unsigned)full[a]);
+    for (uint32_t a = 0; a < D; ++a) printf_(p, ", %u>", (unsigned)s->full[a]);
     puts_(p, ";\n");
   }
-  entry_signature(p, fn, false);
+  entry_signature(p, &fp->entries[0]);
   puts_(p, "  var ");
   name_(p, pos->name);
   puts_(p, ": rk_stencil_pos_t;\n");
-  for (uint32_t a = 0; a < 3; ++a) {
+  for (uint32_t a = 0; a < CG_AXES; ++a) {
     puts_(p, "  ");
     name_(p, pos->name);
     printf_(p, ".%c = ", "xyz"[a]);
-    if (a >= D)
+    if (a >= D) {
       puts_(p, "0;\n");
-    else
+    } else if (s->blocked) {
       printf_(p, "i32(rk_bid.%c * %uu + rk_tid.%c);\n", "xyz"[a],
               (unsigned)T[a], "xyz"[a]);
+    } else {
+      puts_(p, "i32(");
+      index_builtin(p, CG_INDEX_GLOBAL, (int)a);
+      puts_(p, ");\n");
+    }
   }
-  for (uint32_t a = 0; a < 3; ++a) {
+  for (uint32_t a = 0; a < CG_AXES; ++a) {
     puts_(p, "  ");
     name_(p, pos->name);
     printf_(p, ".n%c = ", "xyz"[a]);
     if (a < D)
-      name_(p, fn->params[1 + a]->name);
+      name_(p, s->extent[a]->name);
     else
       puts_(p, "1");
     puts_(p, ";\n");
   }
-  if (fn->tiled.n) {
-    uint32_t cells = full[0] * full[1] * full[2];
-    uint32_t threads = T[0] * T[1] * T[2];
+  if (s->staged) {
     printf_(p, "  // Load the %ux%u", (unsigned)T[0], (unsigned)T[1]);
     if (D == 3) printf_(p, "x%u", (unsigned)T[2]);
     printf_(p, " tile and its halo of %u.\n", (unsigned)H);
@@ -1660,34 +1663,31 @@ static void stencil_entry(printer_t *p, const cg_func_t *fn) {
               (unsigned)T[0]);
     else
       printf_(p, "rk_tid.y * %uu + rk_tid.x", (unsigned)T[0]);
-    printf_(p, "); rk_i < %u; rk_i += %u) {\n", (unsigned)cells,
-            (unsigned)threads);
+    printf_(p, "); rk_i < %u; rk_i += %u) {\n", (unsigned)s->cells,
+            (unsigned)s->threads);
     static const char *const kG[] = {"rk_gx", "rk_gy", "rk_gz"};
-    char sub[3][64];
-    snprintf(sub[0], sizeof sub[0], "rk_i %% %u", (unsigned)full[0]);
-    if (D == 2)
-      snprintf(sub[1], sizeof sub[1], "rk_i / %u", (unsigned)full[0]);
-    else
-      snprintf(sub[1], sizeof sub[1], "rk_i / %u %% %u", (unsigned)full[0],
-               (unsigned)full[1]);
-    snprintf(sub[2], sizeof sub[2], "rk_i / %u", (unsigned)(full[0] * full[1]));
-    for (uint32_t a = 0; a < D; ++a)
-      printf_(p, "    let %s: i32 = i32(rk_bid.%c * %uu) + %s - %u;\n", kG[a],
-              "xyz"[a], (unsigned)T[a], sub[a], (unsigned)H);
+    for (uint32_t a = 0; a < D; ++a) {
+      printf_(p, "    let %s: i32 = i32(rk_bid.%c * %uu) + ", kG[a], "xyz"[a],
+              (unsigned)T[a]);
+      cell(p, s, (int)a);
+      printf_(p, " - %u;\n", (unsigned)H);
+    }
     puts_(p, "    let rk_in: bool = ");
     for (uint32_t a = 0; a < D; ++a) {
       if (a) puts_(p, " && ");
       printf_(p, "%s >= 0 && %s < ", kG[a], kG[a]);
-      name_(p, fn->params[1 + a]->name);
+      name_(p, s->extent[a]->name);
     }
     puts_(p, ";\n");
-    for (uint32_t i = 0; i < fn->tiled.n; ++i) {
-      const cg_var_t *b = fn->tiled.v[i];
-      puts_(p, "    rk_tile_");
+    for (uint32_t i = 0; i < s->ntiled; ++i) {
+      const cg_var_t *b = s->tiled[i];
+      puts_(p, "    " CG_TILE_PREFIX);
       resource_name(p, b);
       for (int a = (int)D - 1; a >= 0; --a) {
         /* `rk_i / 18 % 18` is fine as an index */
-        printf_(p, "[%s]", sub[a]);
+        puts_(p, "[");
+        cell(p, s, a);
+        puts_(p, "]");
       }
       puts_(p, " = ");
       builtin_call(p, "select");
@@ -1697,45 +1697,47 @@ static void stencil_entry(printer_t *p, const cg_func_t *fn) {
       puts_(p, "[");
       if (D == 3) {
         puts_(p, "(rk_gz * ");
-        name_(p, fn->params[2]->name);
+        name_(p, s->extent[1]->name);
         puts_(p, " + rk_gy) * ");
       } else {
         puts_(p, "rk_gy * ");
       }
-      name_(p, fn->params[1]->name);
+      name_(p, s->extent[0]->name);
       puts_(p, " + rk_gx], rk_in);\n");
     }
     puts_(p, "  }\n  ");
     builtin_call(p, "workgroupBarrier");
     puts_(p, ");\n");
   }
-  /* Threads beyond the tile only helped to load it. */
-  puts_(p, "  if (");
-  for (uint32_t a = 0; a < D; ++a) {
-    if (a) puts_(p, " || ");
-    printf_(p, "rk_tid.%c >= %uu", "xyz"[a], (unsigned)T[a]);
+  if (s->blocked) {
+    /* Threads beyond the tile only helped to load it. */
+    puts_(p, "  if (");
+    for (uint32_t a = 0; a < D; ++a) {
+      if (a) puts_(p, " || ");
+      printf_(p, "rk_tid.%c >= %uu", "xyz"[a], (unsigned)T[a]);
+    }
+    puts_(p, ") {\n    return;\n  }\n");
   }
-  puts_(p, ") {\n    return;\n  }\n");
   /* Only interior points run the body. */
-  rk__cg_emit_stencil_interior(p->out, RK_TARGET_WGSL, pos->name, D, H,
+  rk__cg_emit_stencil_interior(p->out, RK_TARGET_WGSL, s,
                                ") {\n    return;\n  }\n");
-  if (fn->tiled.n) {
+  if (s->staged) {
     static const char *const kL[] = {"rk_lx", "rk_ly", "rk_lz"};
     for (uint32_t a = 0; a < D; ++a)
       printf_(p, "  let %s: i32 = i32(rk_tid.%c) + %u;\n", kL[a], "xyz"[a],
               (unsigned)H);
   }
   puts_(p, "\n");
-  function_body(p, fn->body);
+  function_body(p, fp->fn->body);
   puts_(p, "}\n");
 }
 
 /* if (global thread 0) {, the condition that opens a handler's entries. */
 static void thread_zero(printer_t *p) {
   puts_(p, "  if (");
-  for (int a = 0; a < 3; ++a) {
+  for (int a = 0; a < CG_AXES; ++a) {
     if (a) puts_(p, " && ");
-    index_builtin(p, 4, a);
+    index_builtin(p, CG_INDEX_GLOBAL, a);
     puts_(p, " == 0u");
   }
   puts_(p, ") {\n");
@@ -1743,11 +1745,13 @@ static void thread_zero(printer_t *p) {
 
 /* A batch entry's bindings beyond its handler's: the status buffer (a
  * void handler's entry has none), then the struct holding rk_count. */
-static void batch_resources(printer_t *p, const cg_func_t *fn) {
+static void batch_resources(printer_t *p, const cg_func_plan_t *fp,
+                            const cg_entry_plan_t *ep) {
+  const cg_func_t *fn = fp->fn;
   uint32_t binding = fn->nparams;
-  const char *name = entry_name(p, fn, true);
+  const char *name = ep->name;
   puts_(p, "\n");
-  if (!rk__cg_handler_status(fn)) {
+  if (!fp->handler->status) {
     const char *status = status_string(p, fn);
     declare(p, status, fn->loc);
     printf_(p,
@@ -1772,64 +1776,73 @@ static void batch_resources(printer_t *p, const cg_func_t *fn) {
           name, tname, (unsigned)binding, vname, tname);
 }
 
-static void handler_entry(printer_t *p, const cg_func_t *fn, bool single) {
+static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {
+  const cg_func_t *fn = fp->fn;
+  const cg_handler_plan_t *h = fp->handler;
   /* The body as rk_handle_<name>, reading message rk_m of the module-scope
    * buffers. */
-  char hname[600];
-  snprintf(hname, sizeof hname, "rk_handle_%.500s", fn->name);
-  declare(p, rk__cg_strndup(p->ctx, hname, strlen(hname)), fn->loc);
+  const char *hname = h->handle_name;
+  declare(p, hname, fn->loc);
   printf_(p, "\nfn %s(rk_m: u32%s)%s {\n", hname,
           fn->uses_index
               ? ", rk_tid: vec3<u32>, rk_bid: vec3<u32>, rk_gdim: vec3<u32>"
               : "",
-          rk__cg_handler_status(fn) ? " -> i32" : "");
-  if (rk__cg_handler_status(fn))
+          h->status ? " -> i32" : "");
+  if (h->status)
     value_function_body(p, fn->ret, fn->body);
   else
     function_body(p, fn->body);
   puts_(p, "}\n");
   const char *ix = fn->uses_index ? ", rk_tid, rk_bid, rk_gdim" : "";
   const char *status = status_string(p, fn);
-  if (single) {
-    /* One message per launch, handled by global thread 0. */
-    entry_signature(p, fn, false);
+  for (uint32_t k = 0; k < fp->nentries; ++k) {
+    const cg_entry_plan_t *ep = &fp->entries[k];
+    if (ep->form == CG_FORM_HANDLER) {
+      /* One message per launch, handled by global thread 0. */
+      entry_signature(p, ep);
+      thread_zero(p);
+      /* An int handler's return value goes to the caller through
+       * rk_status. */
+      puts_(p, "    ");
+      if (h->status) printf_(p, "%s[0] = ", status);
+      printf_(p, "%s(0u%s);\n  }\n}\n", hname, ix);
+      continue;
+    }
+    /* rk_count messages per launch, in order, handled by global thread
+     * 0. */
+    batch_resources(p, fp, ep);
+    entry_signature(p, ep);
     thread_zero(p);
-    /* An int handler's return value goes to the caller through rk_status. */
-    puts_(p, "    ");
-    if (rk__cg_handler_status(fn)) printf_(p, "%s[0] = ", status);
-    printf_(p, "%s(0u%s);\n  }\n}\n", hname, ix);
+    puts_(p, "    for (var rk_m: u32 = 0u; rk_m < " CG_BATCH_COUNT_NAME
+             "; rk_m++) {\n      ");
+    if (h->status)
+      printf_(p, "%s[rk_m] = %s(rk_m%s);\n", status, hname, ix);
+    else
+      printf_(p, "%s(rk_m%s);\n      %s[rk_m] = 0;\n", hname, ix, status);
+    puts_(p, "    }\n  }\n}\n");
   }
-  /* rk_count messages per launch, in order, handled by global thread 0. */
-  batch_resources(p, fn);
-  entry_signature(p, fn, true);
-  thread_zero(p);
-  puts_(p, "    for (var rk_m: u32 = 0u; rk_m < " CG_BATCH_COUNT_NAME
-           "; rk_m++) {\n      ");
-  if (rk__cg_handler_status(fn))
-    printf_(p, "%s[rk_m] = %s(rk_m%s);\n", status, hname, ix);
-  else
-    printf_(p, "%s(rk_m%s);\n      %s[rk_m] = 0;\n", hname, ix, status);
-  puts_(p, "    }\n  }\n}\n");
 }
 
-static void entry(printer_t *p, const cg_func_t *fn, const char *selected) {
+static void entry(printer_t *p, const cg_func_plan_t *fp) {
+  const cg_func_t *fn = fp->fn;
   p->fn = fn;
+  p->fp = fp;
   p->entry = fn;
   p->ntemps = 0;
   memset(&p->atomic_vars, 0, sizeof p->atomic_vars);
   find_atomics_stmt(p, fn->body);
-  resources(p, fn);
+  resources(p, fp);
   switch (fn->kind) {
     case CG_FN_KERNEL:
-      entry_signature(p, fn, false);
+      entry_signature(p, &fp->entries[0]);
       function_body(p, fn->body);
       puts_(p, "}\n");
       break;
     case CG_FN_STENCIL:
-      stencil_entry(p, fn);
+      stencil_entry(p, fp);
       break;
     case CG_FN_HANDLER:
-      handler_entry(p, fn, rk__cg_handler_kernel_selected(fn, selected));
+      handler_entry(p, fp);
       break;
     default:
       break;
@@ -1858,25 +1871,17 @@ static void header_comment(printer_t *p, const char *source_name) {
       "rk_wg_z to the launch's block size.\n");
 }
 
-static bool wanted(const cg_func_t *fn, const cg_emit_options_t *o) {
-  return rk__cg_entry_selected(fn, o->entry);
-}
-
-void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_unit_t *unit,
+void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_plan_t *plan,
                       const cg_emit_options_t *options, rk__strbuf_t *out) {
+  const cg_unit_t *unit = plan->unit;
   printer_t p;
   memset(&p, 0, sizeof p);
   p.ctx = ctx;
-  p.unit = unit;
+  p.plan = plan;
   p.out = out;
-  int nentries = 0;
-  for (uint32_t i = 0; i < unit->nitems; ++i)
-    if (unit->items[i].kind == CG_ITEM_FUNC &&
-        wanted(unit->items[i].fn, options))
-      nentries++;
-  p.multi = nentries > 1;
+  p.multi = plan->nselected > 1;
   header_comment(&p, options->source_name ? options->source_name : "<source>");
-  if (nentries) {
+  if (plan->nselected) {
     static const char *const kWg[] = {"rk_wg_x", "rk_wg_y", "rk_wg_z"};
     static const char *const kDefault[] = {"64u", "1u", "1u"};
     puts_(&p, "\n");
@@ -1886,12 +1891,7 @@ void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_unit_t *unit,
       printf_(&p, "override %s: u32 = %s;\n", kWg[a], kDefault[a]);
     }
   }
-  bool dyn = false;
-  for (uint32_t i = 0; i < unit->nitems; ++i)
-    if (unit->items[i].kind == CG_ITEM_FUNC &&
-        wanted(unit->items[i].fn, options))
-      dyn |= unit->items[i].fn->uses_dynamic_shared;
-  if (dyn) {
+  if (plan->dyn_shared) {
     cg_loc_t loc = {1, 1, 0};
     declare(&p, "rk_dyn_shared_bytes", loc);
     puts_(&p,
@@ -1934,6 +1934,7 @@ void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_unit_t *unit,
         }
         puts_(&p, " = ");
         p.fn = NULL;
+        p.fp = NULL;
         expr(&p, v->init);
         puts_(&p, ";\n");
         break;
@@ -1941,9 +1942,9 @@ void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_unit_t *unit,
       case CG_ITEM_FUNC:
         after_consts = true;
         if (it->fn->kind == CG_FN_HELPER)
-          helper(&p, it->fn);
-        else if (wanted(it->fn, options))
-          entry(&p, it->fn, options->entry);
+          helper(&p, &plan->funcs[i]);
+        else if (plan->funcs[i].selected)
+          entry(&p, &plan->funcs[i]);
         break;
     }
     check_size(&p, (cg_loc_t){1, 1, 0});
