@@ -5,7 +5,7 @@
  * (lower.c): the printers print that plan and the tree, and decide only
  * how the target spells it. One printer serves the C family (C, CUDA C,
  * OpenCL C, MSL): it walks the tree once and asks a small per-target table
- * (emit_c_family.c, `kTargets`) how to spell what differs: qualifiers and
+ * (emit_c_targets.c) how to spell what differs: qualifiers and
  * address spaces, scalar type names, built-ins, atomics, barriers,
  * entry-point decoration, layout assertions, and MSL's thread indices as
  * entry parameters. WGSL is different enough to have its own small
