@@ -65,7 +65,7 @@ void rk__cg_struct_c_name(const cg_struct_t *st, char *buf, size_t cap) {
 }
 
 void rk__cg_type_describe(const cg_type_t *t, char *buf, size_t cap) {
-  char inner[256];
+  char inner[CG_TYPE_TEXT_MAX];
   switch (t->kind) {
     case CG_TY_STRUCT:
       rk__cg_struct_c_name(t->st, buf, cap);

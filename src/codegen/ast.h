@@ -467,6 +467,21 @@ typedef enum cg_func_kind {
   CG_FN_HANDLER,
 } cg_func_kind_t;
 
+/* Where the checker's walk of the call graph is with a function. */
+typedef enum cg_visit {
+  CG_VISIT_NONE = 0, /* not reached yet */
+  CG_VISIT_ACTIVE,   /* on the walk's stack: reaching it again is a cycle */
+  CG_VISIT_DONE,     /* it and its callees are done */
+} cg_visit_t;
+
+/* A handler's parameters, in order. */
+enum {
+  CG_HANDLER_IN = 0, /* const IN *in: the request */
+  CG_HANDLER_OUT,    /* OUT *out: the response */
+  CG_HANDLER_STATE,  /* STATE *state: optional, shared by every message */
+  CG_HANDLER_MAX_PARAMS
+};
+
 typedef struct cg_call_edge {
   cg_func_t *callee;
   cg_loc_t loc;
@@ -497,7 +512,7 @@ struct cg_func {
   uint64_t shared_bytes;      /* RK_SHARED arrays (+ stencil tiles) */
   bool uses_dynamic_shared;   /* rk_dynamic_shared() in this body */
   const cg_var_t *dyn_shared; /* its pointer (CG_VAR_DYNSHARED), or NULL */
-  int visit;                  /* checker scratch */
+  cg_visit_t visit;           /* checker scratch (the call graph's walk) */
 };
 
 typedef enum cg_item_kind {
@@ -548,6 +563,9 @@ static inline bool rk__cg_is_signed(const cg_type_t *t) {
 }
 /* The innermost element of an array type (the type itself otherwise). */
 const cg_type_t *rk__cg_type_base(const cg_type_t *t);
+/* Room for a type's description in messages. */
+enum { CG_TYPE_TEXT_MAX = 256 };
+
 /* "float", "const float *", "msg_t", "float[4]" as C spells it. */
 void rk__cg_type_describe(const cg_type_t *t, char *buf, size_t cap);
 /* Name of a struct as C refers to it: the typedef name or "struct tag". */

@@ -151,18 +151,18 @@ static void analyze_calls(checker_t *ch) {
   for (uint32_t i = 0; i < u->nitems; ++i) {
     if (u->items[i].kind != CG_ITEM_FUNC) continue;
     cg_func_t *root = u->items[i].fn;
-    if (!root->body || root->visit) continue;
+    if (!root->body || root->visit != CG_VISIT_NONE) continue;
     uint32_t sp = 0;
     stack[sp].fn = root;
     stack[sp].next = 0;
     sp++;
-    root->visit = 1;
+    root->visit = CG_VISIT_ACTIVE;
     while (sp) {
       frame_t *f = &stack[sp - 1];
       if (f->next < f->fn->calls.n) {
         cg_call_edge_t *edge = f->fn->calls.v[f->next++];
         cg_func_t *callee = edge->callee->def;
-        if (callee->visit == 1) {
+        if (callee->visit == CG_VISIT_ACTIVE) {
           char chain[512];
           size_t n = 0;
           uint32_t from = 0;
@@ -176,8 +176,8 @@ static void analyze_calls(checker_t *ch) {
                        "no call stack",
                        chain);
         }
-        if (callee->visit == 0) {
-          callee->visit = 1;
+        if (callee->visit == CG_VISIT_NONE) {
+          callee->visit = CG_VISIT_ACTIVE;
           stack[sp].fn = callee;
           stack[sp].next = 0;
           sp++;
@@ -200,7 +200,7 @@ static void analyze_calls(checker_t *ch) {
                        fn->name);
         fn->uses_barrier |= callee->uses_barrier;
       }
-      fn->visit = 2;
+      fn->visit = CG_VISIT_DONE;
       sp--;
     }
   }

@@ -72,7 +72,7 @@ static void check_atomic(checker_t *ch, cg_expr_t *e) {
                  name, v->name);
   cg_type_kind_t want = rk__cg_bi_atomic_unsigned(b) ? CG_TY_U32 : CG_TY_I32;
   if (x->type->kind != want) {
-    char t[256], alt[64];
+    char t[CG_TYPE_TEXT_MAX], alt[64];
     snprintf(alt, sizeof alt, "%s", name);
     size_t n = strlen(alt);
     if (x->type->kind == CG_TY_U32 || x->type->kind == CG_TY_I32)
@@ -121,7 +121,7 @@ static void check_stencil_read(checker_t *ch, cg_expr_t *e) {
                  "the stencil",
                  name);
   if (!rk__cg_is_arith(v->type->elem) || v->type->elem->kind == CG_TY_BOOL) {
-    char t[256];
+    char t[CG_TYPE_TEXT_MAX];
     rk__cg_error(ch->ctx, buf->loc,
                  "neighbour reads need a buffer of numbers; '%s' holds %s",
                  v->name, rk__cg_check_describe(v->type->elem, t, sizeof t));
@@ -143,7 +143,9 @@ static void check_stencil_read(checker_t *ch, cg_expr_t *e) {
                  "the second argument of %s must be the stencil's position "
                  "parameter '%s'",
                  name, fn->params[0]->name);
-  int32_t d[3] = {0, 0, 0};
+  /* Neighbour reads take (buffer, position[, dx, dy[, dz]]). */
+  enum { kFirstOffset = 2 };
+  int32_t d[CG_AXES] = {0, 0, 0};
   switch (b) {
     case CG_BI_NORTH:
       d[1] = -1;
@@ -165,18 +167,19 @@ static void check_stencil_read(checker_t *ch, cg_expr_t *e) {
       break;
     case CG_BI_AT:
     case CG_BI_AT3:
-      for (uint32_t i = 2; i < e->call.nargs; ++i) {
+      for (uint32_t i = kFirstOffset; i < e->call.nargs; ++i) {
         static const char *const kWhat[] = {"dx", "dy", "dz"};
         char what[64];
-        snprintf(what, sizeof what, "the offset %s of %s", kWhat[i - 2], name);
-        d[i - 2] = (int32_t)rk__cg_check_fold_int(ch, e->call.args[i], what,
-                                                  -(int64_t)fn->halo, fn->halo);
+        snprintf(what, sizeof what, "the offset %s of %s",
+                 kWhat[i - kFirstOffset], name);
+        d[i - kFirstOffset] = (int32_t)rk__cg_check_fold_int(
+            ch, e->call.args[i], what, -(int64_t)fn->halo, fn->halo);
       }
       break;
     default:
       break;
   }
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < CG_AXES; ++i)
     if (d[i] > (int32_t)fn->halo || d[i] < -(int32_t)fn->halo)
       rk__cg_error(ch->ctx, e->loc,
                    "%s reads outside the halo: stencil '%s' has halo %u", name,

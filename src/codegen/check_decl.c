@@ -9,7 +9,7 @@
  */
 
 static void check_entry_param(checker_t *ch, cg_func_t *fn, cg_var_t *v) {
-  char a[256];
+  char a[CG_TYPE_TEXT_MAX];
   const cg_type_t *t = v->type;
   if (t->kind == CG_TY_POS)
     rk__cg_error(ch->ctx, v->spec.loc,
@@ -86,18 +86,18 @@ static void check_stencil_header(checker_t *ch, cg_func_t *fn) {
   uint64_t threads = 1;
   for (uint32_t i = 0; i < fn->dims; ++i) {
     snprintf(what, sizeof what, "the stencil's tile_%c", "xyz"[i]);
-    fn->tile[i] =
-        (uint32_t)rk__cg_check_fold_int(ch, fn->tile_exprs[i], what, 1, 1024);
+    fn->tile[i] = (uint32_t)rk__cg_check_fold_int(ch, fn->tile_exprs[i], what,
+                                                  1, CG_MAX_TILE_THREADS);
     threads *= fn->tile[i];
   }
   if (fn->dims == 2) fn->tile[2] = 1;
-  fn->halo = (uint32_t)rk__cg_check_fold_int(ch, fn->halo_expr,
-                                             "the stencil's halo", 0, 16);
-  if (threads > 1024)
+  fn->halo = (uint32_t)rk__cg_check_fold_int(
+      ch, fn->halo_expr, "the stencil's halo", 0, CG_MAX_HALO);
+  if (threads > CG_MAX_TILE_THREADS)
     rk__cg_error(ch->ctx, fn->tile_exprs[0]->loc,
                  "the tile of stencil '%s' has %llu threads; a block may "
-                 "have at most 1024",
-                 fn->name, (unsigned long long)threads);
+                 "have at most %d",
+                 fn->name, (unsigned long long)threads, CG_MAX_TILE_THREADS);
   uint32_t need = 1 + fn->dims;
   if (fn->nparams < need || fn->params[0]->type->kind != CG_TY_POS)
     rk__cg_error(ch->ctx, fn->loc,
@@ -117,7 +117,7 @@ static void check_stencil_header(checker_t *ch, cg_func_t *fn) {
 }
 
 void rk__cg_check_function(checker_t *ch, cg_func_t *fn) {
-  char a[256];
+  char a[CG_TYPE_TEXT_MAX];
   /* Return type. */
   const cg_type_t *ret = rk__cg_check_resolve_base(ch, &fn->ret_spec);
   if (fn->ret_spec.is_ptr)
@@ -160,7 +160,7 @@ void rk__cg_check_function(checker_t *ch, cg_func_t *fn) {
         check_entry_param(ch, fn, fn->params[i]);
       break;
     case CG_FN_HANDLER:
-      if (fn->nparams < 2 || fn->nparams > 3)
+      if (fn->nparams < CG_HANDLER_STATE || fn->nparams > CG_HANDLER_MAX_PARAMS)
         rk__cg_error(ch->ctx, fn->loc,
                      "an RK_HANDLER takes (const IN *in, OUT *out) or "
                      "(const IN *in, OUT *out, STATE *state)");
@@ -170,14 +170,14 @@ void rk__cg_check_function(checker_t *ch, cg_func_t *fn) {
           rk__cg_error(ch->ctx, v->spec.loc,
                        "handler parameter '%s' must be a pointer to a "
                        "struct (the message%s), not %s",
-                       v->name, i == 2 ? " state" : "",
+                       v->name, i == CG_HANDLER_STATE ? " state" : "",
                        rk__cg_check_describe(v->type, a, sizeof a));
-        if (i == 0 && !v->type->elem_const)
+        if (i == CG_HANDLER_IN && !v->type->elem_const)
           rk__cg_error(ch->ctx, v->spec.loc,
                        "the input message must be read-only: const %s *%s",
                        rk__cg_check_describe(v->type->elem, a, sizeof a),
                        v->name);
-        if (i > 0 && v->type->elem_const)
+        if (i != CG_HANDLER_IN && v->type->elem_const)
           rk__cg_error(ch->ctx, v->spec.loc,
                        "handler parameter '%s' is written by the handler; "
                        "it cannot be const",

@@ -79,7 +79,7 @@ static void check_call(checker_t *ch, cg_expr_t *e, bool top) {
 
 static void check_member(checker_t *ch, cg_expr_t *e) {
   cg_expr_t *base = e->member.base;
-  char t[256];
+  char t[CG_TYPE_TEXT_MAX];
   if (e->member.arrow) {
     if (base->kind != CG_E_NAME || base->paren)
       rk__cg_error(ch->ctx, e->loc,
@@ -192,7 +192,7 @@ static void check_assign(checker_t *ch, cg_expr_t *e) {
 }
 
 cg_expr_t *rk__cg_check_expr(checker_t *ch, cg_expr_t *e, bool top) {
-  char a[256], b[256];
+  char a[CG_TYPE_TEXT_MAX], b[CG_TYPE_TEXT_MAX];
   switch (e->kind) {
     case CG_E_INT:
     case CG_E_FLOAT:

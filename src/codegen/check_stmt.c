@@ -8,7 +8,7 @@
 
 static cg_expr_t *check_init(checker_t *ch, cg_expr_t *init, const cg_type_t *t,
                              const char *name) {
-  char a[256];
+  char a[CG_TYPE_TEXT_MAX];
   if (init->kind != CG_E_INIT_LIST) {
     if (t->kind == CG_TY_ARRAY)
       rk__cg_error(ch->ctx, init->loc,
@@ -58,7 +58,7 @@ static cg_expr_t *check_init(checker_t *ch, cg_expr_t *init, const cg_type_t *t,
 /* `T *p = (T *)rk_dynamic_shared();`: p becomes a CG_VAR_DYNSHARED. */
 static void check_dynamic_shared(checker_t *ch, cg_var_t *v,
                                  const cg_type_t *base, uint32_t ndecl) {
-  char a[256], b[256];
+  char a[CG_TYPE_TEXT_MAX], b[CG_TYPE_TEXT_MAX];
   cg_func_t *fn = ch->fn;
   if (fn->kind != CG_FN_KERNEL)
     rk__cg_error(ch->ctx, v->init->loc,
@@ -111,7 +111,7 @@ static void check_dynamic_shared(checker_t *ch, cg_var_t *v,
 }
 
 static void check_local(checker_t *ch, cg_var_t *v, uint32_t ndecl) {
-  char a[256];
+  char a[CG_TYPE_TEXT_MAX];
   cg_func_t *fn = ch->fn;
   const cg_type_t *base = rk__cg_check_resolve_base(ch, &v->spec);
   if (v->spec.is_ptr && v->kind == CG_VAR_LOCAL &&
@@ -199,7 +199,7 @@ static int cmp_case(const void *a, const void *b) {
 }
 
 static void check_switch(checker_t *ch, cg_stmt_t *s) {
-  char a[256];
+  char a[CG_TYPE_TEXT_MAX];
   cg_expr_t *v =
       rk__cg_check_rvalue(ch, rk__cg_check_expr(ch, s->switch_.value, false));
   if (!rk__cg_is_integer(v->type))

@@ -195,7 +195,7 @@ cg_expr_t *rk__cg_check_convert(checker_t *ch, cg_expr_t *e,
                                 const cg_type_t *to, const char *context) {
   rk__cg_check_rvalue(ch, e);
   if (e->type == to) return e;
-  char a[256], b[256];
+  char a[CG_TYPE_TEXT_MAX], b[CG_TYPE_TEXT_MAX];
   if (to->kind == CG_TY_STRUCT || e->type->kind == CG_TY_STRUCT ||
       !rk__cg_is_arith(to))
     rk__cg_error(ch->ctx, e->loc, "cannot convert %s to %s in %s",
@@ -214,7 +214,7 @@ cg_expr_t *rk__cg_check_to_bool(checker_t *ch, cg_expr_t *e,
     return wrap_convert(ch, e, scalar(CG_TY_BOOL));
   rk__cg_check_rvalue(ch, e);
   if (!rk__cg_is_arith(e->type)) {
-    char a[256];
+    char a[CG_TYPE_TEXT_MAX];
     rk__cg_error(ch->ctx, e->loc, "%s needs a scalar value, not %s", context,
                  rk__cg_check_describe(e->type, a, sizeof a));
   }
@@ -223,7 +223,7 @@ cg_expr_t *rk__cg_check_to_bool(checker_t *ch, cg_expr_t *e,
 
 cg_expr_t *rk__cg_check_arith_operand(checker_t *ch, cg_expr_t *e, cg_op_t op,
                                       bool integer_only) {
-  char a[256];
+  char a[CG_TYPE_TEXT_MAX];
   if (e->type->kind == CG_TY_PTR) {
     if (op == CG_OP_ADD || op == CG_OP_SUB)
       rk__cg_error(ch->ctx, e->loc,
@@ -247,7 +247,7 @@ cg_expr_t *rk__cg_check_arith_operand(checker_t *ch, cg_expr_t *e, cg_op_t op,
 
 /* Checks that `e` may be assigned and notes the variable as modified. */
 void rk__cg_check_assignable(checker_t *ch, cg_expr_t *e, const char *what) {
-  char a[256];
+  char a[CG_TYPE_TEXT_MAX];
   const cg_expr_t *x = e;
   bool through_buffer = false, const_buffer = false;
   const char *buffer = NULL;

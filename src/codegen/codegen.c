@@ -106,6 +106,9 @@ static bool is_entry(const cg_item_t *it) {
          it->fn->body;
 }
 
+/* The list of entry names in find_entry's message stops at this length. */
+enum { kMaxNamesListed = 1000 };
+
 /* RK_ERR_NOT_FOUND, listing the entries, when `entry` is not one. */
 static rk_status_t find_entry(const cg_unit_t *unit, const char *entry,
                               const char *source_name) {
@@ -118,7 +121,7 @@ static rk_status_t find_entry(const cg_unit_t *unit, const char *entry,
       rk__strbuf_free(&names);
       return RK_OK;
     }
-    if (names.len < 1000) {
+    if (names.len < kMaxNamesListed) {
       if (names.len) rk__strbuf_puts(&names, ", ");
       rk__strbuf_puts(&names, unit->items[i].fn->name);
     }
@@ -284,7 +287,7 @@ static void put_entry(list_writer_t *w, const cg_entry_plan_t *ep) {
   memset(&scratch, 0, sizeof scratch);
   rk_entry_t *en = w->counting ? &scratch : &w->entries[w->e++];
   if (w->counting) w->nentries++;
-  char type[256];
+  char type[CG_TYPE_TEXT_MAX];
   en->name = put_string(w, ep->name);
   if (ep->form == CG_FORM_BATCH) {
     en->batch_of = put_string(w, fn->name);

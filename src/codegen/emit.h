@@ -59,7 +59,8 @@ void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_plan_t *plan,
 /* What a handler's persistent kernel needs: names as the target spells
  * them. */
 typedef struct cg_actor_desc {
-  const char *name;       /* the handler; its body is rk_handle_<name> */
+  const char *name;       /* the handler */
+  const char *handle;     /* the function holding its body (lower.h) */
   const char *in_type;    /* the request type ("echo_req_t") */
   const char *out_type;   /* the response type */
   const char *state_type; /* the state type; NULL without state */
@@ -83,6 +84,13 @@ void rk__cg_emit_stencil_interior(rk__strbuf_t *out, rk_target_t target,
  * "rk_i % 18", "rk_i / 18 % 18", "rk_i / 324" (lower.h). */
 void rk__cg_emit_stencil_cell(rk__strbuf_t *out, const cg_stencil_plan_t *s,
                               int axis);
+
+/* Limits of what printers print. */
+enum {
+  CG_LINE_WIDTH = 80, /* a signature longer than this is one line per param */
+  CG_F32_EXACT_INT = 1 << 24, /* integers below it are exactly floats */
+  CG_HEADER_NAME_MAX = 200,   /* bytes of the source's name in a header */
+};
 
 /* An integer literal of type k in decimal or hex: u32 gets "u", i64 and
  * u64 the suffixes given (may be ""). */

@@ -57,11 +57,13 @@ static void offset_prologue(printer_t *p, const cg_var_t *v,
                   name, name);
 }
 
-/* The printed name of pointer parameter v. */
-static const char *param_name(printer_t *p, const cg_var_t *v, char *buf,
-                              size_t cap) {
+/* The printed name of pointer parameter v, in buf. */
+typedef char param_name_t[sizeof CG_RENAME_PREFIX + CG_MAX_IDENT];
+
+static const char *param_name(printer_t *p, const cg_var_t *v,
+                              param_name_t buf) {
   snprintf(
-      buf, cap, "%s%.200s",
+      buf, sizeof(param_name_t), "%s%s",
       rk__cg_target_reserves(p->t->target, v->name) ? CG_RENAME_PREFIX : "",
       v->name);
   return buf;
@@ -71,7 +73,7 @@ static const char *param_name(printer_t *p, const cg_var_t *v, char *buf,
  * __local buffer for rk_dynamic_shared(). */
 static void launch_param_decl(printer_t *p, const cg_entry_plan_t *ep,
                               uint32_t i) {
-  char buf[256];
+  param_name_t buf;
   if (i == ep->nparams) {
     puts_(p, "__local uchar *rk_dyn_shared");
     return;
@@ -80,8 +82,7 @@ static void launch_param_decl(printer_t *p, const cg_entry_plan_t *ep,
   switch (lp->kind) {
     case CG_LAUNCH_PARAM:
       if (p->buffer_offsets && lp->var->type->kind == CG_TY_PTR)
-        offset_param_decl(p, lp->var, elem_of_var,
-                          param_name(p, lp->var, buf, sizeof buf));
+        offset_param_decl(p, lp->var, elem_of_var, param_name(p, lp->var, buf));
       else
         rk__cg_c_param_decl(p, lp->var);
       return;
@@ -165,7 +166,7 @@ static void entry_signature(printer_t *p, const cg_entry_plan_t *ep) {
   puts_(&q, ") {");
   if (line.failed) {
     p->out->failed = true;
-  } else if (line.len > 80 && end > 1) {
+  } else if (line.len > CG_LINE_WIDTH && end > 1) {
     rk__cg_c_printf(p, "%s %s(", p->t->kernel_decl, ep->name);
     for (uint32_t i = 0; i < end; ++i) {
       puts_(p, i ? ",\n    " : "\n    ");
@@ -177,14 +178,13 @@ static void entry_signature(printer_t *p, const cg_entry_plan_t *ep) {
   }
   rk__strbuf_free(&line);
   if (p->buffer_offsets) {
-    char buf[256];
+    param_name_t buf;
     for (uint32_t i = 0; i < ep->nparams; ++i) {
       const cg_launch_param_t *lp = &ep->params[i];
       if (lp->kind == CG_LAUNCH_STATUS)
         offset_prologue(p, NULL, elem_i32, CG_HANDLER_STATUS_NAME);
       else if (lp->kind == CG_LAUNCH_PARAM && lp->var->type->kind == CG_TY_PTR)
-        offset_prologue(p, lp->var, elem_of_var,
-                        param_name(p, lp->var, buf, sizeof buf));
+        offset_prologue(p, lp->var, elem_of_var, param_name(p, lp->var, buf));
     }
   }
   puts_(p, "\n");
@@ -437,14 +437,16 @@ static void actor_entry(printer_t *p, const cg_func_plan_t *fp) {
     rk__cg_emit_cuda_actor_prelude(p->out);
     p->actor_prelude = true;
   }
-  rk__strbuf_t types[3];
-  for (int i = 0; i < 3; ++i) rk__strbuf_init(&types[i]);
-  cg_actor_desc_t d = {fp->fn->name, NULL, NULL, NULL, h->status};
-  d.in_type = type_text(p, h->in->type->elem, &types[0]);
-  d.out_type = type_text(p, h->out->type->elem, &types[1]);
-  if (h->state) d.state_type = type_text(p, h->state->type->elem, &types[2]);
+  rk__strbuf_t types[CG_HANDLER_MAX_PARAMS];
+  for (int i = 0; i < CG_HANDLER_MAX_PARAMS; ++i) rk__strbuf_init(&types[i]);
+  cg_actor_desc_t d = {
+      .name = fp->fn->name, .handle = h->handle_name, .status = h->status};
+  d.in_type = type_text(p, h->in->type->elem, &types[CG_HANDLER_IN]);
+  d.out_type = type_text(p, h->out->type->elem, &types[CG_HANDLER_OUT]);
+  if (h->state)
+    d.state_type = type_text(p, h->state->type->elem, &types[CG_HANDLER_STATE]);
   rk__cg_emit_cuda_actor_kernel(p->out, &d);
-  for (int i = 0; i < 3; ++i) rk__strbuf_free(&types[i]);
+  for (int i = 0; i < CG_HANDLER_MAX_PARAMS; ++i) rk__strbuf_free(&types[i]);
 }
 
 static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {

@@ -101,7 +101,7 @@ static void int_literal(printer_t *p, uint64_t v, cg_type_kind_t k, bool hex) {
 static void explicit_convert(printer_t *p, const cg_expr_t *e, int min_prec) {
   const cg_expr_t *x = e->convert.operand;
   cg_type_kind_t to = e->type->kind;
-  if (x->kind == CG_E_INT && !x->paren && x->lit_int.value < (1u << 24)) {
+  if (x->kind == CG_E_INT && !x->paren && x->lit_int.value < CG_F32_EXACT_INT) {
     uint64_t v = x->lit_int.value;
     if (to == CG_TY_U32 || to == CG_TY_I32 || to == CG_TY_I64 ||
         to == CG_TY_U64) {
@@ -200,7 +200,7 @@ static void stencil_read(printer_t *p, const cg_expr_t *e) {
   puts_(p, ".idx");
   /* idx + dz*nx*ny + dy*nx + dx */
   static const char *const kStride[] = {NULL, ".nx", ".nx * "};
-  for (int axis = 2; axis >= 0; --axis) {
+  for (int axis = CG_AXES - 1; axis >= 0; --axis) {
     int v = d[axis];
     if (!v) continue;
     puts_(p, v < 0 ? " - " : " + ");

@@ -120,8 +120,8 @@ static void msl_cas_helpers(printer_t *p) {
         "\n/* rk_atomic_cas_*: compare-and-swap returning the old value. Metal "
         "has only\n * the weak exchange, which may fail spuriously: retry "
         "until it succeeds or\n * sees another value. */\n");
-  for (int s = 0; s < 2; ++s)
-    for (int t = 0; t < 2; ++t)
+  for (size_t s = 0; s < sizeof kSpaces / sizeof kSpaces[0]; ++s)
+    for (size_t t = 0; t < sizeof kTypes / sizeof kTypes[0]; ++t)
       rk__cg_c_printf(
           p,
           "static inline %s rk_atomic_cas_%s(%s metal::%s *p, %s expected,\n"
@@ -143,7 +143,8 @@ static void header_comment(printer_t *p, const char *source_name) {
                   p->t->name, p->t->language);
   /* The name goes into a comment: keep it printable and unable to close
    * the comment. */
-  for (const char *s = source_name; *s && s - source_name < 200; ++s) {
+  for (const char *s = source_name; *s && s - source_name < CG_HEADER_NAME_MAX;
+       ++s) {
     char c = *s;
     if ((unsigned char)c < 32 || (unsigned char)c > 126) c = '?';
     if (c == '/' && s > source_name && s[-1] == '*') c = '?';

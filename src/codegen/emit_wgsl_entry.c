@@ -8,10 +8,15 @@
 /* The module-scope name of a handler's status buffer (lower.h), prefixed
  * with the entry's name as buffers are. */
 static const char *status_string(printer_t *p, const cg_func_t *fn) {
-  char name[600];
-  snprintf(name, sizeof name, "%.500s%s" CG_HANDLER_STATUS_NAME,
-           p->multi ? fn->name : "", p->multi ? "_" : "");
-  return rk__cg_strndup(p->ctx, name, strlen(name));
+  return rk__cg_concat(p->ctx, p->multi ? fn->name : "", p->multi ? "_" : "",
+                       CG_HANDLER_STATUS_NAME);
+}
+
+/* The suffix of the by-value parameter struct's names for entry `name`
+ * (rk_params<suffix>_t, rk_params<suffix>). */
+static const char *params_suffix(printer_t *p, const char *name) {
+  if (!p->multi) return "";
+  return rk__cg_concat(p->ctx, "_", name, "");
 }
 
 /* Bindings: buffers 0..k-1 in parameter order (an int handler's status
@@ -51,16 +56,11 @@ static void resources(printer_t *p, const cg_func_plan_t *fp) {
         fn->name, (unsigned)binding++, status);
   }
   if (nvalues) {
-    const char *suffix = p->multi ? fn->name : "";
-    char tname[300], vname[300];
-    snprintf(tname, sizeof tname, "rk_params%s%.256s_t", *suffix ? "_" : "",
-             suffix);
-    snprintf(vname, sizeof vname, "rk_params%s%.256s", *suffix ? "_" : "",
-             suffix);
-    rk__cg_wgsl_declare(p, rk__cg_strndup(p->ctx, tname, strlen(tname)),
-                        fn->loc);
-    rk__cg_wgsl_declare(p, rk__cg_strndup(p->ctx, vname, strlen(vname)),
-                        fn->loc);
+    const char *suffix = params_suffix(p, fn->name);
+    const char *tname = rk__cg_concat(p->ctx, "rk_params", suffix, "_t");
+    const char *vname = rk__cg_concat(p->ctx, "rk_params", suffix, "");
+    rk__cg_wgsl_declare(p, tname, fn->loc);
+    rk__cg_wgsl_declare(p, vname, fn->loc);
     rk__cg_wgsl_printf(
         p,
         "\n// The by-value parameters of %.200s, in order, each at the "
@@ -115,20 +115,12 @@ static void resources(printer_t *p, const cg_func_plan_t *fp) {
   }
 }
 
-/* The suffix of the by-value parameter struct's names for entry `name`
- * (rk_params<suffix>_t, rk_params<suffix>). */
-static const char *params_suffix(printer_t *p, const char *name) {
-  if (!p->multi) return "";
-  char buf[600];
-  snprintf(buf, sizeof buf, "_%.500s", name);
-  return rk__cg_strndup(p->ctx, buf, strlen(buf));
-}
-
 static void entry_signature(printer_t *p, const cg_entry_plan_t *ep) {
   const cg_func_t *fn = ep->fn;
   bool batch = ep->form == CG_FORM_BATCH;
   if (!batch && rk__cg_target_reserves(RK_TARGET_WGSL, fn->name)) {
-    if (!rk__cg_wgsl_builtin_function(fn->name) || p->nshadowing == 8)
+    if (!rk__cg_wgsl_builtin_function(fn->name) ||
+        p->nshadowing == WGSL_MAX_SHADOWING)
       rk__cg_error(p->ctx, fn->loc,
                    "'%s' cannot name an entry point: WGSL reserves it (entry "
                    "points keep their names)",
@@ -175,10 +167,9 @@ static void stencil_entry(printer_t *p, const cg_func_plan_t *fp) {
   const uint32_t *T = s->tile;
   for (uint32_t i = 0; s->staged && i < s->ntiled; ++i) {
     const cg_var_t *b = s->tiled[i];
-    char name[600];
-    snprintf(name, sizeof name, CG_TILE_PREFIX "%.500s",
-             rk__cg_wgsl_resource_string(p, b));
-    rk__cg_wgsl_declare(p, rk__cg_strndup(p->ctx, name, strlen(name)), b->loc);
+    const char *name = rk__cg_concat(p->ctx, CG_TILE_PREFIX,
+                                     rk__cg_wgsl_resource_string(p, b), "");
+    rk__cg_wgsl_declare(p, name, b->loc);
     rk__cg_wgsl_printf(p, "var<workgroup> %s: ", name);
     for (uint32_t a = 0; a < D; ++a) puts_(p, "array<");
     rk__cg_wgsl_type(p, b->type->elem, false);
@@ -327,11 +318,10 @@ static void batch_resources(printer_t *p, const cg_func_plan_t *fp,
   }
   binding++;
   const char *suffix = params_suffix(p, name);
-  char tname[600], vname[600];
-  snprintf(tname, sizeof tname, "rk_params%.500s_t", suffix);
-  snprintf(vname, sizeof vname, "rk_params%.500s", suffix);
-  rk__cg_wgsl_declare(p, rk__cg_strndup(p->ctx, tname, strlen(tname)), fn->loc);
-  rk__cg_wgsl_declare(p, rk__cg_strndup(p->ctx, vname, strlen(vname)), fn->loc);
+  const char *tname = rk__cg_concat(p->ctx, "rk_params", suffix, "_t");
+  const char *vname = rk__cg_concat(p->ctx, "rk_params", suffix, "");
+  rk__cg_wgsl_declare(p, tname, fn->loc);
+  rk__cg_wgsl_declare(p, vname, fn->loc);
   rk__cg_wgsl_printf(p,
                      "// The by-value parameters of %.400s.\nstruct %s {\n"
                      "  " CG_BATCH_COUNT_NAME

@@ -121,7 +121,7 @@ static void unary_operand(printer_t *p, const cg_expr_t *e) {
 void rk__cg_wgsl_shift_amount(printer_t *p, const cg_expr_t *e) {
   const cg_expr_t *x = rk__cg_skip_converts(e);
   if (x->kind == CG_E_INT && rk__cg_is_integer(x->type) &&
-      x->lit_int.value < (1u << 31)) {
+      x->lit_int.value <= INT32_MAX) {
     int_literal(p, x->lit_int.value, CG_TY_U32, x->lit_int.hex);
     return;
   }
@@ -165,7 +165,7 @@ void rk__cg_wgsl_convert(printer_t *p, const cg_type_t *to,
     rk__cg_wgsl_expr(p, x);
     return;
   }
-  if (x->kind == CG_E_INT && x->lit_int.value < (1u << 24)) {
+  if (x->kind == CG_E_INT && x->lit_int.value < CG_F32_EXACT_INT) {
     uint64_t v = x->lit_int.value;
     if (k == CG_TY_U32 || k == CG_TY_I32) {
       int_literal(p, v, k, x->lit_int.hex);
@@ -217,8 +217,8 @@ void rk__cg_wgsl_place(printer_t *p, const cg_expr_t *e) {
 }
 
 static const char *const kAtomicFns[] = {
-    "atomicAdd",      "atomicSub", "atomicAnd", "atomicOr", "atomicXor",
-    "atomicExchange", "atomicMin", "atomicMax", "rk_cas_",
+    "atomicAdd",      "atomicSub", "atomicAnd", "atomicOr",      "atomicXor",
+    "atomicExchange", "atomicMin", "atomicMax", WGSL_CAS_PREFIX,
 };
 
 static void atomic_call(printer_t *p, const cg_expr_t *e) {
@@ -227,13 +227,13 @@ static void atomic_call(printer_t *p, const cg_expr_t *e) {
   if (op == CG_ATOMIC_CAS) {
     /* rk_cas_<array>(indices..., expected, desired) */
     const cg_var_t *root = rk__cg_index_root(target);
-    puts_(p, "rk_cas_");
+    puts_(p, WGSL_CAS_PREFIX);
     if (root) rk__cg_wgsl_resource_name(p, root);
     puts_(p, "(");
-    const cg_expr_t *chain[16];
+    const cg_expr_t *chain[CG_MAX_DIMS + 1]; /* a buffer's arrays too */
     int n = 0;
     for (const cg_expr_t *x = rk__cg_skip_converts(target);
-         x->kind == CG_E_INDEX && n < 16;
+         x->kind == CG_E_INDEX && n < CG_MAX_DIMS + 1;
          x = rk__cg_skip_converts(x->index.base))
       chain[n++] = x;
     for (int i = n - 1; i >= 0; --i) {
@@ -401,7 +401,7 @@ void rk__cg_wgsl_expr(printer_t *p, const cg_expr_t *e) {
       binary(p, e->binary.op, e->binary.lhs, e->binary.rhs);
       return;
     case CG_E_COND: {
-      char key[32];
+      char key[WGSL_PTR_KEY];
       const char *t =
           p->temps.count
               ? rk__cg_map_get(&p->temps, rk__cg_wgsl_ptr_key(key, e))

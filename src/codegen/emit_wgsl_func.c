@@ -142,11 +142,8 @@ void rk__cg_wgsl_cas_helper(printer_t *p, const cg_var_t *v) {
   const cg_type_t *base = rk__cg_type_base(t);
   int dims = v->type->kind == CG_TY_PTR ? 1 : 0;
   for (const cg_type_t *x = t; x->kind == CG_TY_ARRAY; x = x->elem) dims++;
-  const char *rname = rk__cg_wgsl_resource_string(p, v);
-  size_t n = strlen(rname);
-  char *fname = rk__cg_alloc(p->ctx, n + 8);
-  memcpy(fname, "rk_cas_", 7);
-  memcpy(fname + 7, rname, n + 1);
+  const char *fname = rk__cg_concat(p->ctx, WGSL_CAS_PREFIX,
+                                    rk__cg_wgsl_resource_string(p, v), "");
   rk__cg_wgsl_declare(p, fname, v->loc);
   rk__cg_wgsl_printf(
       p,

@@ -17,6 +17,16 @@
 /* Output larger than this means runaway duplication (switch fallthrough). */
 enum { WGSL_MAX_OUTPUT = 32 << 20 };
 
+/* Entry points that may keep the name of a WGSL built-in function they
+ * shadow, per module; a further one is refused. */
+enum { WGSL_MAX_SHADOWING = 8 };
+
+/* Room for a node's address as text, a map key ("%p"). */
+enum { WGSL_PTR_KEY = 32 };
+
+/* rk_cas_<array>: the compare-and-swap helper of an atomic array. */
+#define WGSL_CAS_PREFIX "rk_cas_"
+
 /* ---- Printer state ------------------------------------------------------- */
 
 typedef struct printer {
@@ -34,7 +44,7 @@ typedef struct printer {
   int ntemps;
   /* Entry points named like a WGSL built-in function (shadowing it); the
    * output must not call that built-in (checked at the end). */
-  const cg_func_t *shadowing[8];
+  const cg_func_t *shadowing[WGSL_MAX_SHADOWING];
   int nshadowing;
   cg_map_t called; /* WGSL built-in functions the output calls -> "" */
 } printer_t;

@@ -12,15 +12,11 @@ bool rk__cg_entry_selected(const cg_func_t *fn, const char *entry) {
          strcmp(entry + n, fn->name) == 0;
 }
 
-/* prefix followed by name, in the arena. */
-static const char *prefixed(cg_ctx_t *ctx, const char *prefix,
-                            const char *name) {
-  size_t a = strlen(prefix), b = strlen(name);
-  char *s = rk__cg_alloc(ctx, a + b + 1);
-  memcpy(s, prefix, a);
-  memcpy(s + a, name, b + 1);
-  return s;
-}
+enum {
+  kMaxKernels = 2,     /* a function becomes: a handler's own and batch */
+  kMaxExtraParams = 2, /* launch parameters beyond the source's: rk_status,
+                          rk_count */
+};
 
 /* ---- Stencils ---------------------------------------------------------- */
 
@@ -57,7 +53,7 @@ static cg_stencil_plan_t *lower_stencil(cg_ctx_t *ctx, const cg_func_t *fn) {
 static cg_handler_plan_t *lower_handler(cg_ctx_t *ctx, const cg_func_t *fn,
                                         bool actor) {
   cg_handler_plan_t *h = rk__cg_alloc(ctx, sizeof *h);
-  h->handle_name = prefixed(ctx, CG_HANDLE_PREFIX, fn->name);
+  h->handle_name = rk__cg_concat(ctx, CG_HANDLE_PREFIX, fn->name, "");
   h->in = fn->params[CG_HANDLER_IN];
   h->out = fn->params[CG_HANDLER_OUT];
   h->state =
@@ -77,10 +73,11 @@ static void lower_entry(cg_ctx_t *ctx, cg_entry_plan_t *ep, const cg_func_t *fn,
   ep->fn = fn;
   ep->form = form;
   bool batch = form == CG_FORM_BATCH;
-  ep->name = batch ? prefixed(ctx, CG_BATCH_PREFIX, fn->name) : fn->name;
+  ep->name =
+      batch ? rk__cg_concat(ctx, CG_BATCH_PREFIX, fn->name, "") : fn->name;
   uint32_t first = form == CG_FORM_STENCIL ? 1 : 0;
-  cg_launch_param_t *params =
-      rk__cg_alloc(ctx, (size_t)(fn->nparams - first + 2) * sizeof *params);
+  cg_launch_param_t *params = rk__cg_alloc(
+      ctx, (size_t)(fn->nparams - first + kMaxExtraParams) * sizeof *params);
   uint32_t n = 0;
   for (uint32_t i = first; i < fn->nparams; ++i) {
     params[n].kind = CG_LAUNCH_PARAM;
@@ -104,7 +101,7 @@ static void lower_func(cg_ctx_t *ctx, cg_func_plan_t *fp, const cg_func_t *fn,
   fp->fn = fn;
   fp->selected = rk__cg_entry_selected(fn, entry);
   if (!fp->selected) return;
-  fp->entries = rk__cg_alloc(ctx, 2 * sizeof *fp->entries);
+  fp->entries = rk__cg_alloc(ctx, kMaxKernels * sizeof *fp->entries);
   switch (fn->kind) {
     case CG_FN_KERNEL:
       lower_entry(ctx, &fp->entries[fp->nentries++], fn, CG_FORM_KERNEL, entry);

@@ -60,14 +60,6 @@
  * CG_TILE_PREFIX<buffer>. */
 #define CG_TILE_PREFIX "rk_tile_"
 
-/* A handler's parameters, in order. */
-enum {
-  CG_HANDLER_IN = 0, /* const IN *in: the request */
-  CG_HANDLER_OUT,    /* OUT *out: the response */
-  CG_HANDLER_STATE,  /* STATE *state: optional, shared by every message */
-  CG_HANDLER_MAX_PARAMS_
-};
-
 /* ---- Kernels of the output ---------------------------------------------- */
 
 typedef enum cg_launch_kind {

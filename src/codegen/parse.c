@@ -271,7 +271,7 @@ static void parse_file_item(parser_t *p) {
     fn->is_inline = ds.is_inline;
     fn->ret_spec = spec;
     if (ds.entry == CG_FN_STENCIL) {
-      fn->dims = ds.nentry_args == 4 ? 3 : 2;
+      fn->dims = ds.nentry_args - 1; /* tiles, then the halo */
       for (uint32_t i = 0; i + 1 < ds.nentry_args; ++i)
         fn->tile_exprs[i] = ds.entry_args[i];
       fn->halo_expr = ds.entry_args[ds.nentry_args - 1];

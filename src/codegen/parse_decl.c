@@ -8,7 +8,7 @@
 
 bool rk__cg_parse_is_type_name(const parser_t *p, const cg_token_t *t) {
   if (t->kind != CG_TOK_IDENT) return false;
-  char name[256];
+  char name[CG_MAX_IDENT + 1];
   memcpy(name, t->text, t->len);
   name[t->len] = '\0';
   return rk__cg_map_get(&p->typedefs, name) != NULL;
@@ -186,13 +186,14 @@ void rk__cg_parse_decl_specs(parser_t *p, decl_specs_t *ds, bool file_scope,
           ds->entry = CG_FN_HANDLER;
         } else {
           ds->entry = CG_FN_STENCIL;
-          uint32_t want = t->sub == CG_KW_RK_STENCIL ? 3 : 4;
+          /* A tile size per dimension, then the halo. */
+          bool flat = t->sub == CG_KW_RK_STENCIL;
+          uint32_t want = (flat ? 2 : CG_AXES) + 1;
           rk__cg_parse_expect(
               p, '(',
-              t->sub == CG_KW_RK_STENCIL
-                  ? "'(' after RK_STENCIL (tile_x, tile_y, halo)"
-                  : "'(' after RK_STENCIL3D (tile_x, tile_y, "
-                    "tile_z, halo)");
+              flat ? "'(' after RK_STENCIL (tile_x, tile_y, halo)"
+                   : "'(' after RK_STENCIL3D (tile_x, tile_y, "
+                     "tile_z, halo)");
           for (uint32_t i = 0; i < want; ++i) {
             if (i)
               rk__cg_parse_expect(p, ',',
@@ -202,8 +203,8 @@ void rk__cg_parse_decl_specs(parser_t *p, decl_specs_t *ds, bool file_scope,
           if (!is_punct(cur(p), ')'))
             rk__cg_error(p->ctx, cur(p)->loc, "%s takes %u arguments: %s",
                          rk__cg_kw_spelling(t->sub), want,
-                         want == 3 ? "(tile_x, tile_y, halo)"
-                                   : "(tile_x, tile_y, tile_z, halo)");
+                         flat ? "(tile_x, tile_y, halo)"
+                              : "(tile_x, tile_y, tile_z, halo)");
           next(p);
           ds->nentry_args = want;
         }
@@ -334,8 +335,6 @@ void rk__cg_parse_decl_specs(parser_t *p, decl_specs_t *ds, bool file_scope,
 
 /* ---- Declarators --------------------------------------------------------- */
 
-enum { kMaxDims = 8 };
-
 /* Parses `[*[const|restrict]] name [dims]` into var-like parts. Returns the
  * name token. */
 const cg_token_t *rk__cg_parse_declarator(parser_t *p, cg_typespec_t *spec,
@@ -372,10 +371,10 @@ const cg_token_t *rk__cg_parse_declarator(parser_t *p, cg_typespec_t *spec,
     if (is_punct(cur(p), ']'))
       rk__cg_error(p->ctx, cur(p)->loc,
                    "an array needs a constant size between the brackets");
-    if (dims->n == kMaxDims)
+    if (dims->n == CG_MAX_DIMS)
       rk__cg_error(p->ctx, open->loc,
                    "arrays of more than %d dimensions are not supported",
-                   kMaxDims);
+                   CG_MAX_DIMS);
     cg_expr_t *d = rk__cg_parse_assign(p);
     rk__cg_parse_expect(p, ']', "']' after the array size");
     rk__cg_vec_push(p->ctx, dims, d);

@@ -27,7 +27,7 @@ typedef struct decl_specs {
   bool is_static, is_inline, is_typedef, is_shared;
   cg_func_kind_t entry;
   cg_loc_t entry_loc;
-  cg_expr_t *entry_args[4];
+  cg_expr_t *entry_args[CG_AXES + 1]; /* a stencil's tiles, then halo */
   uint32_t nentry_args;
   cg_struct_t *defined; /* a struct body appeared in the specifiers */
 } decl_specs_t;
