@@ -65,7 +65,7 @@ void rk__cg_struct_c_name(const cg_struct_t *st, char *buf, size_t cap) {
 }
 
 void rk__cg_type_describe(const cg_type_t *t, char *buf, size_t cap) {
-  char inner[256];
+  char inner[CG_TYPE_TEXT_MAX];
   switch (t->kind) {
     case CG_TY_STRUCT:
       rk__cg_struct_c_name(t->st, buf, cap);
@@ -140,4 +140,86 @@ const char *rk__cg_builtin_name(cg_builtin_t b) {
 
 int rk__cg_builtin_nargs(cg_builtin_t b) {
   return b < CG_BI_COUNT_ ? kBuiltins[b].nargs : 0;
+}
+
+/* ---- Walks --------------------------------------------------------------- */
+
+bool rk__cg_expr_any_child(const cg_expr_t *e, cg_expr_pred_t f, void *arg) {
+  switch (e->kind) {
+    case CG_E_UNARY:
+      return f(e->unary.operand, arg);
+    case CG_E_BINARY:
+      return f(e->binary.lhs, arg) || f(e->binary.rhs, arg);
+    case CG_E_ASSIGN:
+      return f(e->assign.target, arg) || f(e->assign.value, arg);
+    case CG_E_INCDEC:
+      return f(e->incdec.target, arg);
+    case CG_E_COND:
+      return f(e->cond.cond, arg) || f(e->cond.then, arg) ||
+             f(e->cond.other, arg);
+    case CG_E_CAST:
+      return f(e->cast.operand, arg);
+    case CG_E_CONVERT:
+      return f(e->convert.operand, arg);
+    case CG_E_INDEX:
+      return f(e->index.base, arg) || f(e->index.index, arg);
+    case CG_E_MEMBER:
+      return f(e->member.base, arg);
+    case CG_E_ADDR:
+      return f(e->addr.operand, arg);
+    case CG_E_CALL:
+      for (uint32_t i = 0; i < e->call.nargs; ++i)
+        if (f(e->call.args[i], arg)) return true;
+      return false;
+    case CG_E_INIT_LIST:
+      for (uint32_t i = 0; i < e->init.n; ++i)
+        if (f(e->init.elems[i], arg)) return true;
+      return false;
+    default:
+      return false;
+  }
+}
+
+bool rk__cg_stmt_any_expr(const cg_stmt_t *s, cg_expr_pred_t f, void *arg) {
+  if (!s) return false;
+  switch (s->kind) {
+    case CG_S_BLOCK:
+      for (uint32_t i = 0; i < s->block.n; ++i)
+        if (rk__cg_stmt_any_expr(s->block.items[i], f, arg)) return true;
+      return false;
+    case CG_S_DECL:
+      for (uint32_t i = 0; i < s->decl.n; ++i)
+        if (s->decl.vars[i]->init && f(s->decl.vars[i]->init, arg)) return true;
+      return false;
+    case CG_S_EXPR:
+    case CG_S_RETURN:
+      return s->expr && f(s->expr, arg);
+    case CG_S_IF:
+      return f(s->if_.cond, arg) || rk__cg_stmt_any_expr(s->if_.then, f, arg) ||
+             rk__cg_stmt_any_expr(s->if_.other, f, arg);
+    case CG_S_WHILE:
+    case CG_S_DO:
+      return f(s->loop.cond, arg) || rk__cg_stmt_any_expr(s->loop.body, f, arg);
+    case CG_S_FOR:
+      return rk__cg_stmt_any_expr(s->for_.init, f, arg) ||
+             (s->for_.cond && f(s->for_.cond, arg)) ||
+             (s->for_.step && f(s->for_.step, arg)) ||
+             rk__cg_stmt_any_expr(s->for_.body, f, arg);
+    case CG_S_SWITCH:
+      return f(s->switch_.value, arg) ||
+             rk__cg_stmt_any_expr(s->switch_.body, f, arg);
+    default:
+      return false;
+  }
+}
+
+const cg_expr_t *rk__cg_skip_converts(const cg_expr_t *e) {
+  while (e->kind == CG_E_CONVERT) e = e->convert.operand;
+  return e;
+}
+
+const cg_var_t *rk__cg_index_root(const cg_expr_t *e) {
+  e = rk__cg_skip_converts(e);
+  while (e->kind == CG_E_INDEX) e = rk__cg_skip_converts(e->index.base);
+  return e->kind == CG_E_NAME ? e->name.var : NULL;
 }

@@ -34,6 +34,9 @@
 
 #include "codegen/context.h"
 
+/* Axes of thread indices and of stencil domains: x, y, z. */
+enum { CG_AXES = 3 };
+
 /* ---- Types --------------------------------------------------------------- */
 
 typedef enum cg_type_kind {
@@ -218,17 +221,43 @@ static inline bool rk__cg_bi_is_math(cg_builtin_t b) {
 static inline bool rk__cg_bi_is_stencil(cg_builtin_t b) {
   return b >= CG_BI_NORTH && b <= CG_BI_AT3;
 }
-/* Index built-ins: 0 thread, 1 block, 2 block dim, 3 grid dim, 4 global;
- * axis 0..2. */
-static inline int rk__cg_bi_index_kind(cg_builtin_t b) {
-  return (int)(b - CG_BI_THREAD_IDX_X) / 3;
+/* What an index built-in indexes, in the table's order (x, y, z each). */
+typedef enum cg_index_kind {
+  CG_INDEX_THREAD = 0, /* rk_thread_idx_* */
+  CG_INDEX_BLOCK,      /* rk_block_idx_* */
+  CG_INDEX_BLOCK_DIM,  /* rk_block_dim_* */
+  CG_INDEX_GRID_DIM,   /* rk_grid_dim_* */
+  CG_INDEX_GLOBAL,     /* rk_global_idx_* */
+  CG_INDEX_COUNT_
+} cg_index_kind_t;
+
+/* The operation of an atomic built-in, in the table's order (i32, then
+ * u32). */
+typedef enum cg_atomic_op {
+  CG_ATOMIC_ADD = 0,
+  CG_ATOMIC_SUB,
+  CG_ATOMIC_AND,
+  CG_ATOMIC_OR,
+  CG_ATOMIC_XOR,
+  CG_ATOMIC_EXCH,
+  CG_ATOMIC_MIN,
+  CG_ATOMIC_MAX,
+  CG_ATOMIC_CAS, /* three arguments: (p, expected, desired) */
+  CG_ATOMIC_COUNT_
+} cg_atomic_op_t;
+
+/* The math built-ins, CG_BI_SQRTF .. CG_BI_TANHF. */
+enum { CG_MATH_COUNT = CG_BI_TANHF - CG_BI_SQRTF + 1 };
+
+static inline cg_index_kind_t rk__cg_bi_index_kind(cg_builtin_t b) {
+  return (cg_index_kind_t)((b - CG_BI_THREAD_IDX_X) / CG_AXES);
 }
+/* The axis of an index built-in: 0 (x) .. 2 (z). */
 static inline int rk__cg_bi_axis(cg_builtin_t b) {
-  return (int)(b - CG_BI_THREAD_IDX_X) % 3;
+  return (int)(b - CG_BI_THREAD_IDX_X) % CG_AXES;
 }
-/* Atomics: 0 add, 1 sub, 2 and, 3 or, 4 xor, 5 exch, 6 min, 7 max, 8 cas. */
-static inline int rk__cg_bi_atomic_op(cg_builtin_t b) {
-  return (int)(b - CG_BI_ATOMIC_ADD_I32) % 9;
+static inline cg_atomic_op_t rk__cg_bi_atomic_op(cg_builtin_t b) {
+  return (cg_atomic_op_t)((b - CG_BI_ATOMIC_ADD_I32) % CG_ATOMIC_COUNT_);
 }
 static inline bool rk__cg_bi_atomic_unsigned(cg_builtin_t b) {
   return b >= CG_BI_ATOMIC_ADD_U32;
@@ -438,6 +467,21 @@ typedef enum cg_func_kind {
   CG_FN_HANDLER,
 } cg_func_kind_t;
 
+/* Where the checker's walk of the call graph is with a function. */
+typedef enum cg_visit {
+  CG_VISIT_NONE = 0, /* not reached yet */
+  CG_VISIT_ACTIVE,   /* on the walk's stack: reaching it again is a cycle */
+  CG_VISIT_DONE,     /* it and its callees are done */
+} cg_visit_t;
+
+/* A handler's parameters, in order. */
+enum {
+  CG_HANDLER_IN = 0, /* const IN *in: the request */
+  CG_HANDLER_OUT,    /* OUT *out: the response */
+  CG_HANDLER_STATE,  /* STATE *state: optional, shared by every message */
+  CG_HANDLER_MAX_PARAMS
+};
+
 typedef struct cg_call_edge {
   cg_func_t *callee;
   cg_loc_t loc;
@@ -457,8 +501,8 @@ struct cg_func {
 
   /* Stencils: dimensions (2 or 3), tile and halo as written and folded. */
   uint32_t dims;
-  cg_expr_t *tile_exprs[3], *halo_expr;
-  uint32_t tile[3], halo;
+  cg_expr_t *tile_exprs[CG_AXES], *halo_expr;
+  uint32_t tile[CG_AXES], halo;
   cg_vec_t tiled; /* cg_var_t*: buffers read via neighbours, in order */
 
   /* Filled by the checker (transitively over calls where it says so). */
@@ -468,26 +512,8 @@ struct cg_func {
   uint64_t shared_bytes;      /* RK_SHARED arrays (+ stencil tiles) */
   bool uses_dynamic_shared;   /* rk_dynamic_shared() in this body */
   const cg_var_t *dyn_shared; /* its pointer (CG_VAR_DYNSHARED), or NULL */
-  int visit;                  /* checker scratch */
+  cg_visit_t visit;           /* checker scratch (the call graph's walk) */
 };
-
-/* An RK_HANDLER that returns int: its kernel takes a trailing int32_t
- * buffer, rk_status, whose element 0 receives rk_handle_<name>'s return
- * value (0: success, anything else: the handler's error code). */
-static inline bool rk__cg_handler_status(const cg_func_t *fn) {
-  return fn->kind == CG_FN_HANDLER && fn->ret && fn->ret->kind != CG_TY_VOID;
-}
-
-/* The name of that parameter in every target's output. User names cannot
- * start with rk_, so it never clashes with the handler's own. */
-#define CG_HANDLER_STATUS_NAME "rk_status"
-
-/* Every handler also gets a batch entry, CG_BATCH_PREFIX<name>, that runs
- * it on rk_count messages in order in one launch: parameters (in, out[,
- * state], int32_t *rk_status, uint32_t rk_count); rk_status[m] receives
- * the result for message m (0 for a void handler). */
-#define CG_BATCH_PREFIX "rk_batch_"
-#define CG_BATCH_COUNT_NAME "rk_count"
 
 typedef enum cg_item_kind {
   CG_ITEM_STRUCT = 1,
@@ -537,9 +563,33 @@ static inline bool rk__cg_is_signed(const cg_type_t *t) {
 }
 /* The innermost element of an array type (the type itself otherwise). */
 const cg_type_t *rk__cg_type_base(const cg_type_t *t);
+/* Room for a type's description in messages. */
+enum { CG_TYPE_TEXT_MAX = 256 };
+
 /* "float", "const float *", "msg_t", "float[4]" as C spells it. */
 void rk__cg_type_describe(const cg_type_t *t, char *buf, size_t cap);
 /* Name of a struct as C refers to it: the typedef name or "struct tag". */
 void rk__cg_struct_c_name(const cg_struct_t *st, char *buf, size_t cap);
+
+/* ---- Walks --------------------------------------------------------------- */
+
+/* A predicate over expressions, with the caller's state. */
+typedef bool (*cg_expr_pred_t)(const cg_expr_t *e, void *arg);
+
+/* f on each direct sub-expression of e, in source order; true as soon as
+ * one call returns true (the rest are not visited). */
+bool rk__cg_expr_any_child(const cg_expr_t *e, cg_expr_pred_t f, void *arg);
+
+/* f on each expression that statements below s (s included, may be NULL)
+ * hold directly (initialisers, conditions, steps, values), in source
+ * order; true as soon as one call returns true. f is not applied to the
+ * sub-expressions itself: it recurses with rk__cg_expr_any_child. */
+bool rk__cg_stmt_any_expr(const cg_stmt_t *s, cg_expr_pred_t f, void *arg);
+
+/* e without the implicit conversions around it. */
+const cg_expr_t *rk__cg_skip_converts(const cg_expr_t *e);
+
+/* The root variable of an indexing chain (a[i][j] -> a), or NULL. */
+const cg_var_t *rk__cg_index_root(const cg_expr_t *e);
 
 #endif /* RK_CODEGEN_AST_H_ */

@@ -1,8 +1,8 @@
 /* Public API of the transpiler (rk/codegen.h): runs lexer -> parser ->
- * checker under one error exit, then a printer. */
+ * checker under one error exit, then the lowering (lower.h) and a
+ * printer (emit.h). */
 #include "rk/codegen.h"
 
-#include <ctype.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,33 +13,9 @@
 #include "codegen/check.h"
 #include "codegen/emit.h"
 #include "codegen/lexer.h"
+#include "codegen/lower.h"
 #include "codegen/parser.h"
-
-static const char *const kTargetNames[RK_TARGET_COUNT_] = {
-    [RK_TARGET_C] = "c",           [RK_TARGET_CUDA] = "cuda",
-    [RK_TARGET_OPENCL] = "opencl", [RK_TARGET_WGSL] = "wgsl",
-    [RK_TARGET_MSL] = "msl",
-};
-
-const char *rk_target_name(rk_target_t target) {
-  return (unsigned)target < RK_TARGET_COUNT_ ? kTargetNames[target] : "unknown";
-}
-
-rk_status_t rk_target_from_name(const char *name, rk_target_t *out_target) {
-  if (!name || !out_target)
-    return rk__fail(RK_ERR_INVALID_ARGUMENT, "rk_target_from_name: NULL");
-  for (int t = 0; t < RK_TARGET_COUNT_; ++t) {
-    const char *a = kTargetNames[t], *b = name;
-    while (*a && tolower((unsigned char)*b) == *a) a++, b++;
-    if (!*a && !*b) {
-      *out_target = (rk_target_t)t;
-      return RK_OK;
-    }
-  }
-  return rk__fail(RK_ERR_INVALID_ARGUMENT,
-                  "unknown target '%.64s' (known: c, cuda, opencl, wgsl, msl)",
-                  name);
-}
+#include "codegen/targets.h"
 
 const char *rk_entry_kind_name(rk_entry_kind_t kind) {
   switch (kind) {
@@ -59,14 +35,6 @@ void rk_transpile_options_init(rk_transpile_options_t *options) {
 
 void rk_transpile_free(char *text) { free(text); }
 
-/* What each target can express (the checker refuses the rest). */
-static cg_caps_t target_caps(rk_target_t target) {
-  cg_caps_t caps = {rk_target_name(target), true, true};
-  if (target == RK_TARGET_MSL) caps.f64 = false;
-  if (target == RK_TARGET_WGSL) caps.i64 = caps.f64 = false;
-  return caps;
-}
-
 /* Lexes, parses and checks ctx->source into *unit. On failure the status
  * and message are already recorded (rk_last_error(), ctx->diag). */
 static rk_status_t front_end(cg_ctx_t *ctx, cg_unit_t *unit) {
@@ -84,8 +52,23 @@ static rk_status_t front_end(cg_ctx_t *ctx, cg_unit_t *unit) {
   return RK_OK;
 }
 
-/* Prints `unit` (every entry point, or the one `entry` names) into
- * *out_text. The WGSL printer can refuse a source (rk__cg_error), so
+/* Lowers `unit` for the selection `entry` into *plan, under an error exit
+ * of its own (lowering fails only for memory). */
+static rk_status_t lower_unit(cg_ctx_t *ctx, const cg_unit_t *unit,
+                              const char *entry, cg_plan_t *plan) {
+  jmp_buf jb;
+  ctx->jmp = &jb;
+  if (setjmp(jb) != 0) {
+    ctx->jmp = NULL;
+    return ctx->status;
+  }
+  rk__cg_lower(ctx, unit, entry, false, plan);
+  ctx->jmp = NULL;
+  return RK_OK;
+}
+
+/* Lowers and prints `unit` (every entry point, or the one `entry` names)
+ * into *out_text. The WGSL printer can refuse a source (rk__cg_error), so
  * printing runs under the same error exit as the front end. */
 static rk_status_t print_unit(cg_ctx_t *ctx, const cg_unit_t *unit,
                               rk_target_t target,
@@ -93,8 +76,7 @@ static rk_status_t print_unit(cg_ctx_t *ctx, const cg_unit_t *unit,
                               const char *entry, char **out_text) {
   rk__strbuf_t out;
   rk__strbuf_init(&out);
-  cg_emit_options_t eo = {ctx->source_name, entry,
-                          options && options->persistent_actors,
+  cg_emit_options_t eo = {ctx->source_name,
                           options && options->opencl_buffer_offsets};
   jmp_buf jb;
   ctx->jmp = &jb;
@@ -103,10 +85,12 @@ static rk_status_t print_unit(cg_ctx_t *ctx, const cg_unit_t *unit,
     rk__strbuf_free(&out);
     return ctx->status;
   }
+  cg_plan_t plan;
+  rk__cg_lower(ctx, unit, entry, options && options->persistent_actors, &plan);
   if (target == RK_TARGET_WGSL)
-    rk__cg_emit_wgsl(ctx, unit, &eo, &out);
+    rk__cg_emit_wgsl(ctx, &plan, &eo, &out);
   else
-    rk__cg_emit_c_family(unit, target, &eo, &out);
+    rk__cg_emit_c_family(&plan, target, &eo, &out);
   ctx->jmp = NULL;
   if (out.failed || !out.data) {
     rk__strbuf_free(&out);
@@ -122,6 +106,9 @@ static bool is_entry(const cg_item_t *it) {
          it->fn->body;
 }
 
+/* The list of entry names in find_entry's message stops at this length. */
+enum { kMaxNamesListed = 1000 };
+
 /* RK_ERR_NOT_FOUND, listing the entries, when `entry` is not one. */
 static rk_status_t find_entry(const cg_unit_t *unit, const char *entry,
                               const char *source_name) {
@@ -134,7 +121,7 @@ static rk_status_t find_entry(const cg_unit_t *unit, const char *entry,
       rk__strbuf_free(&names);
       return RK_OK;
     }
-    if (names.len < 1000) {
+    if (names.len < kMaxNamesListed) {
       if (names.len) rk__strbuf_puts(&names, ", ");
       rk__strbuf_puts(&names, unit->items[i].fn->name);
     }
@@ -196,7 +183,7 @@ rk_status_t rk_transpile_ex(const char *source, rk_target_t target,
     return rk__fail(RK_ERR_INVALID_ARGUMENT, "transpile: out_text is NULL");
   rk_status_t s = check_target(target, options, out_diag);
   if (s != RK_OK) return s;
-  cg_caps_t caps = target_caps(target);
+  cg_caps_t caps = rk__cg_target_caps(target);
   cg_ctx_t ctx;
   s = begin(&ctx, source, options, &caps, out_diag);
   if (s != RK_OK) return s;
@@ -244,10 +231,6 @@ static rk_arg_kind_t arg_kind(const cg_type_t *t) {
   }
 }
 
-static bool wanted(const cg_item_t *it, const char *entry) {
-  return is_entry(it) && rk__cg_entry_selected(it->fn, entry);
-}
-
 /* The C types of the status buffer and message count of handlers' and
  * batch entries' kernels, as listed. */
 static const char kStatusType[] = "int32_t *";
@@ -265,22 +248,17 @@ typedef struct list_writer {
   bool counting;
 } list_writer_t;
 
-/* Copies a then b (may be "") as one string into the block. */
-static const char *put_string2(list_writer_t *w, const char *a, const char *b) {
-  size_t na = strlen(a), nb = strlen(b) + 1;
+/* Copies s into the block. */
+static const char *put_string(list_writer_t *w, const char *s) {
+  size_t n = strlen(s) + 1;
   if (w->counting) {
-    w->nstrings += na + nb;
+    w->nstrings += n;
     return NULL;
   }
   char *d = w->str;
-  memcpy(d, a, na);
-  memcpy(d + na, b, nb);
-  w->str += na + nb;
+  memcpy(d, s, n);
+  w->str += n;
   return d;
-}
-
-static const char *put_string(list_writer_t *w, const char *s) {
-  return put_string2(w, s, "");
 }
 
 static void put_param(list_writer_t *w, rk_entry_t *en, const char *name,
@@ -302,19 +280,19 @@ static void put_param(list_writer_t *w, rk_entry_t *en, const char *name,
   ep->read_only = read_only;
 }
 
-/* Entry fn, or with `batch` its handler's batch entry. */
-static void put_entry(list_writer_t *w, const cg_func_t *fn, bool batch) {
+/* One kernel of the output, as listed. */
+static void put_entry(list_writer_t *w, const cg_entry_plan_t *ep) {
+  const cg_func_t *fn = ep->fn;
   rk_entry_t scratch;
   memset(&scratch, 0, sizeof scratch);
   rk_entry_t *en = w->counting ? &scratch : &w->entries[w->e++];
   if (w->counting) w->nentries++;
-  char type[256];
-  if (batch) {
-    en->name = put_string2(w, CG_BATCH_PREFIX, fn->name);
+  char type[CG_TYPE_TEXT_MAX];
+  en->name = put_string(w, ep->name);
+  if (ep->form == CG_FORM_BATCH) {
     en->batch_of = put_string(w, fn->name);
     en->kind = RK_ENTRY_KERNEL;
   } else {
-    en->name = put_string(w, fn->name);
     en->kind = fn->kind == CG_FN_KERNEL    ? RK_ENTRY_KERNEL
                : fn->kind == CG_FN_STENCIL ? RK_ENTRY_STENCIL
                                            : RK_ENTRY_HANDLER;
@@ -328,46 +306,51 @@ static void put_entry(list_writer_t *w, const cg_func_t *fn, bool batch) {
   en->uses_barrier = fn->uses_barrier;
   en->shared_bytes = (size_t)fn->shared_bytes;
   en->dynamic_shared = fn->uses_dynamic_shared;
-  for (uint32_t k = fn->kind == CG_FN_STENCIL ? 1 : 0; k < fn->nparams; ++k) {
-    const cg_var_t *v = fn->params[k];
-    rk__cg_type_describe(v->type, type, sizeof type);
-    bool ptr = v->type->kind == CG_TY_PTR;
-    put_param(w, en, v->name, type, arg_kind(v->type), v->type->size,
-              ptr ? v->type->elem->size : 0, ptr && v->type->elem_const);
+  for (uint32_t k = 0; k < ep->nparams; ++k) {
+    const cg_var_t *v = ep->params[k].var;
+    switch (ep->params[k].kind) {
+      case CG_LAUNCH_PARAM: {
+        rk__cg_type_describe(v->type, type, sizeof type);
+        bool ptr = v->type->kind == CG_TY_PTR;
+        put_param(w, en, v->name, type, arg_kind(v->type), v->type->size,
+                  ptr ? v->type->elem->size : 0, ptr && v->type->elem_const);
+        break;
+      }
+      case CG_LAUNCH_STATUS:
+        /* The kernel's int32_t buffer for the handler's results. */
+        en->handler_status = ep->form != CG_FORM_BATCH;
+        put_param(w, en, CG_HANDLER_STATUS_NAME, kStatusType, RK_ARG_PTR,
+                  sizeof(rk_devptr_t), sizeof(int32_t), false);
+        break;
+      case CG_LAUNCH_COUNT:
+        put_param(w, en, CG_BATCH_COUNT_NAME, kCountType, RK_ARG_U32,
+                  sizeof(uint32_t), 0, false);
+        break;
+    }
   }
-  if (batch || rk__cg_handler_status(fn)) {
-    /* The kernel's int32_t buffer for the handler's results. */
-    en->handler_status = !batch;
-    put_param(w, en, CG_HANDLER_STATUS_NAME, kStatusType, RK_ARG_PTR,
-              sizeof(rk_devptr_t), sizeof(int32_t), false);
-  }
-  if (batch)
-    put_param(w, en, CG_BATCH_COUNT_NAME, kCountType, RK_ARG_U32,
-              sizeof(uint32_t), 0, false);
 }
 
-/* The listing: every entry, or exactly the one `entry` names (a handler
- * or its batch entry; the printers keep both either way). */
-static void put_entries(list_writer_t *w, const cg_unit_t *unit,
-                        const char *entry) {
-  for (uint32_t i = 0; i < unit->nitems; ++i) {
-    const cg_item_t *it = &unit->items[i];
-    if (!wanted(it, entry)) continue;
-    bool is_batch = entry && strcmp(entry, it->fn->name) != 0;
-    if (!is_batch) put_entry(w, it->fn, false);
-    if (it->fn->kind == CG_FN_HANDLER && (!entry || is_batch))
-      put_entry(w, it->fn, true);
+/* The listing: every kernel the selection lists (a selection naming a
+ * handler lists only it, though its batch entry is printed too). */
+static void put_entries(list_writer_t *w, const cg_plan_t *plan) {
+  for (uint32_t i = 0; i < plan->unit->nitems; ++i) {
+    const cg_func_plan_t *fp = &plan->funcs[i];
+    for (uint32_t k = 0; k < fp->nentries; ++k)
+      if (fp->entries[k].listed) put_entry(w, &fp->entries[k]);
   }
 }
 
 /* Copies everything into one allocation: the list, the entries, the
  * parameters, then the strings. */
-static rk_status_t build_list(const cg_unit_t *unit, const char *entry,
-                              rk_entry_list_t **out) {
+static rk_status_t build_list(cg_ctx_t *ctx, const cg_unit_t *unit,
+                              const char *entry, rk_entry_list_t **out) {
+  cg_plan_t plan;
+  rk_status_t s = lower_unit(ctx, unit, entry, &plan);
+  if (s != RK_OK) return s;
   list_writer_t w;
   memset(&w, 0, sizeof w);
   w.counting = true;
-  put_entries(&w, unit, entry);
+  put_entries(&w, &plan);
   size_t nentries = w.nentries, nparams = w.nparams;
   size_t bytes = sizeof(rk_entry_list_t) + nentries * sizeof(rk_entry_t) +
                  nparams * sizeof(rk_entry_param_t) + w.nstrings;
@@ -380,7 +363,7 @@ static rk_status_t build_list(const cg_unit_t *unit, const char *entry,
   w.str = (char *)(w.params + nparams);
   list->count = nentries;
   list->entries = nentries ? w.entries : NULL;
-  put_entries(&w, unit, entry);
+  put_entries(&w, &plan);
   *out = list;
   return RK_OK;
 }
@@ -393,7 +376,7 @@ rk_status_t rk_codegen_list_entries(const char *source,
   if (!out_list)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "rk_codegen_list_entries: out_list is NULL");
-  cg_caps_t caps = {NULL, true, true};
+  cg_caps_t caps = rk__cg_any_target_caps();
   cg_ctx_t ctx;
   rk_status_t s = begin(&ctx, source, options, &caps, out_diag);
   if (s != RK_OK) return s;
@@ -402,7 +385,7 @@ rk_status_t rk_codegen_list_entries(const char *source,
   const char *entry = options ? options->entry : NULL;
   s = front_end(&ctx, &unit);
   if (s == RK_OK) s = find_entry(&unit, entry, ctx.source_name);
-  if (s == RK_OK) s = build_list(&unit, entry, out_list);
+  if (s == RK_OK) s = build_list(&ctx, &unit, entry, out_list);
   if (out_diag && s == RK_ERR_COMPILE) *out_diag = ctx.diag;
   rk__cg_ctx_free(&ctx);
   return s;
@@ -484,7 +467,7 @@ rk_status_t rk_codegen_compile(const char *source, rk_target_t target,
   rk_status_t s = check_target(target, options, out_diag);
   if (s != RK_OK) return s;
   const bool per_entry = options && options->per_entry;
-  cg_caps_t caps = target_caps(target);
+  cg_caps_t caps = rk__cg_target_caps(target);
   cg_ctx_t ctx;
   s = begin(&ctx, source, options, &caps, out_diag);
   if (s != RK_OK) return s;
@@ -497,7 +480,7 @@ rk_status_t rk_codegen_compile(const char *source, rk_target_t target,
   memset(&r, 0, sizeof r);
   s = front_end(&ctx, &unit);
   if (s == RK_OK) s = find_entry(&unit, entry, ctx.source_name);
-  if (s == RK_OK) s = build_list(&unit, entry, &r.entries);
+  if (s == RK_OK) s = build_list(&ctx, &unit, entry, &r.entries);
   if (s == RK_OK && per_entry)
     s = print_entries(&ctx, &unit, target, options, &r);
   else if (s == RK_OK)

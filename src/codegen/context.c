@@ -8,13 +8,20 @@
 
 /* ---- Arena ------------------------------------------------------------- */
 
+enum {
+  kChunkSize = 64 * 1024, /* bytes of an arena chunk */
+  kAlign = 16,            /* of every arena allocation */
+  kShownLine = 300,       /* bytes of the source line a diagnostic shows */
+  /* Room beside a diagnostic's message for the name, position, source
+   * line and caret. */
+  kDiagExtra = 1024,
+};
+
 struct cg_chunk {
   cg_chunk_t *next;
   size_t used, cap;
-  _Alignas(16) unsigned char data[];
+  _Alignas(kAlign) unsigned char data[];
 };
-
-enum { kChunkSize = 64 * 1024 };
 
 static _Thread_local unsigned g_fail_after;
 
@@ -23,8 +30,8 @@ void rk__cg_fail_alloc_after(unsigned n) { g_fail_after = n; }
 void *rk__cg_arena_alloc(cg_arena_t *arena, size_t n) {
   if (g_fail_after && --g_fail_after == 0) return NULL;
   if (n > CG_MAX_ARENA) return NULL;
-  n = (n + 15) & ~(size_t)15;
-  if (n == 0) n = 16;
+  n = (n + kAlign - 1) & ~(size_t)(kAlign - 1);
+  if (n == 0) n = kAlign;
   cg_chunk_t *c = arena->head;
   if (!c || c->cap - c->used < n) {
     size_t cap = n > kChunkSize / 2 ? n : kChunkSize;
@@ -88,15 +95,15 @@ static void format_diag(const cg_ctx_t *ctx, cg_loc_t loc,
   while (start > 0 && ctx->source[start - 1] != '\n') --start;
   size_t end = off;
   while (end < ctx->source_len && ctx->source[end] != '\n') ++end;
-  size_t shown = end - start > 300 ? 300 : end - start;
-  char caret[320];
+  size_t shown = end - start > kShownLine ? kShownLine : end - start;
+  char caret[kShownLine + 20];
   size_t ci = 0;
   for (size_t i = start; i < off && ci < sizeof caret - 2; ++i)
     caret[ci++] = ctx->source[i] == '\t' ? '\t' : ' ';
   caret[ci++] = '^';
   caret[ci] = '\0';
   /* Control characters would garble a terminal; show them as '?'. */
-  char line[304];
+  char line[kShownLine + 4];
   for (size_t i = 0; i < shown; ++i) {
     unsigned char ch = (unsigned char)ctx->source[start + i];
     line[i] = (ch < 32 && ch != '\t') || ch == 127 ? '?' : (char)ch;
@@ -111,7 +118,7 @@ _Noreturn void rk__cg_error(cg_ctx_t *ctx, cg_loc_t loc, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(ctx->diag.message, sizeof ctx->diag.message, fmt, ap);
   va_end(ap);
-  char text[sizeof ctx->diag.message + 1024];
+  char text[sizeof ctx->diag.message + kDiagExtra];
   format_diag(ctx, loc, &ctx->diag, text, sizeof text);
   rk__fail(RK_ERR_COMPILE, "%s", text);
   ctx->status = RK_ERR_COMPILE;
@@ -129,7 +136,7 @@ void rk__cg_refuse(cg_ctx_t *ctx, cg_loc_t loc, const char *fmt, ...) {
   rk_diagnostic_t *diag = &ctx->refusal_diag;
   memcpy(diag->message, message, sizeof message);
   snprintf(diag->source_name, sizeof diag->source_name, "%s", ctx->source_name);
-  char text[sizeof message + 1024];
+  char text[sizeof message + kDiagExtra];
   format_diag(ctx, loc, diag, text, sizeof text);
   ctx->refusal = rk__cg_strndup(ctx, text, strlen(text));
 }
@@ -154,6 +161,16 @@ char *rk__cg_strndup(cg_ctx_t *ctx, const char *s, size_t n) {
   memcpy(p, s, n);
   p[n] = '\0';
   return p;
+}
+
+const char *rk__cg_concat(cg_ctx_t *ctx, const char *a, const char *b,
+                          const char *c) {
+  size_t na = strlen(a), nb = strlen(b), nc = strlen(c);
+  char *s = rk__cg_alloc(ctx, na + nb + nc + 1);
+  memcpy(s, a, na);
+  memcpy(s + na, b, nb);
+  memcpy(s + na + nb, c, nc + 1);
+  return s;
 }
 
 void rk__cg_vec_push(cg_ctx_t *ctx, cg_vec_t *vec, void *item) {

@@ -29,14 +29,18 @@
 
 /* Limits that keep every input bounded in time and memory. */
 enum {
-  CG_MAX_SOURCE = 1 << 20,  /* bytes of source */
-  CG_MAX_DEPTH = 256,       /* nesting of statements and expressions */
-  CG_MAX_PARAMS = 64,       /* parameters of one function */
-  CG_MAX_CONDS = 64,        /* nesting of #ifdef/#ifndef */
-  CG_MAX_FIELDS = 256,      /* fields of one struct */
-  CG_MAX_ARENA = 256 << 20, /* bytes of one compilation's arena */
-  CG_MAX_OBJECT = 1 << 30,  /* bytes of one type */
-  CG_MAX_STRUCT_ARG = 256,  /* bytes of a struct passed by value */
+  CG_MAX_SOURCE = 1 << 20,    /* bytes of source */
+  CG_MAX_DEPTH = 256,         /* nesting of statements and expressions */
+  CG_MAX_PARAMS = 64,         /* parameters of one function */
+  CG_MAX_CONDS = 64,          /* nesting of #ifdef/#ifndef */
+  CG_MAX_FIELDS = 256,        /* fields of one struct */
+  CG_MAX_ARENA = 256 << 20,   /* bytes of one compilation's arena */
+  CG_MAX_OBJECT = 1 << 30,    /* bytes of one type */
+  CG_MAX_STRUCT_ARG = 256,    /* bytes of a struct passed by value */
+  CG_MAX_DIMS = 8,            /* dimensions of an array */
+  CG_MAX_IDENT = 255,         /* characters of an identifier */
+  CG_MAX_TILE_THREADS = 1024, /* threads of a stencil's tile (a block) */
+  CG_MAX_HALO = 16,           /* a stencil's halo */
 };
 
 /* ---- Arena ------------------------------------------------------------- */
@@ -69,6 +73,10 @@ typedef struct cg_caps {
   const char *target_name; /* for messages: "msl"; NULL = no target */
   bool i64;                /* int64_t, uint64_t, long long */
   bool f64;                /* double */
+  /* Stencils run one block per tile (positions from block and thread
+   * indices; threads beyond the tile return) and read neighbours from
+   * copies of the tile staged in block-shared memory: the GPU targets. */
+  bool staged_stencils;
 } cg_caps_t;
 
 typedef struct cg_ctx {
@@ -109,6 +117,9 @@ _Noreturn void rk__cg_oom(cg_ctx_t *ctx);
 void *rk__cg_alloc(cg_ctx_t *ctx, size_t n);
 /* A NUL-terminated copy of s[0..n) in the arena. */
 char *rk__cg_strndup(cg_ctx_t *ctx, const char *s, size_t n);
+/* a, b and c (any may be "") joined, in the arena. */
+const char *rk__cg_concat(cg_ctx_t *ctx, const char *a, const char *b,
+                          const char *c);
 
 /* A growable array of pointers in the arena (old storage is left to the
  * arena; growth doubles, so the waste is bounded). */

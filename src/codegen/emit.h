@@ -1,44 +1,50 @@
-/* Printers: a checked tree (ast.h) -> program text for one target.
+/* Printers: a lowered, checked tree (lower.h, ast.h) -> program text for
+ * one target.
  *
- * One printer serves the C family (C, CUDA C, OpenCL C, MSL): it walks the
- * tree once and asks a small per-target table (emit_c_family.c, `kTargets`)
- * how to spell what differs: qualifiers and address spaces, scalar type
- * names, built-ins, atomics, barriers, entry-point decoration, layout
- * assertions. The few things a table cannot say (MSL's thread indices as
- * entry parameters, the stencil tile loader of GPU targets) are flags of the
- * same table. WGSL is different enough to have its own small printer
- * (emit_wgsl.c) over the same tree; it may refuse a source (module-scope
- * name clashes, layouts WGSL cannot match), so it takes the compilation
- * context and must run under its error exit (context.h).
+ * What stencils and handlers become is decided once, by the lowering
+ * (lower.c): the printers print that plan and the tree, and decide only
+ * how the target spells it. One printer serves the C family (C, CUDA C,
+ * OpenCL C, MSL): it walks the tree once and asks a small per-target table
+ * (emit_c_targets.c) how to spell what differs: qualifiers and
+ * address spaces, scalar type names, built-ins, atomics, barriers,
+ * entry-point decoration, layout assertions, and MSL's thread indices as
+ * entry parameters. WGSL is different enough to have its own small
+ * printer (emit_wgsl.c) over the same tree and plan; it may refuse a
+ * source (module-scope name clashes, layouts WGSL cannot match), so it
+ * takes the compilation context and must run under its error exit
+ * (context.h).
  *
  * Names: a user identifier that a target reserves (an OpenCL built-in like
  * `min`, an MSL keyword like `kernel`) is printed as rk_u_<name> in that
- * target. User names cannot start with rk_, so generated names (rk_tid,
- * rk_tile_in, rk_handle_f, rk_u_min) never collide with them.
+ * target (targets.h). User names cannot start with rk_, so generated names
+ * (rk_tid, rk_tile_in, rk_handle_f, rk_u_min) never collide with them.
+ *
+ * No printer reads back what it has printed.
  */
 #ifndef RK_CODEGEN_EMIT_H_
 #define RK_CODEGEN_EMIT_H_
 
 #include "base/strbuf.h"
 #include "codegen/ast.h"
+#include "codegen/lower.h"
+#include "codegen/targets.h"
 #include "rk/codegen.h"
 
 typedef struct cg_emit_options {
   const char *source_name; /* for the header comment */
-  const char *entry;       /* only this entry point; NULL = all */
-  bool persistent_actors;  /* CUDA: rk_actor_<h> per printed handler */
   bool buffer_offsets;     /* OpenCL: pointers as buffer + byte offset */
 } cg_emit_options_t;
 
-/* Prints `unit` for target C, CUDA, OpenCL or MSL into out (appending;
- * allocation failure is sticky in out->failed). */
-void rk__cg_emit_c_family(const cg_unit_t *unit, rk_target_t target,
+/* Prints the unit of `plan` (lowered for `target`: lower.h) for target C,
+ * CUDA, OpenCL or MSL into out (appending; allocation failure is sticky in
+ * out->failed). */
+void rk__cg_emit_c_family(const cg_plan_t *plan, rk_target_t target,
                           const cg_emit_options_t *options, rk__strbuf_t *out);
 
-/* Prints `unit` as WGSL into out (appending; allocation failure is sticky
- * in out->failed). Refusals go through rk__cg_error(ctx, ...): call it with
- * ctx->jmp set. */
-void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_unit_t *unit,
+/* Prints the unit of `plan` (lowered for WGSL) as WGSL into out
+ * (appending; allocation failure is sticky in out->failed). Refusals go
+ * through rk__cg_error(ctx, ...): call it with ctx->jmp set. */
+void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_plan_t *plan,
                       const cg_emit_options_t *options, rk__strbuf_t *out);
 
 /* ---- Persistent actor kernels (CUDA, emit_cuda_actor.c) ----------------
@@ -53,7 +59,8 @@ void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_unit_t *unit,
 /* What a handler's persistent kernel needs: names as the target spells
  * them. */
 typedef struct cg_actor_desc {
-  const char *name;       /* the handler; its body is rk_handle_<name> */
+  const char *name;       /* the handler */
+  const char *handle;     /* the function holding its body (lower.h) */
   const char *in_type;    /* the request type ("echo_req_t") */
   const char *out_type;   /* the response type */
   const char *state_type; /* the state type; NULL without state */
@@ -66,54 +73,24 @@ void rk__cg_emit_cuda_actor_prelude(rk__strbuf_t *out);
 /* CG_ACTOR_PREFIX<name>: the handler's persistent kernel. */
 void rk__cg_emit_cuda_actor_kernel(rk__strbuf_t *out, const cg_actor_desc_t *d);
 
-/* Whether WGSL reserves `name` (keywords, reserved words, predeclared
- * types and functions); rk__cg_target_reserves(RK_TARGET_WGSL, name). */
-bool rk__cg_wgsl_reserves(const char *name);
-
-/* Whether `target` reserves `name` (a keyword, type or built-in function
- * of its language); such names are renamed in its output. */
-bool rk__cg_target_reserves(rk_target_t target, const char *name);
-
-/* The name of the first target that reserves `name`, or NULL. Entry-point
- * names must not be reserved anywhere (the runtime looks them up). */
-const char *rk__cg_reserved_by(const char *name);
-
-/* Whether options.entry `entry` selects function fn: NULL selects every
- * entry point; a handler is selected by its own name and by the name of its
- * batch entry (CG_BATCH_PREFIX<name>), and always comes with both. */
-bool rk__cg_entry_selected(const cg_func_t *fn, const char *entry);
-
-/* Whether a handler's own kernel is printed under options.entry `entry`:
- * always, except when `entry` names its batch entry, which then comes
- * alone (its first and only entry point). */
-bool rk__cg_handler_kernel_selected(const cg_func_t *fn, const char *entry);
-
-/* A predicate over expressions, with the caller's state. */
-typedef bool (*cg_expr_pred_t)(const cg_expr_t *e, void *arg);
-
-/* f on each direct sub-expression of e, in source order; true as soon as
- * one call returns true (the rest are not visited). */
-bool rk__cg_expr_any_child(const cg_expr_t *e, cg_expr_pred_t f, void *arg);
-
-/* f on each expression that statements below s (s included, may be NULL)
- * hold directly (initialisers, conditions, steps, values), in source
- * order; true as soon as one call returns true. f is not applied to the
- * sub-expressions itself: it recurses with rk__cg_expr_any_child. */
-bool rk__cg_stmt_any_expr(const cg_stmt_t *s, cg_expr_pred_t f, void *arg);
-
-/* The start of a stencil entry's body after its tile is loaded: the
- * interior check on position `pos` (spelled for `target`) with halo
- * `halo` in `dims` axes, closed by `ret` (") return;\n" in C), then the
- * assignment of pos.idx, the flat index of the point. */
+/* The start of a stencil entry's body after its tile is staged: the
+ * interior check on the position (its name spelled for `target`), closed
+ * by `ret` (") return;\n" in C), then the assignment of pos.idx, the flat
+ * index of the point. */
 void rk__cg_emit_stencil_interior(rk__strbuf_t *out, rk_target_t target,
-                                  const char *pos, uint32_t dims, uint32_t halo,
-                                  const char *ret);
+                                  const cg_stencil_plan_t *s, const char *ret);
 
-/* e without the implicit conversions around it. */
-const cg_expr_t *rk__cg_skip_converts(const cg_expr_t *e);
+/* The coordinate along `axis` of cell rk_i of a staged stencil tile:
+ * "rk_i % 18", "rk_i / 18 % 18", "rk_i / 324" (lower.h). */
+void rk__cg_emit_stencil_cell(rk__strbuf_t *out, const cg_stencil_plan_t *s,
+                              int axis);
 
-/* The root variable of an indexing chain (a[i][j] -> a), or NULL. */
-const cg_var_t *rk__cg_index_root(const cg_expr_t *e);
+/* Limits of what printers print. */
+enum {
+  CG_LINE_WIDTH = 80, /* a signature longer than this is one line per param */
+  CG_F32_EXACT_INT = 1 << 24, /* integers below it are exactly floats */
+  CG_HEADER_NAME_MAX = 200,   /* bytes of the source's name in a header */
+};
 
 /* An integer literal of type k in decimal or hex: u32 gets "u", i64 and
  * u64 the suffixes given (may be ""). */

@@ -383,10 +383,10 @@ void rk__cg_emit_cuda_actor_kernel(rk__strbuf_t *out,
                     d->name, d->state_type ? "true" : "false");
   if (d->status) rk__strbuf_puts(out, "int rk_code = ");
   rk__strbuf_printf(out,
-                    "rk_handle_%s(\n"
+                    "%s(\n"
                     "        (const %s *)(rk_a.req + rk_pa_msg_header),\n"
                     "        (%s *)(rk_a.resp + rk_pa_msg_header)",
-                    d->name, d->in_type, d->out_type);
+                    d->handle, d->in_type, d->out_type);
   if (d->state_type)
     rk__strbuf_printf(out, ",\n        (%s *)rk_state", d->state_type);
   rk__strbuf_puts(out, ");\n");

@@ -37,10 +37,10 @@ void rk__cg_token_describe(const cg_token_t *t, char *buf, size_t cap) {
       snprintf(buf, cap, "#define");
       return;
     case CG_TOK_PUNCT:
-      if (t->sub < 256)
+      if (t->sub < CG_P_FIRST_)
         snprintf(buf, cap, "'%c'", (char)t->sub);
       else
-        snprintf(buf, cap, "'%s'", kPuncts[t->sub - 256]);
+        snprintf(buf, cap, "'%s'", kPuncts[t->sub - CG_P_FIRST_]);
       return;
     default: {
       unsigned len = t->len > 64 ? 64 : t->len;
@@ -163,6 +163,9 @@ static void skip_trivia(lexer_t *lx) {
 
 /* ---- Numbers ------------------------------------------------------------- */
 
+/* Characters of a numeric constant (far more than any value needs). */
+enum { kMaxNumber = 100 };
+
 static void lex_number(lexer_t *lx) {
   cg_loc_t loc = here(lx);
   size_t start = lx->pos;
@@ -181,7 +184,7 @@ static void lex_number(lexer_t *lx) {
   }
   size_t len = lx->pos - start;
   const char *s = lx->src + start;
-  if (len > 100) rk__cg_error(lx->ctx, loc, "number is too long");
+  if (len > kMaxNumber) rk__cg_error(lx->ctx, loc, "number is too long");
   char buf[104];
   memcpy(buf, s, len);
   buf[len] = '\0';
@@ -338,7 +341,7 @@ static void lex_punct(lexer_t *lx) {
   }
   if (best >= 0) {
     cg_token_t *t = push(lx, CG_TOK_PUNCT, loc);
-    t->sub = (uint16_t)(256 + best);
+    t->sub = (uint16_t)(CG_P_FIRST_ + best);
     t->len = (uint32_t)best_len;
     for (size_t k = 0; k < best_len; ++k) advance(lx);
     return;
@@ -386,7 +389,7 @@ static void lex_ident(lexer_t *lx) {
   size_t start = lx->pos;
   while (lx->pos < lx->len && is_ident_char(lx->src[lx->pos])) advance(lx);
   size_t len = lx->pos - start;
-  if (len > 255) rk__cg_error(lx->ctx, loc, "identifier is too long");
+  if (len > CG_MAX_IDENT) rk__cg_error(lx->ctx, loc, "identifier is too long");
   const char *s = lx->src + start;
   for (size_t k = 0; k < sizeof kExtensions / sizeof kExtensions[0]; ++k)
     if (strlen(kExtensions[k].name) == len &&
@@ -428,7 +431,7 @@ static const char *cond_name(lexer_t *lx, const char *directive) {
   while (lx->pos < lx->len && is_ident_char(lx->src[lx->pos])) lx->pos++;
   if (lx->pos == start || !is_ident_start(lx->src[start]))
     rk__cg_error(lx->ctx, loc, "expected a macro name after #%s", directive);
-  if (lx->pos - start > 255)
+  if (lx->pos - start > CG_MAX_IDENT)
     rk__cg_error(lx->ctx, loc, "macro name is too long");
   const char *name = rk__cg_strndup(lx->ctx, lx->src + start, lx->pos - start);
   if (!rest_of_line_blank(lx))
@@ -568,7 +571,7 @@ static void lex_directive(lexer_t *lx) {
       rk__cg_error(lx->ctx, mloc, "expected a macro name after #define");
     size_t ms = lx->pos;
     while (lx->pos < lx->len && is_ident_char(lx->src[lx->pos])) lx->pos++;
-    if (lx->pos - ms > 255)
+    if (lx->pos - ms > CG_MAX_IDENT)
       rk__cg_error(lx->ctx, mloc, "macro name is too long");
     if (lx->pos < lx->len && lx->src[lx->pos] == '(')
       rk__cg_error(lx->ctx, mloc,

@@ -105,31 +105,32 @@ typedef enum cg_kw {
       CG_KW_COUNT_
 } cg_kw_t;
 
-/* Punctuators of more than one character; single characters use their own
- * code ('+', '(' ...). */
+/* Punctuators of more than one character, from CG_P_FIRST_ on; single
+ * characters use their own code ('+', '(' ...), below it. */
 typedef enum cg_punct {
-  CG_P_ARROW = 256, /* -> */
-  CG_P_INC,         /* ++ */
-  CG_P_DEC,         /* -- */
-  CG_P_SHL,         /* << */
-  CG_P_SHR,         /* >> */
-  CG_P_LE,          /* <= */
-  CG_P_GE,          /* >= */
-  CG_P_EQ,          /* == */
-  CG_P_NE,          /* != */
-  CG_P_ANDAND,      /* && */
-  CG_P_OROR,        /* || */
-  CG_P_MUL_ASSIGN,  /* *= */
-  CG_P_DIV_ASSIGN,  /* /= */
-  CG_P_MOD_ASSIGN,  /* %= */
-  CG_P_ADD_ASSIGN,  /* += */
-  CG_P_SUB_ASSIGN,  /* -= */
-  CG_P_SHL_ASSIGN,  /* <<= */
-  CG_P_SHR_ASSIGN,  /* >>= */
-  CG_P_AND_ASSIGN,  /* &= */
-  CG_P_XOR_ASSIGN,  /* ^= */
-  CG_P_OR_ASSIGN,   /* |= */
-  CG_P_ELLIPSIS,    /* ... */
+  CG_P_FIRST_ = 256,
+  CG_P_ARROW = CG_P_FIRST_, /* -> */
+  CG_P_INC,                 /* ++ */
+  CG_P_DEC,                 /* -- */
+  CG_P_SHL,                 /* << */
+  CG_P_SHR,                 /* >> */
+  CG_P_LE,                  /* <= */
+  CG_P_GE,                  /* >= */
+  CG_P_EQ,                  /* == */
+  CG_P_NE,                  /* != */
+  CG_P_ANDAND,              /* && */
+  CG_P_OROR,                /* || */
+  CG_P_MUL_ASSIGN,          /* *= */
+  CG_P_DIV_ASSIGN,          /* /= */
+  CG_P_MOD_ASSIGN,          /* %= */
+  CG_P_ADD_ASSIGN,          /* += */
+  CG_P_SUB_ASSIGN,          /* -= */
+  CG_P_SHL_ASSIGN,          /* <<= */
+  CG_P_SHR_ASSIGN,          /* >>= */
+  CG_P_AND_ASSIGN,          /* &= */
+  CG_P_XOR_ASSIGN,          /* ^= */
+  CG_P_OR_ASSIGN,           /* |= */
+  CG_P_ELLIPSIS,            /* ... */
 } cg_punct_t;
 
 /* Numeric types of literals (values of cg_type_kind_t in ast.h). */
