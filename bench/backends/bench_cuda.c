@@ -36,15 +36,16 @@
  * checked; a wrong one fails the run (exit 1). Targets are reported, never
  * enforced.
  *
- *   bench_cuda [--quick] [--rounds N] [--iters N] [--json PATH]
+ *   bench_cuda [--quick] [--rounds N] [--iters N] [--json [PATH]]
  *
- * --json writes the rows to PATH as JSON, one row per line, rewritten as
- * each row is done. Every wait has a deadline (5 s): a side that stops
- * answering fails its row and its later rounds are skipped. A kernel that
- * will not stop (the mailbox, or the actor past its termination deadline)
- * ends the run without releasing the device, since releasing could wait
- * for that kernel; the process's exit ends it. Exits 77 (skipped) with the
- * reason when no CUDA device can be opened.
+ * --json PATH writes the rows to PATH as JSON, one row per line, rewritten
+ * as each row is done; --json alone prints the rows in microseconds as one
+ * JSON object on stdout at the end (the table goes to stderr). Every wait has a
+ * deadline (5 s): a side that stops answering fails its row and its later
+ * rounds are skipped. A kernel that will not stop (the mailbox, or the actor
+ * past its termination deadline) ends the run without releasing the device,
+ * since releasing could wait for that kernel; the process's exit ends it. Exits
+ * 77 (skipped) with the reason when no CUDA device can be opened.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -785,7 +786,8 @@ int main(int argc, char **argv) {
   if (!rest) return 2;
   rest[nrest++] = argv[0];
   for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
+    if (strcmp(argv[i], "--json") == 0 && i + 1 < argc &&
+        argv[i + 1][0] != '-') {
       json = argv[++i];
     } else {
       if (strcmp(argv[i], "--quick") == 0) quick = true;
@@ -891,6 +893,16 @@ int main(int argc, char **argv) {
   }
 
   if (json) write_json(json, info.name, rounds, iters);
+  /* --json without a path: the rows in microseconds go to stdout through
+   * the shared writer. */
+  rkb_pair_device(info.name);
+  for (int i = 0; i < g_nrows && rkb_pair_json.nrows < RKB_PAIR_MAX_ROWS; ++i)
+    if (strcmp(g_rows[i].unit, "us") == 0) {
+      rkb_pair_result_t *r = &rkb_pair_json.rows[rkb_pair_json.nrows++];
+      snprintf(r->name, sizeof r->name, "%s", g_rows[i].name);
+      r->rk = g_rows[i].rk;
+      r->raw = g_rows[i].raw;
+    }
   free(a);
   free(b);
   if (g_gpu_stuck) {

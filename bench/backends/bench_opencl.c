@@ -21,7 +21,7 @@
  * yields one per-operation time. Printed: median and p10-p90 over rounds,
  * and the ratio of the medians (rk / raw). Every answer is checked.
  *
- *   bench_opencl [--quick] [--rounds N] [--iters N]
+ *   bench_opencl [--quick] [--rounds N] [--iters N] [--json]
  *
  * Exits 77 (skipped) with the reason when no OpenCL device can be opened.
  */
@@ -233,6 +233,7 @@ int main(int argc, char **argv) {
 
   printf("bench_opencl: %s (%s, %s); %ld rounds of %ld operations\n",
          dev->info.name, dev->platform_name, dev->version, rounds, iters);
+  rkb_pair_device(dev->info.name);
   rkb_pair_table("raw OpenCL");
   double *a = calloc((size_t)rounds, sizeof *a);
   double *b = calloc((size_t)rounds, sizeof *b);

@@ -27,7 +27,7 @@
  * gives one time per operation. Printed: the median and p10-p90 over the
  * rounds, and the ratio of the medians (rk / raw). Every answer is checked.
  *
- *   bench_webgpu [--quick] [--rounds N] [--iters N]
+ *   bench_webgpu [--quick] [--rounds N] [--iters N] [--json]
  *
  * Exits 77 (skipped) with the reason when no WebGPU adapter is found.
  */
@@ -435,6 +435,7 @@ int main(int argc, char **argv) {
   }
   printf("bench_webgpu: %s (%s); %ld rounds of %ld operations\n", info.name,
          ((const rk__wgpu_procs_t *)raw.p)->path, rounds, iters);
+  rkb_pair_device(info.name);
   rkb_pair_table("raw webgpu.h");
   double *a = calloc((size_t)rounds, sizeof *a);
   double *b = calloc((size_t)rounds, sizeof *b);

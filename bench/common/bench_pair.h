@@ -6,6 +6,7 @@
  *   long rounds = 21, iters = 300;
  *   if (rkb_pair_args(argc, argv, 5, 30, &rounds, &iters) != 0) return 2;
  *   ...
+ *   rkb_pair_device(info.name);                // for --json
  *   rkb_pair_table("raw OpenCL");
  *   rkb_pair_measure("dispatch", rk_dispatch, &s, raw_dispatch, &raw,
  *                    rounds, iters, a, b);
@@ -13,19 +14,38 @@
  *   return rkb_pair_exit();
  *
  * A side is `double fn(void *side, int iters)`: it runs `iters` operations,
- * checks every answer (RKB_CHECK) and returns microseconds per operation. */
+ * checks every answer (RKB_CHECK) and returns microseconds per operation.
+ *
+ * --json: rkb_pair_exit prints every row as one JSON object on stdout; the
+ * table goes to stderr meanwhile (bench_json.h). */
 #ifndef RK_BENCH_PAIR_H_
 #define RK_BENCH_PAIR_H_
 
 #include <stdio.h>
 #include <string.h>
 
+#include "bench_json.h"
 #include "bench_stats.h"
 #include "rk/actor.h"
 #include "rk/rk.h"
 
 /* Checks that failed so far. */
 static int rkb_failures __attribute__((unused));
+
+/* --json: the rows so far, written by rkb_pair_exit. */
+enum { RKB_PAIR_MAX_ROWS = 32 };
+typedef struct rkb_pair_result {
+  char name[32];
+  rkb_summary_t rk, raw;
+} rkb_pair_result_t;
+static struct {
+  bool on;
+  rkb_json_t j;
+  long rounds, iters;
+  char device[256], raw_name[64];
+  rkb_pair_result_t rows[RKB_PAIR_MAX_ROWS];
+  int nrows;
+} rkb_pair_json __attribute__((unused));
 
 /* Counts and prints a failed check; the benchmark goes on. */
 #define RKB_CHECK(cond, ...)                \
@@ -41,9 +61,9 @@ static int rkb_failures __attribute__((unused));
 /* One side of a row: `iters` operations, microseconds per operation. */
 typedef double (*rkb_side_fn)(void *side, int iters);
 
-/* Parses [--quick] [--rounds N] [--iters N] into *rounds and *iters (left
- * as they are unless given; --quick sets quick_rounds and quick_iters).
- * 0 on success; otherwise prints the usage and returns -1. */
+/* Parses [--quick] [--rounds N] [--iters N] [--json] into *rounds and
+ * *iters (left as they are unless given; --quick sets quick_rounds and
+ * quick_iters). 0 on success; otherwise prints the usage and returns -1. */
 static inline int rkb_pair_args(int argc, char **argv, long quick_rounds,
                                 long quick_iters, long *rounds, long *iters) {
   for (int i = 1; i < argc; ++i) {
@@ -56,17 +76,37 @@ static inline int rkb_pair_args(int argc, char **argv, long quick_rounds,
     } else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc &&
                rkb_parse_long(argv[i + 1], 1, 10000000, iters) == 0) {
       ++i;
+    } else if (strcmp(argv[i], "--json") == 0) {
+      rkb_pair_json.on = true;
     } else {
-      fprintf(stderr, "usage: %s [--quick] [--rounds N] [--iters N]\n",
+      fprintf(stderr, "usage: %s [--quick] [--rounds N] [--iters N] [--json]\n",
               argv[0]);
       return -1;
     }
   }
+  if (rkb_pair_json.on) {
+    const char *base = strrchr(argv[0], '/');
+    base = base ? base + 1 : argv[0];
+    if (strncmp(base, "bench_", 6) == 0) base += 6;
+    if (!rkb_json_begin(&rkb_pair_json.j, base)) {
+      fprintf(stderr, "%s: --json: cannot duplicate stdout\n", argv[0]);
+      return -1;
+    }
+    rkb_pair_json.rounds = *rounds;
+    rkb_pair_json.iters = *iters;
+  }
   return 0;
+}
+
+/* The device measured, for --json. */
+static inline void rkb_pair_device(const char *name) {
+  snprintf(rkb_pair_json.device, sizeof rkb_pair_json.device, "%s", name);
 }
 
 /* Prints the table's heading; `raw_name` labels the second column. */
 static inline void rkb_pair_table(const char *raw_name) {
+  snprintf(rkb_pair_json.raw_name, sizeof rkb_pair_json.raw_name, "%s",
+           raw_name);
   printf("microseconds per operation: median (p10-p90); ratio = rk / raw\n");
   printf("%-10s %32s %32s %7s\n", "operation", "rk", raw_name, "ratio");
 }
@@ -77,6 +117,12 @@ static inline void rkb_pair_row(const char *name, const double *rk,
                                 const double *raw, int rounds) {
   rkb_summary_t a = rkb_summarize(rk, (size_t)rounds);
   rkb_summary_t b = rkb_summarize(raw, (size_t)rounds);
+  if (rkb_pair_json.nrows < RKB_PAIR_MAX_ROWS) {
+    rkb_pair_result_t *r = &rkb_pair_json.rows[rkb_pair_json.nrows++];
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->rk = a;
+    r->raw = b;
+  }
   printf("%-10s %10.2f (%8.2f-%8.2f) %10.2f (%8.2f-%8.2f) %7.2f\n", name,
          a.median, a.p10, a.p90, b.median, b.p10, b.p90,
          b.median > 0 ? a.median / b.median : 0.0);
@@ -202,8 +248,33 @@ static inline void rkb_actor_note(rk_actor_t *actor) {
         (unsigned long long)st.processed);
 }
 
-/* The exit status: 1 if a check failed (with a count printed), else 0. */
+/* The exit status: 1 if a check failed (with a count printed), else 0.
+ * With --json, prints the rows (microseconds per operation) first. */
 static inline int rkb_pair_exit(void) {
+  if (rkb_pair_json.on) {
+    rkb_json_t *j = &rkb_pair_json.j;
+    rkb_json_str(j, "device", rkb_pair_json.device);
+    rkb_json_str(j, "raw", rkb_pair_json.raw_name);
+    rkb_json_int(j, "rounds", rkb_pair_json.rounds);
+    rkb_json_int(j, "iters", rkb_pair_json.iters);
+    rkb_json_int(j, "failures", rkb_failures);
+    rkb_json_str(j, "unit", "us per operation");
+    rkb_json_key(j, "rows");
+    rkb_json_array(j);
+    for (int i = 0; i < rkb_pair_json.nrows; ++i) {
+      const rkb_pair_result_t *r = &rkb_pair_json.rows[i];
+      rkb_json_object(j);
+      rkb_json_str(j, "row", r->name);
+      rkb_json_summary(j, "rk_us", &r->rk);
+      rkb_json_summary(j, "raw_us", &r->raw);
+      rkb_json_num(j, "ratio",
+                   r->raw.median > 0 ? r->rk.median / r->raw.median : NAN);
+      rkb_json_end_object(j);
+    }
+    rkb_json_end_array(j);
+    rkb_json_finish(j);
+    rkb_pair_json.on = false;
+  }
   if (rkb_failures) printf("%d check(s) FAILED\n", rkb_failures);
   return rkb_failures ? 1 : 0;
 }

@@ -28,6 +28,10 @@
  * candidate first downloads the inputs from the first GPU candidate's
  * buffers, as the model assumes.
  *
+ * --curves measures a grid between the two, fine enough in size to draw
+ * each operation's predicted and measured times per candidate and where
+ * they cross (make report); --json writes every cell as JSON.
+ *
  * The exit status never depends on timing: it is non-zero only when an rk
  * call fails or the command line is wrong.
  */
@@ -36,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_json.h"
 #include "bench_stats.h"
 #include "rk/ops.h"
 #include "rk/select.h"
@@ -58,7 +63,7 @@ typedef struct cell {
 } cell_t;
 
 typedef struct bench {
-  bool quick;
+  bool quick, curves;
   int rounds;
   double min_batch_s;
   rk_cost_model_t *model;
@@ -432,27 +437,101 @@ static void summary(bench_t *b) {
   }
 }
 
+static double geomean_regret(const bench_t *b, bool model) {
+  double sum = 0;
+  for (size_t i = 0; i < b->ncells; ++i)
+    sum += log(model ? b->cells[i].model_regret : b->cells[i].compat_regret);
+  return b->ncells ? exp(sum / (double)b->ncells) : NAN;
+}
+
+/* --json: the candidates, every cell (each candidate's predicted and
+ * measured time, in seconds per call, and both policies' picks and
+ * regrets) and the summary. */
+static void write_json(rkb_json_t *j, const bench_t *b,
+                       const rk_cost_model_info_t *info) {
+  char name[64];
+  rkb_json_str(j, "grid", b->quick ? "quick" : b->curves ? "curves" : "full");
+  rkb_json_int(j, "rounds", b->rounds);
+  rkb_json_str(j, "machine", info->machine);
+  rkb_json_bool(j, "from_profile", info->from_profile);
+  rkb_json_str(j, "blas", rk_ops_blas_name());
+  rkb_json_str(j, "unit", "seconds per call");
+  rkb_json_key(j, "candidates");
+  rkb_json_array(j);
+  for (size_t c = 0; c < b->ncand; ++c) {
+    target_text(name, sizeof name, &b->cand[c].target);
+    rkb_json_str(j, NULL, name);
+  }
+  rkb_json_end_array(j);
+  rkb_json_key(j, "cells");
+  rkb_json_array(j);
+  for (size_t i = 0; i < b->ncells; ++i) {
+    const cell_t *cell = &b->cells[i];
+    rkb_json_object(j);
+    rkb_json_str(j, "op", rk_op_name(cell->desc.op));
+    rkb_json_int(j, "n", (long long)cell->desc.n);
+    rkb_json_int(j, "m", (long long)cell->desc.m);
+    rkb_json_int(j, "k", (long long)cell->desc.k);
+    rkb_json_str(j, "inputs",
+                 cell->desc.inputs == RK_RESIDENT_DEVICE ? "device" : "host");
+    rkb_json_nums(j, "predicted", cell->predicted, cell->ncand);
+    rkb_json_nums(j, "median", cell->median, cell->ncand);
+    rkb_json_nums(j, "p10", cell->p10, cell->ncand);
+    rkb_json_nums(j, "p90", cell->p90, cell->ncand);
+    rkb_json_int(j, "fastest", (long long)cell->fastest);
+    rkb_json_int(j, "model_pick", (long long)cell->model_pick);
+    rkb_json_int(j, "compat_pick", (long long)cell->compat_pick);
+    rkb_json_num(j, "model_regret", cell->model_regret);
+    rkb_json_num(j, "compat_regret", cell->compat_regret);
+    rkb_json_end_object(j);
+  }
+  rkb_json_end_array(j);
+  rkb_json_key(j, "summary");
+  rkb_json_object(j);
+  double worst_m = 0, worst_c = 0;
+  for (size_t i = 0; i < b->ncells; ++i) {
+    if (b->cells[i].model_regret > worst_m) worst_m = b->cells[i].model_regret;
+    if (b->cells[i].compat_regret > worst_c)
+      worst_c = b->cells[i].compat_regret;
+  }
+  rkb_json_num(j, "calibrated_geomean", geomean_regret(b, true));
+  rkb_json_num(j, "calibrated_worst", worst_m);
+  rkb_json_num(j, "compat_geomean", geomean_regret(b, false));
+  rkb_json_num(j, "compat_worst", worst_c);
+  rkb_json_end_object(j);
+  rkb_json_finish(j);
+}
+
 static void usage(FILE *out) {
   fputs(
-      "Usage: bench_regret [--quick] [--profile FILE] [--rounds R] "
+      "Usage: bench_regret [--quick | --curves] [--profile FILE] [--rounds R] "
       "[--software]\n"
+      "                    [--json]\n"
       "  --quick         a small grid and fewer rounds (smoke test)\n"
+      "  --curves        5 ops at 10 sizes each, 3 rounds: each op's "
+      "crossover (make report)\n"
       "  --profile FILE  the cost profile to use (default: this machine's; "
       "calibrated first if missing)\n"
       "  --rounds R      measurement rounds per cell, 3 to 15 (default 7, "
       "quick 3)\n"
-      "  --software      count emulated GPU devices as candidates\n",
+      "  --software      count emulated GPU devices as candidates\n"
+      "  --json          one JSON object on stdout (the table goes to "
+      "stderr)\n",
       out);
 }
 
 int main(int argc, char **argv) {
   static bench_t b;
   const char *profile = NULL;
-  bool software = false;
+  bool software = false, json = false;
   long rounds = 0;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--quick") == 0) {
       b.quick = true;
+    } else if (strcmp(argv[i], "--curves") == 0) {
+      b.curves = true;
+    } else if (strcmp(argv[i], "--json") == 0) {
+      json = true;
     } else if (strcmp(argv[i], "--software") == 0) {
       software = true;
     } else if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc) {
@@ -471,8 +550,18 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  b.rounds = rounds ? (int)rounds : (b.quick ? 3 : 7);
-  b.min_batch_s = b.quick ? 0.001 : 0.005;
+  if (b.quick && b.curves) {
+    fprintf(stderr, "bench_regret: --quick and --curves are two grids\n");
+    return 2;
+  }
+  rkb_json_t jw;
+  if (json && !rkb_json_begin(&jw, "regret")) {
+    fprintf(stderr, "bench_regret: --json: cannot duplicate stdout\n");
+    return 1;
+  }
+  bool small = b.quick || b.curves;
+  b.rounds = rounds ? (int)rounds : (small ? 3 : 7);
+  b.min_batch_s = small ? 0.001 : 0.005;
 
   rk_cost_model_options_t mo;
   rk_cost_model_options_init(&mo);
@@ -489,13 +578,13 @@ int main(int argc, char **argv) {
       return 1;
     }
     printf("No profile for this machine (%s): calibrating first (%s).\n",
-           info.note, b.quick ? "quick" : "default level");
+           info.note, small ? "quick" : "default level");
     fflush(stdout);
     rk_cost_model_destroy(b.model);
     b.model = NULL;
     rk_calibrate_options_t co;
     rk_calibrate_options_init(&co);
-    co.level = b.quick ? RK_CALIBRATE_QUICK : RK_CALIBRATE_DEFAULT;
+    co.level = small ? RK_CALIBRATE_QUICK : RK_CALIBRATE_DEFAULT;
     co.include_software = software;
     if (rk_cost_calibrate(&co, NULL) != RK_OK) return fail("calibrating"), 1;
     if (rk_cost_model_open_with(&mo, &b.model) != RK_OK)
@@ -503,7 +592,10 @@ int main(int argc, char **argv) {
     rk_cost_model_info(b.model, &info);
   }
   printf("bench_regret: %s\nmachine  %s\nprofile  %s%s\nBLAS     %s\n\n",
-         b.quick ? "quick grid" : "full grid", info.machine, info.profile_path,
+         b.quick    ? "quick grid"
+         : b.curves ? "curves grid"
+                    : "full grid",
+         info.machine, info.profile_path,
          info.from_profile ? "" : " (NOT READ: defaults)",
          rk_ops_blas_name() ? rk_ops_blas_name() : "none (rk's own GEMM)");
 
@@ -528,7 +620,9 @@ int main(int argc, char **argv) {
 
   /* Operands: 2^26 floats each (the largest vector and the 8192^2 matvec
    * matrix; matmul 2048 needs 2^22). Quick: 2^20. */
-  b.cap = b.quick ? (size_t)1 << 20 : (size_t)1 << 26;
+  b.cap = b.quick    ? (size_t)1 << 20
+          : b.curves ? (size_t)1 << 22
+                     : (size_t)1 << 26;
   b.a = malloc(b.cap * sizeof(float));
   b.b = malloc(b.cap * sizeof(float));
   b.c = malloc(b.cap * sizeof(float));
@@ -548,19 +642,31 @@ int main(int argc, char **argv) {
       RK_OP_ADD, RK_OP_SCALE,   RK_OP_AXPY, RK_OP_FMA, RK_OP_RELU,
       RK_OP_EXP, RK_OP_SIGMOID, RK_OP_DOT,  RK_OP_SUM, RK_OP_MAX};
   static const rk_op_t kQuickVec[] = {RK_OP_ADD, RK_OP_EXP, RK_OP_DOT};
-  const rk_op_t *vec_ops = b.quick ? kQuickVec : kFullVec;
-  size_t nvec = b.quick ? sizeof kQuickVec / sizeof kQuickVec[0]
-                        : sizeof kFullVec / sizeof kFullVec[0];
+  static const rk_op_t kCurveVec[] = {RK_OP_ADD, RK_OP_SCALE, RK_OP_EXP,
+                                      RK_OP_DOT, RK_OP_SUM};
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+  const rk_op_t *vec_ops = b.quick    ? kQuickVec
+                           : b.curves ? kCurveVec
+                                      : kFullVec;
+  size_t nvec = b.quick    ? COUNT_OF(kQuickVec)
+                : b.curves ? COUNT_OF(kCurveVec)
+                           : COUNT_OF(kFullVec);
   static const uint64_t kFullN[] = {16,      64,      256,     1024,
                                     4096,    16384,   65536,   262144,
                                     1 << 20, 1 << 22, 1 << 24, 1 << 26};
   static const uint64_t kQuickN[] = {16, 4096, 1 << 20};
-  const uint64_t *ns = b.quick ? kQuickN : kFullN;
-  size_t nn = b.quick ? 3 : sizeof kFullN / sizeof kFullN[0];
+  static const uint64_t kCurveN[] = {16,    64,    256,    1024,    4096,
+                                     16384, 65536, 262144, 1 << 20, 1 << 22};
+  const uint64_t *ns = b.quick ? kQuickN : b.curves ? kCurveN : kFullN;
+  size_t nn = b.quick    ? COUNT_OF(kQuickN)
+              : b.curves ? COUNT_OF(kCurveN)
+                         : COUNT_OF(kFullN);
   static const uint64_t kFullMv[] = {16, 64, 256, 1024, 4096, 8192};
   static const uint64_t kQuickMv[] = {16, 256};
+  static const uint64_t kCurveMv[] = {16, 64, 256, 1024};
   static const uint64_t kFullMm[] = {8, 16, 32, 64, 128, 256, 512, 1024, 2048};
   static const uint64_t kQuickMm[] = {8, 64, 256};
+  static const uint64_t kCurveMm[] = {8, 16, 32, 64, 128, 256};
 
   char header[256] = "";
   size_t used = 0;
@@ -594,8 +700,10 @@ int main(int argc, char **argv) {
         print_cell(&b, &b.cells[b.ncells - 1]);
         fflush(stdout);
       }
-    const uint64_t *mv = b.quick ? kQuickMv : kFullMv;
-    size_t nmv = b.quick ? 2 : sizeof kFullMv / sizeof kFullMv[0];
+    const uint64_t *mv = b.quick ? kQuickMv : b.curves ? kCurveMv : kFullMv;
+    size_t nmv = b.quick    ? COUNT_OF(kQuickMv)
+                 : b.curves ? COUNT_OF(kCurveMv)
+                            : COUNT_OF(kFullMv);
     for (size_t i = 0; i < nmv && mv[i] <= max_mv; ++i) {
       d.op = RK_OP_MATVEC;
       d.m = d.n = mv[i];
@@ -604,8 +712,10 @@ int main(int argc, char **argv) {
       print_cell(&b, &b.cells[b.ncells - 1]);
       fflush(stdout);
     }
-    const uint64_t *mm = b.quick ? kQuickMm : kFullMm;
-    size_t nmm = b.quick ? 3 : sizeof kFullMm / sizeof kFullMm[0];
+    const uint64_t *mm = b.quick ? kQuickMm : b.curves ? kCurveMm : kFullMm;
+    size_t nmm = b.quick    ? COUNT_OF(kQuickMm)
+                 : b.curves ? COUNT_OF(kCurveMm)
+                            : COUNT_OF(kFullMm);
     for (size_t i = 0; i < nmm && mm[i] <= max_mm; ++i) {
       d.op = RK_OP_MATMUL;
       d.m = d.n = d.k = mm[i];
@@ -619,6 +729,7 @@ int main(int argc, char **argv) {
         "(no GPU candidate here: every cell has its inputs on the host; "
         "--software counts emulated devices)\n");
   summary(&b);
+  if (json) write_json(&jw, &b, &info);
 
   for (size_t c = 0; c < b.ncand; ++c) rk_ops_destroy(b.ops[c]);
   rk_cost_model_destroy(b.model);

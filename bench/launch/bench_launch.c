@@ -61,6 +61,7 @@
 #include <omp.h>
 #endif
 
+#include "bench_json.h"
 #include "bench_stats.h"
 #include "rk/rk.h"
 
@@ -125,7 +126,7 @@ typedef struct options {
   long rounds, iters, warmup;
   long cooldown_ms; /* < 0: automatic */
   long work_ns;     /* configuration 4's work per block */
-  bool quick;
+  bool quick, json;
   bool run_rk, run_omp;
 } options_t;
 
@@ -529,7 +530,7 @@ static void usage(FILE *f) {
       "usage: bench_launch [--rounds N] [--iters N] [--warmup N]\n"
       "                    [--cooldown-ms N] [--work-ns N] "
       "[--side rk|omp|both]\n"
-      "                    [--quick] [--help]\n"
+      "                    [--quick] [--json] [--help]\n"
       "\n"
       "rk_function_launch + rk_context_synchronize of an empty kernel on "
       "rk's CPU\n"
@@ -551,6 +552,8 @@ static void usage(FILE *f) {
       "  --side S         time only rk or only OpenMP (for profiling); "
       "default both\n"
       "  --quick          a few short rounds (CI smoke test)\n"
+      "  --json           one JSON object on stdout (the table goes to "
+      "stderr)\n"
       "  --help           this text\n"
       "\n"
       "Environment: RK_CPU_THREADS (thread count for both sides), "
@@ -569,7 +572,7 @@ static int parse_options(int argc, char **argv, options_t *o) {
   o->warmup = 2000;
   o->cooldown_ms = -1;
   o->work_ns = 5000;
-  o->quick = false;
+  o->quick = o->json = false;
   o->run_rk = o->run_omp = true;
   bool set_rounds = false, set_iters = false, set_warmup = false;
   for (int i = 1; i < argc; ++i) {
@@ -581,6 +584,9 @@ static int parse_options(int argc, char **argv, options_t *o) {
       exit(0);
     } else if (!strcmp(a, "--quick")) {
       o->quick = true;
+      continue;
+    } else if (!strcmp(a, "--json")) {
+      o->json = true;
       continue;
     } else if (!strcmp(a, "--side")) {
       if (i + 1 >= argc) goto missing;
@@ -706,6 +712,11 @@ static void print_row(const char *label, const char *side,
 int main(int argc, char **argv) {
   options_t opt;
   if (parse_options(argc, argv, &opt) != 0) return 2;
+  rkb_json_t json;
+  if (opt.json && !rkb_json_begin(&json, "launch")) {
+    fprintf(stderr, "bench_launch: --json: cannot duplicate stdout\n");
+    return 1;
+  }
 
   rk_backend_t *be = NULL;
   RK_CHECK(rk_backend_open(RK_BACKEND_CPU, &be));
@@ -933,6 +944,38 @@ int main(int argc, char **argv) {
              r->rk_threads.median, r->rk_narrow_rounds);
     if (others_pct >= 0) printf(" others_cpu_pct=%.1f", others_pct);
     printf("\n");
+  }
+  if (opt.json) {
+    rkb_json_str(&json, "backend", rk_backend_name(be));
+    rkb_json_str(&json, "device", info.name);
+    rkb_json_int(&json, "threads", threads);
+    rkb_json_int(&json, "rounds", opt.rounds);
+    rkb_json_int(&json, "iters", opt.iters);
+    rkb_json_bool(&json, "quick", opt.quick);
+    rkb_json_str(&json, "unit", "us per op (launch+sync, or one region)");
+    rkb_json_num(&json, "work_us", work_us);
+    rkb_json_num(&json, "others_cpu_pct", others_pct >= 0 ? others_pct : NAN);
+    rkb_json_key(&json, "configs");
+    rkb_json_array(&json);
+    for (int i = 0; i < kNumConfigs; ++i) {
+      const config_t *ci = &configs[i];
+      const result_t *r = &results[i];
+      rkb_json_object(&json);
+      rkb_json_str(&json, "name", ci->name);
+      rkb_json_str(&json, "rk_runs", ci->rk_desc);
+      rkb_json_str(&json, "omp_runs", ci->omp_desc);
+      if (r->have_rk) rkb_json_summary(&json, "rk_us", &r->rk);
+      if (r->have_omp) rkb_json_summary(&json, "omp_us", &r->omp);
+      if (r->have_rk && r->have_omp && r->omp.median > 0)
+        rkb_json_num(&json, "ratio", r->rk.median / r->omp.median);
+      if (r->have_rk) {
+        rkb_json_num(&json, "rk_threads_per_launch", r->rk_threads.median);
+        rkb_json_int(&json, "rk_narrow_rounds", r->rk_narrow_rounds);
+      }
+      rkb_json_end_object(&json);
+    }
+    rkb_json_end_array(&json);
+    rkb_json_finish(&json);
   }
 
   free(rk_us);

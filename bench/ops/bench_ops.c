@@ -1,6 +1,6 @@
 /* bench_ops - the ops library measured against the machine in one run.
  *
- *   bench_ops [--quick] [--n ELEMENTS] [--rounds R]
+ *   bench_ops [--quick] [--n ELEMENTS] [--rounds R] [--json]
  *
  * 1. Memory bandwidth, STREAM-style: copy (c = a) and triad (a = b + s c)
  *    in plain C on 1 and T threads, then each memory-bound op through rk on
@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_json.h"
 #include "bench_stats.h"
 #include "rk/ops.h"
 
@@ -35,6 +36,8 @@ static int g_rounds = 11;
 static bool g_quick = false;
 static int g_threads = 1;
 static int g_failures = 0;
+static rkb_json_t g_json_state;
+static rkb_json_t *g_json; /* --json: the results, section by section */
 
 static float *alloc_floats(size_t n) {
   float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
@@ -184,6 +187,16 @@ static void bench_bandwidth(void) {
   int nt = g_threads > 1 ? 2 : 1;
   rk_isa_t isa = rk_isa_best();
   rk_exec_kind_t kind = isa == RK_ISA_NONE ? RK_EXEC_SCALAR : RK_EXEC_SIMD;
+  if (g_json) {
+    rkb_json_key(g_json, "bandwidth");
+    rkb_json_object(g_json);
+    rkb_json_int(g_json, "n", (long long)n);
+    rkb_json_str(g_json, "target",
+                 isa == RK_ISA_NONE ? "scalar" : rk_isa_name(isa));
+    rkb_json_str(g_json, "unit", "GB/s, each array counted once");
+    rkb_json_key(g_json, "by_threads");
+    rkb_json_array(g_json);
+  }
   printf("\n== 1. bandwidth: n = %zu floats (%.0f MiB per array), %s ==\n", n,
          n * 4.0 / 1048576, isa == RK_ISA_NONE ? "scalar" : rk_isa_name(isa));
   printf(
@@ -212,6 +225,14 @@ static void bench_bandwidth(void) {
     printf(" threads = %d\n", th);
     print_summary("STREAM copy (memcpy)", ct, "GB/s");
     print_summary("STREAM triad (C loop)", tr, "GB/s");
+    if (g_json) {
+      rkb_json_object(g_json);
+      rkb_json_int(g_json, "threads", th);
+      rkb_json_summary(g_json, "copy", &ct);
+      rkb_json_summary(g_json, "triad", &tr);
+      rkb_json_key(g_json, "ops");
+      rkb_json_array(g_json);
+    }
     for (int o = 0; o < NOPS; ++o) {
       rkb_summary_t s = rkb_summarize(opbw + o * g_rounds, (size_t)g_rounds);
       char label[64];
@@ -219,11 +240,27 @@ static void bench_bandwidth(void) {
                kOps[o].arrays);
       printf("  %-34s %10.2f GB/s  [%.2f - %.2f]  %5.1f%% of triad\n", label,
              s.median, s.p10, s.p90, 100.0 * s.median / tr.median);
+      if (g_json) {
+        rkb_json_object(g_json);
+        rkb_json_str(g_json, "op", kOps[o].name);
+        rkb_json_int(g_json, "arrays", kOps[o].arrays);
+        rkb_json_summary(g_json, "gbs", &s);
+        rkb_json_num(g_json, "pct_of_triad", 100.0 * s.median / tr.median);
+        rkb_json_end_object(g_json);
+      }
+    }
+    if (g_json) {
+      rkb_json_end_array(g_json);
+      rkb_json_end_object(g_json);
     }
     free(copy);
     free(triad);
     free(opbw);
     rk_ops_destroy(ops);
+  }
+  if (g_json) {
+    rkb_json_end_array(g_json);
+    rkb_json_end_object(g_json);
   }
   free(b.a);
   free(b.b);
@@ -264,6 +301,13 @@ static void bench_simd(size_t n) {
   for (int e = 0; e < ne; ++e) printf(" %21s", names[e]);
   printf("   (ns per element, median [p10-p90]; x = speed-up over scalar)\n");
   double *t = calloc((size_t)g_rounds * ne, sizeof(double));
+  if (g_json) {
+    rkb_json_object(g_json);
+    rkb_json_int(g_json, "n", (long long)n);
+    rkb_json_str(g_json, "unit", "ns per element, one thread");
+    rkb_json_key(g_json, "ops");
+    rkb_json_array(g_json);
+  }
   for (int o = 0; o < NOPS; ++o) {
     for (int e = 0; e < ne; ++e) time_op(&kOps[o], eng[e], n, &b, 1);
     for (int r = 0; r < g_rounds; ++r)
@@ -271,9 +315,14 @@ static void bench_simd(size_t n) {
         t[e * g_rounds + r] =
             time_op(&kOps[o], eng[e], n, &b, iters) * 1e9 / (double)n;
     printf("  %-9s", kOps[o].name);
+    if (g_json) {
+      rkb_json_object(g_json);
+      rkb_json_str(g_json, "op", kOps[o].name);
+    }
     double base = 0;
     for (int e = 0; e < ne; ++e) {
       rkb_summary_t s = rkb_summarize(t + e * g_rounds, (size_t)g_rounds);
+      if (g_json) rkb_json_summary(g_json, names[e], &s);
       if (e == 0) base = s.median;
       char cell[64];
       if (e == 0)
@@ -283,6 +332,11 @@ static void bench_simd(size_t n) {
       printf(" %21s", cell);
     }
     printf("\n");
+    if (g_json) rkb_json_end_object(g_json);
+  }
+  if (g_json) {
+    rkb_json_end_array(g_json);
+    rkb_json_end_object(g_json);
   }
   free(t);
   for (int e = 0; e < ne; ++e) rk_ops_destroy(eng[e]);
@@ -320,6 +374,14 @@ static void bench_gemm(void) {
   static const size_t sizes_quick[] = {64, 128};
   const size_t *sizes = g_quick ? sizes_quick : sizes_full;
   int nsizes = g_quick ? 2 : 3;
+  if (g_json) {
+    rkb_json_key(g_json, "gemm");
+    rkb_json_object(g_json);
+    rkb_json_str(g_json, "blas", lib);
+    rkb_json_str(g_json, "unit", "GFLOP/s (from the median time)");
+    rkb_json_key(g_json, "sizes");
+    rkb_json_array(g_json);
+  }
   printf("  %-6s %24s %24s %20s %24s\n", "n", "cblas direct GFLOP/s",
          "rk matmul GFLOP/s", "rk overhead", "rk own GEMM GFLOP/s");
   for (int si = 0; si < nsizes; ++si) {
@@ -391,6 +453,17 @@ static void bench_gemm(void) {
              flops / so.p90 * 1e-9, flops / so.p10 * 1e-9);
     printf("  %-6zu %24s %24s %20s %24s\n", n, cd, cr, ov, co);
     printf("         (rk ran: %s)\n", rep.engine);
+    if (g_json) {
+      rkb_json_object(g_json);
+      rkb_json_int(g_json, "n", (long long)n);
+      rkb_json_num(g_json, "cblas_gflops",
+                   sgemm ? flops / sd.median * 1e-9 : NAN);
+      rkb_json_num(g_json, "rk_gflops", flops / sr.median * 1e-9);
+      rkb_json_num(g_json, "rk_own_gflops", flops / so.median * 1e-9);
+      if (sgemm) rkb_json_summary(g_json, "rk_overhead_pct", &sov);
+      rkb_json_str(g_json, "rk_engine", rep.engine);
+      rkb_json_end_object(g_json);
+    }
     free(td);
     free(tr);
     free(to);
@@ -399,6 +472,10 @@ static void bench_gemm(void) {
     free(b);
     free(c);
     free(c2);
+  }
+  if (g_json) {
+    rkb_json_end_array(g_json);
+    rkb_json_end_object(g_json);
   }
   rk_ops_destroy(with_blas);
   rk_ops_destroy(own);
@@ -411,6 +488,8 @@ int main(int argc, char **argv) {
       g_quick = true;
       g_n = 1u << 20;
       g_rounds = 3;
+    } else if (strcmp(argv[i], "--json") == 0) {
+      g_json = &g_json_state;
     } else if (strcmp(argv[i], "--n") == 0 && i + 1 < argc &&
                rkb_parse_long(argv[i + 1], 1024, 1L << 30, &v) == 0) {
       g_n = (size_t)v;
@@ -422,7 +501,7 @@ int main(int argc, char **argv) {
     } else {
       fprintf(stderr,
               "usage: bench_ops [--quick] [--n ELEMENTS] "
-              "[--rounds R]\n");
+              "[--rounds R] [--json]\n");
       return 2;
     }
   }
@@ -435,13 +514,29 @@ int main(int argc, char **argv) {
     g_threads =
         sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
   }
+  if (g_json && !rkb_json_begin(g_json, "ops")) {
+    fprintf(stderr, "bench_ops: --json: cannot duplicate stdout\n");
+    return 1;
+  }
   printf("bench_ops: best ISA %s, BLAS %s, T = %d thread(s), %d rounds\n",
          rk_isa_name(rk_isa_best()),
          rk_ops_blas_name() ? rk_ops_blas_name() : "none", g_threads, g_rounds);
+  if (g_json) {
+    rkb_json_str(g_json, "best_isa", rk_isa_name(rk_isa_best()));
+    rkb_json_int(g_json, "threads", g_threads);
+    rkb_json_int(g_json, "rounds", g_rounds);
+    rkb_json_bool(g_json, "quick", g_quick);
+  }
   bench_bandwidth();
+  if (g_json) {
+    rkb_json_key(g_json, "simd");
+    rkb_json_array(g_json);
+  }
   bench_simd(4096);
   bench_simd(g_quick ? 1u << 18 : 1u << 22);
+  if (g_json) rkb_json_end_array(g_json);
   bench_gemm();
+  if (g_json) rkb_json_finish(g_json);
   if (g_failures) {
     printf("bench_ops: %d check(s) FAILED\n", g_failures);
     return 1;

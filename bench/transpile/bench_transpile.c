@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_json.h"
 #include "bench_stats.h"
 #include "rk/rk.h"
 
@@ -67,6 +68,7 @@ typedef struct kernel {
 typedef struct options {
   long rounds, iters, warmup, goal_us;
   const char *dir;
+  bool json;
 } options_t;
 
 static const char *op_name(int op) {
@@ -196,6 +198,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: bench_transpile [--rounds N] [--iters N] [--warmup N]\n"
           "                       [--goal-us US] [--kernels DIR] [--quick]\n"
+          "                       [--json]\n"
           "\n"
           "Times rk_transpile() of every kernel in DIR for each target, and\n"
           "rk_codegen_list_entries(), in one thread.\n"
@@ -207,6 +210,8 @@ static void usage(FILE *out) {
           "  --goal-us US the per-kernel goal to compare with (default 1000)\n"
           "  --kernels D  the corpus (default %s)\n"
           "  --quick      3 rounds of 2 calls (CI smoke test)\n"
+          "  --json       one JSON object on stdout (the table goes to "
+          "stderr)\n"
           "\n"
           "Prints a table (median, p10, p90 in microseconds per call, and\n"
           "the output's size) and one 'RESULT transpile target=...' line per\n"
@@ -220,6 +225,7 @@ static int parse_options(int argc, char **argv, options_t *o) {
   o->warmup = 20;
   o->goal_us = 1000;
   o->dir = RK_BENCH_KERNEL_DIR;
+  o->json = false;
   bool quick = false, set_rounds = false, set_iters = false, set_warmup = false;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
@@ -229,6 +235,9 @@ static int parse_options(int argc, char **argv, options_t *o) {
       exit(0);
     } else if (!strcmp(a, "--quick")) {
       quick = true;
+      continue;
+    } else if (!strcmp(a, "--json")) {
+      o->json = true;
       continue;
     } else if (!strcmp(a, "--kernels")) {
       if (i + 1 >= argc) goto missing;
@@ -347,9 +356,68 @@ static void print_header(const options_t *o, int nkernels) {
         "representative\n");
 }
 
+/* --json: per operation the distribution of the kernels' medians and the
+ * slowest kernel, and per kernel each operation's median (us per call). */
+static void write_json(rkb_json_t *j, const options_t *o,
+                       const kernel_t *kernels, int nk) {
+  rkb_json_int(j, "rounds", o->rounds);
+  rkb_json_int(j, "iters", o->iters);
+  rkb_json_int(j, "goal_us", o->goal_us);
+  rkb_json_str(j, "unit", "us per call");
+  rkb_json_key(j, "ops");
+  rkb_json_array(j);
+  double *medians = xcalloc((size_t)nk, sizeof(double));
+  for (int op = 0; op < kNumOps; ++op) {
+    int n = 0, slowest = -1;
+    for (int k = 0; k < nk; ++k) {
+      const pair_t *p = &kernels[k].ops[op];
+      if (p->state != PAIR_TIMED) continue;
+      medians[n++] = p->s.median;
+      if (slowest < 0 || p->s.median > kernels[slowest].ops[op].s.median)
+        slowest = k;
+    }
+    rkb_json_object(j);
+    rkb_json_str(j, "op", op_name(op));
+    rkb_json_int(j, "kernels", n);
+    if (n) {
+      rkb_summary_t s = rkb_summarize(medians, (size_t)n);
+      rkb_json_summary(j, "kernel_medians_us", &s);
+      rkb_json_str(j, "slowest_kernel", kernels[slowest].name);
+    }
+    rkb_json_end_object(j);
+  }
+  free(medians);
+  rkb_json_end_array(j);
+  rkb_json_key(j, "kernels");
+  rkb_json_array(j);
+  for (int k = 0; k < nk; ++k) {
+    rkb_json_object(j);
+    rkb_json_str(j, "kernel", kernels[k].name);
+    rkb_json_int(j, "bytes", (long long)kernels[k].bytes);
+    rkb_json_key(j, "median_us");
+    rkb_json_object(j);
+    for (int op = 0; op < kNumOps; ++op) {
+      const pair_t *p = &kernels[k].ops[op];
+      if (p->state == PAIR_TIMED)
+        rkb_json_num(j, op_name(op), p->s.median);
+      else
+        rkb_json_str(j, op_name(op), NULL);
+    }
+    rkb_json_end_object(j);
+    rkb_json_end_object(j);
+  }
+  rkb_json_end_array(j);
+  rkb_json_finish(j);
+}
+
 int main(int argc, char **argv) {
   options_t opt;
   if (parse_options(argc, argv, &opt) != 0) return 2;
+  rkb_json_t json;
+  if (opt.json && !rkb_json_begin(&json, "transpile")) {
+    fprintf(stderr, "bench_transpile: --json: cannot duplicate stdout\n");
+    return 1;
+  }
   kernel_t *kernels = xcalloc(kMaxKernels, sizeof *kernels);
   int nk = load_corpus(opt.dir, kernels);
   if (nk < 0) return 1;
@@ -525,6 +593,7 @@ int main(int argc, char **argv) {
         "machine\n",
         100.0 * (1.0 - cpu / wall));
 
+  if (opt.json) write_json(&json, &opt, kernels, nk);
   for (int k = 0; k < nk; ++k) {
     for (int op = 0; op < kNumOps; ++op) free(kernels[k].ops[op].samples);
     free(kernels[k].source);

@@ -2,8 +2,8 @@
  *
  *   #include <rk/rk.h>
  *
- * brings in the status codes, the backend interface, actors and the
- * transpiler.
+ * brings in the status codes, the backend interface, actors, the
+ * transpiler, the cost model, the ops library and tracing.
  * Kernel sources include <rk/kernel.h> instead. */
 #ifndef RK_RK_H_
 #define RK_RK_H_
@@ -18,6 +18,7 @@
 #include "rk/ops.h"
 #include "rk/select.h"
 #include "rk/status.h"
+#include "rk/trace.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/strbuf.h"
+#include "base/trace.h"
 #include "hal/hal.h"
 
 static const char *const kKindNames[RK_BACKEND_KIND_COUNT_] = {
@@ -96,8 +97,8 @@ static bool statically_linked(void) {
   return !dynamic;
 }
 
-rk_status_t rk_backend_open(rk_backend_kind_t kind,
-                            rk_backend_t **out_backend) {
+static rk_status_t backend_open(rk_backend_kind_t kind,
+                                rk_backend_t **out_backend) {
   if (!out_backend)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "backend_open: out_backend must not be NULL");
@@ -152,6 +153,20 @@ rk_status_t rk_backend_open(rk_backend_kind_t kind,
                   reasons);
 }
 
+rk_status_t rk_backend_open(rk_backend_kind_t kind,
+                            rk_backend_t **out_backend) {
+  if (!rk__trace_on()) return backend_open(kind, out_backend);
+  rk__trace_span_t span;
+  rk__trace_span_begin(&span, "open backend");
+  rk_status_t s = backend_open(kind, out_backend);
+  rk__trace_event_t *e = rk__trace_span_end(&span, "backend");
+  rk__trace_arg_str(e, "asked", rk_backend_kind_name(kind));
+  if (s == RK_OK) rk__trace_arg_str(e, "backend", (*out_backend)->vt->name);
+  rk__trace_arg_status(e, s);
+  rk__trace_commit(e);
+  return s;
+}
+
 rk_status_t rk_backend_destroy(rk_backend_t *backend) {
   if (!backend) return RK_OK;
   int live = __atomic_load_n(&backend->live_contexts, __ATOMIC_ACQUIRE);
@@ -201,8 +216,8 @@ rk_status_t rk_backend_device_info(const rk_backend_t *backend, int device,
   return backend->vt->device_info(backend, device, out_info);
 }
 
-rk_status_t rk_backend_create_context(rk_backend_t *backend, int device,
-                                      rk_context_t **out_context) {
+static rk_status_t create_context(rk_backend_t *backend, int device,
+                                  rk_context_t **out_context) {
   RK_RETURN_IF_ERROR(check_device(backend, device, "backend_create_context"));
   if (!out_context)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
@@ -221,6 +236,22 @@ rk_status_t rk_backend_create_context(rk_backend_t *backend, int device,
   __atomic_add_fetch(&backend->live_contexts, 1, __ATOMIC_ACQ_REL);
   *out_context = ctx;
   return RK_OK;
+}
+
+rk_status_t rk_backend_create_context(rk_backend_t *backend, int device,
+                                      rk_context_t **out_context) {
+  if (!rk__trace_on()) return create_context(backend, device, out_context);
+  rk__trace_span_t span;
+  rk__trace_span_begin(&span, "create context");
+  rk_status_t s = create_context(backend, device, out_context);
+  rk__trace_event_t *e = rk__trace_span_end(&span, "backend");
+  if (backend) rk__trace_arg_str(e, "backend", backend->vt->name);
+  rk__trace_arg_int(e, "device", device);
+  if (s == RK_OK)
+    rk__trace_arg_str(e, "device_name", (*out_context)->info.name);
+  rk__trace_arg_status(e, s);
+  rk__trace_commit(e);
+  return s;
 }
 
 /* ---- Contexts ----------------------------------------------------------- */
@@ -260,8 +291,8 @@ rk_backend_t *rk_context_backend(const rk_context_t *context) {
   return context ? context->backend : NULL;
 }
 
-rk_status_t rk_context_allocate(rk_context_t *context, size_t bytes,
-                                rk_devptr_t *out_ptr) {
+static rk_status_t context_allocate(rk_context_t *context, size_t bytes,
+                                    rk_devptr_t *out_ptr) {
   CHECK_CTX(context, "context_allocate");
   if (!out_ptr)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
@@ -272,9 +303,35 @@ rk_status_t rk_context_allocate(rk_context_t *context, size_t bytes,
   return context->vt->allocate(context, bytes, out_ptr);
 }
 
-rk_status_t rk_context_free(rk_context_t *context, rk_devptr_t ptr) {
+rk_status_t rk_context_allocate(rk_context_t *context, size_t bytes,
+                                rk_devptr_t *out_ptr) {
+  if (!rk__trace_on()) return context_allocate(context, bytes, out_ptr);
+  rk__trace_span_t span;
+  rk__trace_span_begin(&span, "allocate");
+  rk_status_t s = context_allocate(context, bytes, out_ptr);
+  rk__trace_event_t *e = rk__trace_span_end(&span, "memory");
+  rk__trace_arg_uint(e, "bytes", bytes);
+  if (s == RK_OK) rk__trace_arg_uint(e, "ptr", *out_ptr);
+  rk__trace_arg_status(e, s);
+  rk__trace_commit(e);
+  return s;
+}
+
+static rk_status_t context_free(rk_context_t *context, rk_devptr_t ptr) {
   CHECK_CTX(context, "context_free");
   return context->vt->free(context, ptr);
+}
+
+rk_status_t rk_context_free(rk_context_t *context, rk_devptr_t ptr) {
+  if (!rk__trace_on()) return context_free(context, ptr);
+  rk__trace_span_t span;
+  rk__trace_span_begin(&span, "free");
+  rk_status_t s = context_free(context, ptr);
+  rk__trace_event_t *e = rk__trace_span_end(&span, "memory");
+  rk__trace_arg_uint(e, "ptr", ptr);
+  rk__trace_arg_status(e, s);
+  rk__trace_commit(e);
+  return s;
 }
 
 /* Validates a copy before it is run or queued. */
@@ -295,10 +352,35 @@ static rk_status_t check_copy(rk_context_t *context, const rk__copy_t *c,
   return RK_OK;
 }
 
+static const char *const kCopyNames[] = {
+    [RK__COPY_TO_DEVICE] = "copy to device",
+    [RK__COPY_TO_HOST] = "copy to host",
+    [RK__COPY_DEVICE_TO_DEVICE] = "copy device to device",
+};
+
+static rk_status_t copy_checked(rk_context_t *context, rk_stream_t *stream,
+                                const rk__copy_t *c, const char *what) {
+  RK_RETURN_IF_ERROR(check_copy(context, c, what));
+  return context->vt->copy(context, stream, c);
+}
+
+/* "stream": 0 for the default stream, else the stream's id. */
+static void trace_stream(rk__trace_event_t *e, const rk_stream_t *stream) {
+  rk__trace_arg_uint(e, "stream", stream ? stream->id : 0);
+}
+
 static rk_status_t do_copy(rk_context_t *context, rk_stream_t *stream,
                            rk__copy_t c, const char *what) {
-  RK_RETURN_IF_ERROR(check_copy(context, &c, what));
-  return context->vt->copy(context, stream, &c);
+  if (!rk__trace_on()) return copy_checked(context, stream, &c, what);
+  rk__trace_span_t span;
+  rk__trace_span_begin(&span, kCopyNames[c.dir]);
+  rk_status_t s = copy_checked(context, stream, &c, what);
+  rk__trace_event_t *e = rk__trace_span_end(&span, "copy");
+  rk__trace_arg_uint(e, "bytes", c.n);
+  trace_stream(e, stream);
+  rk__trace_arg_status(e, s);
+  rk__trace_commit(e);
+  return s;
 }
 
 rk_status_t rk_context_copy_to_device(rk_context_t *context, rk_devptr_t dst,
@@ -333,7 +415,7 @@ static void note_error(rk_status_t s, rk_status_t *first, int *count,
   rk__strbuf_puts(msg, rk_last_error());
 }
 
-rk_status_t rk_context_synchronize(rk_context_t *context) {
+static rk_status_t context_synchronize(rk_context_t *context) {
   CHECK_CTX(context, "context_synchronize");
   rk_status_t first = RK_OK;
   int count = 0;
@@ -355,6 +437,17 @@ rk_status_t rk_context_synchronize(rk_context_t *context) {
   return first;
 }
 
+rk_status_t rk_context_synchronize(rk_context_t *context) {
+  if (!rk__trace_on()) return context_synchronize(context);
+  rk__trace_span_t span;
+  rk__trace_span_begin(&span, "synchronize context");
+  rk_status_t s = context_synchronize(context);
+  rk__trace_event_t *e = rk__trace_span_end(&span, "sync");
+  rk__trace_arg_status(e, s);
+  rk__trace_commit(e);
+  return s;
+}
+
 /* ---- Modules and functions --------------------------------------------- */
 
 void rk_compile_options_init(rk_compile_options_t *options) {
@@ -363,9 +456,9 @@ void rk_compile_options_init(rk_compile_options_t *options) {
   options->source_name = "<source>";
 }
 
-rk_status_t rk_context_compile(rk_context_t *context, const char *source,
-                               const rk_compile_options_t *options,
-                               rk_module_t **out_module) {
+static rk_status_t context_compile(rk_context_t *context, const char *source,
+                                   const rk_compile_options_t *options,
+                                   rk_module_t **out_module) {
   CHECK_CTX(context, "context_compile");
   if (!source || !out_module)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
@@ -400,6 +493,28 @@ rk_status_t rk_context_compile(rk_context_t *context, const char *source,
   pthread_mutex_unlock(&context->lock);
   *out_module = mod;
   return RK_OK;
+}
+
+rk_status_t rk_context_compile(rk_context_t *context, const char *source,
+                               const rk_compile_options_t *options,
+                               rk_module_t **out_module) {
+  if (!rk__trace_on())
+    return context_compile(context, source, options, out_module);
+  rk__trace_span_t span;
+  rk__trace_span_begin(&span, "compile");
+  rk_status_t s = context_compile(context, source, options, out_module);
+  rk__trace_event_t *e = rk__trace_span_end(&span, "compile");
+  rk__trace_arg_str(
+      e, "source",
+      options && options->source_name ? options->source_name : "<source>");
+  if (context) rk__trace_arg_str(e, "backend", context->vt->name);
+  if (s == RK_OK) {
+    rk__trace_arg_bool(e, "cache_hit", (*out_module)->cache_hit);
+    rk__trace_arg_uint(e, "kernels", (*out_module)->nfunctions);
+  }
+  rk__trace_arg_status(e, s);
+  rk__trace_commit(e);
+  return s;
 }
 
 rk_status_t rk_module_destroy(rk_module_t *module) {
@@ -588,10 +703,10 @@ static rk_status_t pack_args(rk_function_t *fn, const rk_arg_t *args,
   return RK_OK;
 }
 
-rk_status_t rk_function_launch(rk_function_t *function, rk_dim3_t grid,
-                               rk_dim3_t block, size_t shared_mem,
-                               rk_stream_t *stream, const rk_arg_t *args,
-                               size_t nargs) {
+static rk_status_t function_launch(rk_function_t *function, rk_dim3_t grid,
+                                   rk_dim3_t block, size_t shared_mem,
+                                   rk_stream_t *stream, const rk_arg_t *args,
+                                   size_t nargs) {
   if (!function)
     return rk__fail(RK_ERR_INVALID_ARGUMENT, "launch: function is NULL");
   rk_context_t *ctx = function->module->context;
@@ -639,6 +754,33 @@ rk_status_t rk_function_launch(rk_function_t *function, rk_dim3_t grid,
   return ctx->vt->launch(function, grid, block, shared_mem, stream, packed);
 }
 
+rk_status_t rk_function_launch(rk_function_t *function, rk_dim3_t grid,
+                               rk_dim3_t block, size_t shared_mem,
+                               rk_stream_t *stream, const rk_arg_t *args,
+                               size_t nargs) {
+  if (!rk__trace_on())
+    return function_launch(function, grid, block, shared_mem, stream, args,
+                           nargs);
+  char name[80];
+  snprintf(name, sizeof name, "launch %s", function ? function->name : "?");
+  rk__trace_span_t span;
+  rk__trace_span_begin(&span, name);
+  rk_status_t s =
+      function_launch(function, grid, block, shared_mem, stream, args, nargs);
+  rk__trace_event_t *e = rk__trace_span_end(&span, "launch");
+  char dims[96];
+  snprintf(dims, sizeof dims, "%u,%u,%u", grid.x, grid.y, grid.z);
+  rk__trace_arg_str(e, "kernel", function ? function->name : "");
+  rk__trace_arg_str(e, "grid", dims);
+  snprintf(dims, sizeof dims, "%u,%u,%u", block.x, block.y, block.z);
+  rk__trace_arg_str(e, "block", dims);
+  if (shared_mem) rk__trace_arg_uint(e, "shared_mem", shared_mem);
+  trace_stream(e, stream);
+  rk__trace_arg_status(e, s);
+  rk__trace_commit(e);
+  return s;
+}
+
 /* ---- Streams ------------------------------------------------------------ */
 
 rk_status_t rk_context_create_stream(rk_context_t *context,
@@ -649,7 +791,9 @@ rk_status_t rk_context_create_stream(rk_context_t *context,
                     "context_create_stream: out_stream is NULL");
   rk_stream_t *st = NULL;
   RK_RETURN_IF_ERROR(context->vt->stream_create(context, &st));
+  static uint32_t next_stream_id;
   st->context = context;
+  st->id = __atomic_add_fetch(&next_stream_id, 1, __ATOMIC_RELAXED);
   pthread_mutex_lock(&context->lock);
   st->next = context->streams;
   context->streams = st;
@@ -677,12 +821,24 @@ rk_status_t rk_stream_destroy(rk_stream_t *stream) {
   return ctx->vt->stream_destroy(stream);
 }
 
-rk_status_t rk_stream_synchronize(rk_stream_t *stream) {
+static rk_status_t stream_synchronize(rk_stream_t *stream) {
   if (!stream)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "stream_synchronize: stream is NULL (use "
                     "rk_context_synchronize for the default stream)");
   return stream->context->vt->stream_synchronize(stream);
+}
+
+rk_status_t rk_stream_synchronize(rk_stream_t *stream) {
+  if (!rk__trace_on()) return stream_synchronize(stream);
+  rk__trace_span_t span;
+  rk__trace_span_begin(&span, "synchronize stream");
+  rk_status_t s = stream_synchronize(stream);
+  rk__trace_event_t *e = rk__trace_span_end(&span, "sync");
+  trace_stream(e, stream);
+  rk__trace_arg_status(e, s);
+  rk__trace_commit(e);
+  return s;
 }
 
 #define CHECK_STREAM(st, what)                                           \

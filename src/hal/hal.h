@@ -60,6 +60,7 @@ struct rk_module {
 struct rk_stream {
   rk_context_t *context;
   rk_stream_t *next;
+  uint32_t id; /* 1, 2, ... in creation order, per process (traces) */
 };
 
 /* Launch arguments checked against the function's parameters and copied

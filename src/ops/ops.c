@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "base/sys.h"
+#include "base/trace.h"
 #include "ops/ops_internal.h"
 
 enum {
@@ -315,6 +316,35 @@ static bool usable(rk_ops_t *ops, const rk_exec_target_t *t) {
   return false;
 }
 
+/* The decision as a trace event "cost <op>": the policy, the sizes, where
+ * the op runs ("ran"), the policy's own answer when it differs ("chosen"),
+ * and each candidate's predicted time ("pred_us:<target>"). */
+static void trace_choice(const rk_ops_t *ops, const rk_op_desc_t *desc,
+                         const choice_t *c, const rk_prediction_t *p,
+                         size_t count) {
+  char name[48], where[64];
+  snprintf(name, sizeof name, "cost %s", rk_op_name(desc->op));
+  rk__trace_event_t *e = rk__trace_instant("cost", name);
+  rk__trace_arg_str(e, "policy", rk_policy_name(ops->opt.policy));
+  rk__trace_arg_uint(e, "n", desc->n);
+  if (desc->op == RK_OP_MATVEC || desc->op == RK_OP_MATMUL)
+    rk__trace_arg_uint(e, "m", desc->m);
+  if (desc->op == RK_OP_MATMUL) rk__trace_arg_uint(e, "k", desc->k);
+  format_target(where, sizeof where, &c->target);
+  rk__trace_arg_str(e, "ran", where);
+  if (memcmp(&c->chosen, &c->target, sizeof c->target) != 0) {
+    format_target(where, sizeof where, &c->chosen);
+    rk__trace_arg_str(e, "chosen", where);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    char key[80];
+    int w = snprintf(key, sizeof key, "pred_us:");
+    format_target(key + w, sizeof key - (size_t)w, &p[i].target);
+    rk__trace_arg_num(e, key, p[i].total_s * 1e6);
+  }
+  rk__trace_commit(e);
+}
+
 static rk_status_t choose(rk_ops_t *ops, const rk_op_desc_t *desc,
                           choice_t *c) {
   memset(c, 0, sizeof *c);
@@ -393,6 +423,7 @@ static rk_status_t choose(rk_ops_t *ops, const rk_op_desc_t *desc,
                  "the next best",
                  want);
       }
+      if (rk__trace_on()) trace_choice(ops, desc, c, p, count);
       return RK_OK;
     }
   }
@@ -718,8 +749,8 @@ static rk_status_t execute(rk_ops_t *ops, const rk__ops_args_t *a,
   return RK_OK;
 }
 
-static rk_status_t run_op(rk_ops_t *ops, rk__ops_args_t *a,
-                          rk_op_report_t *report) {
+static rk_status_t run_op_untraced(rk_ops_t *ops, rk__ops_args_t *a,
+                                   rk_op_report_t *report) {
   uint64_t t0 = rk__now_ns();
   if (!ops)
     return rk__fail(RK_ERR_INVALID_ARGUMENT, "ops %s: handle is NULL",
@@ -735,6 +766,9 @@ static rk_status_t run_op(rk_ops_t *ops, rk__ops_args_t *a,
   desc.result_on_host = true;
   choice_t c;
   RK_RETURN_IF_ERROR(choose(ops, &desc, &c));
+  /* The calibrated policy traces its choice with the predictions. */
+  if (rk__trace_on() && ops->opt.policy != RK_POLICY_CALIBRATED)
+    trace_choice(ops, &desc, &c, NULL, 0);
   rk_op_report_t local;
   rk_op_report_t *r = report ? report : &local;
   memset(r, 0, sizeof *r);
@@ -756,6 +790,33 @@ static rk_status_t run_op(rk_ops_t *ops, rk__ops_args_t *a,
                             where);
   }
   return RK_OK;
+}
+
+static rk_status_t run_op(rk_ops_t *ops, rk__ops_args_t *a,
+                          rk_op_report_t *report) {
+  if (!rk__trace_on()) return run_op_untraced(ops, a, report);
+  char name[48];
+  snprintf(name, sizeof name, "ops %s", rk_op_name(a->op));
+  rk_op_report_t local;
+  rk_op_report_t *r = report ? report : &local;
+  memset(r, 0, sizeof *r);
+  rk__trace_span_t span;
+  rk__trace_span_begin(&span, name);
+  rk_status_t s = run_op_untraced(ops, a, r);
+  rk__trace_event_t *e = rk__trace_span_end(&span, "ops");
+  rk__trace_arg_uint(e, "n", a->n);
+  if (s == RK_OK) {
+    char where[64];
+    format_target(where, sizeof where, &r->target);
+    rk__trace_arg_str(e, "ran", where);
+    rk__trace_arg_str(e, "engine", r->engine);
+    rk__trace_arg_int(e, "threads", r->threads);
+    if (r->has_prediction)
+      rk__trace_arg_num(e, "predicted_us", r->predicted_s * 1e6);
+  }
+  rk__trace_arg_status(e, s);
+  rk__trace_commit(e);
+  return s;
 }
 
 /* ---- Public ops --------------------------------------------------------- */
