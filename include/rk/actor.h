@@ -27,12 +27,22 @@
  * launch of the handler's batch kernel (rk_actor_stats says which:
  * `execution`). RK_ACTOR_TRADITIONAL runs the same handler with one kernel
  * launch per request (copy in, launch, wait, copy out), performed by the
- * sending thread, for comparison.
+ * sending thread, one request at a time, for comparison; a call's answer
+ * comes straight back to its caller, a send's goes to the output ring.
  *
  * States: LAUNCHED -> ACTIVE <-> DEACTIVATED -> TERMINATING -> TERMINATED,
  * and FAILED when termination missed its deadline or the device side was
  * lost. Any other transition, and sending to an actor that is not ACTIVE,
  * returns RK_ERR_INVALID_STATE and changes nothing.
+ *
+ * Stopping. Nothing waits on an actor past its stop. A send or call still
+ * waiting for room (or, traditional, for its turn) when the actor leaves
+ * ACTIVE is refused with RK_ERR_INVALID_STATE. Once the actor is TERMINATED
+ * or FAILED, a receive with nothing left and a call whose answer has not
+ * come return RK_ERR_INVALID_STATE at once (waiters are woken); for FAILED
+ * rk_last_error() names the cause ("the actor failed (the handler did not
+ * stop within 50.000 ms of rk_actor_terminate)"). A call that gives up this
+ * way leaves a late answer for rk_actor_receive.
  *
  * Handlers that return int report an error with a non-zero value: the
  * response still comes back (with status RK_ERR_HANDLER and the code), the
@@ -40,8 +50,11 @@
  *
  * Thread safety: send, receive, call, state and stats may be called from
  * any number of threads at once. activate, deactivate, terminate and
- * destroy are for one controlling thread; destroy must not race with
- * anything.
+ * destroy are for one controlling thread. destroy may find threads in
+ * call, or blocked in send or receive: they wake (the actor stops) and
+ * destroy frees nothing before they have returned. A call that starts
+ * while destroy runs, or a send or receive that has not blocked yet, is a
+ * use after free.
  */
 #ifndef RK_ACTOR_H_
 #define RK_ACTOR_H_
@@ -163,8 +176,14 @@ rk_status_t rk_actor_deactivate(rk_actor_t *actor);
 /* Queues one request of exactly the handler's request size. On success
  * *out_correlation_id (may be NULL) identifies the response. When the input
  * ring is full, waits up to timeout_ns for space, then RK_ERR_QUEUE_FULL
- * (nothing queued; counted as a dropped send). RK_ERR_INVALID_STATE unless
- * ACTIVE. */
+ * (nothing queued; counted as a dropped send). Responses nobody receives
+ * stay where they are, so they hold up sends: in persistent mode by filling
+ * the output ring and then the input ring behind it; in traditional mode,
+ * where the send runs the request itself, the response needs an output
+ * slot, and a full output ring gives RK_ERR_QUEUE_FULL ("the output ring is
+ * full") after the timeout -- as does a request of another thread that
+ * keeps running (one runs at a time). RK_ERR_INVALID_STATE unless ACTIVE,
+ * also when the actor leaves ACTIVE while the send waits. */
 rk_status_t rk_actor_send(rk_actor_t *actor, const void *request, size_t size,
                           uint64_t timeout_ns, uint64_t *out_correlation_id);
 
@@ -173,32 +192,49 @@ rk_status_t rk_actor_send(rk_actor_t *actor, const void *request, size_t size,
  * timeout 0). `capacity` must hold the response size. Returns RK_OK or, for
  * a response whose handler failed, RK_ERR_HANDLER with the payload still
  * copied; out_info (may be NULL) gets the details. Works in any state while
- * responses remain. */
+ * responses remain; when none is left of a TERMINATED or FAILED actor, none
+ * will come: RK_ERR_INVALID_STATE at once (also for a receive waiting when
+ * the actor stops), naming the state and a failure's cause. */
 rk_status_t rk_actor_receive(rk_actor_t *actor, void *response, size_t capacity,
                              uint64_t timeout_ns, rk_actor_message_t *out_info);
 
 /* Sends a request and waits up to timeout_ns (for space and then for the
  * answer) for the response with its correlation id; responses to other
  * requests that arrive meanwhile go to their own callers or stay for
- * rk_actor_receive. On RK_ERR_TIMEOUT after the request was queued, its
- * response, when it comes, is left for rk_actor_receive. Returns as
+ * rk_actor_receive. Its own answer is never stuck behind responses nobody
+ * received: in persistent mode the call moves them to the receive queue
+ * while it waits (for space too); in traditional mode the answer comes
+ * straight back and needs no output slot. On RK_ERR_TIMEOUT after the
+ * request was queued, its response, when it comes, is left for
+ * rk_actor_receive. RK_ERR_INVALID_STATE when the actor leaves ACTIVE
+ * before the request is queued (traditional: before its turn), or stops
+ * (TERMINATED, FAILED) before the answer came: rk_last_error() names the
+ * request and the cause, and a late answer goes to rk_actor_receive.
+ * RK_ERR_QUEUE_FULL as rk_actor_send. Otherwise returns as
  * rk_actor_receive. */
 rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
                           size_t request_size, void *response, size_t capacity,
                           uint64_t timeout_ns, rk_actor_message_t *out_info);
 
-/* Stops accepting requests, lets the device side answer the ones already
- * queued (also those left by deactivate), and waits up to timeout_ns for it
- * to confirm that it stopped: RK_OK (TERMINATED) or RK_ERR_TIMEOUT
- * (FAILED: the handler did not return in time; the actor can only be
- * destroyed, and other actors and the context stay usable). Responses
- * already produced can still be received. */
+/* Stops accepting requests (sends and calls still waiting for room or for
+ * their turn are refused), lets the device side answer the ones already
+ * queued (also those left by deactivate) -- moving responses nobody has
+ * received to the receive queue, so that a full output ring does not stop
+ * it -- and waits up to timeout_ns for it to confirm that it stopped:
+ * RK_OK (TERMINATED) or RK_ERR_TIMEOUT (FAILED: the handler did not return
+ * in time; the actor can only be destroyed, and other actors and the
+ * context stay usable). Traditional mode waits up to timeout_ns for the
+ * request running, if any. The deadline holds whatever other threads do.
+ * Responses already produced can still be received; threads waiting for
+ * anything else wake (see "Stopping" above). */
 rk_status_t rk_actor_terminate(rk_actor_t *actor, uint64_t timeout_ns);
 
 /* Releases the actor. An actor still running is terminated first (waiting
  * as long as it takes) unless it is FAILED: then a handler that never
- * returns keeps its thread, code and memory until the process exits, and
- * nothing else is affected. NULL is ignored. */
+ * returns keeps its thread (traditional mode: the thread that ran the
+ * request), code and memory until the process exits, and nothing else is
+ * affected. Threads blocked on the actor wake with RK_ERR_INVALID_STATE;
+ * destroy frees nothing before they have returned. NULL is ignored. */
 void rk_actor_destroy(rk_actor_t *actor);
 
 rk_actor_state_t rk_actor_state(const rk_actor_t *actor);

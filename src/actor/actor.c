@@ -18,11 +18,25 @@
  * Traditional mode uses no device side: the sending thread copies the
  * request to the device, launches the handler kernel, waits for it and
  * publishes the response into the output ring itself (one launch per
- * request, serialised by a lock because the handler state is shared).
+ * request, serialised by a lock because the handler state is shared). A
+ * call takes its answer straight from the staging area instead, so it never
+ * needs an output slot: responses nobody received cannot hold it up.
+ *
+ * Stopping. When the actor leaves ACTIVE (deactivate, terminate, FAILED)
+ * wake_waiters() bumps every wake sequence a host thread may park on; each
+ * waiter reads the sequence before it looks at the state, so none sleeps
+ * through it (tests/model/ring.pml, -DSTOP_WAIT and -DSTOP_SEND). Senders
+ * still waiting for room are refused; waiters of a TERMINATED or FAILED
+ * actor drain once more and then give up with RK_ERR_INVALID_STATE.
+ * Calls, traditional sends and any thread that waits are counted
+ * (`waiting`) until they return, and rk_actor_destroy frees nothing before
+ * they have.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "actor/actor_internal.h"
 #include "actor/actor_relaunch.h"
@@ -82,6 +96,12 @@ struct rk_actor {
   rk__actor_worker_t *worker;
   rk__relaunch_t *relaunch;
 
+  /* Threads that started waiting in send/receive/call and have not
+   * returned yet (atomic); destroy waits for them. */
+  uint32_t waiting;
+  /* Why the actor is FAILED: written once before the state. */
+  char fail_reason[160];
+
   uint64_t next_id;       /* atomic; correlation ids start at 1 */
   uint64_t host_clock;    /* hybrid logical clock of the senders */
   uint64_t sent, dropped; /* atomic */
@@ -90,8 +110,9 @@ struct rk_actor {
   pthread_mutex_t trad_lock;
   rk_devptr_t d_in, d_out, d_state, d_status;
   rk_stream_t *trad_stream;  /* copies in, launch, copies out: one sync */
-  unsigned char *trad_stage; /* request, then status (mapped memory) */
+  unsigned char *trad_stage; /* request, status, a response slot (mapped) */
   rk__ring_end_t trad_out;   /* producer end of the output ring */
+  uint32_t trad_running;     /* atomic: a request is in the handler */
   uint64_t trad_processed, trad_errors; /* atomic */
   int32_t trad_last_error;              /* atomic */
 
@@ -291,10 +312,12 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
                                                   o->input_capacity, in_slot));
   const size_t off_stage = off_out_slots + round_line(rk__ring_slot_bytes(
                                                o->output_capacity, out_slot));
-  /* Traditional mode stages each request and its status here: memory the
-   * device copies from directly where the backend maps it (pinned). */
+  /* Traditional mode stages each request, its status and a call's
+   * response here: memory the device copies from and to directly where the
+   * backend maps it (pinned). */
   const size_t total = off_stage + (a->mode == RK_ACTOR_TRADITIONAL
-                                        ? round_line(a->in_size) + RK_ABI_LINE
+                                        ? round_line(a->in_size) + RK_ABI_LINE +
+                                              round_line(out_slot)
                                         : 0);
   const rk__backend_vtable_t *vt = a->context->vt;
   /* Mapped memory where the device reads the rings (a resident kernel) or
@@ -458,6 +481,76 @@ rk_status_t rk__actor_launch_external(rk_context_t *context, const char *source,
 
 /* ---- Lifecycle ----------------------------------------------------------- */
 
+static bool drain(rk_actor_t *a);
+static void bump_epoch(rk_actor_t *a);
+
+/* Nothing more will be answered: the device side confirmed it stopped, or
+ * missed its deadline. */
+static bool stopped_state(rk_actor_state_t s) {
+  return s == RK_ACTOR_TERMINATED || s == RK_ACTOR_FAILED;
+}
+
+/* Wakes every host thread that may be parked on the actor so that it looks
+ * at the state again: the drainer and terminate (the output ring's data
+ * sequence), senders waiting for space (the space sequences: the input
+ * ring's in persistent mode, the output ring's in traditional mode) and
+ * threads waiting for the drain role (the epoch). Unconditional bumps: a
+ * state change is rare, and a waiter that read a sequence before it looked
+ * at the state finds it changed and does not sleep. */
+static void wake_waiters(rk_actor_t *a) {
+  rk__ring_kick(a->device.out);
+  rk__ring_kick_space(a->device.in);
+  rk__ring_kick_space(a->device.out);
+  __atomic_fetch_add(&a->epoch, 1u, __ATOMIC_RELEASE);
+  rk__wake_all(&a->epoch);
+}
+
+/* FAILED, because `why` (which completes "the actor failed (...)" in what
+ * every waiter reports). */
+static void fail(rk_actor_t *a, const char *why) {
+  snprintf(a->fail_reason, sizeof a->fail_reason, "%s", why);
+  set_state(a, RK_ACTOR_FAILED);
+  wake_waiters(a);
+}
+
+/* RK_ERR_INVALID_STATE: `what` needs an ACTIVE actor. */
+static rk_status_t not_active(const rk_actor_t *a, const char *what) {
+  rk_actor_state_t st = get_state(a);
+  if (st == RK_ACTOR_FAILED)
+    return rk__fail(RK_ERR_INVALID_STATE, "%s: the actor failed (%s)", what,
+                    a->fail_reason);
+  return rk__fail(RK_ERR_INVALID_STATE, "%s: the actor is %s, not active", what,
+                  rk_actor_state_name(st));
+}
+
+/* Before a thread first waits on the actor (a call or a traditional send:
+ * as it starts): counted from then until it returns, so that destroy
+ * frees nothing under it. */
+static void count_waiting(rk_actor_t *a, bool *counted) {
+  if (*counted) return;
+  *counted = true;
+  __atomic_fetch_add(&a->waiting, 1u, __ATOMIC_SEQ_CST);
+}
+
+/* The counted thread's last access to the actor. */
+static void leave(rk_actor_t *a, bool counted) {
+  if (counted) __atomic_fetch_sub(&a->waiting, 1u, __ATOMIC_RELEASE);
+}
+
+/* Locks `m` before `deadline` (rk__now_ns clock; 0: no deadline): 0, or
+ * ETIMEDOUT. */
+static int lock_until(pthread_mutex_t *m, uint64_t deadline) {
+  if (!deadline) return pthread_mutex_lock(m);
+  const uint64_t now = rk__now_ns();
+  if (now >= deadline) return pthread_mutex_trylock(m) == 0 ? 0 : ETIMEDOUT;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const uint64_t ns = (uint64_t)ts.tv_nsec + (deadline - now);
+  ts.tv_sec += (time_t)(ns / 1000000000u);
+  ts.tv_nsec = (long)(ns % 1000000000u);
+  return pthread_mutex_timedlock(m, &ts);
+}
+
 static rk_status_t bad_transition(const rk_actor_t *a, const char *what) {
   return rk__fail(RK_ERR_INVALID_STATE, "actor: cannot %s an actor that is %s",
                   what, rk_actor_state_name(get_state(a)));
@@ -481,55 +574,83 @@ rk_status_t rk_actor_deactivate(rk_actor_t *actor) {
   STORE_RELEASE(&actor->control->active, 0u);
   set_state(actor, RK_ACTOR_DEACTIVATED);
   rk__ring_kick(actor->device.in);
+  /* Sends still waiting for space are refused now. */
+  wake_waiters(actor);
   return RK_OK;
 }
 
 rk_status_t rk_actor_terminate(rk_actor_t *actor, uint64_t timeout_ns) {
   if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
   rk_actor_state_t st = get_state(actor);
-  if (st == RK_ACTOR_TERMINATING || st == RK_ACTOR_TERMINATED ||
-      st == RK_ACTOR_FAILED)
+  if (st == RK_ACTOR_TERMINATING || stopped_state(st))
     return bad_transition(actor, "terminate");
   set_state(actor, RK_ACTOR_TERMINATING);
   rk_abi_control_t *c = actor->control;
   STORE_RELEASE(&c->active, 0u);
   STORE_RELEASE(&c->terminate, 1u);
+  wake_waiters(actor); /* sends waiting for space are refused now */
+  const uint64_t deadline = deadline_after(timeout_ns);
+  char why[160];
+  snprintf(why, sizeof why,
+           "the handler did not stop within %.3f ms of rk_actor_terminate",
+           (double)timeout_ns / 1e6);
   if (actor->mode == RK_ACTOR_TRADITIONAL) {
-    /* Nothing runs between sends; wait for a send in progress. */
-    pthread_mutex_lock(&actor->trad_lock);
+    /* Nothing runs between requests: wait for the one running, if any. */
+    if (lock_until(&actor->trad_lock, deadline) != 0) {
+      fail(actor, why);
+      return rk__fail(RK_ERR_TIMEOUT,
+                      "actor: %s (a request was still running); the actor "
+                      "is failed and can only be destroyed",
+                      why);
+    }
     STORE_RELEASE(&c->terminated, 1u);
-    pthread_mutex_unlock(&actor->trad_lock);
     set_state(actor, RK_ACTOR_TERMINATED);
+    pthread_mutex_unlock(&actor->trad_lock);
+    wake_waiters(actor);
     return RK_OK;
   }
   rk__ring_kick(actor->device.in);
   /* The device side sets `terminated` and then kicks the output ring. */
-  const uint64_t deadline = deadline_after(timeout_ns);
   while (!LOAD_ACQUIRE(&c->terminated)) {
     if (expired(deadline)) {
-      set_state(actor, RK_ACTOR_FAILED);
+      fail(actor, why);
       return rk__fail(RK_ERR_TIMEOUT,
-                      "actor: the handler did not stop within %.3f ms; the "
-                      "actor is failed and can only be destroyed",
-                      (double)timeout_ns / 1e6);
+                      "actor: %s; the actor is failed and can only be "
+                      "destroyed",
+                      why);
+    }
+    /* The device side answers every queued request before it stops, and
+     * needs output slots for that: move the responses nobody has taken to
+     * the receive queue (unless a waiting thread drains already). */
+    if (LOAD_RELAXED(&actor->drain_role) == 0 &&
+        __atomic_exchange_n(&actor->drain_role, 1u, __ATOMIC_ACQUIRE) == 0) {
+      drain(actor);
+      __atomic_store_n(&actor->drain_role, 0u, __ATOMIC_RELEASE);
+      bump_epoch(actor);
     }
     uint64_t slice = rk__now_ns() + actor->park_ns;
     if (deadline && deadline < slice) slice = deadline;
     uint32_t seq = LOAD_ACQUIRE(&actor->device.out->data_seq);
     if (!LOAD_ACQUIRE(&c->terminated)) {
+      /* Announced, then look again (terminated, and responses to move):
+       * the device side's signal after publishing sees the count. */
       __atomic_fetch_add(&actor->device.out->data_waiters, 1u,
                          __ATOMIC_SEQ_CST);
-      rk__fence_seq_cst();
+      rk__ring_fence_heavy(); /* pairs with the light one in the signal */
       /* The slice may already be over (this thread was descheduled): an
        * unsigned remainder would wrap, and 0 means no timeout at all. */
       const uint64_t now = rk__now_ns();
-      if (!LOAD_ACQUIRE(&c->terminated) && now < slice)
+      if (!LOAD_ACQUIRE(&c->terminated) &&
+          LOAD_ACQUIRE(&actor->device.out->tail) ==
+              LOAD_ACQUIRE(&actor->device.out->head) &&
+          now < slice)
         rk__wait_while_equal(&actor->device.out->data_seq, seq, slice - now);
       __atomic_fetch_sub(&actor->device.out->data_waiters, 1u,
                          __ATOMIC_RELAXED);
     }
   }
   set_state(actor, RK_ACTOR_TERMINATED);
+  wake_waiters(actor); /* waiters for what will never come give up */
   return RK_OK;
 }
 
@@ -557,16 +678,22 @@ static void release(rk_actor_t *a) {
 
 void rk_actor_destroy(rk_actor_t *actor) {
   if (!actor) return;
-  rk_actor_state_t st = get_state(actor);
-  if (st != RK_ACTOR_TERMINATED && st != RK_ACTOR_FAILED) {
+  if (!stopped_state(get_state(actor))) {
     char *saved = rk__error_save();
     rk_actor_terminate(actor, RK_TIMEOUT_INFINITE);
     rk__error_restore(saved);
   }
-  if ((actor->worker || actor->relaunch) &&
-      !LOAD_ACQUIRE(&actor->control->terminated)) {
-    /* A handler that never returned: the worker keeps the code and the
-     * rings. */
+  /* Threads woken by the stop leave within microseconds: wait for them
+   * (polling), unless a handler that never returned keeps the actor: a
+   * device side that did not stop (its thread, the code and the rings), or
+   * a traditional request still running on the thread that sent it. */
+  bool stuck = (actor->worker || actor->relaunch) &&
+               !LOAD_ACQUIRE(&actor->control->terminated);
+  for (uint32_t n; !stuck && (n = LOAD_ACQUIRE(&actor->waiting)) != 0;) {
+    stuck = LOAD_ACQUIRE(&actor->trad_running) != 0;
+    if (!stuck) rk__wait_while_equal(&actor->waiting, n, 100000u);
+  }
+  if (stuck) {
     if (actor->worker) actor->context->vt->actor_release(actor->worker, false);
     if (actor->relaunch) rk__relaunch_release(actor->relaunch, false);
     actor->worker = NULL;
@@ -600,8 +727,12 @@ static int cmp_u64(const void *x, const void *y) {
 
 /* ---- Output side --------------------------------------------------------- */
 
-/* After delivering (or giving up the drain role): wakes threads waiting
- * on the epoch. The light fence pairs with the heavy one in wait_until. */
+/* After giving up the drain role (having delivered something or not):
+ * wakes threads waiting on the epoch, for their answers or for the role.
+ * The light fence between the role's store and the count's load pairs with
+ * the heavy one in wait_until between the count's increment and its look
+ * at the role: either the waiter sees the role free, or this sees the
+ * waiter. */
 static void bump_epoch(rk_actor_t *a) {
   rk__ring_fence_light();
   if (LOAD_RELAXED(&a->epoch_waiters)) {
@@ -689,20 +820,30 @@ static bool drain(rk_actor_t *a) {
 
 typedef bool (*ready_fn)(rk_actor_t *a, void *arg);
 
-/* Waits until ready(a, arg), draining responses meanwhile. RK_OK or
- * RK_ERR_TIMEOUT. */
+/* Waits until ready(a, arg), draining responses meanwhile. RK_OK,
+ * RK_ERR_TIMEOUT, or RK_ERR_INVALID_STATE once the actor has stopped
+ * (TERMINATED or FAILED) and a drain by this thread after it saw that
+ * moved nothing: what is not there by then will not come. Sets no error
+ * message (the caller words it). A thread that waits is counted in
+ * `waiting` (see count_waiting). */
 static rk_status_t wait_until(rk_actor_t *a, ready_fn ready, void *arg,
-                              limit_t *limit) {
+                              limit_t *limit, bool *counted) {
   uint64_t spin_end = 0, deadline = 0;
   for (bool first = true;; first = false) {
     if (ready(a, arg)) return RK_OK;
+    if (limit->timeout_ns) count_waiting(a, counted);
     if (!first) deadline = limit_deadline(limit);
-    uint32_t e = LOAD_ACQUIRE(&a->epoch);
+    /* The wake sequences before the state: wake_waiters() after these
+     * reads changes them, so the waits below cannot sleep through a
+     * stop. */
+    const uint32_t e = LOAD_ACQUIRE(&a->epoch);
+    const uint32_t seq = rk__ring_data_seq(a->device.out);
+    const bool stopped = stopped_state(get_state(a));
     if (LOAD_RELAXED(&a->drain_role) == 0 &&
         __atomic_exchange_n(&a->drain_role, 1u, __ATOMIC_ACQUIRE) == 0) {
       bool moved = drain(a);
       bool done = ready(a, arg);
-      if (!done && !moved) {
+      if (!done && !moved && !stopped && limit->timeout_ns) {
         /* Nothing yet: spin on the ring a while, then park on it. */
         uint64_t now = rk__now_ns();
         if (!spin_end) spin_end = now + a->spin_ns;
@@ -712,17 +853,22 @@ static rk_status_t wait_until(rk_actor_t *a, ready_fn ready, void *arg,
         } else {
           uint64_t slice = now + a->park_ns;
           if (deadline && deadline < slice) slice = deadline;
-          rk__ring_wait_data(a->device.out, a->out_c.own, slice);
+          rk__ring_wait_data_since(a->device.out, a->out_c.own, seq, slice);
         }
       }
       __atomic_store_n(&a->drain_role, 0u, __ATOMIC_RELEASE);
-      if (moved || LOAD_RELAXED(&a->epoch_waiters)) bump_epoch(a);
+      bump_epoch(a); /* delivered something, or a waiter wants the role */
       if (done) return RK_OK;
-    } else {
-      /* Another thread drains: wait for it to deliver or step down. */
+      if (stopped && !moved) return RK_ERR_INVALID_STATE;
+    } else if (limit->timeout_ns) {
+      /* Another thread drains: wait for it to deliver or step down (a
+       * stopped actor too: this thread then drains once itself). */
       __atomic_fetch_add(&a->epoch_waiters, 1u, __ATOMIC_SEQ_CST);
       rk__ring_fence_heavy();
-      if (!ready(a, arg) && LOAD_ACQUIRE(&a->epoch) == e) {
+      /* The role again after announcing: a holder that gave it up before
+       * seeing the count is seen here (bump_epoch's fence pairs). */
+      if (!ready(a, arg) && LOAD_RELAXED(&a->drain_role) != 0 &&
+          LOAD_ACQUIRE(&a->epoch) == e) {
         uint64_t t = 1000000u;
         if (deadline) {
           uint64_t now = rk__now_ns();
@@ -748,26 +894,39 @@ static bool rq_nonempty(rk_actor_t *a, void *arg) {
   return LOAD_RELAXED(&a->rq_count) != 0;
 }
 
+/* A call waiting for input space: there may be some, or the actor left
+ * ACTIVE (the caller looks which). */
+static bool input_space(rk_actor_t *a, void *arg) {
+  (void)arg;
+  return get_state(a) != RK_ACTOR_ACTIVE || rk__ring_mp_has_space(&a->in_mp);
+}
+
+/* RK_ERR_INVALID_STATE for a waiter of a stopped actor: "<what>: the actor
+ * failed (<why>)" or "<what>: the actor is terminated". */
+static rk_status_t stopped_error(const rk_actor_t *a, const char *what) {
+  if (get_state(a) == RK_ACTOR_FAILED)
+    return rk__fail(RK_ERR_INVALID_STATE, "%s: the actor failed (%s)", what,
+                    a->fail_reason);
+  return rk__fail(RK_ERR_INVALID_STATE, "%s: the actor is %s", what,
+                  rk_actor_state_name(get_state(a)));
+}
+
 /* ---- Send ---------------------------------------------------------------- */
 
-static rk_status_t check_send(rk_actor_t *a, const void *request, size_t size) {
+static rk_status_t check_send(rk_actor_t *a, const void *request, size_t size,
+                              const char *what) {
   if (!a || !request)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
-                    "actor_send: actor and request "
-                    "are required");
+                    "%s: actor and request are required", what);
   if (size != a->in_size) {
     __atomic_fetch_add(&a->dropped, 1u, __ATOMIC_RELAXED);
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
-                    "actor_send: the request is %zu bytes; the handler takes "
-                    "%u",
+                    "%s: the request is %zu bytes; the handler takes %u", what,
                     size, a->in_size);
   }
-  rk_actor_state_t st = get_state(a);
-  if (st != RK_ACTOR_ACTIVE) {
+  if (get_state(a) != RK_ACTOR_ACTIVE) {
     __atomic_fetch_add(&a->dropped, 1u, __ATOMIC_RELAXED);
-    return rk__fail(RK_ERR_INVALID_STATE,
-                    "actor_send: the actor is %s, not active",
-                    rk_actor_state_name(st));
+    return not_active(a, what);
   }
   return RK_OK;
 }
@@ -816,13 +975,20 @@ static rk_status_t trad_direct(rk_actor_t *a, const rk_arg_t *args, size_t n,
   return RK_OK;
 }
 
-/* Runs one request through the handler kernel and publishes its response.
- * Caller holds trad_lock and has reserved `out_slot`. The request is
+/* Where a traditional call's response lands: a slot of the staging area
+ * (header and payload), after the request and the status. */
+static unsigned char *trad_response_stage(const rk_actor_t *a) {
+  return a->trad_stage + round_line(a->in_size) + RK_ABI_LINE;
+}
+
+/* Runs one request through the handler kernel and writes its response,
+ * header and payload, to `out_slot`: a reserved output ring slot (send)
+ * or the staging area (call). Caller holds trad_lock. The request is
  * staged first (mapped memory where the backend has it, so the device
- * copies from pinned memory); the answer is copied straight into its
- * output slot. */
-static rk_status_t trad_step(rk_actor_t *a, const rk_abi_msg_t *req,
-                             const void *payload, unsigned char *out_slot) {
+ * copies from pinned memory); the answer is copied straight into
+ * `out_slot`. */
+static rk_status_t trad_run(rk_actor_t *a, const rk_abi_msg_t *req,
+                            const void *payload, unsigned char *out_slot) {
   unsigned char *status_stage = a->trad_stage + round_line(a->in_size);
   memcpy(a->trad_stage, payload, a->in_size);
   rk_arg_t args[4];
@@ -831,9 +997,14 @@ static rk_status_t trad_step(rk_actor_t *a, const rk_abi_msg_t *req,
   args[n++] = rk_arg_ptr(a->d_out);
   if (a->has_state) args[n++] = rk_arg_ptr(a->d_state);
   if (a->has_status) args[n++] = rk_arg_ptr(a->d_status);
-  RK_RETURN_IF_ERROR(a->trad_stream
-                         ? trad_queue(a, args, n, out_slot, status_stage)
-                         : trad_direct(a, args, n, out_slot, status_stage));
+  /* Seen by destroy: a FAILED actor whose request never returns keeps its
+   * memory. No request starts once the actor stopped (trad_enter). */
+  __atomic_store_n(&a->trad_running, 1u, __ATOMIC_SEQ_CST);
+  rk_status_t s = a->trad_stream
+                      ? trad_queue(a, args, n, out_slot, status_stage)
+                      : trad_direct(a, args, n, out_slot, status_stage);
+  __atomic_store_n(&a->trad_running, 0u, __ATOMIC_RELEASE);
+  RK_RETURN_IF_ERROR(s);
   int32_t code = 0;
   if (a->has_status) memcpy(&code, status_stage, sizeof code);
   rk_abi_msg_t *m = (rk_abi_msg_t *)out_slot;
@@ -848,73 +1019,149 @@ static rk_status_t trad_step(rk_actor_t *a, const rk_abi_msg_t *req,
     __atomic_store_n(&a->trad_last_error, code, __ATOMIC_RELAXED);
   }
   __atomic_fetch_add(&a->trad_processed, 1u, __ATOMIC_RELEASE);
-  rk__ring_publish(&a->trad_out, 1);
-  rk__ring_signal_data(a->trad_out.hdr);
   return RK_OK;
 }
 
-static rk_status_t trad_send(rk_actor_t *a, const rk_abi_msg_t *req,
-                             const void *payload, limit_t *limit) {
-  pthread_mutex_lock(&a->trad_lock);
-  rk_status_t s = RK_OK;
-  unsigned char *slot;
-  while (!(slot = rk__ring_reserve(&a->trad_out))) {
-    uint64_t deadline = limit_deadline(limit);
-    if (limit->timeout_ns == 0 || expired(deadline)) {
-      s = RK_ERR_QUEUE_FULL;
-      break;
+/* Takes trad_lock for one request of `what`: waits for a request running
+ * on another thread up to the limit (RK_ERR_QUEUE_FULL then: nothing
+ * run), in slices, so that a stop is seen (RK_ERR_INVALID_STATE) even if
+ * that request never finishes. */
+static rk_status_t trad_enter(rk_actor_t *a, limit_t *limit, bool *counted,
+                              const char *what) {
+  if (pthread_mutex_trylock(&a->trad_lock) != 0) {
+    for (;;) {
+      if (get_state(a) != RK_ACTOR_ACTIVE) return not_active(a, what);
+      const uint64_t deadline = limit_deadline(limit);
+      if (limit->timeout_ns == 0 || expired(deadline))
+        return rk__fail(RK_ERR_QUEUE_FULL,
+                        "%s: another request is running (traditional mode "
+                        "runs one at a time)",
+                        what);
+      count_waiting(a, counted);
+      uint64_t slice = rk__now_ns() + a->park_ns;
+      if (deadline && deadline < slice) slice = deadline;
+      if (lock_until(&a->trad_lock, slice) == 0) break;
     }
+  }
+  if (get_state(a) != RK_ACTOR_ACTIVE) {
+    pthread_mutex_unlock(&a->trad_lock);
+    return not_active(a, what);
+  }
+  return RK_OK;
+}
+
+/* A traditional send: its response goes to the output ring, so it needs a
+ * slot there, and waits for one (someone receiving) up to the limit. */
+static rk_status_t trad_send(rk_actor_t *a, const rk_abi_msg_t *req,
+                             const void *payload, limit_t *limit,
+                             bool *counted) {
+  rk_abi_ring_t *out = a->device.out;
+  for (;;) {
+    RK_RETURN_IF_ERROR(trad_enter(a, limit, counted, "actor_send"));
+    unsigned char *slot = rk__ring_reserve(&a->trad_out);
+    if (slot) {
+      rk_status_t s = trad_run(a, req, payload, slot);
+      if (s == RK_OK) {
+        rk__ring_publish(&a->trad_out, 1);
+        rk__ring_signal_data(out);
+      }
+      pthread_mutex_unlock(&a->trad_lock);
+      return s;
+    }
+    const uint64_t own = a->trad_out.own;
+    /* Read before the state is looked at below: a stop after this read
+     * changes it, and the wait returns. */
+    const uint32_t seq = rk__ring_space_seq(out);
+    pthread_mutex_unlock(&a->trad_lock);
+    const uint64_t deadline = limit_deadline(limit);
+    if (limit->timeout_ns == 0 || expired(deadline))
+      return rk__fail(RK_ERR_QUEUE_FULL,
+                      "actor_send: the output ring is full (%u responses "
+                      "that nobody has received; rk_actor_receive takes "
+                      "them, and rk_actor_call needs no slot)",
+                      out->capacity);
+    if (get_state(a) != RK_ACTOR_ACTIVE) return not_active(a, "actor_send");
+    count_waiting(a, counted);
     uint64_t slice = rk__now_ns() + a->park_ns;
     if (deadline && deadline < slice) slice = deadline;
-    rk__ring_wait_space(a->trad_out.hdr, a->trad_out.own, slice);
+    rk__ring_wait_space_since(out, own, seq, slice);
   }
-  if (s == RK_OK && get_state(a) != RK_ACTOR_ACTIVE)
-    s = rk__fail(RK_ERR_INVALID_STATE, "actor_send: the actor is %s",
-                 rk_actor_state_name(get_state(a)));
-  else if (s == RK_OK)
-    s = trad_step(a, req, payload, slot);
+}
+
+/* A traditional call: the answer comes straight back from the staging
+ * area to the caller, so responses that fill the output ring unreceived
+ * never hold it up. */
+static rk_status_t trad_call(rk_actor_t *a, const rk_abi_msg_t *req,
+                             const void *payload, void *response,
+                             rk_actor_message_t *info, limit_t *limit,
+                             bool *counted) {
+  RK_RETURN_IF_ERROR(trad_enter(a, limit, counted, "actor_call"));
+  unsigned char *slot = trad_response_stage(a);
+  rk_status_t s = trad_run(a, req, payload, slot);
+  if (s == RK_OK) {
+    memcpy(response, slot + RK_ABI_MSG_HEADER, a->out_size);
+    fill_info((const rk_abi_msg_t *)slot, info);
+  }
   pthread_mutex_unlock(&a->trad_lock);
   return s;
 }
 
-/* Queues (persistent) or runs (traditional) one request, waiting for
- * space until the deadline. */
+/* Queues one request (persistent mode), waiting up to the limit for space.
+ * A call (`drain_ring`) meanwhile moves the responses nobody has received
+ * to the receive queue, so that a device side blocked on a full output
+ * ring gets on to its request; a send leaves them there (backpressure:
+ * whoever receives makes room). */
 static rk_status_t enqueue(rk_actor_t *a, const rk_abi_msg_t *m,
-                           const void *request, limit_t *limit) {
-  if (a->mode == RK_ACTOR_TRADITIONAL) return trad_send(a, m, request, limit);
-  for (;;) {
+                           const void *request, limit_t *limit, bool drain_ring,
+                           bool *counted, const char *what) {
+  for (bool first = true;; first = false) {
+    if (!first && get_state(a) != RK_ACTOR_ACTIVE) return not_active(a, what);
     rk_status_t s = rk__ring_mp_send(&a->in_mp, m, request, a->in_size, NULL);
-    if (s != RK_ERR_QUEUE_FULL || limit->timeout_ns == 0) return s;
-    uint64_t deadline = limit_deadline(limit);
-    if (expired(deadline)) return s;
+    if (s != RK_ERR_QUEUE_FULL) return s;
+    const uint64_t deadline = limit_deadline(limit);
+    if (limit->timeout_ns == 0 || expired(deadline))
+      return rk__fail(RK_ERR_QUEUE_FULL,
+                      "%s: the input ring is full (%u requests)", what,
+                      a->device.in->capacity);
+    count_waiting(a, counted);
+    if (drain_ring) {
+      /* Back to the top in every case: the state, then the ring. */
+      (void)wait_until(a, input_space, NULL, limit, counted);
+      continue;
+    }
+    /* Read before the state is looked at: see trad_send. */
+    const uint32_t seq = rk__ring_space_seq(a->device.in);
+    if (get_state(a) != RK_ACTOR_ACTIVE) return not_active(a, what);
     uint64_t slice = rk__now_ns() + a->park_ns;
     if (deadline && deadline < slice) slice = deadline;
-    rk__ring_mp_wait_space(&a->in_mp, slice);
+    rk__ring_mp_wait_space_since(&a->in_mp, seq, slice);
   }
+}
+
+static rk_abi_msg_t request_header(rk_actor_t *a, uint64_t id) {
+  rk_abi_msg_t m = {
+      id, rk__hlc_tick(&a->host_clock), RK_ABI_MSG_REQUEST, a->in_size, 0, 0};
+  return m;
 }
 
 static rk_status_t send_one(rk_actor_t *a, const void *request,
                             uint64_t timeout_ns, uint64_t *out_id,
-                            uint64_t *out_t0) {
+                            bool *counted) {
   const uint64_t id = __atomic_fetch_add(&a->next_id, 1u, __ATOMIC_RELAXED);
-  rk_abi_msg_t m = {
-      id, rk__hlc_tick(&a->host_clock), RK_ABI_MSG_REQUEST, a->in_size, 0, 0};
-  uint64_t t0 = 0;
-  if (out_t0 || id % kSampleEvery == 0) t0 = rk__now_ns();
+  const rk_abi_msg_t m = request_header(a, id);
   if (id % kSampleEvery == 0) {
     uint64_t k = (id / kSampleEvery) % kSampleTable;
-    __atomic_store_n(&a->sample_t[k], t0, __ATOMIC_RELAXED);
+    __atomic_store_n(&a->sample_t[k], rk__now_ns(), __ATOMIC_RELAXED);
     __atomic_store_n(&a->sample_id[k], id, __ATOMIC_RELEASE);
   }
   limit_t limit = limit_of(timeout_ns, 0);
-  rk_status_t s = enqueue(a, &m, request, &limit);
-  if (s == RK_ERR_QUEUE_FULL) {
-    __atomic_fetch_add(&a->dropped, 1u, __ATOMIC_RELAXED);
-    return rk__fail(RK_ERR_QUEUE_FULL,
-                    "actor_send: the %s ring is full (%u messages)",
-                    a->mode == RK_ACTOR_TRADITIONAL ? "output" : "input",
-                    a->mode == RK_ACTOR_TRADITIONAL ? a->device.out->capacity
-                                                    : a->device.in->capacity);
+  rk_status_t s;
+  if (a->mode == RK_ACTOR_TRADITIONAL) {
+    /* Counted from the start: it runs the request itself. */
+    count_waiting(a, counted);
+    s = trad_send(a, &m, request, &limit, counted);
+  } else {
+    s = enqueue(a, &m, request, &limit, false, counted, "actor_send");
   }
   if (s != RK_OK) {
     __atomic_fetch_add(&a->dropped, 1u, __ATOMIC_RELAXED);
@@ -922,14 +1169,17 @@ static rk_status_t send_one(rk_actor_t *a, const void *request,
   }
   __atomic_fetch_add(&a->sent, 1u, __ATOMIC_RELAXED);
   if (out_id) *out_id = id;
-  if (out_t0) *out_t0 = t0;
   return RK_OK;
 }
 
 rk_status_t rk_actor_send(rk_actor_t *actor, const void *request, size_t size,
                           uint64_t timeout_ns, uint64_t *out_correlation_id) {
-  RK_RETURN_IF_ERROR(check_send(actor, request, size));
-  return send_one(actor, request, timeout_ns, out_correlation_id, NULL);
+  RK_RETURN_IF_ERROR(check_send(actor, request, size, "actor_send"));
+  bool counted = false;
+  rk_status_t s =
+      send_one(actor, request, timeout_ns, out_correlation_id, &counted);
+  leave(actor, counted);
+  return s;
 }
 
 /* ---- Receive and call ---------------------------------------------------- */
@@ -944,20 +1194,34 @@ static rk_status_t check_capacity(const rk_actor_t *a, const void *response,
   return RK_OK;
 }
 
-rk_status_t rk_actor_receive(rk_actor_t *actor, void *response, size_t capacity,
-                             uint64_t timeout_ns,
-                             rk_actor_message_t *out_info) {
-  if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
-  RK_RETURN_IF_ERROR(check_capacity(actor, response, capacity));
+/* What a call or receive returns for a response that came. */
+static rk_status_t response_status(const rk_actor_message_t *info) {
+  if (info->status == RK_OK) return RK_OK;
+  if (info->status == RK_ERR_HANDLER)
+    return rk__fail(
+        RK_ERR_HANDLER, "actor: the handler returned %d for request %llu",
+        (int)info->handler_code, (unsigned long long)info->correlation_id);
+  return rk__fail(
+      info->status, "actor: the device could not run request %llu (%s)",
+      (unsigned long long)info->correlation_id, rk_status_name(info->status));
+}
+
+static rk_status_t receive(rk_actor_t *actor, void *response,
+                           uint64_t timeout_ns, rk_actor_message_t *out_info,
+                           bool *counted) {
   limit_t limit = limit_of(timeout_ns, 0);
   for (;;) {
-    rk_status_t s = wait_until(actor, rq_nonempty, NULL, &limit);
-    if (s != RK_OK)
-      return timeout_ns == 0
-                 ? rk__fail(RK_ERR_QUEUE_EMPTY, "actor_receive: no response")
-                 : rk__fail(RK_ERR_TIMEOUT,
-                            "actor_receive: no response within %.3f ms",
-                            (double)timeout_ns / 1e6);
+    rk_status_t s = wait_until(actor, rq_nonempty, NULL, &limit, counted);
+    if (s != RK_OK) {
+      if (timeout_ns == 0)
+        return rk__fail(RK_ERR_QUEUE_EMPTY, "actor_receive: no response");
+      if (s == RK_ERR_INVALID_STATE)
+        return stopped_error(
+            actor, "actor_receive: no response is left and none will come");
+      return rk__fail(RK_ERR_TIMEOUT,
+                      "actor_receive: no response within %.3f ms",
+                      (double)timeout_ns / 1e6);
+    }
     pthread_mutex_lock(&actor->host_lock);
     if (actor->rq_count == 0) { /* another receiver took it */
       pthread_mutex_unlock(&actor->host_lock);
@@ -973,19 +1237,60 @@ rk_status_t rk_actor_receive(rk_actor_t *actor, void *response, size_t capacity,
     __atomic_fetch_sub(&actor->rq_count, 1u, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&actor->host_lock);
     if (out_info) *out_info = info;
-    if (info.status != RK_OK)
-      return rk__fail(
-          RK_ERR_HANDLER, "actor: the handler returned %d for request %llu",
-          (int)info.handler_code, (unsigned long long)info.correlation_id);
-    return RK_OK;
+    return response_status(&info);
   }
 }
 
-rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
-                          size_t request_size, void *response, size_t capacity,
-                          uint64_t timeout_ns, rk_actor_message_t *out_info) {
-  RK_RETURN_IF_ERROR(check_send(actor, request, request_size));
+rk_status_t rk_actor_receive(rk_actor_t *actor, void *response, size_t capacity,
+                             uint64_t timeout_ns,
+                             rk_actor_message_t *out_info) {
+  if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
   RK_RETURN_IF_ERROR(check_capacity(actor, response, capacity));
+  bool counted = false;
+  rk_status_t s = receive(actor, response, timeout_ns, out_info, &counted);
+  leave(actor, counted);
+  return s;
+}
+
+static void unregister(rk_actor_t *a, waiter_t *w) {
+  for (waiter_t **p = &a->waiters; *p; p = &(*p)->next)
+    if (*p == w) {
+      *p = w->next;
+      break;
+    }
+}
+
+/* Traditional mode: the request runs on this thread and its answer comes
+ * straight back. */
+static rk_status_t call_traditional(rk_actor_t *actor, const void *request,
+                                    void *response, uint64_t timeout_ns,
+                                    rk_actor_message_t *out_info,
+                                    bool *counted) {
+  const uint64_t id = __atomic_fetch_add(&actor->next_id, 1u, __ATOMIC_RELAXED);
+  const rk_abi_msg_t m = request_header(actor, id);
+  const uint64_t t0 = rk__now_ns();
+  limit_t limit = limit_of(timeout_ns, t0);
+  rk_actor_message_t info;
+  rk_status_t s =
+      trad_call(actor, &m, request, response, &info, &limit, counted);
+  if (s != RK_OK) {
+    __atomic_fetch_add(&actor->dropped, 1u, __ATOMIC_RELAXED);
+    return s;
+  }
+  __atomic_fetch_add(&actor->sent, 1u, __ATOMIC_RELAXED);
+  pthread_mutex_lock(&actor->host_lock);
+  record_latency(actor, rk__now_ns() - t0);
+  pthread_mutex_unlock(&actor->host_lock);
+  if (out_info) *out_info = info;
+  return response_status(&info);
+}
+
+static rk_status_t call(rk_actor_t *actor, const void *request, void *response,
+                        size_t capacity, uint64_t timeout_ns,
+                        rk_actor_message_t *out_info, bool *counted) {
+  if (actor->mode == RK_ACTOR_TRADITIONAL)
+    return call_traditional(actor, request, response, timeout_ns, out_info,
+                            counted);
   /* Registered before the request is published, so its response cannot
    * slip into the receive queue. */
   waiter_t w;
@@ -997,12 +1302,7 @@ rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
   w.next = actor->waiters;
   actor->waiters = &w;
   pthread_mutex_unlock(&actor->host_lock);
-  rk_abi_msg_t m = {w.id,
-                    rk__hlc_tick(&actor->host_clock),
-                    RK_ABI_MSG_REQUEST,
-                    actor->in_size,
-                    0,
-                    0};
+  const rk_abi_msg_t m = request_header(actor, w.id);
   const uint64_t t0 = rk__now_ns();
   limit_t limit = limit_of(timeout_ns, t0);
   /* Relaunch with no deadline to keep: run the batch on this thread rather
@@ -1015,34 +1315,32 @@ rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
     s = rk__ring_mp_send_quiet(&actor->in_mp, &m, request, actor->in_size,
                                NULL);
     rk__relaunch_run_held(actor->relaunch);
-    if (s == RK_ERR_QUEUE_FULL) s = enqueue(actor, &m, request, &limit);
+    if (s == RK_ERR_QUEUE_FULL)
+      s = enqueue(actor, &m, request, &limit, true, counted, "actor_call");
   } else {
-    s = enqueue(actor, &m, request, &limit);
+    s = enqueue(actor, &m, request, &limit, true, counted, "actor_call");
   }
   if (s != RK_OK) {
     pthread_mutex_lock(&actor->host_lock);
-    for (waiter_t **p = &actor->waiters; *p; p = &(*p)->next)
-      if (*p == &w) {
-        *p = w.next;
-        break;
-      }
+    unregister(actor, &w);
     pthread_mutex_unlock(&actor->host_lock);
     __atomic_fetch_add(&actor->dropped, 1u, __ATOMIC_RELAXED);
-    if (s == RK_ERR_QUEUE_FULL)
-      return rk__fail(s, "actor_call: the ring is full");
     return s;
   }
   __atomic_fetch_add(&actor->sent, 1u, __ATOMIC_RELAXED);
-  s = wait_until(actor, waiter_done, &w, &limit);
+  s = wait_until(actor, waiter_done, &w, &limit, counted);
   pthread_mutex_lock(&actor->host_lock);
   if (!LOAD_ACQUIRE(&w.done)) {
-    /* Timed out: unregister; a late response goes to receive. */
-    for (waiter_t **p = &actor->waiters; *p; p = &(*p)->next)
-      if (*p == &w) {
-        *p = w.next;
-        break;
-      }
+    /* Timed out, or the actor stopped: unregister; a late response goes
+     * to receive. */
+    unregister(actor, &w);
     pthread_mutex_unlock(&actor->host_lock);
+    if (s == RK_ERR_INVALID_STATE) {
+      char what[96];
+      snprintf(what, sizeof what, "actor_call: request %llu was not answered",
+               (unsigned long long)w.id);
+      return stopped_error(actor, what);
+    }
     return rk__fail(RK_ERR_TIMEOUT,
                     "actor_call: no response to request %llu within %.3f ms",
                     (unsigned long long)w.id, (double)timeout_ns / 1e6);
@@ -1050,15 +1348,21 @@ rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
   record_latency(actor, rk__now_ns() - t0);
   pthread_mutex_unlock(&actor->host_lock);
   if (out_info) *out_info = w.info;
-  if (w.info.status == RK_ERR_HANDLER)
-    return rk__fail(RK_ERR_HANDLER,
-                    "actor: the handler returned %d for request %llu",
-                    (int)w.info.handler_code, (unsigned long long)w.id);
-  if (w.info.status != RK_OK)
-    return rk__fail(w.info.status,
-                    "actor: the device could not run request %llu (%s)",
-                    (unsigned long long)w.id, rk_status_name(w.info.status));
-  return RK_OK;
+  return response_status(&w.info);
+}
+
+rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
+                          size_t request_size, void *response, size_t capacity,
+                          uint64_t timeout_ns, rk_actor_message_t *out_info) {
+  RK_RETURN_IF_ERROR(check_send(actor, request, request_size, "actor_call"));
+  RK_RETURN_IF_ERROR(check_capacity(actor, response, capacity));
+  /* Counted from the start: a call waits (or runs the request) anyway. */
+  bool counted = false;
+  count_waiting(actor, &counted);
+  rk_status_t s =
+      call(actor, request, response, capacity, timeout_ns, out_info, &counted);
+  leave(actor, counted);
+  return s;
 }
 
 /* ---- Stats --------------------------------------------------------------- */

@@ -128,7 +128,14 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
 }
 
 bool rk__relaunch_hold(rk__relaunch_t *r) {
-  return pthread_mutex_trylock(&r->consume) == 0;
+  if (pthread_mutex_trylock(&r->consume) != 0) return false;
+  /* The driver sets `terminated` holding `consume` (stop_lock below): past
+   * that, nobody runs batches any more. */
+  if (__atomic_load_n(&r->dev.control->terminated, __ATOMIC_ACQUIRE)) {
+    pthread_mutex_unlock(&r->consume);
+    return false;
+  }
+  return true;
 }
 
 void rk__relaunch_run_held(rk__relaunch_t *r) {
@@ -141,12 +148,28 @@ void rk__relaunch_run_held(rk__relaunch_t *r) {
   if (rk__ring_depth(r->dev.in)) rk__ring_signal_data(r->dev.in);
 }
 
+static void stop_lock(void *ctx) {
+  pthread_mutex_lock(&((rk__relaunch_t *)ctx)->consume);
+}
+
+static void stop_unlock(void *ctx) {
+  pthread_mutex_unlock(&((rk__relaunch_t *)ctx)->consume);
+}
+
 static void *driver_main(void *arg) {
   rk__relaunch_t *r = arg;
   rk__set_thread_name("rk-actor-relaunch");
-  const rk__actor_loop_t loop = {r->dev.control,  r->dev.in,        r->dev.out,
-                                 r->dev.in_slots, r->dev.out_slots, r->spin_ns,
-                                 r->batch,        handle_batch,     r};
+  const rk__actor_loop_t loop = {.control = r->dev.control,
+                                 .in = r->dev.in,
+                                 .out = r->dev.out,
+                                 .in_slots = r->dev.in_slots,
+                                 .out_slots = r->dev.out_slots,
+                                 .spin_ns = r->spin_ns,
+                                 .batch = r->batch,
+                                 .handle = handle_batch,
+                                 .ctx = r,
+                                 .stop_lock = stop_lock,
+                                 .stop_unlock = stop_unlock};
   rk__actor_loop_run(&loop);
   if (__atomic_exchange_n(&r->abandoned, 1u, __ATOMIC_ACQ_REL)) {
     pthread_detach(pthread_self());

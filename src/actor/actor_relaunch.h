@@ -28,10 +28,12 @@ void rk__relaunch_release(rk__relaunch_t *r, bool stopped);
 
 /* A caller that will wait for its own response can run its batch itself
  * and save the two thread hand-offs: rk__relaunch_hold() takes the role of
- * the device side if the driver is not running a batch (false otherwise);
- * then, after sending (without waking the driver: rk__ring_mp_send_quiet),
- * rk__relaunch_run_held() runs the waiting requests (one batch), gives the
- * role back and wakes the driver if requests are left. */
+ * the device side if the driver is not running a batch and has not
+ * stopped (false otherwise: nobody consumes requests once `terminated` is
+ * set); then, after sending (without waking the driver:
+ * rk__ring_mp_send_quiet), rk__relaunch_run_held() runs the waiting requests
+ * (one batch), gives the role back and wakes the driver if requests are left.
+ */
 bool rk__relaunch_hold(rk__relaunch_t *r);
 void rk__relaunch_run_held(rk__relaunch_t *r);
 

@@ -235,6 +235,21 @@ bool rk__ring_wait_space(rk_abi_ring_t *hdr, uint64_t own_tail,
               &hdr->space_waiters, has_space, deadline_ns);
 }
 
+uint32_t rk__ring_space_seq(const rk_abi_ring_t *hdr) {
+  return LOAD_ACQUIRE(&hdr->space_seq);
+}
+
+bool rk__ring_wait_space_since(rk_abi_ring_t *hdr, uint64_t own_tail,
+                               uint32_t seq, uint64_t deadline_ns) {
+  return park(hdr, own_tail, &hdr->space_seq, seq, &hdr->space_waiters,
+              has_space, deadline_ns);
+}
+
+void rk__ring_kick_space(rk_abi_ring_t *hdr) {
+  __atomic_fetch_add(&hdr->space_seq, 1u, __ATOMIC_RELEASE);
+  rk__wake_all(&hdr->space_seq);
+}
+
 /* ---- Multi-producer stage ------------------------------------------------ */
 
 void rk__ring_mp_init(rk__ring_mp_t *mp, rk_abi_ring_t *hdr, void *slots,
@@ -340,9 +355,22 @@ rk_status_t rk__ring_mp_send(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
   return st;
 }
 
+/* The index the stage's next message would take: a fresh load of the
+ * claim counter (CLAIM) or of tail (LOCK). */
+static uint64_t mp_next(const rk__ring_mp_t *mp) {
+  return mp->kind == RK__RING_MP_LOCK ? LOAD_ACQUIRE(&mp->end.hdr->tail)
+                                      : LOAD_RELAXED(&mp->claim);
+}
+
 void rk__ring_mp_wait_space(rk__ring_mp_t *mp, uint64_t deadline_ns) {
-  uint64_t next = mp->kind == RK__RING_MP_LOCK
-                      ? LOAD_ACQUIRE(&mp->end.hdr->tail)
-                      : LOAD_RELAXED(&mp->claim);
-  rk__ring_wait_space(mp->end.hdr, next, deadline_ns);
+  rk__ring_wait_space(mp->end.hdr, mp_next(mp), deadline_ns);
+}
+
+void rk__ring_mp_wait_space_since(rk__ring_mp_t *mp, uint32_t seq,
+                                  uint64_t deadline_ns) {
+  rk__ring_wait_space_since(mp->end.hdr, mp_next(mp), seq, deadline_ns);
+}
+
+bool rk__ring_mp_has_space(const rk__ring_mp_t *mp) {
+  return has_space(mp->end.hdr, mp_next(mp));
 }

@@ -108,6 +108,14 @@ bool rk__ring_wait_data_since(rk_abi_ring_t *hdr, uint64_t head, uint32_t seq,
 /* Wakes whoever waits for data without publishing anything (a control
  * request for the consumer to look at). */
 void rk__ring_kick(rk_abi_ring_t *hdr);
+/* The producer's side of the same: a waiter for space that must also see
+ * some other change (the actor stopping) reads rk__ring_space_seq before
+ * it looks at that change, then waits with rk__ring_wait_space_since; a
+ * rk__ring_kick_space after the read is never lost. */
+uint32_t rk__ring_space_seq(const rk_abi_ring_t *hdr);
+bool rk__ring_wait_space_since(rk_abi_ring_t *hdr, uint64_t own_tail,
+                               uint32_t seq, uint64_t deadline_ns);
+void rk__ring_kick_space(rk_abi_ring_t *hdr);
 
 /* The two halves of a store-then-load handshake between a side that
  * signals often and one that parks rarely (used by the rings and by the
@@ -157,5 +165,12 @@ rk_status_t rk__ring_mp_send_quiet(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
 /* Parks until the ring may have space for the stage's next message or the
  * deadline passes (then the caller retries rk__ring_mp_send). */
 void rk__ring_mp_wait_space(rk__ring_mp_t *mp, uint64_t deadline_ns);
+/* The same, also returning on any rk__ring_kick_space after `seq` was read
+ * with rk__ring_space_seq. */
+void rk__ring_mp_wait_space_since(rk__ring_mp_t *mp, uint32_t seq,
+                                  uint64_t deadline_ns);
+/* Whether the stage's next message may fit now (a hint: other producers
+ * may take the space first). */
+bool rk__ring_mp_has_space(const rk__ring_mp_t *mp);
 
 #endif /* RK_BASE_RING_H_ */

@@ -69,6 +69,7 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
   rk__ring_attach(&out, l->out, l->out_slots, true);
   uint32_t run_state = RK_ABI_RUN_STARTING;
   uint64_t idle_since = 0;
+  bool stop_locked = false;
   for (;;) {
     /* Read before the control block: a request the host makes after this
      * read changes the sequence, so the waits below cannot miss it. */
@@ -76,6 +77,15 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
     if (LOAD_ACQUIRE(&c->terminate)) {
       /* Requests accepted before termination still get their answers. */
       uint64_t avail = rk__ring_available(&in);
+      if (avail == 0 && l->stop_lock) {
+        /* Look again holding the consumer role: whoever else consumed
+         * moved the head, so start from the ring's own. */
+        l->stop_lock(l->ctx);
+        rk__ring_attach(&in, l->in, l->in_slots, false);
+        avail = rk__ring_available(&in);
+        stop_locked = avail == 0;
+        if (!stop_locked) l->stop_unlock(l->ctx);
+      }
       if (avail == 0) break;
       handle_some(l, &in, &out, avail);
       continue;
@@ -105,6 +115,7 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
   }
   set_run_state(c, &run_state, RK_ABI_RUN_STOPPED);
   STORE_RELEASE(&c->terminated, 1u);
+  if (stop_locked) l->stop_unlock(l->ctx);
   /* The host waits for `terminated` on the output ring's wake sequence. */
   rk__ring_kick(out.hdr);
 }

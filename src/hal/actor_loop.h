@@ -32,6 +32,12 @@ typedef struct rk__actor_loop {
   uint32_t batch;   /* most requests per call of handle */
   rk__actor_batch_fn handle;
   void *ctx;
+  /* Optional (NULL: none), for a device side whose consumer role others
+   * may take (relaunch: a caller runs a batch itself): held from the last
+   * look at the input ring on terminate to the store of `terminated`, so
+   * that nobody consumes requests after the device side said it stopped. */
+  void (*stop_lock)(void *ctx);
+  void (*stop_unlock)(void *ctx);
 } rk__actor_loop_t;
 
 void rk__actor_loop_run(const rk__actor_loop_t *loop);

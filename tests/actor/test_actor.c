@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "actor_test_util.h"
 #include "base/sys.h"
@@ -400,6 +401,399 @@ static void test_concurrent_calls(rk_actor_mode_t mode) {
   rk_actor_destroy(a);
 }
 
+/* ---- Stuck rings and failures ------------------------------------------- */
+
+/* One send, call or receive on its own thread, for operations that block:
+ * what it returned, its error text and when. */
+typedef enum { OP_SEND, OP_CALL, OP_RECEIVE } op_kind_t;
+
+typedef struct {
+  rk_actor_t *actor;
+  op_kind_t kind;
+  unsigned char request[16], response[16];
+  size_t request_size;
+  uint64_t timeout_ns;
+  rk_status_t status;
+  rk_actor_message_t info;
+  char error[512];
+  uint64_t done_ns; /* atomic; 0 while it runs */
+  pthread_t thread;
+} op_t;
+
+static void *op_main(void *arg) {
+  op_t *op = arg;
+  memset(&op->info, 0, sizeof op->info);
+  switch (op->kind) {
+    case OP_SEND:
+      op->status = rk_actor_send(op->actor, op->request, op->request_size,
+                                 op->timeout_ns, NULL);
+      break;
+    case OP_CALL:
+      op->status =
+          rk_actor_call(op->actor, op->request, op->request_size, op->response,
+                        sizeof op->response, op->timeout_ns, &op->info);
+      break;
+    case OP_RECEIVE:
+      op->status =
+          rk_actor_receive(op->actor, op->response, sizeof op->response,
+                           op->timeout_ns, &op->info);
+      break;
+  }
+  snprintf(op->error, sizeof op->error, "%s",
+           op->status == RK_OK ? "" : rk_last_error());
+  __atomic_store_n(&op->done_ns, rk__now_ns(), __ATOMIC_RELEASE);
+  return NULL;
+}
+
+/* Starts `kind` on its own thread, with `timeout_ns`. */
+static void op_start_for(op_t *op, rk_actor_t *a, op_kind_t kind,
+                         const void *request, size_t request_size,
+                         uint64_t timeout_ns) {
+  memset(op, 0, sizeof *op);
+  op->actor = a;
+  op->kind = kind;
+  op->timeout_ns = timeout_ns;
+  op->status = RK_ERR_INTERNAL;
+  if (request) memcpy(op->request, request, request_size);
+  op->request_size = request_size;
+  pthread_create(&op->thread, NULL, op_main, op);
+}
+
+/* The same with RK_TIMEOUT_INFINITE. */
+static void op_start(op_t *op, rk_actor_t *a, op_kind_t kind,
+                     const void *request, size_t request_size) {
+  op_start_for(op, a, kind, request, request_size, RK_TIMEOUT_INFINITE);
+}
+
+static bool op_done(const op_t *op) {
+  return __atomic_load_n(&op->done_ns, __ATOMIC_ACQUIRE) != 0;
+}
+
+static void sleep_ms(unsigned ms) {
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Waits (the watchdog bounds it) until the stats satisfy `want`. */
+static rk_actor_stats_t wait_stats(rk_actor_t *a,
+                                   bool (*want)(const rk_actor_stats_t *,
+                                                uint64_t),
+                                   uint64_t arg) {
+  rk_actor_stats_t st;
+  memset(&st, 0, sizeof st);
+  while (rk_actor_stats(a, &st) == RK_OK && !want(&st, arg)) sleep_ms(1);
+  return st;
+}
+
+static bool output_at(const rk_actor_stats_t *st, uint64_t n) {
+  return st->output_depth >= n;
+}
+
+static bool input_at(const rk_actor_stats_t *st, uint64_t n) {
+  return st->input_depth >= n;
+}
+
+static bool processed_at(const rk_actor_stats_t *st, uint64_t n) {
+  return st->processed >= n;
+}
+
+/* Fills the output ring (and, persistent, the input ring behind it) with
+ * requests v = 0, 1, ... that nobody receives, so that the next send
+ * cannot go through; returns how many were sent. */
+static int fill_rings(rk_actor_t *a, rk_actor_mode_t mode, uint32_t in_cap,
+                      uint32_t out_cap) {
+  int sent = 0;
+  for (uint32_t i = 0; i < out_cap; ++i) {
+    int_msg_t q = {sent};
+    if (CHECK_OK(rk_actor_send(a, &q, sizeof q, RK_TIMEOUT_INFINITE, NULL)))
+      ++sent;
+  }
+  wait_stats(a, output_at, out_cap);
+  if (mode == RK_ACTOR_PERSISTENT) {
+    /* The device side cannot answer these: no output slot is free. */
+    for (uint32_t i = 0; i < in_cap; ++i) {
+      int_msg_t q = {sent};
+      if (CHECK_OK(rk_actor_send(a, &q, sizeof q, RK_TIMEOUT_INFINITE, NULL)))
+        ++sent;
+    }
+    wait_stats(a, input_at, in_cap);
+  }
+  int_msg_t q = {-1};
+  CHECK_STATUS(rk_actor_send(a, &q, sizeof q, 0, NULL), RK_ERR_QUEUE_FULL);
+  return sent;
+}
+
+/* Receives the responses of requests v = 0 .. n-1 in order. */
+static void receive_in_order(rk_actor_t *a, int n) {
+  int bad = 0;
+  for (int i = 0; i < n; ++i) {
+    int_msg_t r = {-1};
+    if (rk_actor_receive(a, &r, sizeof r, 5000000000u, NULL) != RK_OK ||
+        r.v != i + 1) {
+      if (bad++ < 3)
+        printf("  response %d: %d (%s)\n", i, r.v, rk_last_error());
+    }
+  }
+  CHECK(bad == 0, "%d of %d queued responses missing or wrong", bad, n);
+}
+
+/* A call on an actor whose output ring is full of responses nobody has
+ * received gets its own answer (its response is never stuck behind them);
+ * the queued responses stay, in order, for receive. */
+static void test_call_past_full_output(rk_actor_mode_t mode) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.input_capacity = 4;
+  o.output_capacity = 4;
+  rk_actor_t *a = launch(kAddOneSource, "add_one", mode, &o);
+  if (!a) return;
+  int sent = fill_rings(a, mode, 4, 4);
+  if (mode == RK_ACTOR_TRADITIONAL) {
+    /* A send needs an output slot: refused, naming the full output ring. */
+    int_msg_t q = {-1};
+    CHECK_STATUS(rk_actor_send(a, &q, sizeof q, 0, NULL), RK_ERR_QUEUE_FULL);
+    CHECK_ERROR_HAS("output ring");
+    uint64_t t0 = rk__now_ns();
+    CHECK_STATUS(rk_actor_send(a, &q, sizeof q, 10000000u, NULL),
+                 RK_ERR_QUEUE_FULL);
+    CHECK(rk__now_ns() - t0 >= 10000000u, "the send waited for a slot");
+  }
+  for (int i = 0; i < 3; ++i) {
+    int_msg_t q = {100 + i}, r = {0};
+    rk_actor_message_t info;
+    CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
+                           &info));
+    CHECK(r.v == 101 + i && info.status == RK_OK && info.correlation_id != 0,
+          "call %d past the full output ring gave %d", 100 + i, r.v);
+  }
+  receive_in_order(a, sent);
+  rk_actor_stats_t st;
+  CHECK_OK(rk_actor_stats(a, &st));
+  CHECK(st.processed == (uint64_t)sent + 3 && st.output_depth == 0,
+        "processed %llu output depth %llu", (unsigned long long)st.processed,
+        (unsigned long long)st.output_depth);
+  uint64_t t0 = rk__now_ns();
+  CHECK_OK(rk_actor_terminate(a, 1000000000u));
+  CHECK(rk__now_ns() - t0 < 1000000000u, "terminate kept its deadline");
+  rk_actor_destroy(a);
+}
+
+/* A send blocked on full rings does not keep terminate from its deadline:
+ * terminate takes the responses that fill the output ring (they stay for
+ * receive), the device side answers what was queued, the blocked send
+ * wakes refused, and the actor is TERMINATED. */
+static void test_terminate_past_blocked_send(rk_actor_mode_t mode) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.input_capacity = 2;
+  o.output_capacity = 2;
+  rk_actor_t *a = launch(kAddOneSource, "add_one", mode, &o);
+  if (!a) return;
+  int sent = fill_rings(a, mode, 2, 2);
+  int_msg_t q = {99};
+  op_t s;
+  op_start(&s, a, OP_SEND, &q, sizeof q);
+  sleep_ms(50);
+  CHECK(!op_done(&s), "the send blocks on the full rings");
+  uint64_t t0 = rk__now_ns();
+  CHECK_OK(rk_actor_terminate(a, 2000000000u));
+  uint64_t t1 = rk__now_ns();
+  CHECK(t1 - t0 < 2000000000u, "terminate took %.1f ms",
+        (double)(t1 - t0) / 1e6);
+  CHECK(rk_actor_state(a) == RK_ACTOR_TERMINATED, "state %s",
+        rk_actor_state_name(rk_actor_state(a)));
+  pthread_join(s.thread, NULL);
+  CHECK(
+      s.status == RK_ERR_INVALID_STATE && rk_test_contains(s.error, "terminat"),
+      "the blocked send returned %s: %s", rk_status_name(s.status), s.error);
+  receive_in_order(a, sent);
+  int_msg_t r;
+  CHECK_STATUS(rk_actor_receive(a, &r, sizeof r, 0, NULL), RK_ERR_QUEUE_EMPTY);
+  t0 = rk__now_ns();
+  CHECK_STATUS(rk_actor_receive(a, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL),
+               RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("terminated");
+  CHECK(rk__now_ns() - t0 < 1000000000u,
+        "a receive on a terminated, drained actor returns at once");
+  rk_actor_destroy(a);
+}
+
+/* slow: n rounds of 32768 steps of a linear congruential generator (the
+ * time it takes is what the test wants), then answers v + 1. Two loops:
+ * llvmpipe ends any one loop after 65535 iterations. */
+typedef struct {
+  uint32_t n, v;
+} slow_req_t;
+typedef struct {
+  uint32_t v, x;
+} slow_resp_t;
+static const char kSlowSource[] =
+    "#include <rk/kernel.h>\n"
+    "typedef struct { uint32_t n; uint32_t v; } req_t;\n"
+    "typedef struct { uint32_t v; uint32_t x; } resp_t;\n"
+    "RK_HANDLER void slow(const req_t *in, resp_t *out) {\n"
+    "  uint32_t x = in->v;\n"
+    "  for (uint32_t r = 0u; r < in->n; r++) {\n"
+    "    for (uint32_t i = 0u; i < 32768u; i++) {\n"
+    "      x = x * 1664525u + 1013904223u;\n"
+    "    }\n"
+    "  }\n"
+    "  out->v = in->v + 1u;\n"
+    "  out->x = x;\n"
+    "}\n";
+
+/* Rounds of `slow` that take about `ms` milliseconds here (at most 65535;
+ * 0 when the device runs no handler that long); *calls counts the calls
+ * made to find out. */
+static uint32_t slow_rounds(rk_actor_t *a, unsigned ms, uint64_t *calls) {
+  for (uint32_t n = 4;; n *= 2) {
+    slow_req_t q = {n, 0};
+    slow_resp_t r;
+    uint64_t t0 = rk__now_ns();
+    if (!CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r,
+                                RK_TIMEOUT_INFINITE, NULL)))
+      return 0;
+    ++*calls;
+    uint64_t t = rk__now_ns() - t0;
+    if (t >= 40000000u) {
+      double rounds = (double)n * ms * 1e6 / (double)t;
+      if (rounds > 65535.0) rounds = 65535.0;
+      printf("  slow handler: %u rounds took %.1f ms; %u for %u ms\n", n,
+             (double)t / 1e6, (uint32_t)rounds, ms);
+      return (uint32_t)rounds;
+    }
+    if (n >= 65535u / 2) {
+      /* llvmpipe (WebGPU on lavapipe) also ends nested loops early. */
+      printf(
+          "  skipped: %u rounds of the slow handler took only %.1f ms: "
+          "this device cuts long loops short\n",
+          n, (double)t / 1e6);
+      return 0;
+    }
+  }
+}
+
+/* A handler that does not return before the termination deadline: the
+ * actor is FAILED, and every thread waiting on it wakes at once with
+ * RK_ERR_INVALID_STATE naming the failure -- a call waiting for its answer,
+ * a receive -- instead of waiting for the handler (traditional mode: a
+ * call waiting for its turn is refused as soon as terminate starts).
+ * Responses the device side produces later still reach receive. */
+static void test_failure_wakes_waiters(rk_actor_mode_t mode) {
+  rk_actor_t *a = launch(kSlowSource, "slow", mode, NULL);
+  if (!a) return;
+  uint64_t calls = 0;
+  const uint32_t rounds = slow_rounds(a, 2500, &calls);
+  if (!rounds) {
+    rk_actor_destroy(a);
+    return;
+  }
+  /* A: the slow request (traditional: run by A's own thread). */
+  slow_req_t qa = {rounds, 1}, qb = {0, 2};
+  op_t opa, opb, opc;
+  op_start(&opa, a, OP_SEND, &qa, sizeof qa);
+  sleep_ms(50);
+  /* B: a call behind it; C: a receive with nothing to receive. B waits
+   * with a deadline under relaunch, where a call without one that finds
+   * the slow request not yet taken by the driver runs it on its own thread
+   * (it is then the device, not a waiter). */
+  rk_actor_stats_t st;
+  CHECK_OK(rk_actor_stats(a, &st));
+  op_start_for(&opb, a, OP_CALL, &qb, sizeof qb,
+               st.execution == RK_ACTOR_EXEC_RELAUNCH ? 60000000000u
+                                                      : RK_TIMEOUT_INFINITE);
+  op_start(&opc, a, OP_RECEIVE, NULL, 0);
+  sleep_ms(50);
+  CHECK(!op_done(&opb) && !op_done(&opc), "B and C wait");
+  uint64_t t0 = rk__now_ns();
+  CHECK_STATUS(rk_actor_terminate(a, 50000000u), RK_ERR_TIMEOUT);
+  const uint64_t t1 = rk__now_ns();
+  CHECK(t1 - t0 < 1000000000u, "terminate took %.1f ms for a 50 ms deadline",
+        (double)(t1 - t0) / 1e6);
+  CHECK(rk_actor_state(a) == RK_ACTOR_FAILED, "state %s",
+        rk_actor_state_name(rk_actor_state(a)));
+  pthread_join(opb.thread, NULL);
+  pthread_join(opc.thread, NULL);
+  op_t *woken[] = {&opb, &opc};
+  const char *names[] = {"call", "receive"};
+  /* Traditional mode: B's request had not started (it waited for its
+   * turn), so terminate refused it right away, as it refuses new sends. */
+  const char *why[] = {
+      mode == RK_ACTOR_TRADITIONAL ? "terminating" : "did not stop within",
+      "did not stop within"};
+  for (int i = 0; i < 2; ++i) {
+    const op_t *op = woken[i];
+    const double after_ms = ((double)op->done_ns - (double)t1) / 1e6;
+    CHECK(op->status == RK_ERR_INVALID_STATE &&
+              rk_test_contains(op->error, why[i]) && op->done_ns >= t0 &&
+              after_ms < 1000.0,
+          "the waiting %s returned %s %.1f ms after the failure: %s", names[i],
+          rk_status_name(op->status), after_ms, op->error);
+  }
+  if (mode == RK_ACTOR_PERSISTENT)
+    CHECK(rk_test_contains(opb.error, "failed") &&
+              rk_test_contains(opb.error, "not answered"),
+          "the call names the failure: %s", opb.error);
+  /* The slow request finishes in the end; its response (and, persistent,
+   * the abandoned call's) goes to receive. */
+  pthread_join(opa.thread, NULL);
+  CHECK_OK(opa.status);
+  const uint64_t late = mode == RK_ACTOR_TRADITIONAL ? 1 : 2;
+  wait_stats(a, processed_at, calls + late);
+  slow_resp_t r = {0, 0};
+  CHECK_OK(rk_actor_receive(a, &r, sizeof r, 0, NULL));
+  CHECK(r.v == 2, "the slow request's late response: %u", r.v);
+  if (late == 2) {
+    CHECK_OK(rk_actor_receive(a, &r, sizeof r, 0, NULL));
+    CHECK(r.v == 3, "the abandoned call's late response: %u", r.v);
+  }
+  CHECK_STATUS(rk_actor_receive(a, &r, sizeof r, 0, NULL), RK_ERR_QUEUE_EMPTY);
+  CHECK_STATUS(rk_actor_receive(a, &r, sizeof r, 10000000u, NULL),
+               RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("failed");
+  rk_actor_destroy(a);
+}
+
+/* Destroying an actor while threads wait on it: they wake (terminated,
+ * nothing more will come) and destroy waits for them to leave before it
+ * frees anything. */
+static void test_destroy_wakes_waiters(rk_actor_mode_t mode) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.input_capacity = 2;
+  o.output_capacity = 2;
+  /* Two receives with nothing to receive. */
+  rk_actor_t *a = launch(kAddOneSource, "add_one", mode, &o);
+  if (!a) return;
+  op_t rc[2];
+  op_start(&rc[0], a, OP_RECEIVE, NULL, 0);
+  op_start(&rc[1], a, OP_RECEIVE, NULL, 0);
+  sleep_ms(50);
+  CHECK(!op_done(&rc[0]) && !op_done(&rc[1]), "the receives wait");
+  rk_actor_destroy(a);
+  for (int i = 0; i < 2; ++i) {
+    pthread_join(rc[i].thread, NULL);
+    CHECK(rc[i].status == RK_ERR_INVALID_STATE &&
+              rk_test_contains(rc[i].error, "terminated"),
+          "a receive waiting on a destroyed actor returned %s: %s",
+          rk_status_name(rc[i].status), rc[i].error);
+  }
+  /* A send waiting for space. */
+  a = launch(kAddOneSource, "add_one", mode, &o);
+  if (!a) return;
+  fill_rings(a, mode, 2, 2);
+  int_msg_t q = {99};
+  op_t sd;
+  op_start(&sd, a, OP_SEND, &q, sizeof q);
+  sleep_ms(50);
+  CHECK(!op_done(&sd), "the send waits for space");
+  rk_actor_destroy(a);
+  pthread_join(sd.thread, NULL);
+  CHECK(sd.status == RK_ERR_INVALID_STATE,
+        "a send waiting on a destroyed actor returned %s: %s",
+        rk_status_name(sd.status), sd.error);
+}
+
 /* The execution the stats report for `mode` on this run. */
 static void test_execution(rk_actor_mode_t mode, rk_actor_execution_t want) {
   rk_actor_t *a = launch(kAddOneSource, "add_one", mode, NULL);
@@ -476,6 +870,14 @@ int main(int argc, char **argv) {
     test_concurrent_calls(modes[m]);
     actor_test_watch("many producers", 120);
     test_many_producers(modes[m]);
+    actor_test_watch("call past a full output ring", 60);
+    test_call_past_full_output(modes[m]);
+    actor_test_watch("terminate past a blocked send", 60);
+    test_terminate_past_blocked_send(modes[m]);
+    actor_test_watch("a failure wakes every waiter", 60);
+    test_failure_wakes_waiters(modes[m]);
+    actor_test_watch("destroy wakes the waiters", 60);
+    test_destroy_wakes_waiters(modes[m]);
   }
   actor_test_watch("bad arguments and teardown", 60);
   test_bad_arguments();

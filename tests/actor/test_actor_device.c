@@ -3,7 +3,9 @@
  * uncorrelated ones stay for receive, full rings refuse sends, and the
  * termination handshake waits for the device. */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "actor/actor_internal.h"
 #include "actor_test_util.h"
@@ -167,11 +169,97 @@ static void test_queue_full(void) {
   rk_actor_destroy(a);
 }
 
+typedef struct {
+  rk_actor_t *actor;
+  int kind; /* 0 send, 1 call, 2 receive */
+  rk_status_t status;
+  char error[512];
+} waiter_t;
+
+static void *waiter_main(void *arg) {
+  waiter_t *w = arg;
+  int_msg_t q = {7}, r;
+  if (w->kind == 0)
+    w->status =
+        rk_actor_send(w->actor, &q, sizeof q, RK_TIMEOUT_INFINITE, NULL);
+  else if (w->kind == 1)
+    w->status = rk_actor_call(w->actor, &q, sizeof q, &r, sizeof r,
+                              RK_TIMEOUT_INFINITE, NULL);
+  else
+    w->status =
+        rk_actor_receive(w->actor, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL);
+  snprintf(w->error, sizeof w->error, "%s", rk_last_error());
+  return NULL;
+}
+
+/* A device side that never answers and never stops: terminate misses its
+ * deadline, the actor is FAILED, and every thread waiting on it wakes with
+ * RK_ERR_INVALID_STATE: a call waiting for its answer and a receive name
+ * the failure, a send waiting for space was refused when terminate began.
+ * The call's late answer goes to receive. */
+static void test_failure_wakes_waiters(void) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.input_capacity = 2;
+  rk_actor_t *a = NULL;
+  const rk__actor_device_t *dev = NULL;
+  if (!CHECK_OK(rk__actor_launch_external(g_ctx, kAddOneSource, "add_one", &o,
+                                          &a, &dev)))
+    return;
+  rk__ring_end_t in, out;
+  rk__ring_attach(&in, dev->in, dev->in_slots, false);
+  rk__ring_attach(&out, dev->out, dev->out_slots, true);
+  int_msg_t q = {1};
+  CHECK_OK(rk_actor_send(a, &q, sizeof q, 0, NULL));
+  waiter_t w[3];
+  pthread_t t[3];
+  for (int i = 0; i < 3; ++i) {
+    w[i] = (waiter_t){a, i == 0 ? 1 : i == 1 ? 0 : 2, RK_ERR_INTERNAL, ""};
+    pthread_create(&t[i], NULL, waiter_main, &w[i]);
+    /* The call's request first (it fills the ring), then the send. */
+    if (i == 0) CHECK(wait_requests(&in, 2), "the call's request arrives");
+  }
+  struct timespec ts = {0, 50000000};
+  nanosleep(&ts, NULL);
+  CHECK_STATUS(rk_actor_terminate(a, 5000000u), RK_ERR_TIMEOUT);
+  CHECK(rk_actor_state(a) == RK_ACTOR_FAILED, "failed");
+  /* The send was not queued: terminate refused it as it started. */
+  const char *names[] = {"call", "send", "receive"};
+  const char *why[] = {"failed (the handler did not stop within 5.000 ms",
+                       "terminating",
+                       "failed (the handler did not stop within 5.000 ms"};
+  for (int i = 0; i < 3; ++i) {
+    pthread_join(t[i], NULL);
+    CHECK(w[i].status == RK_ERR_INVALID_STATE &&
+              rk_test_contains(w[i].error, why[i]),
+          "the waiting %s: %s: %s", names[i], rk_status_name(w[i].status),
+          w[i].error);
+  }
+  CHECK(rk_test_contains(w[0].error, "not answered"), "%s", w[0].error);
+  /* The device answers the call after all: receive gets it. */
+  respond(&out, rk__ring_peek(&in, 1), 0);
+  int_msg_t r = {0};
+  CHECK_OK(rk_actor_receive(a, &r, sizeof r, 1000000000u, NULL));
+  CHECK(r.v == 70, "the late answer: %d", r.v);
+  CHECK_STATUS(rk_actor_receive(a, &r, sizeof r, 1000000000u, NULL),
+               RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("failed");
+  rk_actor_destroy(a);
+}
+
 int main(void) {
+  /* A waiter that is never woken fails the run instead of hanging it. */
+  actor_test_watchdog_start();
+  actor_test_watch("open", 60);
   rk_backend_t *be = NULL;
   g_ctx = actor_test_context(&be);
+  actor_test_watch("reverse order", 60);
   test_reverse_order();
+  actor_test_watch("queue full", 60);
   test_queue_full();
+  actor_test_watch("a failure wakes every waiter", 60);
+  test_failure_wakes_waiters();
+  actor_test_watch("teardown", 60);
   CHECK_OK(rk_context_destroy(g_ctx));
   CHECK_OK(rk_backend_destroy(be));
   return rk_test_finish("actor_device");

@@ -34,6 +34,21 @@
  *                 control block's `active`, wait with
  *                 rk__ring_wait_data_since); a host process activates it
  *                 (active = 1, then rk__ring_kick).
+ *   -DSTOP_WAIT   the actor stopping (FAILED or TERMINATED) while host
+ *                 threads wait in wait_until (src/actor/actor.c) for a
+ *                 response that never comes: NW threads share the drain
+ *                 role; the one holding it parks on the output ring's
+ *                 data_seq (rk__ring_wait_data_since, with the sequence
+ *                 read before the state), the others on the epoch. A
+ *                 stopper process runs wake_waiters(): the state, then
+ *                 unconditional bumps of the wake sequences. Every waiter
+ *                 must return.
+ *   -DSTOP_SEND   the same for a sender parked for space (enqueue() and
+ *                 trad_send(): rk__ring_wait_space_since with the sequence
+ *                 read before the state) behind a device side that hangs
+ *                 in its handler after M (default 1) messages; N = CAP +
+ *                 M + 1, so the sender cannot finish unless woken by the
+ *                 stop.
  *   -DCHECK_FULL_VERDICT  CLAIM: assert that RK_ERR_QUEUE_FULL is returned
  *                 only when the ring is full: in the step where the
  *                 producer loads head, if the verdict is "full", then
@@ -50,6 +65,16 @@
  *                               without waiting for tail == mine.
  *   -DBUG_KICK_SEQ_LATE         KICK: the consumer reads data_seq after it
  *                               looked at `active` (a kick is lost).
+ *   -DBUG_STOP_SEQ_LATE         STOP_*: a waiter reads the wake sequence
+ *                               after it looked at the state (a stop is
+ *                               lost).
+ *   -DBUG_STOP_NO_KICK          STOP_*: the stopper only sets the state.
+ *   -DBUG_ROLE_NO_RECHECK       STOP_WAIT: a thread waiting for the drain
+ *                               role sleeps on the epoch without looking
+ *                               at the role again after announcing itself
+ *                               (a hand-off is lost, as in an earlier
+ *                               actor.c, where only a 1 ms timeout ended
+ *                               the sleep).
  *   -DBUG_UNSIGNED_INDEX        index differences compared as unsigned, as
  *                               ring.c did before: a stale index behind
  *                               head wraps and reads as "full" / "no
@@ -99,11 +124,24 @@
 #define NPROD NP
 #define TOTAL (NP * K)
 #else
+#if defined(STOP_WAIT) || defined(STOP_SEND)
+#define STOP 1
+#endif
+#ifndef M
+#define M 1
+#endif
 #ifndef N
+#ifdef STOP_SEND
+#define N (CAP + M + 1)
+#else
 #define N (2 * CAP + 1)
+#endif
 #endif
 #define NPROD 1
 #define TOTAL N
+#endif
+#ifndef NW
+#define NW 2
 #endif
 
 /* A message: producer id and that producer's sequence number, in one byte. */
@@ -131,6 +169,17 @@ byte p_other;    /* mp->end.other */
 
 #ifdef KICK
 bit ctl_active;  /* rk_abi_control_t.active, written by the host */
+#endif
+
+#ifdef STOP
+/* The actor's state, as far as waiters care: stopped (TERMINATED or
+ * FAILED) or not; the drain role; the epoch threads without the role wait
+ * on, and its waiter count; the output ring's data_seq and data_waiters
+ * (STOP_WAIT: no response ever comes, so its indices never move). */
+bit stopped;
+bit role;
+byte epoch, epoch_waiters;
+byte odata_seq, odata_waiters;
 #endif
 
 /* Ghosts. busy[i]: slot i has been written and not yet released by the
@@ -238,6 +287,7 @@ inline signal(seq, waiters) {
  * block's `active`; inactive, it waits with rk__ring_wait_data_since(hdr,
  * <tail now>, seq) for a kick; active and out of data, with
  * rk__ring_wait_data_since(hdr, own, seq). */
+#ifndef STOP
 proctype consumer() {
   byte own = 0;   /* c->own: head as last published */
   byte other = 0; /* c->other: tail as last loaded */
@@ -305,6 +355,7 @@ proctype consumer() {
   :: else -> break
   od
 }
+#endif
 
 #ifdef KICK
 /* The host activating the actor (rk_actor_activate): the control block's
@@ -318,7 +369,7 @@ proctype host() {
 
 /* ---- SPSC producer -------------------------------------------------------- */
 
-#ifndef MP
+#if !defined(MP) && !defined(STOP)
 proctype producer() {
   byte own = 0;   /* p->own: tail as last published */
   byte other = 0; /* p->other: head as last loaded */
@@ -468,9 +519,173 @@ proctype lock_producer(byte id) {
 }
 #endif
 
+/* ---- The actor stopping (STOP_WAIT, STOP_SEND) ---------------------------- */
+
+#ifdef STOP
+/* wake_waiters() after set_state(): every wake sequence a host thread may
+ * park on, bumped whether or not anyone waits (fetch_add, then wake). */
+proctype stopper() {
+  stopped = 1;                       /* set_state(a, RK_ACTOR_FAILED) */
+#ifndef BUG_STOP_NO_KICK
+  odata_seq++;                       /* rk__ring_kick(out) */
+  space_seq++;                       /* rk__ring_kick_space(in) */
+  epoch++                            /* fetch_add(&a->epoch), rk__wake_all */
+#endif
+}
+#endif
+
+#ifdef STOP_WAIT
+/* bump_epoch() after the drain role is given up: fence_light; if
+ * (epoch_waiters) { epoch++; wake }. */
+inline bump_epoch() {
+  if
+  :: epoch_waiters != 0 -> epoch++
+  :: else
+  fi
+}
+
+/* wait_until() for a response that never comes: each round reads the
+ * epoch and the output ring's data_seq, then the state; takes the drain
+ * role if free (test and exchange), drains (nothing), parks on data_seq
+ * unless stopped, gives the role up; or, without the role, announces
+ * itself, looks at the role again and sleeps while the epoch is unchanged.
+ * It returns (RK_ERR_INVALID_STATE) after a round with the role in which it
+ * had seen the actor stopped. */
+proctype host_waiter() {
+  byte e, s;
+  bool seen, ok;
+  do
+  ::
+#ifdef BUG_STOP_SEQ_LATE
+    seen = stopped;
+    e = epoch;
+    s = odata_seq;
+#else
+    e = epoch;                       /* LOAD_ACQUIRE(&a->epoch) */
+    s = odata_seq;                   /* rk__ring_data_seq(a->device.out) */
+    seen = stopped;                  /* stopped_state(get_state(a)) */
+#endif
+    if
+    :: atomic { role == 0 -> role = 1 } ->
+      /* drain(): nothing moves */
+      if
+      :: !seen ->
+        /* rk__ring_wait_data_since(out, own, s, ...): no data ever */
+        park(odata_seq, odata_waiters, false, ok)
+      :: else
+      fi;
+      role = 0;                      /* STORE_RELEASE(&a->drain_role, 0) */
+      bump_epoch();
+      if
+      :: seen -> break
+      :: else
+      fi
+    :: else ->
+      epoch_waiters++;               /* fetch_add SEQ_CST; fence_heavy */
+#ifdef BUG_ROLE_NO_RECHECK
+      if
+      :: epoch == e -> (epoch != e)  /* rk__wait_while_equal(&epoch, e) */
+      :: else
+      fi;
+#else
+      if
+      :: role != 0 ->                /* LOAD_RELAXED(&a->drain_role) */
+        if
+        :: epoch == e -> (epoch != e)
+        :: else
+        fi
+      :: else
+      fi;
+#endif
+      epoch_waiters--
+    fi;
+    atomic { e = 0; s = 0; seen = false; ok = false }  /* dead locals */
+  od;
+  assert(stopped)
+}
+#endif
+
+#ifdef STOP_SEND
+/* enqueue() / trad_send() with no deadline: a full ring makes the sender
+ * read space_seq, look at the state (refused if stopped) and park with
+ * that sequence; back from a wait, it looks at the state first. */
+proctype sender() {
+  byte own = 0;   /* p->own */
+  byte other = 0; /* p->other */
+  byte s;
+  bool ok, waited;
+  do
+  :: own == N -> break
+  :: else ->
+    if
+    :: waited && stopped -> break    /* not_active(): refused */
+    :: else
+    fi;
+    if
+    :: own - other >= CAP -> other = head
+    :: else
+    fi;
+    if
+    :: own - other >= CAP ->
+#ifdef BUG_STOP_SEQ_LATE
+      if
+      :: stopped -> break
+      :: else
+      fi;
+      s = space_seq;
+#else
+      s = space_seq;                 /* rk__ring_space_seq(hdr) */
+      if
+      :: stopped -> break            /* refused */
+      :: else
+      fi;
+#endif
+      park(space_seq, space_waiters, HAS_SPACE(own), ok);
+      waited = true
+    :: else ->
+      write_slot(own, MSG(0, own));
+      atomic { own++; tail = own };
+      signal(data_seq, data_waiters)
+    fi
+  od;
+  assert(own == N || stopped)
+}
+
+/* The device side: takes M requests (waiting for each; its own parking is
+ * checked by the other configurations), then hangs in its handler. */
+proctype device() {
+  byte own = 0, v;
+  do
+  :: own == M -> break               /* the handler never returns */
+  :: else ->
+end_device:
+    (tail != own);
+    d_step {
+      v = slot[own & MASK];
+      assert(busy[own & MASK] == 1);
+      assert(v == own);
+      v = 0
+    }
+    atomic { busy[own & MASK] = 0; own++; head = own };
+    signal(space_seq, space_waiters)
+  od
+}
+#endif
+
 init {
   byte i;
   atomic {
+#ifdef STOP
+    run stopper();
+#ifdef STOP_WAIT
+    for (i : 1 .. NW) {
+      run host_waiter()
+    }
+#else
+    run sender();
+    run device();
+#endif
+#else
     run consumer();
 #ifdef KICK
     run host();
@@ -485,6 +700,7 @@ init {
     }
 #else
     run producer();
+#endif
 #endif
   }
 }

@@ -86,9 +86,15 @@ static void *worker_main(void *arg) {
   rk__actor_worker_t *w = arg;
   pin(w->cpu);
   rk__set_thread_name("rk-actor");
-  const rk__actor_loop_t loop = {w->dev.control,  w->dev.in,        w->dev.out,
-                                 w->dev.in_slots, w->dev.out_slots, w->spin_ns,
-                                 kBatch,          handle_batch,     w};
+  const rk__actor_loop_t loop = {.control = w->dev.control,
+                                 .in = w->dev.in,
+                                 .out = w->dev.out,
+                                 .in_slots = w->dev.in_slots,
+                                 .out_slots = w->dev.out_slots,
+                                 .spin_ns = w->spin_ns,
+                                 .batch = kBatch,
+                                 .handle = handle_batch,
+                                 .ctx = w};
   rk__actor_loop_run(&loop);
   if (__atomic_exchange_n(&w->abandoned, 1u, __ATOMIC_ACQ_REL)) {
     pthread_detach(pthread_self());
