@@ -156,7 +156,8 @@ typedef struct rk_actor_stats {
 /* Compiles `source` for the context's backend, finds the RK_HANDLER named
  * `handler`, allocates its rings, state and control block and starts it.
  * Errors: RK_ERR_COMPILE (diagnostics in rk_last_error), RK_ERR_NOT_FOUND
- * (no such handler), RK_ERR_INVALID_ARGUMENT (bad options, capacities that
+ * (no RK_HANDLER of that name, also when the name is an RK_KERNEL or a
+ * stencil: "'k' is a kernel, not an RK_HANDLER"), RK_ERR_INVALID_ARGUMENT (bad options, capacities that
  * are not powers of two, an initial state of the wrong size),
  * RK_ERR_NOT_FOUND also when a relaunch backend's module lacks the
  * handler's batch kernel.

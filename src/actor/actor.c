@@ -257,10 +257,13 @@ static rk_status_t describe_handler(rk_actor_t *a, const char *source,
   if (s != RK_OK) return rk__fail_context(s, "actor '%s'", handler);
   const rk_entry_t *e = &list->entries[0];
   if (e->kind != RK_ENTRY_HANDLER) {
-    rk__fail(RK_ERR_INVALID_ARGUMENT, "actor: '%s' is an %s, not an RK_HANDLER",
+    /* No handler of that name: the name is a kernel or a stencil. */
+    rk__fail(RK_ERR_NOT_FOUND,
+             "actor: '%s' is a %s, not an RK_HANDLER (the source has no "
+             "handler of that name)",
              handler, rk_entry_kind_name(e->kind));
     rk_entry_list_destroy(list);
-    return RK_ERR_INVALID_ARGUMENT;
+    return RK_ERR_NOT_FOUND;
   }
   a->has_status = e->handler_status;
   size_t user = e->param_count - (a->has_status ? 1 : 0);
@@ -319,16 +322,15 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
                                         ? round_line(a->in_size) + RK_ABI_LINE +
                                               round_line(out_slot)
                                         : 0);
-  const rk__backend_vtable_t *vt = a->context->vt;
   /* Mapped memory where the device reads the rings (a resident kernel) or
    * copies from the staging area (traditional mode); host memory for a
    * relaunch driver, which copies through the backend anyway. */
-  const bool mapped = vt->mapped_alloc &&
+  const bool mapped = rk__hal_has_mapped_memory(a->context) &&
                       (a->execution == RK_ACTOR_EXEC_RESIDENT ||
                        (a->mode == RK_ACTOR_TRADITIONAL &&
                         (a->context->info.caps & RK_CAP_MAPPED_HOST_MEMORY)));
   if (mapped) {
-    RK_RETURN_IF_ERROR(vt->mapped_alloc(a->context, total, &a->mapped));
+    RK_RETURN_IF_ERROR(rk__hal_mapped_alloc(a->context, total, &a->mapped));
     a->mapped_by_backend = true;
   } else {
     a->mapped = aligned_alloc(RK_ABI_LINE, total);
@@ -372,7 +374,7 @@ static rk_status_t trad_setup(rk_actor_t *a, const rk_actor_options_t *o) {
   /* A GPU backend queues a request's steps on a stream of the actor's own
    * and synchronizes once; the CPU backend's default stream runs on the
    * calling thread, which is faster than any hand-off. */
-  if (rk_backend_kind(rk_context_backend(a->context)) != RK_BACKEND_CPU)
+  if (!rk__hal_launch_on_caller(a->context))
     RK_RETURN_IF_ERROR(rk_context_create_stream(a->context, &a->trad_stream));
   RK_RETURN_IF_ERROR(rk_context_allocate(a->context, a->in_size, &a->d_in));
   RK_RETURN_IF_ERROR(rk_context_allocate(a->context, a->out_size, &a->d_out));
@@ -418,16 +420,14 @@ static rk_status_t launch(rk_context_t *context, const char *source,
   rk__env_long("RK_ACTOR_RELAUNCH", 0, 1, &force_relaunch);
   a->execution = o.mode == RK_ACTOR_TRADITIONAL ? RK_ACTOR_EXEC_PER_REQUEST
                  : external                     ? RK_ACTOR_EXEC_RESIDENT
-                 : context->vt->actor_start &&
-                         (context->info.caps & RK_CAP_PERSISTENT_KERNELS) &&
-                         !force_relaunch
+                 : rk__hal_actor_resident(context) && !force_relaunch
                      ? RK_ACTOR_EXEC_RESIDENT
                      : RK_ACTOR_EXEC_RELAUNCH;
   a->external = external;
   a->next_id = 1;
   a->spin_ns = rk__actor_spin_ns(context->info.caps & RK_CAP_SOFTWARE);
   a->park_ns = a->execution == RK_ACTOR_EXEC_RESIDENT && !external &&
-                       context->vt->actor_polled
+                       rk__hal_actor_polled(context)
                    ? kPolledParkNs
                    : 1000000u;
   pthread_mutex_init(&a->trad_lock, NULL);
@@ -443,7 +443,7 @@ static rk_status_t launch(rk_context_t *context, const char *source,
     dev.function = a->batch_function;
     s = rk__relaunch_start(context, &dev, a->spin_ns, &a->relaunch);
   } else if (s == RK_OK && a->mode == RK_ACTOR_PERSISTENT && !external) {
-    s = context->vt->actor_start(context, &a->device, &a->worker);
+    s = rk__hal_actor_start(context, &a->device, &a->worker);
   }
   if (s != RK_OK) {
     release(a);
@@ -656,7 +656,7 @@ rk_status_t rk_actor_terminate(rk_actor_t *actor, uint64_t timeout_ns) {
 
 static void release(rk_actor_t *a) {
   const bool stopped = a->control && LOAD_ACQUIRE(&a->control->terminated);
-  if (a->worker) a->context->vt->actor_release(a->worker, stopped);
+  if (a->worker) rk__hal_actor_release(a->context, a->worker, stopped);
   if (a->relaunch) rk__relaunch_release(a->relaunch, stopped);
   if (a->trad_stream) rk_stream_destroy(a->trad_stream);
   if (a->d_in) rk_context_free(a->context, a->d_in);
@@ -666,7 +666,7 @@ static void release(rk_actor_t *a) {
   if (a->module) rk_module_destroy(a->module);
   if (a->mapped) {
     if (a->mapped_by_backend)
-      a->context->vt->mapped_free(a->context, a->mapped);
+      rk__hal_mapped_free(a->context, a->mapped);
     else
       free(a->mapped);
   }
@@ -694,7 +694,8 @@ void rk_actor_destroy(rk_actor_t *actor) {
     if (!stuck) rk__wait_while_equal(&actor->waiting, n, 100000u);
   }
   if (stuck) {
-    if (actor->worker) actor->context->vt->actor_release(actor->worker, false);
+    if (actor->worker)
+      rk__hal_actor_release(actor->context, actor->worker, false);
     if (actor->relaunch) rk__relaunch_release(actor->relaunch, false);
     actor->worker = NULL;
     actor->relaunch = NULL;

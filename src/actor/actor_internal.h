@@ -3,7 +3,7 @@
 #ifndef RK_ACTOR_ACTOR_INTERNAL_H_
 #define RK_ACTOR_ACTOR_INTERNAL_H_
 
-#include "hal/hal.h"
+#include "hal/actor_hal.h"
 #include "rk/actor.h"
 
 /* Launches a persistent-mode actor without starting a device side: the

@@ -161,6 +161,9 @@ struct rk__backend_vtable {
   /* True when the device side cannot wake a parked host thread (a GPU
    * kernel): host waits on a resident actor then poll its rings. */
   bool actor_polled;
+  /* True when a launch on the default stream runs on the calling thread
+   * before rk_function_launch returns (the CPU backend). */
+  bool launch_on_caller;
   rk_status_t (*mapped_alloc)(rk_context_t *context, size_t bytes,
                               void **out_host);
   void (*mapped_free)(rk_context_t *context, void *host);

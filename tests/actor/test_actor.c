@@ -242,9 +242,8 @@ static void test_bad_arguments(void) {
   const char *kernel =
       "#include <rk/kernel.h>\n"
       "RK_KERNEL void k(int *x) { x[0] = 1; }\n";
-  CHECK_STATUS(rk_actor_launch(g_ctx, kernel, "k", &o, &a),
-               RK_ERR_INVALID_ARGUMENT);
-  CHECK_ERROR_HAS("not an RK_HANDLER");
+  CHECK_STATUS(rk_actor_launch(g_ctx, kernel, "k", &o, &a), RK_ERR_NOT_FOUND);
+  CHECK_ERROR_HAS("'k' is a kernel, not an RK_HANDLER");
   const char *broken =
       "#include <rk/kernel.h>\n"
       "typedef struct { int v; } m_t;\n"

@@ -176,5 +176,6 @@ const rk__backend_vtable_t rk__cpu_backend = {
     .stream_destroy = rk__cpu_stream_destroy,
     .stream_synchronize = rk__cpu_stream_synchronize,
     .actor_start = rk__cpu_actor_start,
+    .launch_on_caller = true,
     .actor_release = rk__cpu_actor_release,
 };
