@@ -183,12 +183,16 @@ typedef struct rk_entry {
   /* The batch entry of handler `batch_of` (its name), NULL for every other
    * entry. Each RK_HANDLER h is listed followed by its batch entry
    * "rk_batch_<h>": an RK_ENTRY_KERNEL that runs h on a packed array of
-   * messages, in order, in one launch (global thread 0 does the work; launch
-   * one thread). Its params are, in this order: the handler's message
-   * buffers (const IN *in, OUT *out: rk_count elements each), the state
-   * (S *state, one element) if h has one, int32_t *rk_status (rk_count
-   * elements: message m's return value, 0 for a void handler) and
-   * uint32_t rk_count (by value). handler_status is false for it. */
+   * messages in one launch. A stateless handler's message m is handled by
+   * the thread of global x index m, grid-stride (threads of global y or z
+   * index > 0 do nothing): launch rk_count threads for one message each, or
+   * fewer (one thread runs them all, in order). A handler with a state runs
+   * the messages in order on global thread 0; launch one thread. Its params
+   * are, in this order: the handler's message buffers (const IN *in, OUT *out:
+   * rk_count elements each), the state (S *state, one element) if h has one,
+   * int32_t *rk_status (rk_count elements: message m's return value, 0 for a
+   * void handler) and uint32_t rk_count (by value). handler_status is false for
+   * it. */
   const char *batch_of;
   /* The entry uses rk_dynamic_shared(): block-shared memory whose size is
    * the launch's shared_mem bytes (see docs/kernel-language.md for what

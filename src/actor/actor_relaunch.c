@@ -9,7 +9,7 @@
 #include "base/sys.h"
 #include "hal/actor_loop.h"
 
-enum { kDefaultBatch = 256 };
+enum { kDefaultBatch = 256, kBlock = 64 };
 
 struct rk__relaunch {
   rk__actor_device_t dev;
@@ -53,9 +53,17 @@ static rk_status_t run_batch(rk__relaunch_t *r, uint32_t n) {
   if (r->dev.has_state) args[k++] = rk_arg_ptr(r->d_state);
   args[k++] = rk_arg_ptr(r->d_status);
   args[k++] = rk_arg_u32(n);
-  const rk_dim3_t one = {1, 1, 1};
+  /* A stateless handler's batch runs one request per thread; requests
+   * sharing a state run in order on one thread. */
+  rk_dim3_t grid = {1, 1, 1}, block = {1, 1, 1};
+  if (!r->dev.has_state) {
+    uint32_t b = r->context->info.max_threads_per_block;
+    if (b > kBlock) b = kBlock;
+    block.x = n < b ? n : b;
+    grid.x = (n + block.x - 1) / block.x;
+  }
   RK_RETURN_IF_ERROR(
-      rk_function_launch(r->dev.function, one, one, 0, st, args, k));
+      rk_function_launch(r->dev.function, grid, block, 0, st, args, k));
   RK_RETURN_IF_ERROR(
       rk_stream_copy_to_host(st, r->h_out, r->d_out, (size_t)n * r->out_size));
   RK_RETURN_IF_ERROR(rk_stream_copy_to_host(st, r->h_status, r->d_status,
@@ -221,6 +229,11 @@ rk_status_t rk__relaunch_start(rk_context_t *context,
   rk__env_long("RK_ACTOR_BATCH", 1, 1 << 20, &batch);
   r->batch =
       (uint32_t)batch < dev->in->capacity ? (uint32_t)batch : dev->in->capacity;
+  /* On a device that cuts an invocation's loops short after a total
+   * count, requests that must run in order on one invocation (a stateful
+   * handler) run one per launch, so each invocation's count is one
+   * handler call's own. */
+  if (dev->has_state && rk__hal_loop_limit(context)) r->batch = 1;
   r->dev.initial_state = dev->initial_state;
   rk_status_t s = setup(r);
   r->dev.initial_state = NULL;

@@ -8,7 +8,7 @@
 #ifndef RK_ACTOR_ACTOR_RELAUNCH_H_
 #define RK_ACTOR_ACTOR_RELAUNCH_H_
 
-#include "hal/hal.h"
+#include "hal/actor_hal.h"
 
 typedef struct rk__relaunch rk__relaunch_t;
 

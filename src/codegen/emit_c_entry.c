@@ -393,6 +393,18 @@ static void thread_zero(printer_t *p) {
   puts_(p, ")");
 }
 
+/* The threads of global y and z index 0 (a stateless batch spreads its
+ * messages over global x). */
+static void thread_first_row(printer_t *p) {
+  puts_(p, "  if (");
+  for (int a = 1; a < CG_AXES; ++a) {
+    if (a > 1) puts_(p, " && ");
+    idx(p, CG_INDEX_GLOBAL, a);
+    puts_(p, " == 0");
+  }
+  puts_(p, ")");
+}
+
 /* rk_handle_<name>(args) with message index `m` (NULL: the buffers as
  * they are, i.e. message 0). The state is always the one element. */
 static void handler_call(printer_t *p, const cg_func_plan_t *fp,
@@ -459,7 +471,10 @@ static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {
   for (uint32_t k = 0; k < fp->nentries; ++k) {
     const cg_entry_plan_t *ep = &fp->entries[k];
     entry_signature(p, ep);
-    thread_zero(p);
+    if (ep->form == CG_FORM_HANDLER || h->state)
+      thread_zero(p);
+    else
+      thread_first_row(p);
     if (ep->form == CG_FORM_HANDLER) {
       /* One message per launch, handled by global thread 0; an int
        * handler's return value goes to the caller through rk_status. */
@@ -469,12 +484,25 @@ static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {
       puts_(p, ";\n}\n\n");
       continue;
     }
-    /* rk_count messages per launch, in order, handled by global thread
-     * 0. */
-    rk__cg_c_printf(p,
-                    " {\n    for (%s rk_m = 0; rk_m < " CG_BATCH_COUNT_NAME
-                    "; ++rk_m) {\n      ",
-                    p->t->types[CG_TY_U32]);
+    if (h->state) {
+      /* rk_count messages per launch, in order (they share the state),
+       * handled by global thread 0. */
+      rk__cg_c_printf(p,
+                      " {\n    for (%s rk_m = 0; rk_m < " CG_BATCH_COUNT_NAME
+                      "; ++rk_m) {\n      ",
+                      p->t->types[CG_TY_U32]);
+    } else {
+      /* A stateless handler: message m is handled by the thread of global
+       * x index m (grid-stride: fewer threads take several), so a launch
+       * of rk_count threads runs one message per thread. */
+      rk__cg_c_printf(p, " {\n    for (%s rk_m = ", p->t->types[CG_TY_U32]);
+      idx(p, CG_INDEX_GLOBAL, 0);
+      puts_(p, "; rk_m < " CG_BATCH_COUNT_NAME "; rk_m += ");
+      idx(p, CG_INDEX_GRID_DIM, 0);
+      puts_(p, " * ");
+      idx(p, CG_INDEX_BLOCK_DIM, 0);
+      puts_(p, ") {\n      ");
+    }
     if (h->status) {
       puts_(p, CG_HANDLER_STATUS_NAME "[rk_m] = ");
       handler_call(p, fp, "rk_m");

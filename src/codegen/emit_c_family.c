@@ -9,7 +9,9 @@
  *     memory, then the interior check; neighbour reads come from the tile
  *     on GPU targets and from global memory in C;
  *   - a handler's rk_handle_<name> (its body), its one-message kernel and
- *     its batch kernel, run by global thread 0, and with persistent_actors
+ *     its batch kernel (one message per thread of global x index m for a
+ *     stateless handler, all in order on global thread 0 with a state), and
+ *     with persistent_actors
  *     (CUDA) rk_actor_<name> (emit_cuda_actor.c prints it and the prelude
  *     it shares).
  * What the target's language needs besides:

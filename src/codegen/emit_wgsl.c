@@ -36,8 +36,9 @@
  *     C-family GPU targets (lower.h); an int handler's rk_status buffer is
  *     bound after its message buffers. rk_handle_<name> takes the message index
  * rk_m and reads in[rk_m] / out[rk_m] (the state is element 0): the handler's
- * entry passes 0u, its batch entry rk_batch_<name> loops over rk_count
- *     messages. Both entries share the module-scope buffers (bindings
+ * entry passes 0u, its batch entry rk_batch_<name> runs rk_count
+ *     messages (stateless: one per invocation of global x index m,
+ *     grid-stride; with state: in order on invocation 0). Both entries share the module-scope buffers (bindings
  *     0..k-1, rk_status at k); the batch entry adds rk_status (for a void
  *     handler) and a struct holding rk_count at k + 1.
  *

@@ -310,8 +310,8 @@ static void batch_resources(printer_t *p, const cg_func_plan_t *fp,
     rk__cg_wgsl_declare(p, status, fn->loc);
     rk__cg_wgsl_printf(
         p,
-        "// 0 for each message %.400s handled, written by global thread 0 "
-        "of\n// %.400s.\n"
+        "// 0 for each message %.400s handled, written by the invocation "
+        "of\n// %.400s that handled it.\n"
         "@group(0) @binding(%u) var<storage, read_write> %s: "
         "array<i32>;\n",
         fn->name, name, (unsigned)binding, status);
@@ -363,13 +363,32 @@ static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {
       rk__cg_wgsl_printf(p, "%s(0u%s);\n  }\n}\n", hname, ix);
       continue;
     }
-    /* rk_count messages per launch, in order, handled by global thread
-     * 0. */
     batch_resources(p, fp, ep);
     entry_signature(p, ep);
-    thread_zero(p);
-    puts_(p, "    for (var rk_m: u32 = 0u; rk_m < " CG_BATCH_COUNT_NAME
-             "; rk_m++) {\n      ");
+    if (h->state) {
+      /* rk_count messages per launch, in order (they share the state),
+       * handled by global thread 0. */
+      thread_zero(p);
+      puts_(p, "    for (var rk_m: u32 = 0u; rk_m < " CG_BATCH_COUNT_NAME
+               "; rk_m++) {\n      ");
+    } else {
+      /* A stateless handler: message m is handled by the invocation of
+       * global x index m (grid-stride: fewer invocations take several), so
+       * a dispatch of rk_count invocations runs one message each. */
+      puts_(p, "  if (");
+      for (int a = 1; a < CG_AXES; ++a) {
+        if (a > 1) puts_(p, " && ");
+        rk__cg_wgsl_index_builtin(p, CG_INDEX_GLOBAL, a);
+        puts_(p, " == 0u");
+      }
+      puts_(p, ") {\n    for (var rk_m: u32 = ");
+      rk__cg_wgsl_index_builtin(p, CG_INDEX_GLOBAL, 0);
+      puts_(p, "; rk_m < " CG_BATCH_COUNT_NAME "; rk_m += ");
+      rk__cg_wgsl_index_builtin(p, CG_INDEX_GRID_DIM, 0);
+      puts_(p, " * ");
+      rk__cg_wgsl_index_builtin(p, CG_INDEX_BLOCK_DIM, 0);
+      puts_(p, ") {\n      ");
+    }
     if (h->status)
       rk__cg_wgsl_printf(p, "%s[rk_m] = %s(rk_m%s);\n", status, hname, ix);
     else

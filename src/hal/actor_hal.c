@@ -16,6 +16,10 @@ bool rk__hal_launch_on_caller(const rk_context_t *context) {
   return context->vt->launch_on_caller;
 }
 
+uint32_t rk__hal_loop_limit(const rk_context_t *context) {
+  return context->loop_limit;
+}
+
 bool rk__hal_has_mapped_memory(const rk_context_t *context) {
   return context->vt->mapped_alloc != NULL;
 }

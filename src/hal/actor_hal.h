@@ -24,6 +24,10 @@ bool rk__hal_actor_polled(const rk_context_t *context);
  * of its own. */
 bool rk__hal_launch_on_caller(const rk_context_t *context);
 
+/* Loop iterations one invocation may run in all before the device cuts
+ * its loops short without an error (rk_context_t.loop_limit); 0: none. */
+uint32_t rk__hal_loop_limit(const rk_context_t *context);
+
 /* Memory both the host and the device address (pinned and mapped) exists
  * on this context; without it rings live in ordinary host memory. */
 bool rk__hal_has_mapped_memory(const rk_context_t *context);

@@ -30,6 +30,10 @@ struct rk_context {
   rk_backend_t *backend;
   int device;
   rk_device_info_t info;
+  /* Loop iterations one invocation may run in total before the device
+   * stops its loops without saying so (Mesa's llvmpipe: 65535); 0 where
+   * no such limit is known. Set by the backend. */
+  uint32_t loop_limit;
   pthread_mutex_t lock; /* guards the lists below */
   rk_module_t *modules;
   rk_stream_t *streams;

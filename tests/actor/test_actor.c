@@ -817,6 +817,66 @@ static void test_execution(rk_actor_mode_t mode, rk_actor_execution_t want) {
 /* actor [--backend NAME] [--relaunch]: the suite on that backend (default
  * cpu); --relaunch sets RK_ACTOR_RELAUNCH=1 so persistent actors run as
  * relaunch batches even where the backend keeps them resident. */
+/* Handlers whose every call loops 600 times, stateless and with a state,
+ * fed 300 pipelined requests: every answer must be right. A device that
+ * cuts an invocation's loops short after a total count (llvmpipe: 65535)
+ * gave wrong answers with RK_OK once a relaunch batch ran more than about
+ * 108 such requests on one invocation. */
+static const char kLoopSource[] =
+    "#include <rk/kernel.h>\n"
+    "typedef struct { uint32_t v; } lq_t;\n"
+    "typedef struct { uint32_t x; uint32_t seen; } lr_t;\n"
+    "typedef struct { uint32_t seen; } ls_t;\n"
+    "RK_HANDLER void spin600(const lq_t *in, lr_t *out) {\n"
+    "  uint32_t x = in->v;\n"
+    "  for (uint32_t i = 0u; i < 600u; i++) x = x * 1664525u + 1013904223u;\n"
+    "  out->x = x;\n"
+    "  out->seen = 0u;\n"
+    "}\n"
+    "RK_HANDLER void spin600s(const lq_t *in, lr_t *out, ls_t *s) {\n"
+    "  uint32_t x = in->v;\n"
+    "  for (uint32_t i = 0u; i < 600u; i++) x = x * 1664525u + 1013904223u;\n"
+    "  s->seen += 1u;\n"
+    "  out->x = x;\n"
+    "  out->seen = s->seen;\n"
+    "}\n";
+
+static void test_long_loops(rk_actor_mode_t mode) {
+  enum { kN = 300 };
+  const char *handlers[] = {"spin600", "spin600s"};
+  for (int h = 0; h < 2; ++h) {
+    rk_actor_options_t o;
+    rk_actor_options_init(&o);
+    o.input_capacity = 512;
+    o.output_capacity = 512;
+    rk_actor_t *a = launch(kLoopSource, handlers[h], mode, &o);
+    if (!a) return;
+    for (uint32_t i = 0; i < kN; ++i) {
+      uint32_t q = i * 7u + 1u;
+      if (!CHECK_OK(rk_actor_send(a, &q, sizeof q, RK_TIMEOUT_INFINITE, NULL)))
+        break;
+    }
+    int bad = 0;
+    for (uint32_t i = 0; i < kN; ++i) {
+      struct {
+        uint32_t x, seen;
+      } r = {0, 0};
+      if (!CHECK_OK(
+              rk_actor_receive(a, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL)))
+        break;
+      uint32_t x = i * 7u + 1u;
+      for (int k = 0; k < 600; ++k) x = x * 1664525u + 1013904223u;
+      uint32_t seen = h == 1 ? i + 1 : 0;
+      if (bad < 3 && !CHECK(r.x == x && r.seen == seen,
+                            "%s request %u: x %u (expected %u), seen %u "
+                            "(expected %u)",
+                            handlers[h], i, r.x, x, r.seen, seen))
+        ++bad;
+    }
+    rk_actor_destroy(a);
+  }
+}
+
 int main(int argc, char **argv) {
   rk_backend_kind_t kind = RK_BACKEND_CPU;
   for (int i = 1; i < argc; ++i) {
@@ -877,6 +937,8 @@ int main(int argc, char **argv) {
     test_failure_wakes_waiters(modes[m]);
     actor_test_watch("destroy wakes the waiters", 60);
     test_destroy_wakes_waiters(modes[m]);
+    actor_test_watch("handlers with long loops", 120);
+    test_long_loops(modes[m]);
   }
   actor_test_watch("bad arguments and teardown", 60);
   test_bad_arguments();

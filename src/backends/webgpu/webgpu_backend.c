@@ -458,6 +458,10 @@ static rk_status_t wg_context_create(rk_backend_t *backend, int device,
     return rk__fail(RK_ERR_OUT_OF_MEMORY,
                     "webgpu: creating the context's queue and buffers");
   }
+  /* llvmpipe (Mesa's software rasterizer behind lavapipe) ends every loop
+   * of an invocation once the invocation has run 65535 iterations in all,
+   * and reports nothing (see docs/webgpu.md). */
+  if (strstr(be->infos[device].name, "llvmpipe")) ctx->base.loop_limit = 65535;
   *out = &ctx->base;
   return RK_OK;
 }

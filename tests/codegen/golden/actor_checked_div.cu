@@ -37,8 +37,8 @@ extern "C" __global__ void rk_batch_checked_div(
     div_resp_t *out,
     int *rk_status,
     unsigned int rk_count) {
-  if ((blockIdx.x * blockDim.x + threadIdx.x) == 0 && (blockIdx.y * blockDim.y + threadIdx.y) == 0 && (blockIdx.z * blockDim.z + threadIdx.z) == 0) {
-    for (unsigned int rk_m = 0; rk_m < rk_count; ++rk_m) {
+  if ((blockIdx.y * blockDim.y + threadIdx.y) == 0 && (blockIdx.z * blockDim.z + threadIdx.z) == 0) {
+    for (unsigned int rk_m = (blockIdx.x * blockDim.x + threadIdx.x); rk_m < rk_count; rk_m += gridDim.x * blockDim.x) {
       rk_status[rk_m] = rk_handle_checked_div(&in[rk_m], &out[rk_m]);
     }
   }

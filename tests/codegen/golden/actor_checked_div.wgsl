@@ -57,8 +57,8 @@ fn rk_batch_checked_div(@builtin(local_invocation_id) rk_tid: vec3<u32>,
     @builtin(workgroup_id) rk_bid: vec3<u32>,
     @builtin(num_workgroups) rk_gdim: vec3<u32>) {
   let rk_count: u32 = rk_params.rk_count;
-  if ((rk_bid.x * rk_wg_x + rk_tid.x) == 0u && (rk_bid.y * rk_wg_y + rk_tid.y) == 0u && (rk_bid.z * rk_wg_z + rk_tid.z) == 0u) {
-    for (var rk_m: u32 = 0u; rk_m < rk_count; rk_m++) {
+  if ((rk_bid.y * rk_wg_y + rk_tid.y) == 0u && (rk_bid.z * rk_wg_z + rk_tid.z) == 0u) {
+    for (var rk_m: u32 = (rk_bid.x * rk_wg_x + rk_tid.x); rk_m < rk_count; rk_m += rk_gdim.x * rk_wg_x) {
       rk_status[rk_m] = rk_handle_checked_div(rk_m);
     }
   }

@@ -65,8 +65,8 @@ fn counter(@builtin(local_invocation_id) rk_tid: vec3<u32>,
   }
 }
 
-// 0 for each message counter handled, written by global thread 0 of
-// rk_batch_counter.
+// 0 for each message counter handled, written by the invocation of
+// rk_batch_counter that handled it.
 @group(0) @binding(3) var<storage, read_write> rk_status: array<i32>;
 // The by-value parameters of rk_batch_counter.
 struct rk_params_t {

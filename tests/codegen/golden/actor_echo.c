@@ -36,8 +36,8 @@ RK_KERNEL void rk_batch_add_one(
     echo_resp_t *out,
     int *rk_status,
     unsigned int rk_count) {
-  if (rk_global_idx_x() == 0 && rk_global_idx_y() == 0 && rk_global_idx_z() == 0) {
-    for (unsigned int rk_m = 0; rk_m < rk_count; ++rk_m) {
+  if (rk_global_idx_y() == 0 && rk_global_idx_z() == 0) {
+    for (unsigned int rk_m = rk_global_idx_x(); rk_m < rk_count; rk_m += rk_grid_dim_x() * rk_block_dim_x()) {
       rk_handle_add_one(&in[rk_m], &out[rk_m]);
       rk_status[rk_m] = 0;
     }

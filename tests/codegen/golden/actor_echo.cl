@@ -37,8 +37,8 @@ __kernel void rk_batch_add_one(
     __global echo_resp_t *out,
     __global int *rk_status,
     uint rk_count) {
-  if ((uint)get_global_id(0) == 0 && (uint)get_global_id(1) == 0 && (uint)get_global_id(2) == 0) {
-    for (uint rk_m = 0; rk_m < rk_count; ++rk_m) {
+  if ((uint)get_global_id(1) == 0 && (uint)get_global_id(2) == 0) {
+    for (uint rk_m = (uint)get_global_id(0); rk_m < rk_count; rk_m += (uint)get_num_groups(0) * (uint)get_local_size(0)) {
       rk_handle_add_one(&in[rk_m], &out[rk_m]);
       rk_status[rk_m] = 0;
     }

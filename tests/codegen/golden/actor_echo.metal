@@ -46,8 +46,8 @@ kernel void rk_batch_add_one(
     uint3 rk_bid [[threadgroup_position_in_grid]],
     uint3 rk_bdim [[threads_per_threadgroup]],
     uint3 rk_gdim [[threadgroups_per_grid]]) {
-  if ((rk_bid.x * rk_bdim.x + rk_tid.x) == 0 && (rk_bid.y * rk_bdim.y + rk_tid.y) == 0 && (rk_bid.z * rk_bdim.z + rk_tid.z) == 0) {
-    for (uint rk_m = 0; rk_m < rk_count; ++rk_m) {
+  if ((rk_bid.y * rk_bdim.y + rk_tid.y) == 0 && (rk_bid.z * rk_bdim.z + rk_tid.z) == 0) {
+    for (uint rk_m = (rk_bid.x * rk_bdim.x + rk_tid.x); rk_m < rk_count; rk_m += rk_gdim.x * rk_bdim.x) {
       rk_handle_add_one(&in[rk_m], &out[rk_m]);
       rk_status[rk_m] = 0;
     }
