@@ -44,6 +44,7 @@
 #include "base/hlc.h"
 #include "base/ring.h"
 #include "base/sys.h"
+#include "base/trace.h"
 #include "hal/actor_loop.h"
 #include "rk/codegen.h"
 
@@ -1150,6 +1151,8 @@ static rk_status_t send_one(rk_actor_t *a, const void *request,
                             bool *counted) {
   const uint64_t id = __atomic_fetch_add(&a->next_id, 1u, __ATOMIC_RELAXED);
   const rk_abi_msg_t m = request_header(a, id);
+  if (rk__trace_on())
+    rk__trace_commit(rk__trace_flow('s', "actor", "message", id));
   if (id % kSampleEvery == 0) {
     uint64_t k = (id / kSampleEvery) % kSampleTable;
     __atomic_store_n(&a->sample_t[k], rk__now_ns(), __ATOMIC_RELAXED);
@@ -1173,13 +1176,56 @@ static rk_status_t send_one(rk_actor_t *a, const void *request,
   return RK_OK;
 }
 
-rk_status_t rk_actor_send(rk_actor_t *actor, const void *request, size_t size,
-                          uint64_t timeout_ns, uint64_t *out_correlation_id) {
+static rk_status_t actor_send(rk_actor_t *actor, const void *request,
+                              size_t size, uint64_t timeout_ns,
+                              uint64_t *out_correlation_id) {
   RK_RETURN_IF_ERROR(check_send(actor, request, size, "actor_send"));
   bool counted = false;
   rk_status_t s =
       send_one(actor, request, timeout_ns, out_correlation_id, &counted);
   leave(actor, counted);
+  return s;
+}
+
+/* What a traced send, receive or call notes about its actor, read before
+ * the call: once it returns, the actor may be destroyed. */
+typedef struct traced_actor {
+  char handler[64];
+  const char *mode;
+} traced_actor_t;
+
+static traced_actor_t traced_actor(const rk_actor_t *a) {
+  traced_actor_t t = {"", NULL};
+  if (a) {
+    snprintf(t.handler, sizeof t.handler, "%s", rk_function_name(a->function));
+    t.mode = a->mode == RK_ACTOR_TRADITIONAL ? "traditional" : "persistent";
+  }
+  return t;
+}
+
+/* The arguments every traced actor call has. */
+static void trace_actor_args(rk__trace_event_t *e, const traced_actor_t *t,
+                             uint64_t id, rk_status_t s) {
+  if (t->mode) {
+    rk__trace_arg_str(e, "handler", t->handler);
+    rk__trace_arg_str(e, "mode", t->mode);
+  }
+  if (id) rk__trace_arg_uint(e, "correlation_id", id);
+  rk__trace_arg_status(e, s);
+  rk__trace_commit(e);
+}
+
+rk_status_t rk_actor_send(rk_actor_t *actor, const void *request, size_t size,
+                          uint64_t timeout_ns, uint64_t *out_correlation_id) {
+  if (!rk__trace_on())
+    return actor_send(actor, request, size, timeout_ns, out_correlation_id);
+  uint64_t id = 0;
+  rk__trace_span_t span;
+  const traced_actor_t t = traced_actor(actor);
+  rk__trace_span_begin(&span, "actor send");
+  rk_status_t s = actor_send(actor, request, size, timeout_ns, &id);
+  trace_actor_args(rk__trace_span_end(&span, "actor"), &t, id, s);
+  if (s == RK_OK && out_correlation_id) *out_correlation_id = id;
   return s;
 }
 
@@ -1233,6 +1279,9 @@ static rk_status_t receive(rk_actor_t *actor, void *response,
     const rk_abi_msg_t *m = (const rk_abi_msg_t *)slot;
     rk_actor_message_t info;
     fill_info(m, &info);
+    if (rk__trace_on())
+      rk__trace_commit(
+          rk__trace_flow('f', "actor", "message", info.correlation_id));
     memcpy(response, slot + RK_ABI_MSG_HEADER, actor->out_size);
     actor->rq_head = (actor->rq_head + 1) % actor->rq_cap;
     __atomic_fetch_sub(&actor->rq_count, 1u, __ATOMIC_RELAXED);
@@ -1242,14 +1291,31 @@ static rk_status_t receive(rk_actor_t *actor, void *response,
   }
 }
 
-rk_status_t rk_actor_receive(rk_actor_t *actor, void *response, size_t capacity,
-                             uint64_t timeout_ns,
-                             rk_actor_message_t *out_info) {
+static rk_status_t actor_receive(rk_actor_t *actor, void *response,
+                                 size_t capacity, uint64_t timeout_ns,
+                                 rk_actor_message_t *out_info) {
   if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
   RK_RETURN_IF_ERROR(check_capacity(actor, response, capacity));
   bool counted = false;
   rk_status_t s = receive(actor, response, timeout_ns, out_info, &counted);
   leave(actor, counted);
+  return s;
+}
+
+rk_status_t rk_actor_receive(rk_actor_t *actor, void *response, size_t capacity,
+                             uint64_t timeout_ns,
+                             rk_actor_message_t *out_info) {
+  if (!rk__trace_on())
+    return actor_receive(actor, response, capacity, timeout_ns, out_info);
+  rk_actor_message_t info;
+  memset(&info, 0, sizeof info);
+  rk__trace_span_t span;
+  const traced_actor_t t = traced_actor(actor);
+  rk__trace_span_begin(&span, "actor receive");
+  rk_status_t s = actor_receive(actor, response, capacity, timeout_ns, &info);
+  trace_actor_args(rk__trace_span_end(&span, "actor"), &t, info.correlation_id,
+                   s);
+  if (out_info && info.correlation_id) *out_info = info; /* one came */
   return s;
 }
 
@@ -1272,8 +1338,12 @@ static rk_status_t call_traditional(rk_actor_t *actor, const void *request,
   const uint64_t t0 = rk__now_ns();
   limit_t limit = limit_of(timeout_ns, t0);
   rk_actor_message_t info;
+  const bool traced = rk__trace_on();
+  if (traced) rk__trace_commit(rk__trace_flow('s', "actor", "message", id));
   rk_status_t s =
       trad_call(actor, &m, request, response, &info, &limit, counted);
+  if (traced && s == RK_OK)
+    rk__trace_commit(rk__trace_flow('f', "actor", "message", id));
   if (s != RK_OK) {
     __atomic_fetch_add(&actor->dropped, 1u, __ATOMIC_RELAXED);
     return s;
@@ -1306,6 +1376,8 @@ static rk_status_t call(rk_actor_t *actor, const void *request, void *response,
   const rk_abi_msg_t m = request_header(actor, w.id);
   const uint64_t t0 = rk__now_ns();
   limit_t limit = limit_of(timeout_ns, t0);
+  if (rk__trace_on())
+    rk__trace_commit(rk__trace_flow('s', "actor", "message", w.id));
   /* Relaunch with no deadline to keep: run the batch on this thread rather
    * than hand it to the driver and wait to be woken. */
   rk_status_t s;
@@ -1348,13 +1420,40 @@ static rk_status_t call(rk_actor_t *actor, const void *request, void *response,
   }
   record_latency(actor, rk__now_ns() - t0);
   pthread_mutex_unlock(&actor->host_lock);
+  if (rk__trace_on())
+    rk__trace_commit(rk__trace_flow('f', "actor", "message", w.id));
   if (out_info) *out_info = w.info;
   return response_status(&w.info);
 }
 
+static rk_status_t actor_call(rk_actor_t *actor, const void *request,
+                              size_t request_size, void *response,
+                              size_t capacity, uint64_t timeout_ns,
+                              rk_actor_message_t *out_info);
+
 rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
                           size_t request_size, void *response, size_t capacity,
                           uint64_t timeout_ns, rk_actor_message_t *out_info) {
+  if (!rk__trace_on())
+    return actor_call(actor, request, request_size, response, capacity,
+                      timeout_ns, out_info);
+  rk_actor_message_t info;
+  memset(&info, 0, sizeof info);
+  rk__trace_span_t span;
+  const traced_actor_t t = traced_actor(actor);
+  rk__trace_span_begin(&span, "actor call");
+  rk_status_t s = actor_call(actor, request, request_size, response, capacity,
+                             timeout_ns, &info);
+  trace_actor_args(rk__trace_span_end(&span, "actor"), &t, info.correlation_id,
+                   s);
+  if (out_info && info.correlation_id) *out_info = info; /* one came */
+  return s;
+}
+
+static rk_status_t actor_call(rk_actor_t *actor, const void *request,
+                              size_t request_size, void *response,
+                              size_t capacity, uint64_t timeout_ns,
+                              rk_actor_message_t *out_info) {
   RK_RETURN_IF_ERROR(check_send(actor, request, request_size, "actor_call"));
   RK_RETURN_IF_ERROR(check_capacity(actor, response, capacity));
   /* Counted from the start: a call waits (or runs the request) anyway. */

@@ -86,7 +86,19 @@ static uint32_t run_locked(rk__relaunch_t *r, rk__ring_end_t *in,
     ++k;
   }
   if (k == 0) return 0;
+  const bool traced = rk__trace_on();
+  rk__trace_span_t span;
+  if (traced) rk__trace_span_begin(&span, "handler");
   rk_status_t s = run_batch(r, k);
+  if (traced) {
+    const rk_abi_msg_t *reqs[64];
+    uint32_t shown = k < 64 ? k : 64; /* the first 64 of a batch */
+    for (uint32_t m = 0; m < shown; ++m)
+      reqs[m] = (const rk_abi_msg_t *)rk__ring_peek(in, m);
+    const rk_abi_msg_t *last = (const rk_abi_msg_t *)rk__ring_peek(in, k - 1);
+    rk__actor_trace_handled(&span, rk_function_name(r->dev.function), reqs,
+                            shown, k, last->correlation_id, (int32_t)s);
+  }
   uint64_t errors = 0;
   int32_t last_error = 0;
   for (uint32_t m = 0; m < k; ++m) {

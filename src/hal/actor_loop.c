@@ -1,6 +1,8 @@
 /* The host-thread device side of persistent actors (see actor_loop.h). */
 #include "hal/actor_loop.h"
 
+#include <stdio.h>
+
 #include "base/hlc.h"
 #include "base/sys.h"
 
@@ -43,6 +45,28 @@ void rk__actor_commit(rk_abi_control_t *c, rk__ring_end_t *in,
   rk__ring_signal_space(in->hdr);
   rk__ring_publish(out, done);
   rk__ring_signal_data(out->hdr);
+}
+
+void rk__actor_trace_handled(rk__trace_span_t *span, const char *handler,
+                             const rk_abi_msg_t *const *reqs, uint32_t shown,
+                             uint32_t total, uint64_t last_id, int32_t code) {
+  /* The steps first, inside the slice they bind to. */
+  for (uint32_t i = 0; i < shown; ++i)
+    rk__trace_commit(
+        rk__trace_flow('t', "actor", "message", reqs[i]->correlation_id));
+  char name[80];
+  snprintf(name, sizeof name, "handler %s", handler);
+  span->name = name;
+  rk__trace_event_t *e = rk__trace_span_end(span, "actor");
+  if (total == 1 && shown == 1) {
+    rk__trace_arg_uint(e, "correlation_id", reqs[0]->correlation_id);
+  } else if (shown > 0) {
+    rk__trace_arg_uint(e, "first_id", reqs[0]->correlation_id);
+    rk__trace_arg_uint(e, "last_id", last_id);
+    rk__trace_arg_uint(e, "requests", total);
+  }
+  rk__trace_arg_int(e, "code", code);
+  rk__trace_commit(e);
 }
 
 uint64_t rk__actor_spin_ns(bool device_on_host_cpus) {

@@ -17,6 +17,7 @@
 
 #include "abi/actor_abi.h"
 #include "base/ring.h"
+#include "base/trace.h"
 
 /* Answers up to `n` (>= 1) published requests of `in` into `out` and
  * commits them (rk__actor_commit); returns how many, 0 when the output ring
@@ -54,6 +55,17 @@ void rk__actor_respond(rk_abi_control_t *control, const rk_abi_msg_t *req,
 void rk__actor_commit(rk_abi_control_t *control, rk__ring_end_t *in,
                       rk__ring_end_t *out, uint32_t done, uint64_t errors,
                       int32_t last_error);
+
+/* Traces the handler's run on `total` requests that began with `span`
+ * (rk__trace_span_begin, any name): a slice "handler <handler>" on this
+ * thread with the correlation ids (one request: "correlation_id"; a batch:
+ * "first_id", "last_id", "requests") and `code` (the handler's, or the
+ * batch launch's status), and a flow step joining each request of
+ * reqs[0..shown) from its send to its reply. Call only when
+ * rk__trace_on(). */
+void rk__actor_trace_handled(rk__trace_span_t *span, const char *handler,
+                             const rk_abi_msg_t *const *reqs, uint32_t shown,
+                             uint32_t total, uint64_t last_id, int32_t code);
 
 /* How long an actor side spins before it parks, in nanoseconds:
  * RK_ACTOR_SPIN_US when set, else 200 µs -- or 0 when spinning would take

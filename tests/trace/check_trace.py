@@ -19,8 +19,6 @@ import sys
 import tempfile
 
 failures = []
-# Whether rk's actors are traced yet.
-ACTOR_HOOKS = False
 
 
 def check(cond, what):
@@ -205,8 +203,7 @@ def check_trace(doc, mode):
               max(1.0, a["args"].get("predicted_us", 1)),
               mode + ": the op's predicted_us is not the decision's")
 
-    if ACTOR_HOOKS:
-        check_actor(timed, mode, inside)
+    check_actor(timed, mode, inside)
 
     # Slices nest on every thread.
     by_tid = {}

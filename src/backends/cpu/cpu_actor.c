@@ -63,8 +63,15 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
     args[k++] = &out_p;
     if (w->dev.has_state) args[k++] = &state_p;
     if (w->dev.has_status) args[k++] = &status_p;
+    const rk_abi_msg_t *req = (const rk_abi_msg_t *)src;
+    const bool traced = rk__trace_on();
+    rk__trace_span_t span;
+    if (traced) rk__trace_span_begin(&span, "handler");
     w->entry->run_blocks(&kl, 0, 1, args);
-    rk__actor_respond(c, (const rk_abi_msg_t *)src, resp, code);
+    rk__actor_respond(c, req, resp, code);
+    if (traced)
+      rk__actor_trace_handled(&span, rk_function_name(w->dev.function), &req, 1,
+                              1, req->correlation_id, code);
     if (code) {
       ++errors;
       last_error = code;
