@@ -6,6 +6,8 @@
 #   make demo            build, then `rk demo` on the best available backend
 #   make test-sanitize   the whole suite under ASan+UBSan, then under TSan
 #   make bench           build, then run every build/bench/**/bench_*
+#   make report          build, run the benchmarks quickly with --json into
+#                        build/report/ and draw their pictures into docs/img/
 #   make fuzz            fuzz the transpiler with libFuzzer (clang) for
 #                        FUZZ_SECONDS; a finding lands in tests/fuzz/regressions
 #   make format          clang-format every tracked .c/.h (format-check: verify)
@@ -42,7 +44,7 @@ ASAN_ENV = ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:print_stacktrace=1 \
 TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
 .PHONY: all build deps test demo test-sanitize test-asan test-tsan bench \
-        fuzz format format-check install clean
+        report fuzz format format-check install clean
 
 # Default target: build.
 all: build
@@ -89,6 +91,12 @@ test-tsan: deps
 # Build, then run each benchmark program (build/bench/**/bench_*) in order.
 bench: build
 	@bash scripts/bench.sh $(BUILD_DIR)
+
+# Build, run the benchmarks in a quick mode with --json into
+# $(BUILD_DIR)/report/ and draw the pictures of docs/img/ with matplotlib
+# (the project's venv, as make deps sets it up); a few minutes.
+report: deps build
+	@bash scripts/report.sh $(BUILD_DIR) docs/img
 
 # Build tests/fuzz/libfuzzer with clang into $(FUZZ_BUILD_DIR), then fuzz
 # rk_transpile for FUZZ_SECONDS (inputs <= 4096 bytes, 5 s each), seeded

@@ -51,6 +51,9 @@ RK_WGPU_VENV=${RK_WGPU_VENV:-${XDG_DATA_HOME:-$HOME/.local/share}/rk/wgpu-venv}
 # src/backends/webgpu/webgpu_loader.c); these wgpu-py releases bundle it.
 RK_WGPU_NATIVE_MAJOR=29
 RK_WGPU_PIN='wgpu>=0.32,<0.33'
+# The same environment holds matplotlib, which draws `make report`'s
+# pictures (scripts/report.py; the report_draw test skips without it).
+RK_PLOT_PIN='matplotlib>=3.10,<3.12'
 # ------------------------------------------------------------------------------
 
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -149,6 +152,13 @@ int main(void) { return omp_get_max_threads() < 1; }' | compiles -fopenmp ||
   elif [ "${native%%.*}" != "$RK_WGPU_NATIVE_MAJOR" ]; then
     missing_test+=("python wgpu in $RK_WGPU_VENV bundles wgpu-native $native; rk needs wgpu-native $RK_WGPU_NATIVE_MAJOR.x ($RK_WGPU_PIN: as root deps.sh installs it: \"$RK_WGPU_VENV/bin/pip\" install '$RK_WGPU_PIN')|")
   fi
+  have_matplotlib ||
+    missing_test+=("python matplotlib in $RK_WGPU_VENV (make report, the report_draw test; as root deps.sh installs it: \"$RK_WGPU_VENV/bin/pip\" install '$RK_PLOT_PIN')|")
+}
+
+# have_matplotlib: the venv's Python imports matplotlib.
+have_matplotlib() {
+  "$RK_WGPU_VENV/bin/python" -c 'import matplotlib' >/dev/null 2>&1 </dev/null
 }
 
 # wgpu_native_version: the wgpu-native version the venv's wgpu bundles
@@ -159,18 +169,27 @@ wgpu_native_version() {
     2>/dev/null </dev/null
 }
 
-# install_wgpu: the wgpu venv (as root only, like the packages), with the
-# wgpu release that bundles the wgpu-native major rk follows.
+# install_wgpu: the project's venv (as root only, like the packages), with
+# the wgpu release that bundles the wgpu-native major rk follows, and
+# matplotlib.
 install_wgpu() {
   local native
   native=$(wgpu_native_version)
-  [ "${native%%.*}" = "$RK_WGPU_NATIVE_MAJOR" ] && return
   have python3 || return
-  echo "deps: installing python $RK_WGPU_PIN into $RK_WGPU_VENV" \
-    "${native:+(it has wgpu-native $native)}"
-  python3 -m venv "$RK_WGPU_VENV" >/dev/null 2>&1 &&
-    "$RK_WGPU_VENV/bin/pip" install -q "$RK_WGPU_PIN" </dev/null >/dev/null 2>&1 ||
-    echo "deps: pip install '$RK_WGPU_PIN' failed (optional)" >&2
+  if [ "${native%%.*}" != "$RK_WGPU_NATIVE_MAJOR" ]; then
+    echo "deps: installing python $RK_WGPU_PIN into $RK_WGPU_VENV" \
+      "${native:+(it has wgpu-native $native)}"
+    python3 -m venv "$RK_WGPU_VENV" >/dev/null 2>&1 &&
+      "$RK_WGPU_VENV/bin/pip" install -q "$RK_WGPU_PIN" </dev/null >/dev/null 2>&1 ||
+      echo "deps: pip install '$RK_WGPU_PIN' failed (optional)" >&2
+  fi
+  if ! have_matplotlib; then
+    echo "deps: installing python $RK_PLOT_PIN into $RK_WGPU_VENV"
+    { [ -x "$RK_WGPU_VENV/bin/pip" ] ||
+        python3 -m venv "$RK_WGPU_VENV" >/dev/null 2>&1; } &&
+      "$RK_WGPU_VENV/bin/pip" install -q "$RK_PLOT_PIN" </dev/null >/dev/null 2>&1 ||
+      echo "deps: pip install '$RK_PLOT_PIN' failed (optional)" >&2
+  fi
 }
 
 # packages_of LIST...: the Debian packages of "what|packages" entries.
