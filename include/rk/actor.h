@@ -157,9 +157,9 @@ typedef struct rk_actor_stats {
  * `handler`, allocates its rings, state and control block and starts it.
  * Errors: RK_ERR_COMPILE (diagnostics in rk_last_error), RK_ERR_NOT_FOUND
  * (no RK_HANDLER of that name, also when the name is an RK_KERNEL or a
- * stencil: "'k' is a kernel, not an RK_HANDLER"), RK_ERR_INVALID_ARGUMENT (bad options, capacities that
- * are not powers of two, an initial state of the wrong size),
- * RK_ERR_NOT_FOUND also when a relaunch backend's module lacks the
+ * stencil: "'k' is a kernel, not an RK_HANDLER"), RK_ERR_INVALID_ARGUMENT (bad
+ * options, capacities that are not powers of two, an initial state of the wrong
+ * size), RK_ERR_NOT_FOUND also when a relaunch backend's module lacks the
  * handler's batch kernel.
  * options may be NULL (defaults). *out_actor is set only on success. */
 rk_status_t rk_actor_launch(rk_context_t *context, const char *source,

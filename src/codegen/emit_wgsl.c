@@ -38,9 +38,9 @@
  * rk_m and reads in[rk_m] / out[rk_m] (the state is element 0): the handler's
  * entry passes 0u, its batch entry rk_batch_<name> runs rk_count
  *     messages (stateless: one per invocation of global x index m,
- *     grid-stride; with state: in order on invocation 0). Both entries share the module-scope buffers (bindings
- *     0..k-1, rk_status at k); the batch entry adds rk_status (for a void
- *     handler) and a struct holding rk_count at k + 1.
+ *     grid-stride; with state: in order on invocation 0). Both entries share
+ * the module-scope buffers (bindings 0..k-1, rk_status at k); the batch entry
+ * adds rk_status (for a void handler) and a struct holding rk_count at k + 1.
  *
  * Refusals are compile errors with a location (rk__cg_error), raised while
  * printing: codegen.c runs this printer under the compilation's error exit.
