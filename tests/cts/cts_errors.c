@@ -267,6 +267,27 @@ static const char kBrokenSource[] =
     "  x[0] = undeclared_thing_xyz;\n"
     "}\n";
 
+/* Compiles `source` with `opt`, runs its kernel `name(int *x)` on one
+ * thread and returns x[0] (-1 after a counted failure). */
+static int run_int_kernel(rk_context_t *ctx, const char *source,
+                          const rk_compile_options_t *opt, const char *name) {
+  rk_module_t *mod = NULL;
+  int v = -1;
+  if (!CHECK_OK(rk_context_compile(ctx, source, opt, &mod))) return v;
+  rk_function_t *fn = cts_function(mod, name);
+  rk_devptr_t d = cts_alloc(ctx, sizeof v, &v);
+  if (fn && d) {
+    rk_arg_t arg = rk_arg_ptr(d);
+    CHECK_OK(rk_function_launch(fn, rk_dim3(1, 1, 1), rk_dim3(1, 1, 1), 0, NULL,
+                                &arg, 1));
+    CHECK_OK(rk_context_synchronize(ctx));
+    CHECK_OK(rk_context_copy_to_host(ctx, &v, d, sizeof v));
+  }
+  if (d) rk_context_free(ctx, d);
+  rk_module_destroy(mod);
+  return v;
+}
+
 /* Appends a sum of n ones as a balanced tree of parenthesised additions to
  * out[len...]; returns the new length. */
 static int balanced_sum(char *out, int len, int n) {
@@ -333,20 +354,8 @@ void cts_error_compile(rk_context_t *ctx) {
       "#ifndef CTS_FLAG\n#error CTS_FLAG is not defined\n#endif\n"
       "RK_KERNEL void defined(int *x) { x[0] = CTS_VALUE + 1; }\n";
   opt.source_name = "cts_defines.c";
-  if (CHECK_OK(rk_context_compile(ctx, kDefSource, &opt, &mod))) {
-    rk_function_t *fn = cts_function(mod, "defined");
-    int v = 0;
-    rk_devptr_t d = cts_alloc(ctx, sizeof v, &v);
-    if (fn && d) {
-      rk_arg_t arg = rk_arg_ptr(d);
-      CHECK_OK(rk_function_launch(fn, rk_dim3(1, 1, 1), rk_dim3(1, 1, 1), 0,
-                                  NULL, &arg, 1));
-      CHECK_OK(rk_context_synchronize(ctx));
-      CHECK_OK(rk_context_copy_to_host(ctx, &v, d, sizeof v));
-      CHECK(v == 42, "kernel built with CTS_VALUE=41 wrote %d", v);
-    }
-    if (d) rk_context_free(ctx, d);
-  }
+  int v = run_int_kernel(ctx, kDefSource, &opt, "defined");
+  CHECK(v == 42, "kernel built with CTS_VALUE=41 wrote %d", v);
 
   /* A define of any length arrives whole: a sum of 300 ones as a balanced
    * tree, (((1+1)+(1+1))+...), over 1000 characters but only nine levels
@@ -361,21 +370,9 @@ void cts_error_compile(rk_context_t *ctx) {
   static const char kLongSource[] =
       "#include <rk/kernel.h>\n"
       "RK_KERNEL void long_define(int *x) { x[0] = CTS_LONG; }\n";
-  if (CHECK_OK(rk_context_compile(ctx, kLongSource, &opt, &mod))) {
-    rk_function_t *fn = cts_function(mod, "long_define");
-    int v = 0;
-    rk_devptr_t d = cts_alloc(ctx, sizeof v, &v);
-    if (fn && d) {
-      rk_arg_t arg = rk_arg_ptr(d);
-      CHECK_OK(rk_function_launch(fn, rk_dim3(1, 1, 1), rk_dim3(1, 1, 1), 0,
-                                  NULL, &arg, 1));
-      CHECK_OK(rk_context_synchronize(ctx));
-      CHECK_OK(rk_context_copy_to_host(ctx, &v, d, sizeof v));
-      CHECK(v == kTerms, "a %d-character define gave %d, expected %d", len, v,
-            kTerms);
-    }
-    if (d) rk_context_free(ctx, d);
-  }
+  v = run_int_kernel(ctx, kLongSource, &opt, "long_define");
+  CHECK(v == kTerms, "a %d-character define gave %d, expected %d", len, v,
+        kTerms);
 }
 
 // clang-format off
