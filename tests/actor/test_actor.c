@@ -592,7 +592,7 @@ static void test_terminate_past_blocked_send(rk_actor_mode_t mode) {
   int_msg_t q = {99};
   op_t s;
   op_start(&s, a, OP_SEND, &q, sizeof q);
-  sleep_ms(50);
+  sleep_ms(200); /* the thread is waiting, even on a loaded machine */
   CHECK(!op_done(&s), "the send blocks on the full rings");
   uint64_t t0 = rk__now_ns();
   CHECK_OK(rk_actor_terminate(a, 2000000000u));
@@ -682,7 +682,7 @@ static void test_failure_wakes_waiters(rk_actor_mode_t mode) {
   rk_actor_t *a = launch(kSlowSource, "slow", mode, NULL);
   if (!a) return;
   uint64_t calls = 0;
-  const uint32_t rounds = slow_rounds(a, 2500, &calls);
+  const uint32_t rounds = slow_rounds(a, 5000, &calls);
   if (!rounds) {
     rk_actor_destroy(a);
     return;
@@ -691,7 +691,9 @@ static void test_failure_wakes_waiters(rk_actor_mode_t mode) {
   slow_req_t qa = {rounds, 1}, qb = {0, 2};
   op_t opa, opb, opc;
   op_start(&opa, a, OP_SEND, &qa, sizeof qa);
-  sleep_ms(50);
+  /* Long enough for A's thread to have started its request even on a
+   * loaded machine (B must come after it); far shorter than the request. */
+  sleep_ms(500);
   /* B: a call behind it; C: a receive with nothing to receive. B waits
    * with a deadline under relaunch, where a call without one that finds
    * the slow request not yet taken by the driver runs it on its own thread
@@ -702,7 +704,7 @@ static void test_failure_wakes_waiters(rk_actor_mode_t mode) {
                st.execution == RK_ACTOR_EXEC_RELAUNCH ? 60000000000u
                                                       : RK_TIMEOUT_INFINITE);
   op_start(&opc, a, OP_RECEIVE, NULL, 0);
-  sleep_ms(50);
+  sleep_ms(200);
   CHECK(!op_done(&opb) && !op_done(&opc), "B and C wait");
   uint64_t t0 = rk__now_ns();
   CHECK_STATUS(rk_actor_terminate(a, 50000000u), RK_ERR_TIMEOUT);
@@ -767,7 +769,7 @@ static void test_destroy_wakes_waiters(rk_actor_mode_t mode) {
   op_t rc[2];
   op_start(&rc[0], a, OP_RECEIVE, NULL, 0);
   op_start(&rc[1], a, OP_RECEIVE, NULL, 0);
-  sleep_ms(50);
+  sleep_ms(200); /* the thread is waiting, even on a loaded machine */
   CHECK(!op_done(&rc[0]) && !op_done(&rc[1]), "the receives wait");
   rk_actor_destroy(a);
   for (int i = 0; i < 2; ++i) {
@@ -784,7 +786,7 @@ static void test_destroy_wakes_waiters(rk_actor_mode_t mode) {
   int_msg_t q = {99};
   op_t sd;
   op_start(&sd, a, OP_SEND, &q, sizeof q);
-  sleep_ms(50);
+  sleep_ms(200); /* the thread is waiting, even on a loaded machine */
   CHECK(!op_done(&sd), "the send waits for space");
   rk_actor_destroy(a);
   pthread_join(sd.thread, NULL);
