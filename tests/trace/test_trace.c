@@ -102,7 +102,7 @@ static void test_round_trip(const char *dir) {
   CHECK(strstr(text,
                "\"quote \\\" back \\\\ newline \\n byte "
                "\\u00c3\\u00a9\""),
-        "the range's name is not escaped:\n%s", text);
+        "the range's name is not escaped:\n%.*s", (int)strlen(text), text);
   CHECK(strstr(text, "\"dropped_events\":0,"), "events were dropped");
   CHECK(strstr(text, "\"name\":\"thread_name\""), "no thread name");
   free(text);
@@ -205,7 +205,7 @@ static void test_concurrent(const char *dir) {
   worker_t w[kWorkers];
   memset(w, 0, sizeof w);
   for (int i = 0; i < kWorkers; ++i) {
-    snprintf(w[i].name, sizeof w[i].name, "tracer-%d", i);
+    snprintf(w[i].name, sizeof w[i].name, "tracer-%u", (unsigned)i % 10u);
     pthread_create(&w[i].thread, NULL, work, &w[i]);
   }
   int whole = 0, named = 0;
