@@ -99,6 +99,10 @@ struct rk_actor {
   /* Threads that started waiting in send/receive/call and have not
    * returned yet (atomic); destroy waits for them. */
   uint32_t waiting;
+  /* Threads in send, receive or call (atomic): who competes for the CPUs
+   * with the device side (may_spin), which reads it too. */
+  uint32_t busy;
+  uint32_t cpus; /* allowed CPUs */
   /* Why the actor is FAILED: written once before the state. */
   char fail_reason[160];
 
@@ -218,6 +222,22 @@ static uint64_t deadline_after(uint64_t timeout_ns) {
 
 static bool expired(uint64_t deadline) {
   return deadline != 0 && rk__now_ns() >= deadline;
+}
+
+/* Whether a host thread waiting on the actor may spin: the threads busy
+ * with the actor (sends, receives and calls under way) and its device
+ * side's thread fit on the allowed CPUs. With more, spinning takes the CPU
+ * from the thread being waited for: park at once. */
+static bool may_spin(rk_actor_t *a) {
+  return a->spin_ns && rk__actor_may_spin(LOAD_RELAXED(&a->busy) + 1, a->cpus);
+}
+
+/* Entry to and exit from send, receive and call (see `busy`). */
+static void enter_busy(rk_actor_t *a) {
+  __atomic_fetch_add(&a->busy, 1u, __ATOMIC_RELAXED);
+}
+static void leave_busy(rk_actor_t *a) {
+  __atomic_fetch_sub(&a->busy, 1u, __ATOMIC_RELAXED);
 }
 
 /* ---- Launch -------------------------------------------------------------- */
@@ -361,6 +381,8 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
   d->initial_state = o->initial_state;
   d->grid = o->grid;
   d->block = o->block;
+  d->host_busy = &a->busy;
+  d->cpus = a->cpus;
   RK_RETURN_IF_ERROR(rk__ring_init(d->in, o->input_capacity, in_slot));
   RK_RETURN_IF_ERROR(rk__ring_init(d->out, o->output_capacity, out_slot));
   rk__ring_mp_init(&a->in_mp, d->in, d->in_slots, RK__RING_MP_CLAIM);
@@ -426,6 +448,11 @@ static rk_status_t launch(rk_context_t *context, const char *source,
   a->external = external;
   a->next_id = 1;
   a->spin_ns = rk__actor_spin_ns(context->info.caps & RK_CAP_SOFTWARE);
+  {
+    int cpus[256];
+    const int n = rk__allowed_cpus(cpus, 256);
+    a->cpus = n > 0 ? (uint32_t)n : 1u;
+  }
   a->park_ns = a->execution == RK_ACTOR_EXEC_RESIDENT && !external &&
                        rk__hal_actor_polled(context)
                    ? kPolledParkNs
@@ -783,18 +810,31 @@ static void fill_info(const rk_abi_msg_t *m, rk_actor_message_t *info) {
 }
 
 /* Moves every published response to its caller or the receive queue.
- * Caller holds the drain role. Returns true if anything moved. */
-static bool drain(rk_actor_t *a) {
+ * Caller holds the drain role. `own` (may be NULL) is the role holder's
+ * own call, not registered: its answer is copied straight from the slot,
+ * and the lock is taken only for responses to anyone else. Returns true
+ * if anything moved. */
+static bool drain_for(rk_actor_t *a, waiter_t *own) {
   rk__ring_end_t *c = &a->out_c;
   uint64_t n = rk__ring_available(c);
   if (n == 0) return false;
   const uint32_t slot_size = c->slot_size;
   uint64_t now = 0; /* read once, if a sampled response is here */
   uint64_t moved = 0;
-  pthread_mutex_lock(&a->host_lock);
+  bool locked = false;
   for (; moved < n; ++moved) {
     const unsigned char *slot = rk__ring_peek(c, (uint32_t)moved);
     const rk_abi_msg_t *m = (const rk_abi_msg_t *)slot;
+    if (own && m->correlation_id == own->id) {
+      memcpy(own->response, slot + RK_ABI_MSG_HEADER, a->out_size);
+      fill_info(m, &own->info);
+      own->done = 1u; /* this thread's own; nobody else reads it */
+      continue;
+    }
+    if (!locked) {
+      pthread_mutex_lock(&a->host_lock);
+      locked = true;
+    }
     waiter_t **pw = &a->waiters;
     while (*pw && (*pw)->id != m->correlation_id) pw = &(*pw)->next;
     if (*pw) {
@@ -813,11 +853,13 @@ static bool drain(rk_actor_t *a) {
       if (now > t) record_latency(a, now - t);
     }
   }
-  pthread_mutex_unlock(&a->host_lock);
+  if (locked) pthread_mutex_unlock(&a->host_lock);
   rk__ring_release(c, (uint32_t)moved);
   rk__ring_signal_space(c->hdr);
   return moved != 0;
 }
+
+static bool drain(rk_actor_t *a) { return drain_for(a, NULL); }
 
 typedef bool (*ready_fn)(rk_actor_t *a, void *arg);
 
@@ -848,7 +890,7 @@ static rk_status_t wait_until(rk_actor_t *a, ready_fn ready, void *arg,
         /* Nothing yet: spin on the ring a while, then park on it. */
         uint64_t now = rk__now_ns();
         if (!spin_end) spin_end = now + a->spin_ns;
-        if (now < spin_end) {
+        if (now < spin_end && may_spin(a)) {
           for (int i = 0; i < 256 && !rk__ring_available(&a->out_c); ++i)
             rk__cpu_relax();
         } else {
@@ -1177,8 +1219,10 @@ rk_status_t rk_actor_send(rk_actor_t *actor, const void *request, size_t size,
                           uint64_t timeout_ns, uint64_t *out_correlation_id) {
   RK_RETURN_IF_ERROR(check_send(actor, request, size, "actor_send"));
   bool counted = false;
+  enter_busy(actor);
   rk_status_t s =
       send_one(actor, request, timeout_ns, out_correlation_id, &counted);
+  leave_busy(actor);
   leave(actor, counted);
   return s;
 }
@@ -1248,7 +1292,9 @@ rk_status_t rk_actor_receive(rk_actor_t *actor, void *response, size_t capacity,
   if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
   RK_RETURN_IF_ERROR(check_capacity(actor, response, capacity));
   bool counted = false;
+  enter_busy(actor);
   rk_status_t s = receive(actor, response, timeout_ns, out_info, &counted);
+  leave_busy(actor);
   leave(actor, counted);
   return s;
 }
@@ -1286,29 +1332,99 @@ static rk_status_t call_traditional(rk_actor_t *actor, const void *request,
   return response_status(&info);
 }
 
+static rk_status_t call_wait(rk_actor_t *actor, waiter_t *w, uint64_t t0,
+                             limit_t *limit, uint64_t timeout_ns,
+                             rk_actor_message_t *out_info, bool *counted);
+
+/* A persistent call that finds the drain role free takes it before its
+ * request is published and keeps it until its answer is in: nobody else
+ * can see the response meanwhile, so the call needs no registration (no
+ * lock) and copies its answer straight from the output slot. It spins
+ * while spinning may pay off (may_spin); if the answer is not in by then
+ * it registers (still holding the role, so the response cannot have gone
+ * elsewhere), gives the role up and waits as any call (*registered).
+ * RK_ERR_QUEUE_FULL when the request did not fit at once: nothing was
+ * queued, and the caller takes the ordinary path. RK_OK otherwise, with
+ * w->done set when the answer came. */
+static rk_status_t call_fast(rk_actor_t *a, const rk_abi_msg_t *m,
+                             const void *request, waiter_t *w, limit_t *limit,
+                             bool *registered) {
+  if (a->execution != RK_ACTOR_EXEC_RESIDENT || limit->timeout_ns == 0 ||
+      LOAD_RELAXED(&a->drain_role) != 0 ||
+      __atomic_exchange_n(&a->drain_role, 1u, __ATOMIC_ACQUIRE) != 0)
+    return RK_ERR_QUEUE_FULL;
+  rk_status_t s = rk__ring_mp_send(&a->in_mp, m, request, a->in_size, NULL);
+  if (s != RK_OK) {
+    __atomic_store_n(&a->drain_role, 0u, __ATOMIC_RELEASE);
+    bump_epoch(a);
+    return RK_ERR_QUEUE_FULL;
+  }
+  uint64_t spin_end = 0;
+  for (;;) {
+    if (drain_for(a, w) && !w->done) bump_epoch(a); /* others' answers */
+    if (w->done || !may_spin(a)) break;
+    for (int i = 0; i < 256 && !rk__ring_available(&a->out_c); ++i)
+      rk__cpu_relax();
+    if (rk__ring_available(&a->out_c)) continue;
+    /* Waiting in earnest: now the clock. */
+    const uint64_t now = rk__now_ns();
+    if (!spin_end) spin_end = now + a->spin_ns;
+    const uint64_t deadline = limit_deadline(limit);
+    if (now >= spin_end || (deadline && now >= deadline)) break;
+  }
+  if (!w->done) {
+    pthread_mutex_lock(&a->host_lock);
+    w->next = a->waiters;
+    a->waiters = w;
+    pthread_mutex_unlock(&a->host_lock);
+    *registered = true;
+  }
+  __atomic_store_n(&a->drain_role, 0u, __ATOMIC_RELEASE);
+  bump_epoch(a); /* threads waiting for the role */
+  return RK_OK;
+}
+
 static rk_status_t call(rk_actor_t *actor, const void *request, void *response,
                         size_t capacity, uint64_t timeout_ns,
                         rk_actor_message_t *out_info, bool *counted) {
   if (actor->mode == RK_ACTOR_TRADITIONAL)
     return call_traditional(actor, request, response, timeout_ns, out_info,
                             counted);
-  /* Registered before the request is published, so its response cannot
-   * slip into the receive queue. */
   waiter_t w;
   memset(&w, 0, sizeof w);
   w.response = response;
   w.capacity = capacity;
   w.id = __atomic_fetch_add(&actor->next_id, 1u, __ATOMIC_RELAXED);
+  const rk_abi_msg_t m = request_header(actor, w.id);
+  /* Latency of one call in kSampleEvery: the others read no clock unless
+   * they wait. */
+  const uint64_t t0 = w.id % kSampleEvery == 0 ? rk__now_ns() : 0;
+  limit_t limit = limit_of(timeout_ns, t0);
+  bool registered = false;
+  rk_status_t s = call_fast(actor, &m, request, &w, &limit, &registered);
+  if (s == RK_OK && w.done) {
+    __atomic_fetch_add(&actor->sent, 1u, __ATOMIC_RELAXED);
+    if (t0) {
+      pthread_mutex_lock(&actor->host_lock);
+      record_latency(actor, rk__now_ns() - t0);
+      pthread_mutex_unlock(&actor->host_lock);
+    }
+    if (out_info) *out_info = w.info;
+    return response_status(&w.info);
+  }
+  if (registered) {
+    /* Queued by the fast path and registered: wait as any call does. */
+    __atomic_fetch_add(&actor->sent, 1u, __ATOMIC_RELAXED);
+    return call_wait(actor, &w, t0, &limit, timeout_ns, out_info, counted);
+  }
+  /* Registered before the request is published, so its response cannot
+   * slip into the receive queue. */
   pthread_mutex_lock(&actor->host_lock);
   w.next = actor->waiters;
   actor->waiters = &w;
   pthread_mutex_unlock(&actor->host_lock);
-  const rk_abi_msg_t m = request_header(actor, w.id);
-  const uint64_t t0 = rk__now_ns();
-  limit_t limit = limit_of(timeout_ns, t0);
   /* Relaunch with no deadline to keep: run the batch on this thread rather
    * than hand it to the driver and wait to be woken. */
-  rk_status_t s;
   if (actor->relaunch && timeout_ns == RK_TIMEOUT_INFINITE &&
       rk__relaunch_hold(actor->relaunch)) {
     /* Holding the device side: never wait for space here, and no need to
@@ -1329,27 +1445,34 @@ static rk_status_t call(rk_actor_t *actor, const void *request, void *response,
     return s;
   }
   __atomic_fetch_add(&actor->sent, 1u, __ATOMIC_RELAXED);
-  s = wait_until(actor, waiter_done, &w, &limit, counted);
+  return call_wait(actor, &w, t0, &limit, timeout_ns, out_info, counted);
+}
+
+/* A registered call whose request is queued: waits for the answer. */
+static rk_status_t call_wait(rk_actor_t *actor, waiter_t *w, uint64_t t0,
+                             limit_t *limit, uint64_t timeout_ns,
+                             rk_actor_message_t *out_info, bool *counted) {
+  rk_status_t s = wait_until(actor, waiter_done, w, limit, counted);
   pthread_mutex_lock(&actor->host_lock);
-  if (!LOAD_ACQUIRE(&w.done)) {
+  if (!LOAD_ACQUIRE(&w->done)) {
     /* Timed out, or the actor stopped: unregister; a late response goes
      * to receive. */
-    unregister(actor, &w);
+    unregister(actor, w);
     pthread_mutex_unlock(&actor->host_lock);
     if (s == RK_ERR_INVALID_STATE) {
       char what[96];
       snprintf(what, sizeof what, "actor_call: request %llu was not answered",
-               (unsigned long long)w.id);
+               (unsigned long long)w->id);
       return stopped_error(actor, what);
     }
     return rk__fail(RK_ERR_TIMEOUT,
                     "actor_call: no response to request %llu within %.3f ms",
-                    (unsigned long long)w.id, (double)timeout_ns / 1e6);
+                    (unsigned long long)w->id, (double)timeout_ns / 1e6);
   }
-  record_latency(actor, rk__now_ns() - t0);
+  if (t0) record_latency(actor, rk__now_ns() - t0);
   pthread_mutex_unlock(&actor->host_lock);
-  if (out_info) *out_info = w.info;
-  return response_status(&w.info);
+  if (out_info) *out_info = w->info;
+  return response_status(&w->info);
 }
 
 rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
@@ -1360,8 +1483,10 @@ rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
   /* Counted from the start: a call waits (or runs the request) anyway. */
   bool counted = false;
   count_waiting(actor, &counted);
+  enter_busy(actor);
   rk_status_t s =
       call(actor, request, response, capacity, timeout_ns, out_info, &counted);
+  leave_busy(actor);
   leave(actor, counted);
   return s;
 }

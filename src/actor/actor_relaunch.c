@@ -165,6 +165,8 @@ static void *driver_main(void *arg) {
                                  .in_slots = r->dev.in_slots,
                                  .out_slots = r->dev.out_slots,
                                  .spin_ns = r->spin_ns,
+                                 .host_busy = r->dev.host_busy,
+                                 .cpus = r->dev.cpus,
                                  .batch = r->batch,
                                  .handle = handle_batch,
                                  .ctx = r,

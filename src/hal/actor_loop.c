@@ -106,7 +106,10 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
     }
     uint64_t now = rk__now_ns();
     if (!idle_since) idle_since = now;
-    if (now - idle_since < l->spin_ns) {
+    if (now - idle_since < l->spin_ns &&
+        (!l->host_busy ||
+         rk__actor_may_spin(__atomic_load_n(l->host_busy, __ATOMIC_RELAXED) + 1,
+                            l->cpus))) {
       for (int i = 0; i < 128 && !rk__ring_available(&in); ++i) rk__cpu_relax();
       continue;
     }

@@ -29,7 +29,11 @@ typedef struct rk__actor_loop {
   rk_abi_ring_t *in, *out;
   void *in_slots, *out_slots;
   uint64_t spin_ns; /* spin this long after the last request, then park */
-  uint32_t batch;   /* most requests per call of handle */
+  /* Optional (NULL: always spin spin_ns): host threads busy in the actor's
+   * calls; the loop spins only while they and it fit on `cpus`. */
+  const uint32_t *host_busy;
+  uint32_t cpus;
+  uint32_t batch; /* most requests per call of handle */
   rk__actor_batch_fn handle;
   void *ctx;
   /* Optional (NULL: none), for a device side whose consumer role others
@@ -61,5 +65,12 @@ void rk__actor_commit(rk_abi_control_t *control, rk__ring_end_t *in,
  * `device_on_host_cpus` (a software device such as lavapipe or PoCL's CPU
  * device, whose kernels run on the same CPUs). */
 uint64_t rk__actor_spin_ns(bool device_on_host_cpus);
+
+/* Whether spinning can pay off: `threads` runnable threads that would spin
+ * or work for one actor fit on `cpus` CPUs. With more, a spinner takes the
+ * CPU from the thread it waits for: park at once instead. */
+static inline bool rk__actor_may_spin(uint32_t threads, uint32_t cpus) {
+  return threads <= cpus;
+}
 
 #endif /* RK_HAL_ACTOR_LOOP_H_ */

@@ -92,6 +92,8 @@ static void *worker_main(void *arg) {
                                  .in_slots = w->dev.in_slots,
                                  .out_slots = w->dev.out_slots,
                                  .spin_ns = w->spin_ns,
+                                 .host_busy = w->dev.host_busy,
+                                 .cpus = w->dev.cpus,
                                  .batch = kBatch,
                                  .handle = handle_batch,
                                  .ctx = w};
