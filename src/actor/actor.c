@@ -6,8 +6,9 @@
  * device side (a backend worker, see hal.h) consumes the input ring and
  * produces the output ring; the host is the other end of each.
  *
- * Input. Senders go through the multi-producer stage (base/ring.h), so any
- * number of threads may send while the ring keeps one producer.
+ * Input. Senders go through the multi-producer stage (base/ring.h, its
+ * LOCK kind), so any number of threads may send while the ring keeps one
+ * producer.
  *
  * Output. One host thread at a time holds the "drain role": it moves every
  * published response either to the rk_actor_call waiting for its
@@ -385,7 +386,11 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
   d->cpus = a->cpus;
   RK_RETURN_IF_ERROR(rk__ring_init(d->in, o->input_capacity, in_slot));
   RK_RETURN_IF_ERROR(rk__ring_init(d->out, o->output_capacity, out_slot));
-  rk__ring_mp_init(&a->in_mp, d->in, d->in_slots, RK__RING_MP_CLAIM);
+  /* LOCK, not CLAIM: with more senders than CPUs, a CLAIM producer
+   * preempted between its claim and its publish holds up every producer
+   * that claimed after it (they spin for their turn), while a LOCK holder
+   * is preempted only inside a copy of one message. */
+  rk__ring_mp_init(&a->in_mp, d->in, d->in_slots, RK__RING_MP_LOCK);
   rk__ring_attach(&a->out_c, d->out, d->out_slots, false);
   rk__ring_attach(&a->trad_out, d->out, d->out_slots, true);
   return RK_OK;
