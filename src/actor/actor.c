@@ -127,6 +127,7 @@ struct rk_actor {
   uint32_t epoch, epoch_waiters; /* atomic */
   pthread_mutex_t host_lock;     /* waiters, receive queue, latencies */
   waiter_t *waiters;
+  uint32_t nwaiters; /* atomic; written under host_lock: calls registered */
   unsigned char *rq; /* receive queue: whole output slots */
   size_t rq_cap, rq_head, rq_count;
 
@@ -845,6 +846,7 @@ static bool drain_for(rk_actor_t *a, waiter_t *own) {
     if (*pw) {
       waiter_t *w = *pw;
       *pw = w->next;
+      __atomic_fetch_sub(&a->nwaiters, 1u, __ATOMIC_RELAXED);
       memcpy(w->response, slot + RK_ABI_MSG_HEADER, a->out_size);
       fill_info(m, &w->info);
       STORE_RELEASE(&w->done, 1u);
@@ -1256,11 +1258,75 @@ static rk_status_t response_status(const rk_actor_message_t *info) {
       (unsigned long long)info->correlation_id, rk_status_name(info->status));
 }
 
+/* Takes up to `max` responses straight from the output ring into `out`
+ * (packed, out_size bytes each) and their details into `infos`: only when
+ * this thread gets the drain role, the receive queue is empty (it holds
+ * older responses) and no call is registered (a response in the ring may
+ * be its answer). A call registers before its request is published, so a
+ * response this thread sees in the ring (acquire) was answered after the
+ * count it loads next took the registration in. Returns how many. */
+static size_t take_direct(rk_actor_t *a, unsigned char *out, size_t max,
+                          rk_actor_message_t *infos) {
+  if (LOAD_RELAXED(&a->rq_count) != 0 || LOAD_RELAXED(&a->drain_role) != 0 ||
+      __atomic_exchange_n(&a->drain_role, 1u, __ATOMIC_ACQUIRE) != 0)
+    return 0;
+  rk__ring_end_t *c = &a->out_c;
+  uint64_t n = rk__ring_available(c);
+  size_t k = 0;
+  if (n && LOAD_RELAXED(&a->nwaiters) == 0 && LOAD_RELAXED(&a->rq_count) == 0) {
+    k = n < max ? (size_t)n : max;
+    uint64_t now = 0;
+    for (size_t i = 0; i < k; ++i) {
+      const unsigned char *slot = rk__ring_peek(c, (uint32_t)i);
+      const rk_abi_msg_t *m = (const rk_abi_msg_t *)slot;
+      memcpy(out + i * a->out_size, slot + RK_ABI_MSG_HEADER, a->out_size);
+      fill_info(m, &infos[i]);
+      const uint64_t id = m->correlation_id,
+                     s = (id / kSampleEvery) % kSampleTable;
+      if (id % kSampleEvery == 0 && LOAD_ACQUIRE(&a->sample_id[s]) == id) {
+        const uint64_t t = LOAD_RELAXED(&a->sample_t[s]);
+        if (!now) now = rk__now_ns();
+        if (now > t) {
+          pthread_mutex_lock(&a->host_lock);
+          record_latency(a, now - t);
+          pthread_mutex_unlock(&a->host_lock);
+        }
+      }
+    }
+    rk__ring_release(c, (uint32_t)k);
+    rk__ring_signal_space(c->hdr);
+  }
+  __atomic_store_n(&a->drain_role, 0u, __ATOMIC_RELEASE);
+  bump_epoch(a);
+  return k;
+}
+
+/* Takes up to `max` responses from the receive queue (caller holds
+ * host_lock). */
+static size_t rq_take(rk_actor_t *a, unsigned char *out, size_t max,
+                      rk_actor_message_t *infos) {
+  const uint32_t slot_size = a->device.out->slot_size;
+  size_t k = 0;
+  for (; k < max && a->rq_count; ++k) {
+    const unsigned char *slot = a->rq + a->rq_head * slot_size;
+    fill_info((const rk_abi_msg_t *)slot, &infos[k]);
+    memcpy(out + k * a->out_size, slot + RK_ABI_MSG_HEADER, a->out_size);
+    a->rq_head = (a->rq_head + 1) % a->rq_cap;
+    __atomic_fetch_sub(&a->rq_count, 1u, __ATOMIC_RELAXED);
+  }
+  return k;
+}
+
 static rk_status_t receive(rk_actor_t *actor, void *response,
                            uint64_t timeout_ns, rk_actor_message_t *out_info,
                            bool *counted) {
   limit_t limit = limit_of(timeout_ns, 0);
   for (;;) {
+    rk_actor_message_t direct;
+    if (take_direct(actor, response, 1, &direct)) {
+      if (out_info) *out_info = direct;
+      return response_status(&direct);
+    }
     rk_status_t s = wait_until(actor, rq_nonempty, NULL, &limit, counted);
     if (s != RK_OK) {
       if (timeout_ns == 0)
@@ -1304,12 +1370,151 @@ rk_status_t rk_actor_receive(rk_actor_t *actor, void *response, size_t capacity,
   return s;
 }
 
+/* ---- Batches --------------------------------------------------------------
+ */
+
+rk_status_t rk_actor_send_batch(rk_actor_t *actor, const void *requests,
+                                size_t size, size_t count, uint64_t timeout_ns,
+                                size_t *out_sent, uint64_t *out_first_id) {
+  if (out_sent) *out_sent = 0;
+  if (!actor || (!requests && count))
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_send_batch: actor and requests are required");
+  if (count == 0) return RK_OK;
+  RK_RETURN_IF_ERROR(check_send(actor, requests, size, "actor_send_batch"));
+  if (count > UINT32_MAX)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_send_batch: %zu requests in one batch", count);
+  bool counted = false;
+  enter_busy(actor);
+  const unsigned char *p = requests;
+  size_t sent = 0;
+  rk_status_t s = RK_OK;
+  uint64_t first = 0;
+  if (actor->mode == RK_ACTOR_TRADITIONAL) {
+    /* Each request is a launch of its own anyway. */
+    for (; sent < count; ++sent) {
+      uint64_t id;
+      s = send_one(actor, p + sent * size, timeout_ns, &id, &counted);
+      if (s != RK_OK) break;
+      if (sent == 0) first = id;
+    }
+  } else {
+    /* One id range, one clock tick, and one lock, publish and signal per
+     * run of requests that fits. */
+    first =
+        __atomic_fetch_add(&actor->next_id, (uint64_t)count, __ATOMIC_RELAXED);
+    rk_abi_msg_t m = {first,
+                      rk__hlc_tick_n(&actor->host_clock, count),
+                      RK_ABI_MSG_REQUEST,
+                      actor->in_size,
+                      0,
+                      0};
+    limit_t limit = limit_of(timeout_ns, 0);
+    for (bool first_try = true; sent < count; first_try = false) {
+      if (!first_try && get_state(actor) != RK_ACTOR_ACTIVE) {
+        s = not_active(actor, "actor_send_batch");
+        break;
+      }
+      uint32_t n = 0;
+      rk_abi_msg_t mi = m;
+      mi.correlation_id += sent;
+      mi.timestamp += sent;
+      s = rk__ring_mp_send_batch(&actor->in_mp, &mi, p + sent * size,
+                                 actor->in_size, (uint32_t)(count - sent), &n);
+      sent += n;
+      if (s == RK_OK) continue;
+      const uint64_t deadline = limit_deadline(&limit);
+      if (limit.timeout_ns == 0 || expired(deadline)) {
+        s = rk__fail(RK_ERR_QUEUE_FULL,
+                     "actor_send_batch: the input ring is full (%u requests); "
+                     "%zu of %zu sent",
+                     actor->device.in->capacity, sent, count);
+        break;
+      }
+      count_waiting(actor, &counted);
+      /* Read before the state is looked at: see trad_send. */
+      const uint32_t seq = rk__ring_space_seq(actor->device.in);
+      if (get_state(actor) != RK_ACTOR_ACTIVE) {
+        s = not_active(actor, "actor_send_batch");
+        break;
+      }
+      uint64_t slice = rk__now_ns() + actor->park_ns;
+      if (deadline && deadline < slice) slice = deadline;
+      rk__ring_mp_wait_space_since(&actor->in_mp, seq, slice);
+    }
+    if (sent < count)
+      __atomic_fetch_add(&actor->dropped, (uint64_t)(count - sent),
+                         __ATOMIC_RELAXED);
+    __atomic_fetch_add(&actor->sent, (uint64_t)sent, __ATOMIC_RELAXED);
+  }
+  leave_busy(actor);
+  leave(actor, counted);
+  if (out_sent) *out_sent = sent;
+  if (out_first_id && sent) *out_first_id = first;
+  return sent == count ? RK_OK : s;
+}
+
+rk_status_t rk_actor_receive_batch(rk_actor_t *actor, void *responses,
+                                   size_t capacity, size_t max,
+                                   uint64_t timeout_ns,
+                                   rk_actor_message_t *out_infos,
+                                   size_t *out_count) {
+  if (out_count) *out_count = 0;
+  if (!actor || !out_count || !out_infos || max == 0)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_receive_batch: actor, out_infos, out_count and a "
+                    "max of at least 1 are required");
+  if (!responses || capacity / max < actor->out_size)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_receive_batch: %zu bytes cannot hold %zu responses "
+                    "of %u bytes",
+                    responses ? capacity : 0, max, actor->out_size);
+  bool counted = false;
+  enter_busy(actor);
+  unsigned char *out = responses;
+  limit_t limit = limit_of(timeout_ns, 0);
+  rk_status_t s = RK_OK;
+  size_t got = 0;
+  for (;;) {
+    got = take_direct(actor, out, max, out_infos);
+    if (got) break;
+    s = wait_until(actor, rq_nonempty, NULL, &limit, &counted);
+    if (s != RK_OK) break;
+    pthread_mutex_lock(&actor->host_lock);
+    got = rq_take(actor, out, max, out_infos);
+    pthread_mutex_unlock(&actor->host_lock);
+    if (got) break;
+  }
+  leave_busy(actor);
+  leave(actor, counted);
+  *out_count = got;
+  if (got) return RK_OK;
+  if (timeout_ns == 0)
+    return rk__fail(RK_ERR_QUEUE_EMPTY, "actor_receive_batch: no response");
+  if (s == RK_ERR_INVALID_STATE)
+    return stopped_error(
+        actor, "actor_receive_batch: no response is left and none will come");
+  return rk__fail(RK_ERR_TIMEOUT,
+                  "actor_receive_batch: no response within %.3f ms",
+                  (double)timeout_ns / 1e6);
+}
+
+/* Caller holds host_lock. */
 static void unregister(rk_actor_t *a, waiter_t *w) {
   for (waiter_t **p = &a->waiters; *p; p = &(*p)->next)
     if (*p == w) {
       *p = w->next;
+      __atomic_fetch_sub(&a->nwaiters, 1u, __ATOMIC_RELAXED);
       break;
     }
+}
+
+/* Caller holds host_lock. */
+static void register_waiter(rk_actor_t *a, waiter_t *w) {
+  w->next = a->waiters;
+  a->waiters = w;
+  __atomic_fetch_add(&a->nwaiters, 1u, __ATOMIC_RELAXED);
 }
 
 /* Traditional mode: the request runs on this thread and its answer comes
@@ -1379,8 +1584,7 @@ static rk_status_t call_fast(rk_actor_t *a, const rk_abi_msg_t *m,
   }
   if (!w->done) {
     pthread_mutex_lock(&a->host_lock);
-    w->next = a->waiters;
-    a->waiters = w;
+    register_waiter(a, w);
     pthread_mutex_unlock(&a->host_lock);
     *registered = true;
   }
@@ -1425,8 +1629,7 @@ static rk_status_t call(rk_actor_t *actor, const void *request, void *response,
   /* Registered before the request is published, so its response cannot
    * slip into the receive queue. */
   pthread_mutex_lock(&actor->host_lock);
-  w.next = actor->waiters;
-  actor->waiters = &w;
+  register_waiter(actor, &w);
   pthread_mutex_unlock(&actor->host_lock);
   /* Relaunch with no deadline to keep: run the batch on this thread rather
    * than hand it to the driver and wait to be woken. */

@@ -16,6 +16,10 @@ uint64_t rk__hlc_physical(void);
 /* A local or send event: max(previous + 1, physical now). */
 uint64_t rk__hlc_tick(uint64_t *clock);
 
+/* `n` (>= 1) send events at once: returns the first of n consecutive
+ * values, each as rk__hlc_tick would have given it. */
+uint64_t rk__hlc_tick_n(uint64_t *clock, uint64_t n);
+
 /* A receive event: max(previous + 1, received + 1, physical now). */
 uint64_t rk__hlc_merge(uint64_t *clock, uint64_t received);
 

@@ -268,11 +268,9 @@ static void write_slot(unsigned char *slot, const rk_abi_msg_t *msg,
   if (size) memcpy(slot + RK_ABI_MSG_HEADER, payload, size);
 }
 
-static rk_status_t mp_send_lock(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
-                                const void *payload, uint32_t size,
-                                uint64_t *out_tail) {
-  /* Test-and-test-and-set; holders only copy a message, so spin, yielding
-   * now and then in case the holder was preempted. */
+/* Test-and-test-and-set; holders only copy messages, so spin, yielding
+ * now and then in case the holder was preempted. */
+static void mp_lock(rk__ring_mp_t *mp) {
   for (unsigned spins = 0;; ++spins) {
     if (LOAD_RELAXED(&mp->lock) == 0 &&
         __atomic_exchange_n(&mp->lock, 1u, __ATOMIC_ACQUIRE) == 0)
@@ -282,6 +280,12 @@ static rk_status_t mp_send_lock(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
     else
       rk__cpu_relax();
   }
+}
+
+static rk_status_t mp_send_lock(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
+                                const void *payload, uint32_t size,
+                                uint64_t *out_tail) {
+  mp_lock(mp);
   rk__ring_end_t *p = &mp->end;
   unsigned char *slot = rk__ring_reserve(p);
   rk_status_t st = RK_ERR_QUEUE_FULL;
@@ -333,6 +337,48 @@ static rk_status_t mp_send_claim(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
   }
   STORE_RELEASE(&hdr->tail, mine + 1);
   *out_tail = mine + 1;
+  return RK_OK;
+}
+
+rk_status_t rk__ring_mp_send_batch(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
+                                   const void *payloads, uint32_t size,
+                                   uint32_t count, uint32_t *out_sent) {
+  *out_sent = 0;
+  if (count == 0) return RK_OK;
+  if (mp->kind != RK__RING_MP_LOCK) {
+    /* CLAIM: one message at a time (each publishes in claim order). */
+    uint32_t n = 0;
+    for (; n < count; ++n) {
+      rk_abi_msg_t m = *msg;
+      m.correlation_id += n;
+      m.timestamp += n;
+      uint64_t tail;
+      if (rk__ring_mp_send_quiet(
+              mp, &m, (const unsigned char *)payloads + (size_t)n * size, size,
+              &tail) != RK_OK)
+        break;
+    }
+    *out_sent = n;
+    if (n) rk__ring_signal_data(mp->end.hdr);
+    return n ? RK_OK : RK_ERR_QUEUE_FULL;
+  }
+  mp_lock(mp);
+  rk__ring_end_t *p = &mp->end;
+  uint32_t n = 0;
+  for (; n < count; ++n) {
+    unsigned char *slot = rk__ring_reserve_at(p, n);
+    if (!slot) break;
+    write_slot(slot, msg, (const unsigned char *)payloads + (size_t)n * size,
+               size);
+    rk_abi_msg_t *m = (rk_abi_msg_t *)slot;
+    m->correlation_id = msg->correlation_id + n;
+    m->timestamp = msg->timestamp + n;
+  }
+  if (n) rk__ring_publish(p, n);
+  __atomic_store_n(&mp->lock, 0u, __ATOMIC_RELEASE);
+  *out_sent = n;
+  if (n == 0) return RK_ERR_QUEUE_FULL;
+  rk__ring_signal_data(p->hdr);
   return RK_OK;
 }
 
