@@ -45,6 +45,9 @@ uint64_t rk__hlc_tick_n(uint64_t *clock, uint64_t n) {
 }
 
 uint64_t rk__hlc_merge(uint64_t *clock, uint64_t received) {
-  uint64_t phys = rk__hlc_physical();
+  return rk__hlc_merge_at(clock, received, rk__hlc_physical());
+}
+
+uint64_t rk__hlc_merge_at(uint64_t *clock, uint64_t received, uint64_t phys) {
   return advance(clock, received + 1 > phys ? received + 1 : phys);
 }

@@ -18,8 +18,13 @@ static void set_run_state(rk_abi_control_t *c, uint32_t *cached,
 
 void rk__actor_respond(rk_abi_control_t *c, const rk_abi_msg_t *req,
                        rk_abi_msg_t *resp, int32_t code) {
+  rk__actor_respond_at(c, req, resp, code, rk__hlc_physical());
+}
+
+void rk__actor_respond_at(rk_abi_control_t *c, const rk_abi_msg_t *req,
+                          rk_abi_msg_t *resp, int32_t code, uint64_t phys) {
   resp->correlation_id = req->correlation_id;
-  resp->timestamp = rk__hlc_merge(&c->clock, req->timestamp);
+  resp->timestamp = rk__hlc_merge_at(&c->clock, req->timestamp, phys);
   resp->type = RK_ABI_MSG_RESPONSE;
   resp->size = c->out_payload;
   resp->code = code;

@@ -50,6 +50,10 @@ void rk__actor_loop_run(const rk__actor_loop_t *loop);
  * return value (0: success). */
 void rk__actor_respond(rk_abi_control_t *control, const rk_abi_msg_t *req,
                        rk_abi_msg_t *resp, int32_t code);
+/* The same with the physical time read once for a batch
+ * (rk__hlc_physical). */
+void rk__actor_respond_at(rk_abi_control_t *control, const rk_abi_msg_t *req,
+                          rk_abi_msg_t *resp, int32_t code, uint64_t phys);
 
 /* After `done` responses are written at the first `done` reserved slots of
  * `out`: updates the control block's counters (errors and last_error for

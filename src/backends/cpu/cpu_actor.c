@@ -15,6 +15,7 @@
 
 #include "backends/cpu/cpu.h"
 #include "base/error.h"
+#include "base/hlc.h"
 #include "base/sys.h"
 #include "hal/actor_loop.h"
 
@@ -44,6 +45,7 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
   const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL};
   uint32_t done = 0;
   uint64_t errors = 0;
+  const uint64_t phys = rk__hlc_physical(); /* once per batch */
   int32_t last_error = 0;
   for (; done < n; ++done) {
     unsigned char *dst = rk__ring_reserve_at(out, done);
@@ -64,7 +66,7 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
     if (w->dev.has_state) args[k++] = &state_p;
     if (w->dev.has_status) args[k++] = &status_p;
     w->entry->run_blocks(&kl, 0, 1, args);
-    rk__actor_respond(c, (const rk_abi_msg_t *)src, resp, code);
+    rk__actor_respond_at(c, (const rk_abi_msg_t *)src, resp, code, phys);
     if (code) {
       ++errors;
       last_error = code;
