@@ -100,10 +100,12 @@ struct rk_actor {
   /* Threads that started waiting in send/receive/call and have not
    * returned yet (atomic); destroy waits for them. */
   uint32_t waiting;
-  /* Threads in send, receive or call (atomic): who competes for the CPUs
-   * with the device side (may_spin), which reads it too. */
-  uint32_t busy;
   uint32_t cpus; /* allowed CPUs */
+  /* Threads in send, receive or call (atomic): who competes for the CPUs
+   * with the device side (may_spin), which reads it too; a line of its
+   * own. */
+  _Alignas(RK_ABI_LINE) uint32_t busy;
+  _Alignas(RK_ABI_LINE) uint32_t after_busy_unused;
   /* Why the actor is FAILED: written once before the state. */
   char fail_reason[160];
 

@@ -74,6 +74,7 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
   rk__ring_attach(&out, l->out, l->out_slots, true);
   uint32_t run_state = RK_ABI_RUN_STARTING;
   uint64_t idle_since = 0;
+  bool spin_ok = true;
   bool stop_locked = false;
   for (;;) {
     /* Read before the control block: a request the host makes after this
@@ -110,11 +111,16 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
       continue;
     }
     uint64_t now = rk__now_ns();
-    if (!idle_since) idle_since = now;
-    if (now - idle_since < l->spin_ns &&
-        (!l->host_busy ||
-         rk__actor_may_spin(__atomic_load_n(l->host_busy, __ATOMIC_RELAXED) + 1,
-                            l->cpus))) {
+    if (!idle_since) {
+      idle_since = now;
+      /* Looked at once per idle spell: the host writes the count on every
+       * call, and a read per spin would pull its line away each time. */
+      spin_ok =
+          !l->host_busy ||
+          rk__actor_may_spin(
+              __atomic_load_n(l->host_busy, __ATOMIC_RELAXED) + 1, l->cpus);
+    }
+    if (spin_ok && now - idle_since < l->spin_ns) {
       for (int i = 0; i < 128 && !rk__ring_available(&in); ++i) rk__cpu_relax();
       continue;
     }
