@@ -144,9 +144,8 @@ typedef struct rk_actor_stats {
   uint64_t input_depth;      /* requests waiting for the handler */
   uint64_t output_depth;     /* responses waiting for receive/call */
   uint64_t input_capacity, output_capacity;
-  /* Send-to-response latency over the last 4096 round trips observed by
-   * rk_actor_call (and a sample of pipelined sends), nanoseconds; 0 when
-   * none yet. */
+  /* Send-to-response latency over the last 4096 samples (one rk_actor_call
+   * in 16, and one pipelined send in 16), nanoseconds; 0 when none yet. */
   uint64_t latency_samples;
   double latency_p50_ns, latency_p99_ns;
   size_t request_size, response_size, state_size;
