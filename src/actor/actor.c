@@ -97,15 +97,14 @@ struct rk_actor {
   rk__actor_worker_t *worker;
   rk__relaunch_t *relaunch;
 
-  /* Threads that started waiting in send/receive/call and have not
-   * returned yet (atomic); destroy waits for them. */
-  uint32_t waiting;
   uint32_t cpus; /* allowed CPUs */
-  /* Threads in send, receive or call (atomic): who competes for the CPUs
-   * with the device side (may_spin), which reads it too; a line of its
-   * own. */
-  _Alignas(RK_ABI_LINE) uint32_t busy;
-  _Alignas(RK_ABI_LINE) uint32_t after_busy_unused;
+  /* Threads in a call or waiting in send/receive and not returned yet
+   * (atomic): destroy waits for them, and they are who competes for the
+   * CPUs with the device side (may_spin), which reads the count too. A
+   * line of its own. */
+  _Alignas(RK_ABI_LINE) uint32_t waiting;
+  _Alignas(RK_ABI_LINE) char after_waiting_unused;
+
   /* Why the actor is FAILED: written once before the state. */
   char fail_reason[160];
 
@@ -228,20 +227,15 @@ static bool expired(uint64_t deadline) {
   return deadline != 0 && rk__now_ns() >= deadline;
 }
 
-/* Whether a host thread waiting on the actor may spin: the threads busy
- * with the actor (sends, receives and calls under way) and its device
- * side's thread fit on the allowed CPUs. With more, spinning takes the CPU
- * from the thread being waited for: park at once. */
+/* Whether a host thread waiting on the actor may spin: the threads in
+ * calls or waiting (`waiting`, this one included) and the device side's
+ * thread fit on the allowed CPUs. With more, spinning takes the CPU from
+ * the thread being waited for: park at once. Sends and receives that do
+ * not wait are not counted: counting them would cost every message two
+ * atomic operations on a shared line. */
 static bool may_spin(rk_actor_t *a) {
-  return a->spin_ns && rk__actor_may_spin(LOAD_RELAXED(&a->busy) + 1, a->cpus);
-}
-
-/* Entry to and exit from send, receive and call (see `busy`). */
-static void enter_busy(rk_actor_t *a) {
-  __atomic_fetch_add(&a->busy, 1u, __ATOMIC_RELAXED);
-}
-static void leave_busy(rk_actor_t *a) {
-  __atomic_fetch_sub(&a->busy, 1u, __ATOMIC_RELAXED);
+  return a->spin_ns &&
+         rk__actor_may_spin(LOAD_RELAXED(&a->waiting) + 1, a->cpus);
 }
 
 /* ---- Launch -------------------------------------------------------------- */
@@ -385,7 +379,7 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
   d->initial_state = o->initial_state;
   d->grid = o->grid;
   d->block = o->block;
-  d->host_busy = &a->busy;
+  d->host_busy = &a->waiting;
   d->cpus = a->cpus;
   RK_RETURN_IF_ERROR(rk__ring_init(d->in, o->input_capacity, in_slot));
   RK_RETURN_IF_ERROR(rk__ring_init(d->out, o->output_capacity, out_slot));
@@ -1228,10 +1222,8 @@ rk_status_t rk_actor_send(rk_actor_t *actor, const void *request, size_t size,
                           uint64_t timeout_ns, uint64_t *out_correlation_id) {
   RK_RETURN_IF_ERROR(check_send(actor, request, size, "actor_send"));
   bool counted = false;
-  enter_busy(actor);
   rk_status_t s =
       send_one(actor, request, timeout_ns, out_correlation_id, &counted);
-  leave_busy(actor);
   leave(actor, counted);
   return s;
 }
@@ -1365,9 +1357,7 @@ rk_status_t rk_actor_receive(rk_actor_t *actor, void *response, size_t capacity,
   if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
   RK_RETURN_IF_ERROR(check_capacity(actor, response, capacity));
   bool counted = false;
-  enter_busy(actor);
   rk_status_t s = receive(actor, response, timeout_ns, out_info, &counted);
-  leave_busy(actor);
   leave(actor, counted);
   return s;
 }
@@ -1388,7 +1378,6 @@ rk_status_t rk_actor_send_batch(rk_actor_t *actor, const void *requests,
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_send_batch: %zu requests in one batch", count);
   bool counted = false;
-  enter_busy(actor);
   const unsigned char *p = requests;
   size_t sent = 0;
   rk_status_t s = RK_OK;
@@ -1450,7 +1439,6 @@ rk_status_t rk_actor_send_batch(rk_actor_t *actor, const void *requests,
                          __ATOMIC_RELAXED);
     __atomic_fetch_add(&actor->sent, (uint64_t)sent, __ATOMIC_RELAXED);
   }
-  leave_busy(actor);
   leave(actor, counted);
   if (out_sent) *out_sent = sent;
   if (out_first_id && sent) *out_first_id = first;
@@ -1473,7 +1461,6 @@ rk_status_t rk_actor_receive_batch(rk_actor_t *actor, void *responses,
                     "of %u bytes",
                     responses ? capacity : 0, max, actor->out_size);
   bool counted = false;
-  enter_busy(actor);
   unsigned char *out = responses;
   limit_t limit = limit_of(timeout_ns, 0);
   rk_status_t s = RK_OK;
@@ -1488,7 +1475,6 @@ rk_status_t rk_actor_receive_batch(rk_actor_t *actor, void *responses,
     pthread_mutex_unlock(&actor->host_lock);
     if (got) break;
   }
-  leave_busy(actor);
   leave(actor, counted);
   *out_count = got;
   if (got) return RK_OK;
@@ -1693,10 +1679,8 @@ rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
   /* Counted from the start: a call waits (or runs the request) anyway. */
   bool counted = false;
   count_waiting(actor, &counted);
-  enter_busy(actor);
   rk_status_t s =
       call(actor, request, response, capacity, timeout_ns, out_info, &counted);
-  leave_busy(actor);
   leave(actor, counted);
   return s;
 }
