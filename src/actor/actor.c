@@ -1599,7 +1599,9 @@ static rk_status_t call(rk_actor_t *actor, const void *request, void *response,
   limit_t limit = limit_of(timeout_ns, t0);
   bool registered = false;
   rk_status_t s = call_fast(actor, &m, request, &w, &limit, &registered);
-  if (s == RK_OK && w.done) {
+  /* Not registered: the answer came on the fast path (w is this thread's
+   * alone). Registered: another thread may deliver to w from now on. */
+  if (s == RK_OK && !registered) {
     __atomic_fetch_add(&actor->sent, 1u, __ATOMIC_RELAXED);
     if (t0) {
       pthread_mutex_lock(&actor->host_lock);
