@@ -7,6 +7,10 @@
 #define LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
+/* How long an idle spell spins before it looks whether spinning may pay
+ * (rk__actor_may_spin). */
+enum { kCountAfterNs = 2000 };
+
 /* The run state as the host sees it, written only when it changes. */
 static void set_run_state(rk_abi_control_t *c, uint32_t *cached,
                           rk_abi_run_state_t s) {
@@ -74,7 +78,7 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
   rk__ring_attach(&out, l->out, l->out_slots, true);
   uint32_t run_state = RK_ABI_RUN_STARTING;
   uint64_t idle_since = 0;
-  bool spin_ok = true;
+  bool spin_ok = true, counted = false;
   bool stop_locked = false;
   for (;;) {
     /* Read before the control block: a request the host makes after this
@@ -113,8 +117,14 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
     uint64_t now = rk__now_ns();
     if (!idle_since) {
       idle_since = now;
-      /* Looked at once per idle spell: the host writes the count on every
-       * call, and a read per spin would pull its line away each time. */
+      spin_ok = true;
+      counted = false;
+    }
+    if (!counted && now - idle_since >= kCountAfterNs) {
+      /* Looked at once per idle spell, and only in one that lasts: the
+       * host writes the count on every call, and each read here pulls its
+       * line away (a round trip of calls idles between every two). */
+      counted = true;
       spin_ok =
           !l->host_busy ||
           rk__actor_may_spin(
