@@ -14,7 +14,11 @@
  * published response either to the rk_actor_call waiting for its
  * correlation id or to the receive queue, then releases the ring slots.
  * Threads without the role wait on `epoch`, which the drainer bumps when it
- * delivers something or gives the role up.
+ * delivers something or gives the role up. A call that finds the role free
+ * takes it before publishing its request and keeps it until its answer is
+ * in (call_fast): nobody else can see that response, so it needs no
+ * registration. A receive takes responses straight from the ring when the
+ * receive queue is empty and no call is registered (take_direct).
  *
  * Traditional mode uses no device side: the sending thread copies the
  * request to the device, launches the handler kernel, waits for it and

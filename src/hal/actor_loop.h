@@ -29,8 +29,8 @@ typedef struct rk__actor_loop {
   rk_abi_ring_t *in, *out;
   void *in_slots, *out_slots;
   uint64_t spin_ns; /* spin this long after the last request, then park */
-  /* Optional (NULL: always spin spin_ns): host threads busy in the actor's
-   * calls; the loop spins only while they and it fit on `cpus`. */
+  /* Optional (NULL: always spin spin_ns): host threads in calls or waiting
+   * on the actor; the loop spins only while they and it fit on `cpus`. */
   const uint32_t *host_busy;
   uint32_t cpus;
   uint32_t batch; /* most requests per call of handle */
