@@ -54,6 +54,13 @@ void rk__actor_respond(rk_abi_control_t *control, const rk_abi_msg_t *req,
  * (rk__hlc_physical). */
 void rk__actor_respond_at(rk_abi_control_t *control, const rk_abi_msg_t *req,
                           rk_abi_msg_t *resp, int32_t code, uint64_t phys);
+/* The same for a device side that is the clock's only writer while it
+ * answers a batch: it ticks a copy, `*clock` (loaded from control->clock
+ * before the batch, stored back after it), with no atomic operation per
+ * response. */
+void rk__actor_respond_local(const rk_abi_control_t *control,
+                             const rk_abi_msg_t *req, rk_abi_msg_t *resp,
+                             int32_t code, uint64_t *clock, uint64_t phys);
 
 /* After `done` responses are written at the first `done` reserved slots of
  * `out`: updates the control block's counters (errors and last_error for

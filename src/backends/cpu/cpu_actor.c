@@ -46,6 +46,8 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
   uint32_t done = 0;
   uint64_t errors = 0;
   const uint64_t phys = rk__hlc_physical(); /* once per batch */
+  /* The worker is the clock's only writer: tick a copy, store it once. */
+  uint64_t clock = __atomic_load_n(&c->clock, __ATOMIC_RELAXED);
   int32_t last_error = 0;
   for (; done < n; ++done) {
     unsigned char *dst = rk__ring_reserve_at(out, done);
@@ -66,12 +68,14 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
     if (w->dev.has_state) args[k++] = &state_p;
     if (w->dev.has_status) args[k++] = &status_p;
     w->entry->run_blocks(&kl, 0, 1, args);
-    rk__actor_respond_at(c, (const rk_abi_msg_t *)src, resp, code, phys);
+    rk__actor_respond_local(c, (const rk_abi_msg_t *)src, resp, code, &clock,
+                            phys);
     if (code) {
       ++errors;
       last_error = code;
     }
   }
+  __atomic_store_n(&c->clock, clock, __ATOMIC_RELAXED);
   if (done) rk__actor_commit(c, in, out, done, errors, last_error);
   return done;
 }
