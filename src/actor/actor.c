@@ -61,7 +61,8 @@ enum {
   kSampleEvery = 16,     /* pipelined sends timed: one in this many */
   kSampleTable = 256,
   kDefaultCapacity = 1024,
-  kPolledParkNs = 20000, /* see park_ns */
+  kPolledParkNs = 20000,   /* see park_ns */
+  kCrowdedSleepNs = 50000, /* see wait_input_space */
 };
 
 /* A pending rk_actor_call, on its caller's stack. */
@@ -237,6 +238,26 @@ static bool expired(uint64_t deadline) {
  * the thread being waited for: park at once. Sends and receives that do
  * not wait are not counted: counting them would cost every message two
  * atomic operations on a shared line. */
+/* A sender waiting for input space (`seq` read before it looked at the
+ * state), until `slice`. With more threads waiting on the actor than
+ * CPUs, it sleeps a fixed while instead of parking on the ring: the device
+ * side signals space after every batch it answers, and every parked sender
+ * would wake, and take a CPU from the device side and the receivers, for
+ * each. A full ring drains in about the sleep; the state is looked at
+ * again after it. */
+static void wait_input_space(rk_actor_t *a, uint32_t seq, uint64_t slice) {
+  if (LOAD_RELAXED(&a->waiting) + 1 <= a->cpus) {
+    rk__ring_mp_wait_space_since(&a->in_mp, seq, slice);
+    return;
+  }
+  const uint64_t now = rk__now_ns();
+  if (slice <= now) return;
+  uint64_t ns = kCrowdedSleepNs;
+  if (slice - now < ns) ns = slice - now;
+  struct timespec ts = {0, (long)ns};
+  nanosleep(&ts, NULL);
+}
+
 static bool may_spin(rk_actor_t *a) {
   return a->spin_ns &&
          rk__actor_may_spin(LOAD_RELAXED(&a->waiting) + 1, a->cpus);
@@ -1184,7 +1205,7 @@ static rk_status_t enqueue(rk_actor_t *a, const rk_abi_msg_t *m,
     if (get_state(a) != RK_ACTOR_ACTIVE) return not_active(a, what);
     uint64_t slice = rk__now_ns() + a->park_ns;
     if (deadline && deadline < slice) slice = deadline;
-    rk__ring_mp_wait_space_since(&a->in_mp, seq, slice);
+    wait_input_space(a, seq, slice);
   }
 }
 
@@ -1436,7 +1457,7 @@ rk_status_t rk_actor_send_batch(rk_actor_t *actor, const void *requests,
       }
       uint64_t slice = rk__now_ns() + actor->park_ns;
       if (deadline && deadline < slice) slice = deadline;
-      rk__ring_mp_wait_space_since(&actor->in_mp, seq, slice);
+      wait_input_space(actor, seq, slice);
     }
     if (sent < count)
       __atomic_fetch_add(&actor->dropped, (uint64_t)(count - sent),
