@@ -283,10 +283,11 @@ enum {
   G_TRADITIONAL = 1u << 3,
   G_MP = 1u << 4,
   G_RING = 1u << 5,
-  G_ALL = (1u << 6) - 1,
+  G_PRODUCERS = 1u << 6,
+  G_ALL = (1u << 7) - 1,
 };
-static const char *const kGroupNames[] = {"floor",       "ck", "rk",
-                                          "traditional", "mp", "ring"};
+static const char *const kGroupNames[] = {
+    "floor", "ck", "rk", "traditional", "mp", "ring", "producers"};
 
 /* "rk,mp" -> G_RK | G_MP; 0 when a name is unknown. */
 static unsigned parse_groups(const char *text) {
@@ -307,39 +308,42 @@ static unsigned parse_groups(const char *text) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: bench_actors [--quick] [--json] [--rounds R] [--iters N] "
-          "[--msgs N]\n"
-          "                    [--window W] [--cooldown-ms MS] [--only "
-          "LIST]\n"
-          "  --rounds R       timed rounds of every measurement (30; quick: "
-          "3)\n"
-          "  --iters N        round trips per round (20000; quick: 200); rk "
-          "traditional\n"
-          "                   runs N/5\n"
-          "  --msgs N         messages per throughput round (100000; quick: "
-          "2000);\n"
-          "                   rk traditional runs N/20, each multi-producer "
-          "mode 2N\n"
-          "  --window W       messages in flight when pipelined (256, at most "
-          "65536)\n"
-          "  --cooldown-ms MS sleep before each round so that other threads "
-          "park (2)\n"
-          "  --only LIST      run only these groups, comma-separated: floor, "
-          "ck, ring, rk,\n"
-          "                   traditional, mp (for profiling one part)\n"
-          "  --infinite-timeout  call rk with RK_TIMEOUT_INFINITE (default: "
-          "a 10 s timeout,\n"
-          "                   as a careful caller would; a hang then hangs "
-          "the benchmark)\n"
-          "  --quick          a short smoke run (numbers are rough)\n"
-          "  --json           print one JSON object instead of the table\n"
-          "Environment: RK_ACTOR_SPIN_US (how long an actor's worker and a "
-          "waiting caller\nspin before parking), RK_CPU_THREADS, "
-          "RK_CPU_SPIN_US (the pool that runs\ntraditional launches), "
-          "RK_CACHE_DIR.\n"
-          "The exit status is non-zero only if an rk call or a result check "
-          "fails,\nnever because of timing.\n");
+  fprintf(
+      f,
+      "usage: bench_actors [--quick] [--json] [--rounds R] [--iters N] "
+      "[--msgs N]\n"
+      "                    [--window W] [--cooldown-ms MS] [--only "
+      "LIST]\n"
+      "  --rounds R       timed rounds of every measurement (30; quick: "
+      "3)\n"
+      "  --iters N        round trips per round (20000; quick: 200); rk "
+      "traditional\n"
+      "                   runs N/5\n"
+      "  --msgs N         messages per throughput round (100000; quick: "
+      "2000);\n"
+      "                   rk traditional runs N/20, each multi-producer "
+      "mode 2N\n"
+      "  --window W       messages in flight when pipelined (256, at most "
+      "65536)\n"
+      "  --cooldown-ms MS sleep before each round so that other threads "
+      "park (2)\n"
+      "  --only LIST      run only these groups, comma-separated: floor, "
+      "ck, ring, rk,\n"
+      "                   traditional, mp, producers (for profiling one "
+      "part)\n"
+      "  --infinite-timeout  call rk with RK_TIMEOUT_INFINITE (default: "
+      "a 10 s timeout,\n"
+      "                   as a careful caller would; a hang then hangs "
+      "the benchmark)\n"
+      "  --quick          a short smoke run (numbers are rough)\n"
+      "  --json           print one JSON object on stdout (the table goes to "
+      "stderr)\n"
+      "Environment: RK_ACTOR_SPIN_US (how long an actor's worker and a "
+      "waiting caller\nspin before parking), RK_CPU_THREADS, "
+      "RK_CPU_SPIN_US (the pool that runs\ntraditional launches), "
+      "RK_CACHE_DIR.\n"
+      "The exit status is non-zero only if an rk call or a result check "
+      "fails,\nnever because of timing.\n");
 }
 
 static int parse_options(int argc, char **argv, options_t *o) {
@@ -371,7 +375,7 @@ static int parse_options(int argc, char **argv, options_t *o) {
       if (i + 1 >= argc || !(o->only = parse_groups(argv[++i]))) {
         fprintf(stderr,
                 "bench_actors: --only takes a comma-separated list of "
-                "floor, ck, ring, rk, traditional, mp\n");
+                "floor, ck, ring, rk, traditional, mp, producers\n");
         return -1;
       }
       continue;
@@ -773,6 +777,108 @@ static uint64_t rk_tput_round(rk_actor_side_t *s, long n, long w) {
   return dt;
 }
 
+/* The same with rk_actor_send_batch / rk_actor_receive_batch: batches of
+ * up to kBatch requests while fewer than w are in flight, then whatever
+ * responses are there (up to kBatch, waiting for the first). */
+enum { kBatch = 64 };
+
+static uint64_t rk_batch_round(rk_actor_side_t *s, long n, long w) {
+  long sent = 0, got = 0;
+  uint64_t base = s->next_value;
+  req_t q[kBatch];
+  resp_t r[kBatch];
+  rk_actor_message_t info[kBatch];
+  uint64_t t0 = rkb_now_ns();
+  while (got < n) {
+    while (sent < n && sent - got < w) {
+      long k = n - sent;
+      if (k > kBatch) k = kBatch;
+      if (k > w - (sent - got)) k = w - (sent - got);
+      for (long i = 0; i < k; ++i)
+        q[i].v = VALUE_OF(base + (uint64_t)(sent + i));
+      size_t done = 0;
+      uint64_t first = 0;
+      rk_status_t st = rk_actor_send_batch(s->actor, q, sizeof q[0], (size_t)k,
+                                           s->timeout, &done, &first);
+      if (st != RK_OK) die_rk(st, "rk_actor_send_batch");
+      for (long i = 0; i < k; ++i)
+        s->cids[(sent + i) % w] = first + (uint64_t)i;
+      sent += k;
+    }
+    size_t m = 0;
+    rk_status_t st = rk_actor_receive_batch(s->actor, r, sizeof r, kBatch,
+                                            s->timeout, info, &m);
+    if (st != RK_OK) die_rk(st, "rk_actor_receive_batch");
+    for (size_t i = 0; i < m; ++i, ++got) {
+      int want = VALUE_OF(base + (uint64_t)got) + 1;
+      if (r[i].v != want || info[i].correlation_id != s->cids[got % w] ||
+          info[i].status != RK_OK)
+        die("rk_actor_receive_batch: response %ld has value %d, correlation "
+            "id %llu (expected %d, id %llu)",
+            got, r[i].v, (unsigned long long)info[i].correlation_id, want,
+            (unsigned long long)s->cids[got % w]);
+    }
+  }
+  uint64_t dt = rkb_now_ns() - t0;
+  s->next_value = base + (uint64_t)n;
+  return dt;
+}
+
+/* ---- (f) several producers into one actor --------------------------------
+ *
+ * P producer threads (unpinned: with more producers than CPUs the scheduler
+ * decides) each send n/P requests to the persistent actor with
+ * rk_actor_send; the host thread receives all n. Producer p's k-th request
+ * carries (p << 26) | k, so every response names its producer and place:
+ * each producer's answers must come in order, none twice, none missing. */
+
+enum { kMaxProducers = 8 };
+
+typedef struct producers {
+  rk_actor_t *actor;
+  uint64_t timeout;
+  long per; /* requests per producer this step */
+  int index;
+} producer_arg_t;
+
+static void *producer_main(void *arg) {
+  producer_arg_t *p = arg;
+  for (long k = 0; k < p->per; ++k) {
+    req_t q = {(int)(((uint32_t)p->index << 26) | (uint32_t)k)};
+    rk_status_t st = rk_actor_send(p->actor, &q, sizeof q, p->timeout, NULL);
+    if (st != RK_OK) die_rk(st, "rk_actor_send (producers)");
+  }
+  return NULL;
+}
+
+static uint64_t rk_producers_round(rk_actor_side_t *s, int nprod, long n) {
+  pthread_t t[kMaxProducers];
+  producer_arg_t args[kMaxProducers];
+  long next[kMaxProducers];
+  const long per = n / nprod > 0 ? n / nprod : 1;
+  uint64_t t0 = rkb_now_ns();
+  for (int p = 0; p < nprod; ++p) {
+    args[p] = (producer_arg_t){s->actor, s->timeout, per, p};
+    next[p] = 0;
+    start_thread(&t[p], producer_main, &args[p], "producer");
+  }
+  for (long got = 0; got < per * nprod; ++got) {
+    resp_t r = {-1};
+    rk_status_t st = rk_actor_receive(s->actor, &r, sizeof r, s->timeout, NULL);
+    if (st != RK_OK) die_rk(st, "rk_actor_receive (producers)");
+    const uint32_t v = (uint32_t)r.v - 1u;
+    const uint32_t p = v >> 26, k = v & ((1u << 26) - 1u);
+    if (p >= (uint32_t)nprod || k != (uint32_t)next[p])
+      die("%d producers: response %ld is producer %u's request %u "
+          "(expected its request %ld)",
+          nprod, got, p, k, p < (uint32_t)nprod ? next[p] : -1L);
+    ++next[p];
+  }
+  uint64_t dt = rkb_now_ns() - t0;
+  for (int p = 0; p < nprod; ++p) pthread_join(t[p], NULL);
+  return dt;
+}
+
 /* ---- (e) the multi-producer stage ---------------------------------------
  *
  * Two producers (pinned to two CPUs) send through one rk__ring_mp_t, in two
@@ -1040,6 +1146,9 @@ typedef enum series_id {
   S_MP_LOCK,
   S_MP_CLAIM_BURST,
   S_MP_LOCK_BURST,
+  S_RK_BATCH_TPUT,
+  S_RK_2P,
+  S_RK_8P,
   S_NUM
 } series_id_t;
 
@@ -1078,6 +1187,10 @@ static series_t g_series[S_NUM] = {
         SERIES("mp_claim_burst_tput", "    mp CLAIM, producers only", 1),
     [S_MP_LOCK_BURST] =
         SERIES("mp_lock_burst_tput", "    mp LOCK, producers only", 1),
+    [S_RK_BATCH_TPUT] =
+        SERIES("rk_batch_tput", "(c) rk persistent: batch send/receive", 1),
+    [S_RK_2P] = SERIES("rk_2_producers_tput", "(f) rk actor, 2 producers", 1),
+    [S_RK_8P] = SERIES("rk_8_producers_tput", "    rk actor, 8 producers", 1),
 };
 #undef SERIES
 
@@ -1097,6 +1210,9 @@ typedef enum task_id {
   T_MP_LOCK,
   T_MP_CLAIM_BURST,
   T_MP_LOCK_BURST,
+  T_RK_BATCH_TPUT,
+  T_RK_2P,
+  T_RK_8P,
   T_NUM
 } task_id_t;
 
@@ -1123,7 +1239,11 @@ static unsigned group_of(series_id_t s) {
       return G_RING;
     case S_RK_RTT:
     case S_RK_TPUT:
+    case S_RK_BATCH_TPUT:
       return G_RK;
+    case S_RK_2P:
+    case S_RK_8P:
+      return G_PRODUCERS;
     case S_TR_RTT:
     case S_TR_TPUT:
       return G_TRADITIONAL;
@@ -1149,7 +1269,10 @@ static series_id_t task_series(task_id_t t) {
       [T_MP_CLAIM] = S_MP_CLAIM,
       [T_MP_LOCK] = S_MP_LOCK,
       [T_MP_CLAIM_BURST] = S_MP_CLAIM_BURST,
-      [T_MP_LOCK_BURST] = S_MP_LOCK_BURST};
+      [T_MP_LOCK_BURST] = S_MP_LOCK_BURST,
+      [T_RK_BATCH_TPUT] = S_RK_BATCH_TPUT,
+      [T_RK_2P] = S_RK_2P,
+      [T_RK_8P] = S_RK_8P};
   return map[t];
 }
 
@@ -1216,6 +1339,23 @@ static uint64_t run_task(bench_t *b, task_id_t t, long ops) {
       pin_self(s->host_cpu);
       rk_tput_round(s, burst, b->opt->window);
       ns = rk_tput_round(s, ops, b->opt->window);
+      break;
+    }
+    case T_RK_BATCH_TPUT: {
+      rk_actor_side_t *s = b->rk[0];
+      pin_self(s->host_cpu);
+      rk_batch_round(s, burst, b->opt->window);
+      ns = rk_batch_round(s, ops, b->opt->window);
+      break;
+    }
+    case T_RK_2P:
+    case T_RK_8P: {
+      rk_actor_side_t *s = b->rk[0];
+      const int np = t == T_RK_2P ? 2 : 8;
+      unpin_self(); /* producers and receiver: wherever the scheduler puts
+                       them */
+      rk_producers_round(s, np, burst);
+      ns = rk_producers_round(s, np, ops);
       break;
     }
     case T_MP_CLAIM:
@@ -1303,6 +1443,10 @@ static ratio_t g_ratios[] = {
           -1, 2.0),
     RATIO("rk_tput_over_ck", "rk throughput / ck_ring throughput", S_RK_TPUT,
           S_CK_TPUT, +1, 1.0),
+    RATIO("rk_batch_tput_over_ck", "rk batch throughput / ck_ring",
+          S_RK_BATCH_TPUT, S_CK_TPUT, +1, 1.0),
+    RATIO("producers_8_over_2", "rk 8 producers / 2 producers", S_RK_8P,
+          S_RK_2P, +1, 0.5),
     RATIO("rk_rtt_over_ck", "rk round trip / ck_ring round trip", S_RK_RTT,
           S_CK_RTT, 0, 0),
     RATIO("rk_rtt_over_ring", "rk actor round trip / bare rk rings", S_RK_RTT,
@@ -1387,6 +1531,9 @@ int main(int argc, char **argv) {
   g_series[S_TR_TPUT].ops = opt.msgs / 20 > 0 ? opt.msgs / 20 : 1;
   g_series[S_MP_CLAIM].ops = g_series[S_MP_LOCK].ops = 2 * opt.msgs;
   g_series[S_MP_CLAIM_BURST].ops = g_series[S_MP_LOCK_BURST].ops = 2 * opt.msgs;
+  g_series[S_RK_BATCH_TPUT].ops = opt.msgs;
+  g_series[S_RK_2P].ops = opt.msgs / 2 > 0 ? opt.msgs / 2 * 2 : 2;
+  g_series[S_RK_8P].ops = opt.msgs / 8 > 0 ? opt.msgs / 8 * 8 : 8;
 #ifndef RK_BENCH_HAVE_CK
   g_series[S_CK_RTT].skipped = g_series[S_CK_TPUT].skipped = kCkSkipped;
 #endif
@@ -1543,6 +1690,33 @@ int main(int argc, char **argv) {
     if (others_pct >= 0)
       printf("  \"others_cpu_pct\": %.1f, \"steal_cpu_pct\": %.1f,\n",
              others_pct, steal_pct);
+    /* The headline figures, flat: medians of this run (null: not
+     * measured). */
+    static const struct {
+      const char *key;
+      series_id_t s;
+      double scale; /* series unit -> field unit */
+    } kFlat[] = {
+        {"floor_rtt_ns", S_FLOOR_RTT, 1},
+        {"ck_rtt_ns", S_CK_RTT, 1},
+        {"ck_msgs_per_s", S_CK_TPUT, 1e6},
+        {"rk_ring_rtt_ns", S_RING_RTT, 1},
+        {"rk_ring_msgs_per_s", S_RING_TPUT, 1e6},
+        {"rk_call_rtt_ns", S_RK_RTT, 1},
+        {"rk_msgs_per_s", S_RK_TPUT, 1e6},
+        {"rk_batch_msgs_per_s", S_RK_BATCH_TPUT, 1e6},
+        {"rk_msgs_per_s_2_producers", S_RK_2P, 1e6},
+        {"rk_msgs_per_s_8_producers", S_RK_8P, 1e6},
+        {"rk_traditional_call_rtt_ns", S_TR_RTT, 1},
+        {"rk_traditional_msgs_per_s", S_TR_TPUT, 1e6},
+    };
+    for (size_t i = 0; i < sizeof kFlat / sizeof kFlat[0]; ++i) {
+      const series_t *x = &g_series[kFlat[i].s];
+      if (x->skipped)
+        printf("  \"%s\": null,\n", kFlat[i].key);
+      else
+        printf("  \"%s\": %.6g,\n", kFlat[i].key, x->s.median * kFlat[i].scale);
+    }
     printf("  \"series\": {\n");
     for (int s = 0; s < S_NUM; ++s) {
       const series_t *x = &g_series[s];
@@ -1600,7 +1774,16 @@ int main(int argc, char **argv) {
       printf("}");
     }
     printf("\n}\n");
-  } else {
+    fflush(stdout);
+  }
+  /* The table always; with --json on stderr, so that stdout holds only the
+   * JSON object. */
+  int saved_stdout = -1;
+  if (opt.json) {
+    saved_stdout = dup(STDOUT_FILENO);
+    dup2(STDERR_FILENO, STDOUT_FILENO);
+  }
+  {
     printf(
         "bench_actors: persistent actors vs the physical floor vs "
         "Concurrency Kit\n");
@@ -1732,6 +1915,11 @@ int main(int argc, char **argv) {
           (unsigned long long)st[m].dropped_sends,
           (unsigned long long)st[m].handler_errors, st[m].latency_p50_ns,
           st[m].latency_p99_ns, (unsigned long long)st[m].latency_samples);
+  }
+  if (saved_stdout >= 0) {
+    fflush(stdout);
+    dup2(saved_stdout, STDOUT_FILENO);
+    close(saved_stdout);
   }
 
   /* Every response was checked as it came; the counters must agree. */

@@ -48,7 +48,8 @@
  * response still comes back (with status RK_ERR_HANDLER and the code), the
  * error count rises, and the actor keeps running.
  *
- * Thread safety: send, receive, call, state and stats may be called from
+ * Thread safety: send, receive, call (and their batch forms), state and
+ * stats may be called from
  * any number of threads at once. activate, deactivate, terminate and
  * destroy are for one controlling thread. destroy may find threads in
  * call, or blocked in send or receive: they wake (the actor stops) and
@@ -143,9 +144,8 @@ typedef struct rk_actor_stats {
   uint64_t input_depth;      /* requests waiting for the handler */
   uint64_t output_depth;     /* responses waiting for receive/call */
   uint64_t input_capacity, output_capacity;
-  /* Send-to-response latency over the last 4096 round trips observed by
-   * rk_actor_call (and a sample of pipelined sends), nanoseconds; 0 when
-   * none yet. */
+  /* Send-to-response latency over the last 4096 samples (one rk_actor_call
+   * in 16, and one pipelined send in 16), nanoseconds; 0 when none yet. */
   uint64_t latency_samples;
   double latency_p50_ns, latency_p99_ns;
   size_t request_size, response_size, state_size;
@@ -198,6 +198,40 @@ rk_status_t rk_actor_send(rk_actor_t *actor, const void *request, size_t size,
  * the actor stops), naming the state and a failure's cause. */
 rk_status_t rk_actor_receive(rk_actor_t *actor, void *response, size_t capacity,
                              uint64_t timeout_ns, rk_actor_message_t *out_info);
+
+/* Batches: a pipelined producer pays the lock, the fences and the wake-up
+ * once per batch instead of once per message.
+ *
+ * rk_actor_send_batch queues `count` requests of `size` bytes each (the
+ * handler's request size), packed back to back in `requests`, in order:
+ * their correlation ids are *out_first_id, *out_first_id + 1, ... (either
+ * out pointer may be NULL). In persistent mode each run of requests that
+ * fits is written and published at once; when the input ring is full it
+ * waits up to timeout_ns for space for the rest. RK_OK when all were
+ * queued; otherwise the error rk_actor_send would give (RK_ERR_QUEUE_FULL,
+ * RK_ERR_INVALID_STATE) with *out_sent telling how many of the first ones
+ * were queued (those will be answered; the rest count as dropped sends).
+ * Traditional mode runs them one by one, as rk_actor_send would. The
+ * caller keeps ownership of `requests`; it is not used after the return. */
+rk_status_t rk_actor_send_batch(rk_actor_t *actor, const void *requests,
+                                size_t size, size_t count, uint64_t timeout_ns,
+                                size_t *out_sent, uint64_t *out_first_id);
+
+/* Takes up to `max` of the oldest responses not claimed by a pending
+ * rk_actor_call, waiting up to timeout_ns for the first (then takes what
+ * is there without waiting for more). Response i goes to `responses` +
+ * i * the response size (`capacity` bytes must hold `max` of them) and
+ * its details to out_infos[i] (`max` entries, required: a response whose
+ * handler failed says so only there, status RK_ERR_HANDLER). *out_count
+ * gets how many. Returns RK_OK when at least one was taken; otherwise as
+ * rk_actor_receive (RK_ERR_QUEUE_EMPTY with timeout 0, RK_ERR_TIMEOUT,
+ * RK_ERR_INVALID_STATE). Thread-safe; responses taken by one batch are
+ * consecutive in the order the actor answered. */
+rk_status_t rk_actor_receive_batch(rk_actor_t *actor, void *responses,
+                                   size_t capacity, size_t max,
+                                   uint64_t timeout_ns,
+                                   rk_actor_message_t *out_infos,
+                                   size_t *out_count);
 
 /* Sends a request and waits up to timeout_ns (for space and then for the
  * answer) for the response with its correlation id; responses to other

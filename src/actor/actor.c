@@ -6,14 +6,19 @@
  * device side (a backend worker, see hal.h) consumes the input ring and
  * produces the output ring; the host is the other end of each.
  *
- * Input. Senders go through the multi-producer stage (base/ring.h), so any
- * number of threads may send while the ring keeps one producer.
+ * Input. Senders go through the multi-producer stage (base/ring.h, its
+ * LOCK kind), so any number of threads may send while the ring keeps one
+ * producer.
  *
  * Output. One host thread at a time holds the "drain role": it moves every
  * published response either to the rk_actor_call waiting for its
  * correlation id or to the receive queue, then releases the ring slots.
  * Threads without the role wait on `epoch`, which the drainer bumps when it
- * delivers something or gives the role up.
+ * delivers something or gives the role up. A call that finds the role free
+ * takes it before publishing its request and keeps it until its answer is
+ * in (call_fast): nobody else can see that response, so it needs no
+ * registration. A receive takes responses straight from the ring when the
+ * receive queue is empty and no call is registered (take_direct).
  *
  * Traditional mode uses no device side: the sending thread copies the
  * request to the device, launches the handler kernel, waits for it and
@@ -57,7 +62,8 @@ enum {
   kSampleEvery = 16,     /* pipelined sends timed: one in this many */
   kSampleTable = 256,
   kDefaultCapacity = 1024,
-  kPolledParkNs = 20000, /* see park_ns */
+  kPolledParkNs = 20000,   /* see park_ns */
+  kCrowdedSleepNs = 50000, /* see wait_input_space */
 };
 
 /* A pending rk_actor_call, on its caller's stack. */
@@ -97,9 +103,14 @@ struct rk_actor {
   rk__actor_worker_t *worker;
   rk__relaunch_t *relaunch;
 
-  /* Threads that started waiting in send/receive/call and have not
-   * returned yet (atomic); destroy waits for them. */
-  uint32_t waiting;
+  uint32_t cpus; /* allowed CPUs */
+  /* Threads in a call or waiting in send/receive and not returned yet
+   * (atomic): destroy waits for them, and they are who competes for the
+   * CPUs with the device side (may_spin), which reads the count too. A
+   * line of its own. */
+  _Alignas(RK_ABI_LINE) uint32_t waiting;
+  _Alignas(RK_ABI_LINE) char after_waiting_unused;
+
   /* Why the actor is FAILED: written once before the state. */
   char fail_reason[160];
 
@@ -123,6 +134,7 @@ struct rk_actor {
   uint32_t epoch, epoch_waiters; /* atomic */
   pthread_mutex_t host_lock;     /* waiters, receive queue, latencies */
   waiter_t *waiters;
+  uint32_t nwaiters; /* atomic; written under host_lock: calls registered */
   unsigned char *rq; /* receive queue: whole output slots */
   size_t rq_cap, rq_head, rq_count;
 
@@ -219,6 +231,37 @@ static uint64_t deadline_after(uint64_t timeout_ns) {
 
 static bool expired(uint64_t deadline) {
   return deadline != 0 && rk__now_ns() >= deadline;
+}
+
+/* Whether a host thread waiting on the actor may spin: the threads in
+ * calls or waiting (`waiting`, this one included) and the device side's
+ * thread fit on the allowed CPUs. With more, spinning takes the CPU from
+ * the thread being waited for: park at once. Sends and receives that do
+ * not wait are not counted: counting them would cost every message two
+ * atomic operations on a shared line. */
+/* A sender waiting for input space (`seq` read before it looked at the
+ * state), until `slice`. With more threads waiting on the actor than
+ * CPUs, it sleeps a fixed while instead of parking on the ring: the device
+ * side signals space after every batch it answers, and every parked sender
+ * would wake, and take a CPU from the device side and the receivers, for
+ * each. A full ring drains in about the sleep; the state is looked at
+ * again after it. */
+static void wait_input_space(rk_actor_t *a, uint32_t seq, uint64_t slice) {
+  if (LOAD_RELAXED(&a->waiting) + 1 <= a->cpus) {
+    rk__ring_mp_wait_space_since(&a->in_mp, seq, slice);
+    return;
+  }
+  const uint64_t now = rk__now_ns();
+  if (slice <= now) return;
+  uint64_t ns = kCrowdedSleepNs;
+  if (slice - now < ns) ns = slice - now;
+  struct timespec ts = {0, (long)ns};
+  nanosleep(&ts, NULL);
+}
+
+static bool may_spin(rk_actor_t *a) {
+  return a->spin_ns &&
+         rk__actor_may_spin(LOAD_RELAXED(&a->waiting) + 1, a->cpus);
 }
 
 /* ---- Launch -------------------------------------------------------------- */
@@ -362,9 +405,15 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
   d->initial_state = o->initial_state;
   d->grid = o->grid;
   d->block = o->block;
+  d->host_busy = &a->waiting;
+  d->cpus = a->cpus;
   RK_RETURN_IF_ERROR(rk__ring_init(d->in, o->input_capacity, in_slot));
   RK_RETURN_IF_ERROR(rk__ring_init(d->out, o->output_capacity, out_slot));
-  rk__ring_mp_init(&a->in_mp, d->in, d->in_slots, RK__RING_MP_CLAIM);
+  /* LOCK, not CLAIM: with more senders than CPUs, a CLAIM producer
+   * preempted between its claim and its publish holds up every producer
+   * that claimed after it (they spin for their turn), while a LOCK holder
+   * is preempted only inside a copy of one message. */
+  rk__ring_mp_init(&a->in_mp, d->in, d->in_slots, RK__RING_MP_LOCK);
   rk__ring_attach(&a->out_c, d->out, d->out_slots, false);
   rk__ring_attach(&a->trad_out, d->out, d->out_slots, true);
   return RK_OK;
@@ -427,6 +476,11 @@ static rk_status_t launch(rk_context_t *context, const char *source,
   a->external = external;
   a->next_id = 1;
   a->spin_ns = rk__actor_spin_ns(context->info.caps & RK_CAP_SOFTWARE);
+  {
+    int cpus[256];
+    const int n = rk__allowed_cpus(cpus, 256);
+    a->cpus = n > 0 ? (uint32_t)n : 1u;
+  }
   a->park_ns = a->execution == RK_ACTOR_EXEC_RESIDENT && !external &&
                        rk__hal_actor_polled(context)
                    ? kPolledParkNs
@@ -784,23 +838,37 @@ static void fill_info(const rk_abi_msg_t *m, rk_actor_message_t *info) {
 }
 
 /* Moves every published response to its caller or the receive queue.
- * Caller holds the drain role. Returns true if anything moved. */
-static bool drain(rk_actor_t *a) {
+ * Caller holds the drain role. `own` (may be NULL) is the role holder's
+ * own call, not registered: its answer is copied straight from the slot,
+ * and the lock is taken only for responses to anyone else. Returns true
+ * if anything moved. */
+static bool drain_for(rk_actor_t *a, waiter_t *own) {
   rk__ring_end_t *c = &a->out_c;
   uint64_t n = rk__ring_available(c);
   if (n == 0) return false;
   const uint32_t slot_size = c->slot_size;
   uint64_t now = 0; /* read once, if a sampled response is here */
   uint64_t moved = 0;
-  pthread_mutex_lock(&a->host_lock);
+  bool locked = false;
   for (; moved < n; ++moved) {
     const unsigned char *slot = rk__ring_peek(c, (uint32_t)moved);
     const rk_abi_msg_t *m = (const rk_abi_msg_t *)slot;
+    if (own && m->correlation_id == own->id) {
+      memcpy(own->response, slot + RK_ABI_MSG_HEADER, a->out_size);
+      fill_info(m, &own->info);
+      own->done = 1u; /* this thread's own; nobody else reads it */
+      continue;
+    }
+    if (!locked) {
+      pthread_mutex_lock(&a->host_lock);
+      locked = true;
+    }
     waiter_t **pw = &a->waiters;
     while (*pw && (*pw)->id != m->correlation_id) pw = &(*pw)->next;
     if (*pw) {
       waiter_t *w = *pw;
       *pw = w->next;
+      __atomic_fetch_sub(&a->nwaiters, 1u, __ATOMIC_RELAXED);
       memcpy(w->response, slot + RK_ABI_MSG_HEADER, a->out_size);
       fill_info(m, &w->info);
       STORE_RELEASE(&w->done, 1u);
@@ -814,11 +882,13 @@ static bool drain(rk_actor_t *a) {
       if (now > t) record_latency(a, now - t);
     }
   }
-  pthread_mutex_unlock(&a->host_lock);
+  if (locked) pthread_mutex_unlock(&a->host_lock);
   rk__ring_release(c, (uint32_t)moved);
   rk__ring_signal_space(c->hdr);
   return moved != 0;
 }
+
+static bool drain(rk_actor_t *a) { return drain_for(a, NULL); }
 
 typedef bool (*ready_fn)(rk_actor_t *a, void *arg);
 
@@ -849,7 +919,7 @@ static rk_status_t wait_until(rk_actor_t *a, ready_fn ready, void *arg,
         /* Nothing yet: spin on the ring a while, then park on it. */
         uint64_t now = rk__now_ns();
         if (!spin_end) spin_end = now + a->spin_ns;
-        if (now < spin_end) {
+        if (now < spin_end && may_spin(a)) {
           for (int i = 0; i < 256 && !rk__ring_available(&a->out_c); ++i)
             rk__cpu_relax();
         } else {
@@ -1136,7 +1206,7 @@ static rk_status_t enqueue(rk_actor_t *a, const rk_abi_msg_t *m,
     if (get_state(a) != RK_ACTOR_ACTIVE) return not_active(a, what);
     uint64_t slice = rk__now_ns() + a->park_ns;
     if (deadline && deadline < slice) slice = deadline;
-    rk__ring_mp_wait_space_since(&a->in_mp, seq, slice);
+    wait_input_space(a, seq, slice);
   }
 }
 
@@ -1253,11 +1323,75 @@ static rk_status_t response_status(const rk_actor_message_t *info) {
       (unsigned long long)info->correlation_id, rk_status_name(info->status));
 }
 
+/* Takes up to `max` responses straight from the output ring into `out`
+ * (packed, out_size bytes each) and their details into `infos`: only when
+ * this thread gets the drain role, the receive queue is empty (it holds
+ * older responses) and no call is registered (a response in the ring may
+ * be its answer). A call registers before its request is published, so a
+ * response this thread sees in the ring (acquire) was answered after the
+ * count it loads next took the registration in. Returns how many. */
+static size_t take_direct(rk_actor_t *a, unsigned char *out, size_t max,
+                          rk_actor_message_t *infos) {
+  if (LOAD_RELAXED(&a->rq_count) != 0 || LOAD_RELAXED(&a->drain_role) != 0 ||
+      __atomic_exchange_n(&a->drain_role, 1u, __ATOMIC_ACQUIRE) != 0)
+    return 0;
+  rk__ring_end_t *c = &a->out_c;
+  uint64_t n = rk__ring_available(c);
+  size_t k = 0;
+  if (n && LOAD_RELAXED(&a->nwaiters) == 0 && LOAD_RELAXED(&a->rq_count) == 0) {
+    k = n < max ? (size_t)n : max;
+    uint64_t now = 0;
+    for (size_t i = 0; i < k; ++i) {
+      const unsigned char *slot = rk__ring_peek(c, (uint32_t)i);
+      const rk_abi_msg_t *m = (const rk_abi_msg_t *)slot;
+      memcpy(out + i * a->out_size, slot + RK_ABI_MSG_HEADER, a->out_size);
+      fill_info(m, &infos[i]);
+      const uint64_t id = m->correlation_id,
+                     s = (id / kSampleEvery) % kSampleTable;
+      if (id % kSampleEvery == 0 && LOAD_ACQUIRE(&a->sample_id[s]) == id) {
+        const uint64_t t = LOAD_RELAXED(&a->sample_t[s]);
+        if (!now) now = rk__now_ns();
+        if (now > t) {
+          pthread_mutex_lock(&a->host_lock);
+          record_latency(a, now - t);
+          pthread_mutex_unlock(&a->host_lock);
+        }
+      }
+    }
+    rk__ring_release(c, (uint32_t)k);
+    rk__ring_signal_space(c->hdr);
+  }
+  __atomic_store_n(&a->drain_role, 0u, __ATOMIC_RELEASE);
+  bump_epoch(a);
+  return k;
+}
+
+/* Takes up to `max` responses from the receive queue (caller holds
+ * host_lock). */
+static size_t rq_take(rk_actor_t *a, unsigned char *out, size_t max,
+                      rk_actor_message_t *infos) {
+  const uint32_t slot_size = a->device.out->slot_size;
+  size_t k = 0;
+  for (; k < max && a->rq_count; ++k) {
+    const unsigned char *slot = a->rq + a->rq_head * slot_size;
+    fill_info((const rk_abi_msg_t *)slot, &infos[k]);
+    memcpy(out + k * a->out_size, slot + RK_ABI_MSG_HEADER, a->out_size);
+    a->rq_head = (a->rq_head + 1) % a->rq_cap;
+    __atomic_fetch_sub(&a->rq_count, 1u, __ATOMIC_RELAXED);
+  }
+  return k;
+}
+
 static rk_status_t receive(rk_actor_t *actor, void *response,
                            uint64_t timeout_ns, rk_actor_message_t *out_info,
                            bool *counted) {
   limit_t limit = limit_of(timeout_ns, 0);
   for (;;) {
+    rk_actor_message_t direct;
+    if (take_direct(actor, response, 1, &direct)) {
+      if (out_info) *out_info = direct;
+      return response_status(&direct);
+    }
     rk_status_t s = wait_until(actor, rq_nonempty, NULL, &limit, counted);
     if (s != RK_OK) {
       if (timeout_ns == 0)
@@ -1319,12 +1453,147 @@ rk_status_t rk_actor_receive(rk_actor_t *actor, void *response, size_t capacity,
   return s;
 }
 
+/* ---- Batches --------------------------------------------------------------
+ */
+
+rk_status_t rk_actor_send_batch(rk_actor_t *actor, const void *requests,
+                                size_t size, size_t count, uint64_t timeout_ns,
+                                size_t *out_sent, uint64_t *out_first_id) {
+  if (out_sent) *out_sent = 0;
+  if (!actor || (!requests && count))
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_send_batch: actor and requests are required");
+  if (count == 0) return RK_OK;
+  RK_RETURN_IF_ERROR(check_send(actor, requests, size, "actor_send_batch"));
+  if (count > UINT32_MAX)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_send_batch: %zu requests in one batch", count);
+  bool counted = false;
+  const unsigned char *p = requests;
+  size_t sent = 0;
+  rk_status_t s = RK_OK;
+  uint64_t first = 0;
+  if (actor->mode == RK_ACTOR_TRADITIONAL) {
+    /* Each request is a launch of its own anyway. */
+    for (; sent < count; ++sent) {
+      uint64_t id;
+      s = send_one(actor, p + sent * size, timeout_ns, &id, &counted);
+      if (s != RK_OK) break;
+      if (sent == 0) first = id;
+    }
+  } else {
+    /* One id range, one clock tick, and one lock, publish and signal per
+     * run of requests that fits. */
+    first =
+        __atomic_fetch_add(&actor->next_id, (uint64_t)count, __ATOMIC_RELAXED);
+    rk_abi_msg_t m = {first,
+                      rk__hlc_tick_n(&actor->host_clock, count),
+                      RK_ABI_MSG_REQUEST,
+                      actor->in_size,
+                      0,
+                      0};
+    limit_t limit = limit_of(timeout_ns, 0);
+    for (bool first_try = true; sent < count; first_try = false) {
+      if (!first_try && get_state(actor) != RK_ACTOR_ACTIVE) {
+        s = not_active(actor, "actor_send_batch");
+        break;
+      }
+      uint32_t n = 0;
+      rk_abi_msg_t mi = m;
+      mi.correlation_id += sent;
+      mi.timestamp += sent;
+      s = rk__ring_mp_send_batch(&actor->in_mp, &mi, p + sent * size,
+                                 actor->in_size, (uint32_t)(count - sent), &n);
+      sent += n;
+      if (s == RK_OK) continue;
+      const uint64_t deadline = limit_deadline(&limit);
+      if (limit.timeout_ns == 0 || expired(deadline)) {
+        s = rk__fail(RK_ERR_QUEUE_FULL,
+                     "actor_send_batch: the input ring is full (%u requests); "
+                     "%zu of %zu sent",
+                     actor->device.in->capacity, sent, count);
+        break;
+      }
+      count_waiting(actor, &counted);
+      /* Read before the state is looked at: see trad_send. */
+      const uint32_t seq = rk__ring_space_seq(actor->device.in);
+      if (get_state(actor) != RK_ACTOR_ACTIVE) {
+        s = not_active(actor, "actor_send_batch");
+        break;
+      }
+      uint64_t slice = rk__now_ns() + actor->park_ns;
+      if (deadline && deadline < slice) slice = deadline;
+      wait_input_space(actor, seq, slice);
+    }
+    if (sent < count)
+      __atomic_fetch_add(&actor->dropped, (uint64_t)(count - sent),
+                         __ATOMIC_RELAXED);
+    __atomic_fetch_add(&actor->sent, (uint64_t)sent, __ATOMIC_RELAXED);
+  }
+  leave(actor, counted);
+  if (out_sent) *out_sent = sent;
+  if (out_first_id && sent) *out_first_id = first;
+  return sent == count ? RK_OK : s;
+}
+
+rk_status_t rk_actor_receive_batch(rk_actor_t *actor, void *responses,
+                                   size_t capacity, size_t max,
+                                   uint64_t timeout_ns,
+                                   rk_actor_message_t *out_infos,
+                                   size_t *out_count) {
+  if (out_count) *out_count = 0;
+  if (!actor || !out_count || !out_infos || max == 0)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_receive_batch: actor, out_infos, out_count and a "
+                    "max of at least 1 are required");
+  if (!responses || capacity / max < actor->out_size)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_receive_batch: %zu bytes cannot hold %zu responses "
+                    "of %u bytes",
+                    responses ? capacity : 0, max, actor->out_size);
+  bool counted = false;
+  unsigned char *out = responses;
+  limit_t limit = limit_of(timeout_ns, 0);
+  rk_status_t s = RK_OK;
+  size_t got = 0;
+  for (;;) {
+    got = take_direct(actor, out, max, out_infos);
+    if (got) break;
+    s = wait_until(actor, rq_nonempty, NULL, &limit, &counted);
+    if (s != RK_OK) break;
+    pthread_mutex_lock(&actor->host_lock);
+    got = rq_take(actor, out, max, out_infos);
+    pthread_mutex_unlock(&actor->host_lock);
+    if (got) break;
+  }
+  leave(actor, counted);
+  *out_count = got;
+  if (got) return RK_OK;
+  if (timeout_ns == 0)
+    return rk__fail(RK_ERR_QUEUE_EMPTY, "actor_receive_batch: no response");
+  if (s == RK_ERR_INVALID_STATE)
+    return stopped_error(
+        actor, "actor_receive_batch: no response is left and none will come");
+  return rk__fail(RK_ERR_TIMEOUT,
+                  "actor_receive_batch: no response within %.3f ms",
+                  (double)timeout_ns / 1e6);
+}
+
+/* Caller holds host_lock. */
 static void unregister(rk_actor_t *a, waiter_t *w) {
   for (waiter_t **p = &a->waiters; *p; p = &(*p)->next)
     if (*p == w) {
       *p = w->next;
+      __atomic_fetch_sub(&a->nwaiters, 1u, __ATOMIC_RELAXED);
       break;
     }
+}
+
+/* Caller holds host_lock. */
+static void register_waiter(rk_actor_t *a, waiter_t *w) {
+  w->next = a->waiters;
+  a->waiters = w;
+  __atomic_fetch_add(&a->nwaiters, 1u, __ATOMIC_RELAXED);
 }
 
 /* Traditional mode: the request runs on this thread and its answer comes
@@ -1356,31 +1625,103 @@ static rk_status_t call_traditional(rk_actor_t *actor, const void *request,
   return response_status(&info);
 }
 
+static rk_status_t call_wait(rk_actor_t *actor, waiter_t *w, uint64_t t0,
+                             limit_t *limit, uint64_t timeout_ns,
+                             rk_actor_message_t *out_info, bool *counted);
+
+/* A persistent call that finds the drain role free takes it before its
+ * request is published and keeps it until its answer is in: nobody else
+ * can see the response meanwhile, so the call needs no registration (no
+ * lock) and copies its answer straight from the output slot. It spins
+ * while spinning may pay off (may_spin); if the answer is not in by then
+ * it registers (still holding the role, so the response cannot have gone
+ * elsewhere), gives the role up and waits as any call (*registered).
+ * RK_ERR_QUEUE_FULL when the request did not fit at once: nothing was
+ * queued, and the caller takes the ordinary path. RK_OK otherwise, with
+ * w->done set when the answer came. */
+static rk_status_t call_fast(rk_actor_t *a, const rk_abi_msg_t *m,
+                             const void *request, waiter_t *w, limit_t *limit,
+                             bool *registered) {
+  if (a->execution != RK_ACTOR_EXEC_RESIDENT || limit->timeout_ns == 0 ||
+      LOAD_RELAXED(&a->drain_role) != 0 ||
+      __atomic_exchange_n(&a->drain_role, 1u, __ATOMIC_ACQUIRE) != 0)
+    return RK_ERR_QUEUE_FULL;
+  rk_status_t s = rk__ring_mp_send(&a->in_mp, m, request, a->in_size, NULL);
+  if (s != RK_OK) {
+    __atomic_store_n(&a->drain_role, 0u, __ATOMIC_RELEASE);
+    bump_epoch(a);
+    return RK_ERR_QUEUE_FULL;
+  }
+  uint64_t spin_end = 0;
+  for (;;) {
+    if (drain_for(a, w) && !w->done) bump_epoch(a); /* others' answers */
+    if (w->done || !may_spin(a)) break;
+    for (int i = 0; i < 256 && !rk__ring_available(&a->out_c); ++i)
+      rk__cpu_relax();
+    if (rk__ring_available(&a->out_c)) continue;
+    /* Waiting in earnest: now the clock. */
+    const uint64_t now = rk__now_ns();
+    if (!spin_end) spin_end = now + a->spin_ns;
+    const uint64_t deadline = limit_deadline(limit);
+    if (now >= spin_end || (deadline && now >= deadline)) break;
+  }
+  if (!w->done) {
+    pthread_mutex_lock(&a->host_lock);
+    register_waiter(a, w);
+    pthread_mutex_unlock(&a->host_lock);
+    *registered = true;
+  }
+  __atomic_store_n(&a->drain_role, 0u, __ATOMIC_RELEASE);
+  bump_epoch(a); /* threads waiting for the role */
+  return RK_OK;
+}
+
 static rk_status_t call(rk_actor_t *actor, const void *request, void *response,
                         size_t capacity, uint64_t timeout_ns,
                         rk_actor_message_t *out_info, bool *counted) {
   if (actor->mode == RK_ACTOR_TRADITIONAL)
     return call_traditional(actor, request, response, timeout_ns, out_info,
                             counted);
-  /* Registered before the request is published, so its response cannot
-   * slip into the receive queue. */
   waiter_t w;
   memset(&w, 0, sizeof w);
   w.response = response;
   w.capacity = capacity;
   w.id = __atomic_fetch_add(&actor->next_id, 1u, __ATOMIC_RELAXED);
-  pthread_mutex_lock(&actor->host_lock);
-  w.next = actor->waiters;
-  actor->waiters = &w;
-  pthread_mutex_unlock(&actor->host_lock);
   const rk_abi_msg_t m = request_header(actor, w.id);
-  const uint64_t t0 = rk__now_ns();
+  /* Latency of one call in kSampleEvery: the others read no clock unless
+   * they wait. */
+  const uint64_t t0 = w.id % kSampleEvery == 0 ? rk__now_ns() : 0;
   limit_t limit = limit_of(timeout_ns, t0);
   if (rk__trace_on())
     rk__trace_commit(rk__trace_flow('s', "actor", "message", w.id));
+  bool registered = false;
+  rk_status_t s = call_fast(actor, &m, request, &w, &limit, &registered);
+  /* Not registered: the answer came on the fast path (w is this thread's
+   * alone). Registered: another thread may deliver to w from now on. */
+  if (s == RK_OK && !registered) {
+    __atomic_fetch_add(&actor->sent, 1u, __ATOMIC_RELAXED);
+    if (t0) {
+      pthread_mutex_lock(&actor->host_lock);
+      record_latency(actor, rk__now_ns() - t0);
+      pthread_mutex_unlock(&actor->host_lock);
+    }
+    if (rk__trace_on())
+      rk__trace_commit(rk__trace_flow('f', "actor", "message", w.id));
+    if (out_info) *out_info = w.info;
+    return response_status(&w.info);
+  }
+  if (registered) {
+    /* Queued by the fast path and registered: wait as any call does. */
+    __atomic_fetch_add(&actor->sent, 1u, __ATOMIC_RELAXED);
+    return call_wait(actor, &w, t0, &limit, timeout_ns, out_info, counted);
+  }
+  /* Registered before the request is published, so its response cannot
+   * slip into the receive queue. */
+  pthread_mutex_lock(&actor->host_lock);
+  register_waiter(actor, &w);
+  pthread_mutex_unlock(&actor->host_lock);
   /* Relaunch with no deadline to keep: run the batch on this thread rather
    * than hand it to the driver and wait to be woken. */
-  rk_status_t s;
   if (actor->relaunch && timeout_ns == RK_TIMEOUT_INFINITE &&
       rk__relaunch_hold(actor->relaunch)) {
     /* Holding the device side: never wait for space here, and no need to
@@ -1401,29 +1742,36 @@ static rk_status_t call(rk_actor_t *actor, const void *request, void *response,
     return s;
   }
   __atomic_fetch_add(&actor->sent, 1u, __ATOMIC_RELAXED);
-  s = wait_until(actor, waiter_done, &w, &limit, counted);
+  return call_wait(actor, &w, t0, &limit, timeout_ns, out_info, counted);
+}
+
+/* A registered call whose request is queued: waits for the answer. */
+static rk_status_t call_wait(rk_actor_t *actor, waiter_t *w, uint64_t t0,
+                             limit_t *limit, uint64_t timeout_ns,
+                             rk_actor_message_t *out_info, bool *counted) {
+  rk_status_t s = wait_until(actor, waiter_done, w, limit, counted);
   pthread_mutex_lock(&actor->host_lock);
-  if (!LOAD_ACQUIRE(&w.done)) {
+  if (!LOAD_ACQUIRE(&w->done)) {
     /* Timed out, or the actor stopped: unregister; a late response goes
      * to receive. */
-    unregister(actor, &w);
+    unregister(actor, w);
     pthread_mutex_unlock(&actor->host_lock);
     if (s == RK_ERR_INVALID_STATE) {
       char what[96];
       snprintf(what, sizeof what, "actor_call: request %llu was not answered",
-               (unsigned long long)w.id);
+               (unsigned long long)w->id);
       return stopped_error(actor, what);
     }
     return rk__fail(RK_ERR_TIMEOUT,
                     "actor_call: no response to request %llu within %.3f ms",
-                    (unsigned long long)w.id, (double)timeout_ns / 1e6);
+                    (unsigned long long)w->id, (double)timeout_ns / 1e6);
   }
-  record_latency(actor, rk__now_ns() - t0);
+  if (t0) record_latency(actor, rk__now_ns() - t0);
   pthread_mutex_unlock(&actor->host_lock);
   if (rk__trace_on())
-    rk__trace_commit(rk__trace_flow('f', "actor", "message", w.id));
-  if (out_info) *out_info = w.info;
-  return response_status(&w.info);
+    rk__trace_commit(rk__trace_flow('f', "actor", "message", w->id));
+  if (out_info) *out_info = w->info;
+  return response_status(&w->info);
 }
 
 static rk_status_t actor_call(rk_actor_t *actor, const void *request,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/hlc.h"
 #include "base/sys.h"
 #include "hal/actor_loop.h"
 
@@ -101,12 +102,13 @@ static uint32_t run_locked(rk__relaunch_t *r, rk__ring_end_t *in,
   }
   uint64_t errors = 0;
   int32_t last_error = 0;
+  const uint64_t phys = rk__hlc_physical(); /* once per batch */
   for (uint32_t m = 0; m < k; ++m) {
     const rk_abi_msg_t *req = (const rk_abi_msg_t *)rk__ring_peek(in, m);
     unsigned char *dst = rk__ring_reserve_at(out, m);
     rk_abi_msg_t *resp = (rk_abi_msg_t *)dst;
     int32_t code = s == RK_OK ? r->h_status[m] : (int32_t)s;
-    rk__actor_respond(c, req, resp, code);
+    rk__actor_respond_at(c, req, resp, code, phys);
     if (s == RK_OK) {
       memcpy(dst + RK_ABI_MSG_HEADER, r->h_out + (size_t)m * r->out_size,
              r->out_size);
@@ -185,6 +187,8 @@ static void *driver_main(void *arg) {
                                  .in_slots = r->dev.in_slots,
                                  .out_slots = r->dev.out_slots,
                                  .spin_ns = r->spin_ns,
+                                 .host_busy = r->dev.host_busy,
+                                 .cpus = r->dev.cpus,
                                  .batch = r->batch,
                                  .handle = handle_batch,
                                  .ctx = r,

@@ -32,7 +32,22 @@ uint64_t rk__hlc_tick(uint64_t *clock) {
   return advance(clock, rk__hlc_physical());
 }
 
+uint64_t rk__hlc_tick_n(uint64_t *clock, uint64_t n) {
+  const uint64_t phys = rk__hlc_physical();
+  uint64_t old = __atomic_load_n(clock, __ATOMIC_RELAXED);
+  for (;;) {
+    const uint64_t first = old + 1 > phys ? old + 1 : phys;
+    /* Relaxed: the clock orders events by value, not memory. */
+    if (__atomic_compare_exchange_n(clock, &old, first + n - 1, true,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      return first;
+  }
+}
+
 uint64_t rk__hlc_merge(uint64_t *clock, uint64_t received) {
-  uint64_t phys = rk__hlc_physical();
+  return rk__hlc_merge_at(clock, received, rk__hlc_physical());
+}
+
+uint64_t rk__hlc_merge_at(uint64_t *clock, uint64_t received, uint64_t phys) {
   return advance(clock, received + 1 > phys ? received + 1 : phys);
 }

@@ -16,7 +16,15 @@ uint64_t rk__hlc_physical(void);
 /* A local or send event: max(previous + 1, physical now). */
 uint64_t rk__hlc_tick(uint64_t *clock);
 
+/* `n` (>= 1) send events at once: returns the first of n consecutive
+ * values, each as rk__hlc_tick would have given it. */
+uint64_t rk__hlc_tick_n(uint64_t *clock, uint64_t n);
+
 /* A receive event: max(previous + 1, received + 1, physical now). */
 uint64_t rk__hlc_merge(uint64_t *clock, uint64_t received);
+
+/* The same with the physical time `phys` (rk__hlc_physical) read by the
+ * caller: a batch of receive events reads the clock once. */
+uint64_t rk__hlc_merge_at(uint64_t *clock, uint64_t received, uint64_t phys);
 
 #endif /* RK_BASE_HLC_H_ */

@@ -268,20 +268,35 @@ static void write_slot(unsigned char *slot, const rk_abi_msg_t *msg,
   if (size) memcpy(slot + RK_ABI_MSG_HEADER, payload, size);
 }
 
+/* The lock word: 0 free, 1 held, 2 held and maybe slept on. Holders only
+ * copy messages, so spin a little first; then sleep on the word rather
+ * than spin or yield, so that a preempted holder and the consumer get
+ * the CPUs when producers outnumber them. */
+static void mp_lock(rk__ring_mp_t *mp) {
+  for (unsigned spins = 0; spins < 64; ++spins) {
+    uint32_t free_word = 0;
+    if (LOAD_RELAXED(&mp->lock) == 0 &&
+        __atomic_compare_exchange_n(&mp->lock, &free_word, 1u, false,
+                                    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+      return;
+    rk__cpu_relax();
+  }
+  /* 2 from here on: whoever unlocks wakes the sleepers. */
+  while (__atomic_exchange_n(&mp->lock, 2u, __ATOMIC_ACQUIRE) != 0)
+    rk__wait_while_equal(&mp->lock, 2u, 1000000u);
+}
+
+static void mp_unlock(rk__ring_mp_t *mp) {
+  /* Release: the slot writes and the publish happen before the next
+   * holder's. */
+  if (__atomic_exchange_n(&mp->lock, 0u, __ATOMIC_RELEASE) == 2u)
+    rk__wake_all(&mp->lock);
+}
+
 static rk_status_t mp_send_lock(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
                                 const void *payload, uint32_t size,
                                 uint64_t *out_tail) {
-  /* Test-and-test-and-set; holders only copy a message, so spin, yielding
-   * now and then in case the holder was preempted. */
-  for (unsigned spins = 0;; ++spins) {
-    if (LOAD_RELAXED(&mp->lock) == 0 &&
-        __atomic_exchange_n(&mp->lock, 1u, __ATOMIC_ACQUIRE) == 0)
-      break;
-    if (spins % 64 == 63)
-      sched_yield();
-    else
-      rk__cpu_relax();
-  }
+  mp_lock(mp);
   rk__ring_end_t *p = &mp->end;
   unsigned char *slot = rk__ring_reserve(p);
   rk_status_t st = RK_ERR_QUEUE_FULL;
@@ -291,7 +306,7 @@ static rk_status_t mp_send_lock(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
     *out_tail = p->own;
     st = RK_OK;
   }
-  __atomic_store_n(&mp->lock, 0u, __ATOMIC_RELEASE);
+  mp_unlock(mp);
   return st;
 }
 
@@ -333,6 +348,48 @@ static rk_status_t mp_send_claim(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
   }
   STORE_RELEASE(&hdr->tail, mine + 1);
   *out_tail = mine + 1;
+  return RK_OK;
+}
+
+rk_status_t rk__ring_mp_send_batch(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
+                                   const void *payloads, uint32_t size,
+                                   uint32_t count, uint32_t *out_sent) {
+  *out_sent = 0;
+  if (count == 0) return RK_OK;
+  if (mp->kind != RK__RING_MP_LOCK) {
+    /* CLAIM: one message at a time (each publishes in claim order). */
+    uint32_t n = 0;
+    for (; n < count; ++n) {
+      rk_abi_msg_t m = *msg;
+      m.correlation_id += n;
+      m.timestamp += n;
+      uint64_t tail;
+      if (rk__ring_mp_send_quiet(
+              mp, &m, (const unsigned char *)payloads + (size_t)n * size, size,
+              &tail) != RK_OK)
+        break;
+    }
+    *out_sent = n;
+    if (n) rk__ring_signal_data(mp->end.hdr);
+    return n ? RK_OK : RK_ERR_QUEUE_FULL;
+  }
+  mp_lock(mp);
+  rk__ring_end_t *p = &mp->end;
+  uint32_t n = 0;
+  for (; n < count; ++n) {
+    unsigned char *slot = rk__ring_reserve_at(p, n);
+    if (!slot) break;
+    write_slot(slot, msg, (const unsigned char *)payloads + (size_t)n * size,
+               size);
+    rk_abi_msg_t *m = (rk_abi_msg_t *)slot;
+    m->correlation_id = msg->correlation_id + n;
+    m->timestamp = msg->timestamp + n;
+  }
+  if (n) rk__ring_publish(p, n);
+  mp_unlock(mp);
+  *out_sent = n;
+  if (n == 0) return RK_ERR_QUEUE_FULL;
+  rk__ring_signal_data(p->hdr);
   return RK_OK;
 }
 

@@ -162,6 +162,17 @@ rk_status_t rk__ring_mp_send_quiet(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
                                    const void *payload, uint32_t size,
                                    uint64_t *out_tail);
 
+/* Writes up to `count` messages into consecutive slots and publishes them
+ * at once (one release of tail, one signal): message i takes the header
+ * `msg` with correlation_id and timestamp advanced by i, and the `size`
+ * payload bytes at payloads + i * size. *out_sent gets how many fitted (0
+ * .. count, in order); RK_ERR_QUEUE_FULL when none did. Thread-safe among
+ * producers of this stage; the messages of one batch are adjacent in the
+ * ring. */
+rk_status_t rk__ring_mp_send_batch(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
+                                   const void *payloads, uint32_t size,
+                                   uint32_t count, uint32_t *out_sent);
+
 /* Parks until the ring may have space for the stage's next message or the
  * deadline passes (then the caller retries rk__ring_mp_send). */
 void rk__ring_mp_wait_space(rk__ring_mp_t *mp, uint64_t deadline_ns);

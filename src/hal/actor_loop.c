@@ -9,6 +9,10 @@
 #define LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
+/* How long an idle spell spins before it looks whether spinning may pay
+ * (rk__actor_may_spin). */
+enum { kCountAfterNs = 2000 };
+
 /* The run state as the host sees it, written only when it changes. */
 static void set_run_state(rk_abi_control_t *c, uint32_t *cached,
                           rk_abi_run_state_t s) {
@@ -20,8 +24,29 @@ static void set_run_state(rk_abi_control_t *c, uint32_t *cached,
 
 void rk__actor_respond(rk_abi_control_t *c, const rk_abi_msg_t *req,
                        rk_abi_msg_t *resp, int32_t code) {
+  rk__actor_respond_at(c, req, resp, code, rk__hlc_physical());
+}
+
+void rk__actor_respond_at(rk_abi_control_t *c, const rk_abi_msg_t *req,
+                          rk_abi_msg_t *resp, int32_t code, uint64_t phys) {
   resp->correlation_id = req->correlation_id;
-  resp->timestamp = rk__hlc_merge(&c->clock, req->timestamp);
+  resp->timestamp = rk__hlc_merge_at(&c->clock, req->timestamp, phys);
+  resp->type = RK_ABI_MSG_RESPONSE;
+  resp->size = c->out_payload;
+  resp->code = code;
+  resp->status = code ? RK_ABI_MSG_HANDLER_ERROR : RK_ABI_MSG_OK;
+}
+
+void rk__actor_respond_local(const rk_abi_control_t *c, const rk_abi_msg_t *req,
+                             rk_abi_msg_t *resp, int32_t code, uint64_t *clock,
+                             uint64_t phys) {
+  /* A receive event: max(previous + 1, received + 1, physical now). */
+  uint64_t t = *clock + 1;
+  if (req->timestamp + 1 > t) t = req->timestamp + 1;
+  if (phys > t) t = phys;
+  *clock = t;
+  resp->correlation_id = req->correlation_id;
+  resp->timestamp = t;
   resp->type = RK_ABI_MSG_RESPONSE;
   resp->size = c->out_payload;
   resp->code = code;
@@ -93,6 +118,7 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
   rk__ring_attach(&out, l->out, l->out_slots, true);
   uint32_t run_state = RK_ABI_RUN_STARTING;
   uint64_t idle_since = 0;
+  bool spin_ok = true, counted = false;
   bool stop_locked = false;
   for (;;) {
     /* Read before the control block: a request the host makes after this
@@ -129,8 +155,22 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
       continue;
     }
     uint64_t now = rk__now_ns();
-    if (!idle_since) idle_since = now;
-    if (now - idle_since < l->spin_ns) {
+    if (!idle_since) {
+      idle_since = now;
+      spin_ok = true;
+      counted = false;
+    }
+    if (!counted && now - idle_since >= kCountAfterNs) {
+      /* Looked at once per idle spell, and only in one that lasts: the
+       * host writes the count on every call, and each read here pulls its
+       * line away (a round trip of calls idles between every two). */
+      counted = true;
+      spin_ok =
+          !l->host_busy ||
+          rk__actor_may_spin(
+              __atomic_load_n(l->host_busy, __ATOMIC_RELAXED) + 1, l->cpus);
+    }
+    if (spin_ok && now - idle_since < l->spin_ns) {
       for (int i = 0; i < 128 && !rk__ring_available(&in); ++i) rk__cpu_relax();
       continue;
     }

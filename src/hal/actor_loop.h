@@ -30,7 +30,11 @@ typedef struct rk__actor_loop {
   rk_abi_ring_t *in, *out;
   void *in_slots, *out_slots;
   uint64_t spin_ns; /* spin this long after the last request, then park */
-  uint32_t batch;   /* most requests per call of handle */
+  /* Optional (NULL: always spin spin_ns): host threads in calls or waiting
+   * on the actor; the loop spins only while they and it fit on `cpus`. */
+  const uint32_t *host_busy;
+  uint32_t cpus;
+  uint32_t batch; /* most requests per call of handle */
   rk__actor_batch_fn handle;
   void *ctx;
   /* Optional (NULL: none), for a device side whose consumer role others
@@ -47,6 +51,17 @@ void rk__actor_loop_run(const rk__actor_loop_t *loop);
  * return value (0: success). */
 void rk__actor_respond(rk_abi_control_t *control, const rk_abi_msg_t *req,
                        rk_abi_msg_t *resp, int32_t code);
+/* The same with the physical time read once for a batch
+ * (rk__hlc_physical). */
+void rk__actor_respond_at(rk_abi_control_t *control, const rk_abi_msg_t *req,
+                          rk_abi_msg_t *resp, int32_t code, uint64_t phys);
+/* The same for a device side that is the clock's only writer while it
+ * answers a batch: it ticks a copy, `*clock` (loaded from control->clock
+ * before the batch, stored back after it), with no atomic operation per
+ * response. */
+void rk__actor_respond_local(const rk_abi_control_t *control,
+                             const rk_abi_msg_t *req, rk_abi_msg_t *resp,
+                             int32_t code, uint64_t *clock, uint64_t phys);
 
 /* After `done` responses are written at the first `done` reserved slots of
  * `out`: updates the control block's counters (errors and last_error for
@@ -73,5 +88,12 @@ void rk__actor_trace_handled(rk__trace_span_t *span, const char *handler,
  * `device_on_host_cpus` (a software device such as lavapipe or PoCL's CPU
  * device, whose kernels run on the same CPUs). */
 uint64_t rk__actor_spin_ns(bool device_on_host_cpus);
+
+/* Whether spinning can pay off: `threads` runnable threads that would spin
+ * or work for one actor fit on `cpus` CPUs. With more, a spinner takes the
+ * CPU from the thread it waits for: park at once instead. */
+static inline bool rk__actor_may_spin(uint32_t threads, uint32_t cpus) {
+  return threads <= cpus;
+}
 
 #endif /* RK_HAL_ACTOR_LOOP_H_ */

@@ -100,6 +100,11 @@ typedef struct rk__actor_device {
   bool has_state, has_status;
   const void *initial_state; /* state_size bytes (control->state_size) */
   rk_dim3_t grid, block;
+  /* For a device side that is a host thread: the host threads in calls or
+   * waiting on the actor (atomic; NULL: unknown) and the CPUs allowed. It
+   * spins only while they and itself fit on the CPUs (rk__actor_may_spin). */
+  const uint32_t *host_busy;
+  uint32_t cpus;
 } rk__actor_device_t;
 
 /* A backend's resident actor (its worker thread or persistent kernel). */

@@ -69,6 +69,8 @@
  *                               after it looked at the state (a stop is
  *                               lost).
  *   -DBUG_STOP_NO_KICK          STOP_*: the stopper only sets the state.
+ *   -DFAST_CALL   STOP_WAIT: each waiter first holds the drain role across
+ *                 its publish and spin, as a call on the fast path does
  *   -DBUG_ROLE_NO_RECHECK       STOP_WAIT: a thread waiting for the drain
  *                               role sleeps on the epoch without looking
  *                               at the role again after announcing itself
@@ -554,6 +556,18 @@ inline bump_epoch() {
 proctype host_waiter() {
   byte e, s;
   bool seen, ok;
+#ifdef FAST_CALL
+  /* call_fast(): a call that finds the role free takes it before its
+   * request is published, spins (never parks) while it holds it, then --
+   * its answer not in -- registers, gives the role up and bumps the epoch
+   * before it waits as above. */
+  if
+  :: atomic { role == 0 -> role = 1 } ->
+    role = 0;                        /* STORE_RELEASE(&a->drain_role, 0) */
+    bump_epoch()
+  :: else
+  fi;
+#endif
   do
   ::
 #ifdef BUG_STOP_SEQ_LATE

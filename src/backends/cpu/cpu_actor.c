@@ -15,6 +15,7 @@
 
 #include "backends/cpu/cpu.h"
 #include "base/error.h"
+#include "base/hlc.h"
 #include "base/sys.h"
 #include "hal/actor_loop.h"
 
@@ -44,6 +45,9 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
   const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL};
   uint32_t done = 0;
   uint64_t errors = 0;
+  const uint64_t phys = rk__hlc_physical(); /* once per batch */
+  /* The worker is the clock's only writer: tick a copy, store it once. */
+  uint64_t clock = __atomic_load_n(&c->clock, __ATOMIC_RELAXED);
   int32_t last_error = 0;
   for (; done < n; ++done) {
     unsigned char *dst = rk__ring_reserve_at(out, done);
@@ -68,7 +72,7 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
     rk__trace_span_t span;
     if (traced) rk__trace_span_begin(&span, "handler");
     w->entry->run_blocks(&kl, 0, 1, args);
-    rk__actor_respond(c, req, resp, code);
+    rk__actor_respond_local(c, req, resp, code, &clock, phys);
     if (traced)
       rk__actor_trace_handled(&span, rk_function_name(w->dev.function), &req, 1,
                               1, req->correlation_id, code);
@@ -77,6 +81,7 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
       last_error = code;
     }
   }
+  __atomic_store_n(&c->clock, clock, __ATOMIC_RELAXED);
   if (done) rk__actor_commit(c, in, out, done, errors, last_error);
   return done;
 }
@@ -99,6 +104,8 @@ static void *worker_main(void *arg) {
                                  .in_slots = w->dev.in_slots,
                                  .out_slots = w->dev.out_slots,
                                  .spin_ns = w->spin_ns,
+                                 .host_busy = w->dev.host_busy,
+                                 .cpus = w->dev.cpus,
                                  .batch = kBatch,
                                  .handle = handle_batch,
                                  .ctx = w};
