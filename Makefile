@@ -41,7 +41,7 @@ export CMAKE_GENERATOR ?= $(if $(HAVE_NINJA),Ninja,Unix Makefiles)
 SANITIZE_CMAKE_ARGS = -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1"
 ASAN_ENV = ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:print_stacktrace=1 \
            UBSAN_OPTIONS=halt_on_error=1:detect_leaks=1:print_stacktrace=1
-TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp
 
 .PHONY: all build deps test demo test-sanitize test-asan test-tsan bench \
         report fuzz format format-check install clean
