@@ -90,10 +90,22 @@ typedef struct rk_transpile_options {
    * and what the target cannot express refuses only the programs, not the
    * compilation (see rk_codegen_result_t). Ignored elsewhere. */
   bool per_entry;
+  /* RK_TARGET_WGSL only: detect loops that the implementation ends early
+   * (Mesa's llvmpipe ends every loop of an invocation once 65,535 loop
+   * iterations have run in it; see docs/webgpu.md). Every loop counts, in
+   * private variables, the loops it starts and those that end as the
+   * program says (condition false, break, return); right after a loop a
+   * mismatch means the implementation cut it short, and the kernel stores
+   * 1 into the `hit` word of the loop guard, a read_write storage buffer at
+   * @group(1) @binding(0) holding four u32 words {hit, 0, 0, 0} (the zeros
+   * seed the counters, so that no compiler can prove them equal). Only
+   * programs whose entries loop (rk_entry_t.loops) declare the guard. Any
+   * other target is RK_ERR_INVALID_ARGUMENT. */
+  bool wgsl_loop_guard;
 } rk_transpile_options_t;
 
 /* Sets the defaults: no source name, all entries, no persistent actor
- * kernels, no buffer offsets, one program. */
+ * kernels, no buffer offsets, one program, no loop guard. */
 void rk_transpile_options_init(rk_transpile_options_t *options);
 
 /* Where and why a source was refused. Filled by the calls that take one when
@@ -199,6 +211,11 @@ typedef struct rk_entry {
    * each target needs from the backend: on OpenCL a hidden trailing
    * __local parameter, on WGSL the pipeline constant rk_dyn_shared_bytes). */
   bool dynamic_shared;
+  /* The entry may loop: a for, while or do (or a compare-and-swap, which
+   * WGSL retries in a loop) is reached from it, or its lowering loops (a
+   * batch entry over its messages, a stencil staging its tile). With
+   * wgsl_loop_guard, exactly these entries' WGSL uses the loop guard. */
+  bool loops;
 } rk_entry_t;
 
 /* The entry points of a source, in source order. One allocation: release

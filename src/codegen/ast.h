@@ -506,9 +506,12 @@ struct cg_func {
   cg_vec_t tiled; /* cg_var_t*: buffers read via neighbours, in order */
 
   /* Filled by the checker (transitively over calls where it says so). */
-  cg_vec_t calls;             /* cg_call_edge_t* made by this body */
-  bool uses_index;            /* thread/block index built-ins, transitively */
-  bool uses_barrier;          /* rk_sync_threads, transitively */
+  cg_vec_t calls;    /* cg_call_edge_t* made by this body */
+  bool uses_index;   /* thread/block index built-ins, transitively */
+  bool uses_barrier; /* rk_sync_threads, transitively */
+  /* A loop (for, while, do) or a compare-and-swap (which WGSL retries in a
+   * loop) in this body or, transitively, in a function it calls. */
+  bool uses_loop;
   uint64_t shared_bytes;      /* RK_SHARED arrays (+ stencil tiles) */
   bool uses_dynamic_shared;   /* rk_dynamic_shared() in this body */
   const cg_var_t *dyn_shared; /* its pointer (CG_VAR_DYNSHARED), or NULL */
@@ -537,7 +540,8 @@ typedef struct cg_unit {
   /* Summary for printers, set by the checker. */
   bool uses_f64;
   bool has_stencil;
-  bool uses_cas; /* rk_atomic_cas_* anywhere */
+  bool uses_cas;  /* rk_atomic_cas_* anywhere */
+  bool uses_loop; /* a function with uses_loop anywhere */
 } cg_unit_t;
 
 /* ---- Type helpers -------------------------------------------------------- */

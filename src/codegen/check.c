@@ -135,8 +135,8 @@ binding_t *rk__cg_check_declare(checker_t *ch, const char *name, cg_loc_t loc) {
  */
 
 /* Depth-first over definitions, iteratively (a chain of thousands of helpers
- * must not overflow the stack): refuses cycles and propagates uses_index and
- * uses_barrier from callees to callers in post-order. */
+ * must not overflow the stack): refuses cycles and propagates uses_index,
+ * uses_barrier and uses_loop from callees to callers in post-order. */
 static void analyze_calls(checker_t *ch) {
   cg_unit_t *u = ch->unit;
   typedef struct frame {
@@ -199,6 +199,7 @@ static void analyze_calls(checker_t *ch) {
                        callee->name, rk__cg_check_entry_word(fn->kind),
                        fn->name);
         fn->uses_barrier |= callee->uses_barrier;
+        fn->uses_loop |= callee->uses_loop;
       }
       fn->visit = CG_VISIT_DONE;
       sp--;

@@ -89,7 +89,11 @@ static void check_atomic(checker_t *ch, cg_expr_t *e) {
         rk__cg_check_convert(ch, rk__cg_check_expr(ch, e->call.args[i], false),
                              scalar(want), "an atomic's argument");
   e->type = scalar(want);
-  ch->unit->uses_cas |= rk__cg_bi_atomic_op(b) == CG_ATOMIC_CAS;
+  if (rk__cg_bi_atomic_op(b) == CG_ATOMIC_CAS) {
+    ch->unit->uses_cas = true;
+    ch->unit->uses_loop = true;
+    if (ch->fn) ch->fn->uses_loop = true;
+  }
 }
 
 static void check_stencil_read(checker_t *ch, cg_expr_t *e) {

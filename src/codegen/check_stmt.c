@@ -295,6 +295,7 @@ static void check_stmt(checker_t *ch, cg_stmt_t *s) {
       return;
     case CG_S_WHILE:
     case CG_S_DO:
+      ch->fn->uses_loop = ch->unit->uses_loop = true;
       s->loop.cond =
           rk__cg_check_to_bool(ch, rk__cg_check_expr(ch, s->loop.cond, false),
                                s->kind == CG_S_WHILE ? "'while'" : "'do'");
@@ -306,6 +307,7 @@ static void check_stmt(checker_t *ch, cg_stmt_t *s) {
       ch->breakables--;
       return;
     case CG_S_FOR:
+      ch->fn->uses_loop = ch->unit->uses_loop = true;
       rk__cg_check_push_scope(ch);
       ch->block_depth++;
       if (s->for_.init) check_stmt(ch, s->for_.init);

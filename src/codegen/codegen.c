@@ -77,7 +77,8 @@ static rk_status_t print_unit(cg_ctx_t *ctx, const cg_unit_t *unit,
   rk__strbuf_t out;
   rk__strbuf_init(&out);
   cg_emit_options_t eo = {ctx->source_name,
-                          options && options->opencl_buffer_offsets};
+                          options && options->opencl_buffer_offsets,
+                          options && options->wgsl_loop_guard};
   jmp_buf jb;
   ctx->jmp = &jb;
   if (setjmp(jb) != 0) {
@@ -171,6 +172,11 @@ static rk_status_t check_target(rk_target_t target,
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "transpile: opencl_buffer_offsets is for target opencl "
                     "only, not %s",
+                    rk_target_name(target));
+  if (options && options->wgsl_loop_guard && target != RK_TARGET_WGSL)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "transpile: wgsl_loop_guard is for target wgsl only, not "
+                    "%s",
                     rk_target_name(target));
   return RK_OK;
 }
@@ -306,6 +312,7 @@ static void put_entry(list_writer_t *w, const cg_entry_plan_t *ep) {
   en->uses_barrier = fn->uses_barrier;
   en->shared_bytes = (size_t)fn->shared_bytes;
   en->dynamic_shared = fn->uses_dynamic_shared;
+  en->loops = ep->loops;
   for (uint32_t k = 0; k < ep->nparams; ++k) {
     const cg_var_t *v = ep->params[k].var;
     switch (ep->params[k].kind) {

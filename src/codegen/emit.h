@@ -33,6 +33,7 @@
 typedef struct cg_emit_options {
   const char *source_name; /* for the header comment */
   bool buffer_offsets;     /* OpenCL: pointers as buffer + byte offset */
+  bool loop_guard;         /* WGSL: rk_transpile_options_t.wgsl_loop_guard */
 } cg_emit_options_t;
 
 /* Prints the unit of `plan` (lowered for `target`: lower.h) for target C,

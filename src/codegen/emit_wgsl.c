@@ -300,6 +300,35 @@ static void header_comment(printer_t *p, const char *source_name) {
       "rk_wg_z to the launch's block size.\n");
 }
 
+/* The loop guard's declarations (rk_transpile_options_t.wgsl_loop_guard),
+ * when some function of the output loops. */
+static void loop_guard(printer_t *p) {
+  bool loops = p->plan->unit->uses_loop;
+  for (uint32_t i = 0; i < p->plan->unit->nitems && !loops; ++i)
+    for (uint32_t k = 0; k < p->plan->funcs[i].nentries; ++k)
+      loops |= p->plan->funcs[i].entries[k].loops;
+  if (!loops) return;
+  static const char *const kNames[] = {"rk_loop_guard_t", "rk_loop_guard",
+                                       "rk_loops_begun", "rk_loops_ended"};
+  for (int i = 0; i < 4; ++i) {
+    cg_loc_t loc = {1, 1, 0};
+    rk__cg_wgsl_declare(p, kNames[i], loc);
+  }
+  puts_(p,
+        "\n// The loop guard: every loop counts in rk_loops_begun that it "
+        "starts and in\n// rk_loops_ended that it ends as the program says. "
+        "Right after a loop they\n// differ only when the implementation "
+        "cut a loop short; then hit is set.\n// Bind {0, 0, 0, 0} (the zeros "
+        "seed the counts, so no compiler can\n// prove them equal).\n"
+        "struct rk_loop_guard_t {\n"
+        "  hit: atomic<u32>,\n  zero0: u32,\n  zero1: u32,\n  pad: u32,\n}\n"
+        "@group(1) @binding(0) var<storage, read_write> rk_loop_guard: "
+        "rk_loop_guard_t;\n"
+        "var<private> rk_loops_begun: u32;\n"
+        "var<private> rk_loops_ended: u32;\n");
+  p->guard = true;
+}
+
 void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_plan_t *plan,
                       const cg_emit_options_t *options, rk__strbuf_t *out) {
   const cg_unit_t *unit = plan->unit;
@@ -330,6 +359,7 @@ void rk__cg_emit_wgsl(cg_ctx_t *ctx, const cg_plan_t *plan,
           "element.\n"
           "override rk_dyn_shared_bytes: u32 = 16u;\n");
   }
+  if (options->loop_guard) loop_guard(&p);
   if (unit->has_stencil) {
     cg_loc_t loc = {1, 1, 0};
     rk__cg_wgsl_declare(&p, "rk_stencil_pos_t", loc);

@@ -153,6 +153,10 @@ static void entry_signature(printer_t *p, const cg_entry_plan_t *ep) {
     rk__cg_wgsl_name(p, v->name);
     puts_(p, ";\n");
   }
+  if (p->guard && ep->loops)
+    puts_(p,
+          "  rk_loops_begun = rk_loop_guard.zero0;\n"
+          "  rk_loops_ended = rk_loop_guard.zero1;\n");
 }
 
 /* Staged cell rk_i along axis a: "rk_i % 18", "rk_i / 18 % 18". */
@@ -211,14 +215,21 @@ static void stencil_entry(printer_t *p, const cg_func_plan_t *fp) {
                        (unsigned)T[1]);
     if (D == 3) rk__cg_wgsl_printf(p, "x%u", (unsigned)T[2]);
     rk__cg_wgsl_printf(p, " tile and its halo of %u.\n", (unsigned)H);
+    rk__cg_wgsl_guard_begin(p, "  ");
     puts_(p, "  for (var rk_i: i32 = i32(");
     if (D == 3)
       rk__cg_wgsl_printf(p, "(rk_tid.z * %uu + rk_tid.y) * %uu + rk_tid.x",
                          (unsigned)T[1], (unsigned)T[0]);
     else
       rk__cg_wgsl_printf(p, "rk_tid.y * %uu + rk_tid.x", (unsigned)T[0]);
-    rk__cg_wgsl_printf(p, "); rk_i < %u; rk_i += %u) {\n", (unsigned)s->cells,
-                       (unsigned)s->threads);
+    if (p->guard)
+      rk__cg_wgsl_printf(p,
+                         "); ; rk_i += %u) {\n    if (!(rk_i < %u)) {\n"
+                         "      " WGSL_GUARD_EXIT "break;\n    }\n",
+                         (unsigned)s->threads, (unsigned)s->cells);
+    else
+      rk__cg_wgsl_printf(p, "); rk_i < %u; rk_i += %u) {\n", (unsigned)s->cells,
+                         (unsigned)s->threads);
     static const char *const kG[] = {"rk_gx", "rk_gy", "rk_gz"};
     for (uint32_t a = 0; a < D; ++a) {
       rk__cg_wgsl_printf(p, "    let %s: i32 = i32(rk_bid.%c * %uu) + ", kG[a],
@@ -259,7 +270,9 @@ static void stencil_entry(printer_t *p, const cg_func_plan_t *fp) {
       rk__cg_wgsl_name(p, s->extent[0]->name);
       puts_(p, " + rk_gx], rk_in);\n");
     }
-    puts_(p, "  }\n  ");
+    puts_(p, "  }\n");
+    rk__cg_wgsl_guard_check(p, "  ");
+    puts_(p, "  ");
     rk__cg_wgsl_builtin_call(p, "workgroupBarrier");
     puts_(p, ");\n");
   }
@@ -369,8 +382,13 @@ static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {
       /* rk_count messages per launch, in order (they share the state),
        * handled by global thread 0. */
       thread_zero(p);
-      puts_(p, "    for (var rk_m: u32 = 0u; rk_m < " CG_BATCH_COUNT_NAME
-               "; rk_m++) {\n      ");
+      rk__cg_wgsl_guard_begin(p, "    ");
+      puts_(p, p->guard
+                   ? "    for (var rk_m: u32 = 0u; ; rk_m++) {\n"
+                     "      if (!(rk_m < " CG_BATCH_COUNT_NAME
+                     ")) {\n        " WGSL_GUARD_EXIT "break;\n      }\n      "
+                   : "    for (var rk_m: u32 = 0u; rk_m < " CG_BATCH_COUNT_NAME
+                     "; rk_m++) {\n      ");
     } else {
       /* A stateless handler: message m is handled by the invocation of
        * global x index m (grid-stride: fewer invocations take several), so
@@ -381,20 +399,28 @@ static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {
         rk__cg_wgsl_index_builtin(p, CG_INDEX_GLOBAL, a);
         puts_(p, " == 0u");
       }
-      puts_(p, ") {\n    for (var rk_m: u32 = ");
+      puts_(p, ") {\n");
+      rk__cg_wgsl_guard_begin(p, "    ");
+      puts_(p, "    for (var rk_m: u32 = ");
       rk__cg_wgsl_index_builtin(p, CG_INDEX_GLOBAL, 0);
-      puts_(p, "; rk_m < " CG_BATCH_COUNT_NAME "; rk_m += ");
+      puts_(p, p->guard ? "; ; rk_m += "
+                        : "; rk_m < " CG_BATCH_COUNT_NAME "; rk_m += ");
       rk__cg_wgsl_index_builtin(p, CG_INDEX_GRID_DIM, 0);
       puts_(p, " * ");
       rk__cg_wgsl_index_builtin(p, CG_INDEX_BLOCK_DIM, 0);
-      puts_(p, ") {\n      ");
+      puts_(p, p->guard ? ") {\n      if (!(rk_m < " CG_BATCH_COUNT_NAME
+                          ")) {\n        " WGSL_GUARD_EXIT
+                          "break;\n      }\n      "
+                        : ") {\n      ");
     }
     if (h->status)
       rk__cg_wgsl_printf(p, "%s[rk_m] = %s(rk_m%s);\n", status, hname, ix);
     else
       rk__cg_wgsl_printf(p, "%s(rk_m%s);\n      %s[rk_m] = 0;\n", hname, ix,
                          status);
-    puts_(p, "    }\n  }\n}\n");
+    puts_(p, "    }\n");
+    rk__cg_wgsl_guard_check(p, "    ");
+    puts_(p, "  }\n}\n");
   }
 }
 

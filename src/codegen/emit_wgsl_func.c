@@ -37,6 +37,8 @@ static void param_copies(printer_t *p, const cg_func_t *fn) {
 
 void rk__cg_wgsl_function_body(printer_t *p, const cg_stmt_t *b) {
   p->indent = 1;
+  p->loop_depth = 0;
+  p->break_loop = false;
   rk__cg_wgsl_items(p, b);
   p->indent = 0;
 }
@@ -160,7 +162,9 @@ void rk__cg_wgsl_cas_helper(printer_t *p, const cg_var_t *v) {
   rk__cg_wgsl_type(p, base, false);
   puts_(p, " {\n  var old: ");
   rk__cg_wgsl_type(p, base, false);
-  puts_(p, ";\n  loop {\n    let r = ");
+  puts_(p, ";\n");
+  rk__cg_wgsl_guard_begin(p, "  ");
+  puts_(p, "  loop {\n    let r = ");
   rk__cg_wgsl_builtin_call(p, "atomicCompareExchangeWeak");
   puts_(p, "&");
   rk__cg_wgsl_resource_name(p, v);
@@ -168,10 +172,14 @@ void rk__cg_wgsl_cas_helper(printer_t *p, const cg_var_t *v) {
   puts_(p,
         ", expected, desired);\n"
         "    old = r.old_value;\n"
-        "    if (r.exchanged || old != expected) {\n"
-        "      break;\n"
+        "    if (r.exchanged || old != expected) {\n      ");
+  if (p->guard) puts_(p, WGSL_GUARD_EXIT);
+  puts_(p,
+        "break;\n"
         "    }\n"
-        "  }\n"
+        "  }\n");
+  rk__cg_wgsl_guard_check(p, "  ");
+  puts_(p,
         "  return old;\n"
         "}\n");
 }

@@ -24,6 +24,10 @@ enum { WGSL_MAX_SHADOWING = 8 };
 /* Room for a node's address as text, a map key ("%p"). */
 enum { WGSL_PTR_KEY = 32 };
 
+/* The loop guard (cg_emit_options_t.loop_guard): a loop's exit as the
+ * program says, counted; put before `break`. */
+#define WGSL_GUARD_EXIT "rk_loops_ended += 1u; "
+
 /* rk_cas_<array>: the compare-and-swap helper of an atomic array. */
 #define WGSL_CAS_PREFIX "rk_cas_"
 
@@ -47,6 +51,11 @@ typedef struct printer {
   const cg_func_t *shadowing[WGSL_MAX_SHADOWING];
   int nshadowing;
   cg_map_t called; /* WGSL built-in functions the output calls -> "" */
+  /* The loop guard is declared: every loop counts its start and its
+   * exits (rk_transpile_options_t.wgsl_loop_guard). */
+  bool guard;
+  uint32_t loop_depth; /* loops around the statement being printed */
+  bool break_loop;     /* a `break` here leaves a loop, not a switch */
 } printer_t;
 
 static inline void puts_(printer_t *p, const char *s) {
@@ -152,6 +161,15 @@ void rk__cg_wgsl_check_size(printer_t *p, cg_loc_t loc);
 /* Prints the statements of a block (or one statement) as the items of a
  * { } the caller opened. */
 void rk__cg_wgsl_items(printer_t *p, const cg_stmt_t *s);
+
+/* With the loop guard (p->guard; nothing otherwise): the count of a loop
+ * started, "rk_loops_begun += 1u;" and a newline, printed before it... */
+void rk__cg_wgsl_guard_begin(printer_t *p, const char *indent_text);
+
+/* ... and, right after it, the check that every loop started has ended as
+ * the program says, which sets the guard's hit word when one was cut
+ * short. Both lines start with indent_text (NULL: p->indent). */
+void rk__cg_wgsl_guard_check(printer_t *p, const char *indent_text);
 
 /* ---- emit_wgsl_func.c ------------------------------------------------------
  */

@@ -358,6 +358,159 @@ static void switch_stmt(printer_t *p, const cg_stmt_t *s) {
   puts_(p, "}");
 }
 
+/* Starts a guard line: indent_text, or p->indent when it is NULL. */
+static void guard_indent(printer_t *p, const char *indent_text) {
+  if (indent_text)
+    puts_(p, indent_text);
+  else
+    indent(p);
+}
+
+/* The check of rk__cg_wgsl_guard_check() without its final newline. */
+static void guard_check(printer_t *p, const char *indent_text) {
+  if (!p->guard) return;
+  guard_indent(p, indent_text);
+  puts_(p, "if (rk_loops_ended != rk_loops_begun) {\n");
+  guard_indent(p, indent_text);
+  puts_(p, "  ");
+  rk__cg_wgsl_builtin_call(p, "atomicStore");
+  puts_(p, "&rk_loop_guard.hit, 1u);\n");
+  guard_indent(p, indent_text);
+  puts_(p, "}");
+}
+
+void rk__cg_wgsl_guard_check(printer_t *p, const char *indent_text) {
+  if (!p->guard) return;
+  guard_check(p, indent_text);
+  puts_(p, "\n");
+}
+
+void rk__cg_wgsl_guard_begin(printer_t *p, const char *indent_text) {
+  if (!p->guard) return;
+  guard_indent(p, indent_text);
+  puts_(p, "rk_loops_begun += 1u;\n");
+}
+
+/* A loop's body, braced; with the loop guard, `cond` (may be NULL) is
+ * tested first, and its exit is counted. */
+static void loop_body(printer_t *p, const cg_stmt_t *body,
+                      const cg_expr_t *cond) {
+  puts_(p, "{\n");
+  p->indent++;
+  if (p->guard && cond) {
+    indent(p);
+    puts_(p, "if (!(");
+    rk__cg_wgsl_expr(p, cond);
+    puts_(p, ")) {\n");
+    indent(p);
+    puts_(p, "  " WGSL_GUARD_EXIT "break;\n");
+    indent(p);
+    puts_(p, "}\n");
+  }
+  const bool saved = p->break_loop;
+  p->loop_depth++;
+  p->break_loop = true;
+  rk__cg_wgsl_items(p, body);
+  p->loop_depth--;
+  p->break_loop = saved;
+  p->indent--;
+  indent(p);
+  puts_(p, "}");
+}
+
+static void stmt(printer_t *p, const cg_stmt_t *s);
+
+/* A while, do or for loop (see stmt). */
+static void loop_stmt(printer_t *p, const cg_stmt_t *s) {
+  switch (s->kind) {
+    case CG_S_WHILE:
+      if (p->guard) {
+        puts_(p, "loop ");
+      } else {
+        puts_(p, "while (");
+        rk__cg_wgsl_expr(p, s->loop.cond);
+        puts_(p, ") ");
+      }
+      loop_body(p, s->loop.body, s->loop.cond);
+      return;
+    case CG_S_DO: {
+      puts_(p, "loop {\n");
+      p->indent++;
+      const bool saved = p->break_loop;
+      p->loop_depth++;
+      p->break_loop = true;
+      rk__cg_wgsl_items(p, s->loop.body);
+      p->loop_depth--;
+      p->break_loop = saved;
+      indent(p);
+      puts_(p, "continuing {\n");
+      indent(p);
+      if (p->guard) {
+        /* the condition once: it may have effects */
+        puts_(p, "  let rk_again: bool = ");
+        rk__cg_wgsl_expr(p, s->loop.cond);
+        puts_(p, ";\n");
+        indent(p);
+        puts_(p, "  if (!rk_again) {\n");
+        indent(p);
+        puts_(p, "    rk_loops_ended += 1u;\n");
+        indent(p);
+        puts_(p, "  }\n");
+        indent(p);
+        puts_(p, "  break if !rk_again;\n");
+      } else {
+        puts_(p, "  break if !(");
+        rk__cg_wgsl_expr(p, s->loop.cond);
+        puts_(p, ");\n");
+      }
+      indent(p);
+      puts_(p, "}\n");
+      p->indent--;
+      indent(p);
+      puts_(p, "}");
+      return;
+    }
+    default:
+      break;
+  }
+  const cg_stmt_t *init = s->for_.init;
+  bool wrap = init && (init->kind == CG_S_DECL ? init->decl.n != 1
+                                               : init->kind != CG_S_EXPR);
+  /* a ?: needing an if in the initialiser: declare it before */
+  if (init && init->kind == CG_S_DECL && init->decl.n == 1 &&
+      init->decl.vars[0]->init && hoists(init->decl.vars[0]->init))
+    wrap = true;
+  if (init && init->kind == CG_S_EXPR && hoists(init->expr)) wrap = true;
+  if (wrap) {
+    /* for (int i = 0, j = n; ...): the declarations in a block */
+    puts_(p, "{\n");
+    p->indent++;
+    indent(p);
+    stmt(p, init);
+    puts_(p, "\n");
+    indent(p);
+  }
+  puts_(p, "for (");
+  if (init && !wrap) {
+    if (init->kind == CG_S_DECL)
+      decl(p, init->decl.vars[0], true, false);
+    else
+      expr_stmt(p, init->expr);
+  }
+  puts_(p, "; ");
+  if (s->for_.cond && !p->guard) rk__cg_wgsl_expr(p, s->for_.cond);
+  puts_(p, "; ");
+  if (s->for_.step) expr_stmt(p, s->for_.step);
+  puts_(p, ") ");
+  loop_body(p, s->for_.body, s->for_.cond);
+  if (wrap) {
+    puts_(p, "\n");
+    p->indent--;
+    indent(p);
+    puts_(p, "}");
+  }
+}
+
 /* Prints one statement at the current position (the caller indented); no
  * trailing newline. */
 static void stmt(printer_t *p, const cg_stmt_t *s) {
@@ -400,82 +553,42 @@ static void stmt(printer_t *p, const cg_stmt_t *s) {
         return;
       }
     case CG_S_WHILE:
-      puts_(p, "while (");
-      rk__cg_wgsl_expr(p, s->loop.cond);
-      puts_(p, ") ");
-      braced(p, s->loop.body);
-      return;
     case CG_S_DO:
-      puts_(p, "loop {\n");
-      p->indent++;
-      rk__cg_wgsl_items(p, s->loop.body);
-      indent(p);
-      puts_(p, "continuing {\n");
-      indent(p);
-      puts_(p, "  break if !(");
-      rk__cg_wgsl_expr(p, s->loop.cond);
-      puts_(p, ");\n");
-      indent(p);
-      puts_(p, "}\n");
-      p->indent--;
-      indent(p);
-      puts_(p, "}");
+    case CG_S_FOR:
+      if (p->guard) {
+        rk__cg_wgsl_guard_begin(p, "");
+        indent(p);
+      }
+      loop_stmt(p, s);
+      if (p->guard) {
+        puts_(p, "\n");
+        guard_check(p, NULL);
+      }
       return;
-    case CG_S_FOR: {
-      const cg_stmt_t *init = s->for_.init;
-      bool wrap = init && (init->kind == CG_S_DECL ? init->decl.n != 1
-                                                   : init->kind != CG_S_EXPR);
-      /* a ?: needing an if in the initialiser: declare it before */
-      if (init && init->kind == CG_S_DECL && init->decl.n == 1 &&
-          init->decl.vars[0]->init && hoists(init->decl.vars[0]->init))
-        wrap = true;
-      if (init && init->kind == CG_S_EXPR && hoists(init->expr)) wrap = true;
-      if (wrap) {
-        /* for (int i = 0, j = n; ...): the declarations in a block */
-        puts_(p, "{\n");
-        p->indent++;
-        indent(p);
-        stmt(p, init);
-        puts_(p, "\n");
-        indent(p);
-      }
-      puts_(p, "for (");
-      if (init && !wrap) {
-        if (init->kind == CG_S_DECL)
-          decl(p, init->decl.vars[0], true, false);
-        else
-          expr_stmt(p, init->expr);
-      }
-      puts_(p, "; ");
-      if (s->for_.cond) rk__cg_wgsl_expr(p, s->for_.cond);
-      puts_(p, "; ");
-      if (s->for_.step) expr_stmt(p, s->for_.step);
-      puts_(p, ") ");
-      braced(p, s->for_.body);
-      if (wrap) {
-        puts_(p, "\n");
-        p->indent--;
-        indent(p);
-        puts_(p, "}");
-      }
+    case CG_S_SWITCH: {
+      hoist(p, s->switch_.value);
+      const bool saved = p->break_loop;
+      p->break_loop = false;
+      switch_stmt(p, s);
+      p->break_loop = saved;
       return;
     }
-    case CG_S_SWITCH:
-      hoist(p, s->switch_.value);
-      switch_stmt(p, s);
-      return;
     case CG_S_CASE:
     case CG_S_DEFAULT:
       return; /* handled by switch_stmt */
     case CG_S_BREAK:
+      if (p->guard && p->break_loop) puts_(p, WGSL_GUARD_EXIT);
       puts_(p, "break;");
       return;
     case CG_S_CONTINUE:
       puts_(p, "continue;");
       return;
     case CG_S_RETURN:
+      if (s->expr) hoist(p, s->expr);
+      /* leaving every loop around it as the program says */
+      if (p->guard && p->loop_depth)
+        rk__cg_wgsl_printf(p, "rk_loops_ended += %uu; ", p->loop_depth);
       if (s->expr) {
-        hoist(p, s->expr);
         puts_(p, "return ");
         rk__cg_wgsl_init_value(p, p->fn->ret, s->expr);
         puts_(p, ";");

@@ -94,6 +94,7 @@ static void lower_entry(cg_ctx_t *ctx, cg_entry_plan_t *ep, const cg_func_t *fn,
   /* A selection naming a handler lists only it, though both kernels are
    * printed. */
   ep->listed = !batch || !entry || strcmp(entry, fn->name) != 0;
+  ep->loops = fn->uses_loop || batch;
 }
 
 static void lower_func(cg_ctx_t *ctx, cg_func_plan_t *fp, const cg_func_t *fn,
@@ -110,6 +111,7 @@ static void lower_func(cg_ctx_t *ctx, cg_func_plan_t *fp, const cg_func_t *fn,
       fp->stencil = lower_stencil(ctx, fn);
       lower_entry(ctx, &fp->entries[fp->nentries++], fn, CG_FORM_STENCIL,
                   entry);
+      fp->entries[0].loops |= fp->stencil->staged;
       return;
     case CG_FN_HANDLER: {
       /* Its own kernel, unless the selection names the batch entry. */

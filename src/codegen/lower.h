@@ -91,6 +91,10 @@ typedef struct cg_entry_plan {
   bool has_status; /* one of params is CG_LAUNCH_STATUS */
   bool dyn_shared; /* receives the launch's dynamic shared memory */
   bool listed;     /* in rk_codegen_list_entries' list for the selection */
+  /* The kernel may loop: its source function reaches a loop (uses_loop),
+   * or the lowering adds one (a batch kernel's loop over its messages, a
+   * staged stencil's loop over the tile). */
+  bool loops;
 } cg_entry_plan_t;
 
 /* ---- Stencils ------------------------------------------------------------ */

@@ -9,6 +9,12 @@
  * (cc -fsyntax-only -std=c11 -Wall -Wextra -Werror -I include
  * -DRK_CPU_MODULE=1), and so must every kernel source itself.
  *
+ * With the WGSL loop guard (rk_transpile_options_t.wgsl_loop_guard), the
+ * kernels of kGuarded must match golden/<kernel>.guarded.wgsl (validated
+ * like the others); a kernel without loops prints as it does without the
+ * guard; the entry list marks exactly the entries that loop; the option is
+ * refused for other targets.
+ *
  * After an intended change of the printers, rewrite the goldens with
  *   RK_UPDATE_GOLDEN=1 ctest --test-dir <build> -R codegen_golden
  * and review the diff (git diff tests/codegen/golden).
@@ -109,6 +115,84 @@ static void test_goldens(const cg_corpus_t *corpus) {
   if (g_update) printf("golden files rewritten under %s/golden\n", CG_TEST_DIR);
 }
 
+/* ---- The WGSL loop guard ------------------------------------------------- */
+
+/* Loops of every kind and their exits (loops, loop_exits), a compare-and-
+ * swap (atomics_all), a staged stencil (heat2d), batch kernels of a
+ * stateless and a stateful handler (actor_echo, actor_account). */
+static const char *const kGuarded[] = {"loops",  "loop_exits", "atomics_all",
+                                       "heat2d", "actor_echo", "actor_account"};
+
+static char *guarded(const char *src, const char *name, rk_target_t target,
+                     rk_status_t *out_status) {
+  char source_name[128];
+  snprintf(source_name, sizeof source_name, "%s.c", name);
+  rk_transpile_options_t o;
+  rk_transpile_options_init(&o);
+  o.source_name = source_name;
+  o.wgsl_loop_guard = true;
+  char *out = NULL;
+  *out_status = rk_transpile(src, target, &o, &out);
+  return out;
+}
+
+static void test_loop_guard(void) {
+  for (size_t k = 0; k < sizeof kGuarded / sizeof *kGuarded; ++k) {
+    char *src = cg_read_kernel(kGuarded[k]);
+    if (!CHECK(src != NULL, "cannot read kernel %s", kGuarded[k])) continue;
+    rk_status_t s;
+    char *out = guarded(src, kGuarded[k], RK_TARGET_WGSL, &s);
+    if (CHECK_OK(s)) {
+      char path[1024], stale[1100];
+      snprintf(path, sizeof path, "%s/golden/%s.guarded.wgsl", CG_TEST_DIR,
+               kGuarded[k]);
+      snprintf(stale, sizeof stale, "%s.err", path);
+      check_golden(path, stale, out);
+      CHECK(strstr(out, "rk_loops_begun = rk_loop_guard.zero0;") != NULL,
+            "%s: no entry seeds the loop guard", kGuarded[k]);
+    }
+    rk_transpile_free(out);
+    /* Entries that loop, listed as such. */
+    rk_entry_list_t *list = NULL;
+    if (CHECK_OK(rk_codegen_list_entries(src, NULL, &list, NULL))) {
+      for (size_t i = 0; i < list->count; ++i) {
+        const rk_entry_t *e = &list->entries[i];
+        if (e->batch_of || strcmp(kGuarded[k], "atomics_all") == 0 ||
+            strcmp(kGuarded[k], "loops") == 0)
+          CHECK(e->loops, "%s: entry %s is not marked as looping", kGuarded[k],
+                e->name);
+      }
+    }
+    rk_entry_list_destroy(list);
+    free(src);
+  }
+  /* No loop: the same text as without the guard, and not marked. */
+  char *src = cg_read_kernel("saxpy");
+  if (CHECK(src != NULL, "cannot read kernel saxpy")) {
+    rk_status_t s;
+    char *plain = NULL;
+    char *out = guarded(src, "saxpy", RK_TARGET_WGSL, &s);
+    if (CHECK_OK(s) &&
+        CHECK_OK(cg_transpile(src, "saxpy", RK_TARGET_WGSL, &plain)))
+      CHECK(strcmp(out, plain) == 0,
+            "the loop guard changed a kernel without loops");
+    rk_transpile_free(out);
+    rk_transpile_free(plain);
+    rk_entry_list_t *list = NULL;
+    if (CHECK_OK(rk_codegen_list_entries(src, NULL, &list, NULL)))
+      for (size_t i = 0; i < list->count; ++i)
+        CHECK(!list->entries[i].loops, "saxpy's %s is marked as looping",
+              list->entries[i].name);
+    rk_entry_list_destroy(list);
+    /* Other targets refuse the option, naming it. */
+    out = guarded(src, "saxpy", RK_TARGET_OPENCL, &s);
+    CHECK(s == RK_ERR_INVALID_ARGUMENT && out == NULL,
+          "wgsl_loop_guard for opencl: %s", rk_status_name(s));
+    CHECK_ERROR_HAS("wgsl_loop_guard");
+    free(src);
+  }
+}
+
 /* ---- C compiler checks --------------------------------------------------- */
 
 static const char *compiler(void) {
@@ -182,6 +266,7 @@ int main(void) {
   cg_corpus_t corpus;
   if (cg_corpus_load(&corpus)) {
     test_goldens(&corpus);
+    test_loop_guard();
     test_c_compiles(&corpus);
   }
   return rk_test_finish("codegen_golden");

@@ -40,6 +40,7 @@ typedef struct options {
   bool list;
   bool json;       /* --json: --list as one JSON object */
   bool persistent; /* --persistent: CUDA persistent actor kernels */
+  bool loop_guard; /* --loop-guard: WGSL loop guard */
 } options_t;
 
 /* ---- Input -------------------------------------------------------------- */
@@ -251,6 +252,8 @@ static int parse(int argc, char **argv, options_t *o, bool *out_help) {
         o->json = true;
       } else if (strcmp(a, "--persistent") == 0) {
         o->persistent = true;
+      } else if (strcmp(a, "--loop-guard") == 0) {
+        o->loop_guard = true;
       } else if (tool_match_option(argc, argv, &i, "--target", &value) ||
                  tool_match_option(argc, argv, &i, "-t", &value)) {
         if (!value || !*value)
@@ -295,6 +298,10 @@ static int parse(int argc, char **argv, options_t *o, bool *out_help) {
     return tool_usage_error(
         "transpile", "--persistent is for --target cuda only%s%s",
         o->target_name ? ", not " : "", o->target_name ? o->target_name : "");
+  if (o->loop_guard && (!o->target_name || o->target != RK_TARGET_WGSL))
+    return tool_usage_error(
+        "transpile", "--loop-guard is for --target wgsl only%s%s",
+        o->target_name ? ", not " : "", o->target_name ? o->target_name : "");
   return TOOL_EXIT_OK;
 }
 
@@ -335,6 +342,7 @@ static int run(int argc, char **argv) {
   to.source_name = strcmp(o.file, "-") == 0 ? "<stdin>" : o.file;
   to.entry = o.entry;
   to.persistent_actors = o.persistent;
+  to.wgsl_loop_guard = o.loop_guard;
 
   char *text = NULL;
   size_t len = 0;
@@ -377,7 +385,7 @@ static int run(int argc, char **argv) {
 static void help(FILE *out) {
   fputs(
       "Usage: rk transpile FILE --target TARGET [-o OUT] [--entry NAME]\n"
-      "                        [--persistent]\n"
+      "                        [--persistent] [--loop-guard]\n"
       "       rk transpile FILE --list [--json] [--target TARGET] [-o OUT]\n"
       "                        [--entry NAME]\n"
       "\n"
@@ -414,6 +422,11 @@ static void help(FILE *out) {
       "                       rk_actor_h that keeps h resident on the GPU,\n"
       "                       serving the actor's rings (sm_70 or newer;\n"
       "                       see docs/kernel-language.md)\n"
+      "  --loop-guard         with --target wgsl only: loops report an early\n"
+      "                       end through a guard buffer at @group(1)\n"
+      "                       @binding(0) (what the WebGPU backend compiles\n"
+      "                       on adapters that end long loops; see\n"
+      "                       docs/webgpu.md)\n"
       "  --list               print the entry points and their launch\n"
       "                       parameters instead of code; with --target the\n"
       "                       source must also be valid for that target\n"

@@ -394,6 +394,48 @@ static WGPUBuffer make_buffer(wg_context_t *ctx, uint64_t size,
 
 enum { kSlabBytes = 1 << 20 };
 
+/* The loop guard's buffer, layout and bind group (wg_context_t.guard). */
+static rk_status_t make_guard(wg_context_t *ctx) {
+  const rk__wgpu_procs_t *p = ctx->p;
+  ctx->guard_slot = ctx->align;
+  ctx->guard_names = calloc(kWgGuardSlots, sizeof *ctx->guard_names);
+  ctx->guard = make_buffer(
+      ctx, (uint64_t)kWgGuardSlots * ctx->guard_slot,
+      RK_WGPU_USAGE_STORAGE | RK_WGPU_USAGE_COPY_SRC | RK_WGPU_USAGE_COPY_DST,
+      "rk loop guard");
+  if (!ctx->guard_names || !ctx->guard)
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "webgpu: no loop guard buffer");
+  WGPUBindGroupLayoutEntry le;
+  memset(&le, 0, sizeof le);
+  le.binding = 0;
+  le.visibility = RK_WGPU_STAGE_COMPUTE;
+  le.buffer.type = RK_WGPU_BINDING_STORAGE;
+  le.buffer.hasDynamicOffset = 1;
+  le.buffer.minBindingSize = 16;
+  WGPUBindGroupLayoutDescriptor ld;
+  memset(&ld, 0, sizeof ld);
+  ld.entryCount = 1;
+  ld.entries = &le;
+  ctx->guard_bgl = p->wgpuDeviceCreateBindGroupLayout(ctx->device, &ld);
+  if (!ctx->guard_bgl)
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "webgpu: no loop guard layout");
+  WGPUBindGroupEntry be;
+  memset(&be, 0, sizeof be);
+  be.binding = 0;
+  be.buffer = ctx->guard;
+  be.offset = 0;
+  be.size = 16;
+  WGPUBindGroupDescriptor gd;
+  memset(&gd, 0, sizeof gd);
+  gd.layout = ctx->guard_bgl;
+  gd.entryCount = 1;
+  gd.entries = &be;
+  ctx->guard_group = p->wgpuDeviceCreateBindGroup(ctx->device, &gd);
+  if (!ctx->guard_group)
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "webgpu: no loop guard bind group");
+  return RK_OK;
+}
+
 static rk_status_t wg_context_destroy(rk_context_t *context);
 
 static rk_status_t wg_context_create(rk_backend_t *backend, int device,
@@ -461,7 +503,16 @@ static rk_status_t wg_context_create(rk_backend_t *backend, int device,
   /* llvmpipe (Mesa's software rasterizer behind lavapipe) ends every loop
    * of an invocation once the invocation has run 65535 iterations in all,
    * and reports nothing (see docs/webgpu.md). */
-  if (strstr(be->infos[device].name, "llvmpipe")) ctx->base.loop_limit = 65535;
+  snprintf(ctx->adapter, sizeof ctx->adapter, "%s", be->infos[device].name);
+  if (strstr(be->infos[device].name, "llvmpipe")) {
+    ctx->base.loop_limit = 65535;
+    if (make_guard(ctx) != RK_OK) {
+      char keep[1024];
+      snprintf(keep, sizeof keep, "%s", rk_last_error());
+      wg_context_destroy(&ctx->base);
+      return rk__fail(RK_ERR_OUT_OF_MEMORY, "%s", keep);
+    }
+  }
   *out = &ctx->base;
   return RK_OK;
 }
@@ -470,7 +521,7 @@ static rk_status_t wg_context_destroy(rk_context_t *context) {
   wg_context_t *ctx = wg_ctx(context);
   const rk__wgpu_procs_t *p = ctx->p;
   rk_status_t s = RK_OK;
-  if (ctx->queue) s = rk__wg_wait_idle(ctx);
+  if (ctx->queue) s = rk__wg_guard_check(ctx, true);
   rk_status_t pending = rk__pending_take(&ctx->pending);
   if (pending != RK_OK) s = pending;
   rk__wg_cache_drop(ctx, 0, NULL);
@@ -483,6 +534,10 @@ static rk_status_t wg_context_destroy(rk_context_t *context) {
   if (ctx->staging) p->wgpuBufferRelease(ctx->staging);
   if (ctx->dummy) p->wgpuBufferRelease(ctx->dummy);
   if (ctx->dummy_ro) p->wgpuBufferRelease(ctx->dummy_ro);
+  if (ctx->guard_group) p->wgpuBindGroupRelease(ctx->guard_group);
+  if (ctx->guard_bgl) p->wgpuBindGroupLayoutRelease(ctx->guard_bgl);
+  if (ctx->guard) p->wgpuBufferRelease(ctx->guard);
+  free(ctx->guard_names);
   if (ctx->queue) p->wgpuQueueRelease(ctx->queue);
   if (ctx->device) p->wgpuDeviceRelease(ctx->device);
   /* A pending error message may still be needed by the caller. */
@@ -540,7 +595,7 @@ static rk_status_t wg_copy(rk_context_t *context, rk_stream_t *stream,
 
 static rk_status_t wg_synchronize(rk_context_t *context) {
   wg_context_t *ctx = wg_ctx(context);
-  rk_status_t s = rk__wg_wait_idle(ctx);
+  rk_status_t s = rk__wg_guard_check(ctx, true);
   rk_status_t pending = rk__pending_take(&ctx->pending);
   return pending != RK_OK ? pending : s;
 }

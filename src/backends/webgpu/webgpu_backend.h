@@ -60,6 +60,10 @@ typedef struct wg_function wg_function_t;
 
 enum { kWgBindCacheSize = 32, kWgBindCacheMaxPtrs = 16 };
 
+/* Loop guard slots (see wg_context_t.guard): launches of guarded kernels
+ * between two reads of the guard buffer. */
+enum { kWgGuardSlots = 256, kWgGuardName = 128 };
+
 typedef struct wg_bind_cache_entry {
   const wg_function_t *fn;
   WGPUBindGroup group;
@@ -92,6 +96,21 @@ typedef struct wg_context {
   wg_bind_cache_entry_t cache[kWgBindCacheSize];
   size_t cache_next;
 
+  /* The loop guard, on adapters that end long loops early (base.loop_limit
+   * set): kernels that loop are compiled with wgsl_loop_guard, and each of
+   * their launches binds its own slot (guard_slot bytes, a dynamic offset)
+   * of `guard` at group 1, whose first word the kernel sets when a loop was
+   * cut short. Every read of device memory into host memory (copies,
+   * synchronizations) also reads the slots used since the last one; a set
+   * word fails it, naming the kernel of that slot. NULL guard: off. */
+  WGPUBuffer guard;
+  WGPUBindGroupLayout guard_bgl;
+  WGPUBindGroup guard_group;
+  uint32_t guard_slot;
+  size_t guard_used;
+  char (*guard_names)[kWgGuardName]; /* kWgGuardSlots: each slot's kernel */
+  char adapter[256];                 /* the adapter's name, for messages */
+
   rk__pending_t pending;     /* first unreported asynchronous error */
   pthread_mutex_t lost_lock; /* lost_msg */
   bool lost;
@@ -120,6 +139,7 @@ struct wg_function {
   size_t params_bytes;     /* packed by-value parameters; 0: no binding */
   uint64_t params_bind;    /* bound size of the parameter block */
   bool dynamic_shared;     /* the WGSL has `override rk_dyn_shared_bytes` */
+  bool guarded;            /* binds the context's loop guard at group 1 */
   wg_pipeline_t *pipelines;
   size_t npipelines;
 };
@@ -184,6 +204,16 @@ typedef struct rk__wg_read {
  * RK__WG_STAGING_MAX plus 16 bytes per range. */
 rk_status_t rk__wg_read_many(wg_context_t *ctx, size_t count,
                              const rk__wg_read_t *reads);
+/* Reads the loop guard's slots used since the last read (after all work
+ * recorded so far) and fails with its error when a launch was cut short;
+ * with no slot in use, waits until the queue is idle if `or_wait`. Takes
+ * ctx->lock. rk__wg_read_many() checks the slots with every read. */
+rk_status_t rk__wg_guard_check(wg_context_t *ctx, bool or_wait);
+/* Takes a loop guard slot for a launch of f (checking the slots first
+ * when all are taken): its dynamic offset in *out_offset. Caller holds
+ * ctx->lock. */
+rk_status_t rk__wg_guard_slot(wg_context_t *ctx, const wg_function_t *f,
+                              uint32_t *out_offset);
 /* Drops cached bind groups that use allocation `id` (0: all of them) or
  * function `fn` (NULL: any). */
 void rk__wg_cache_drop(wg_context_t *ctx, uint32_t id, const wg_function_t *fn);

@@ -197,9 +197,69 @@ static void on_map(uint32_t status, WGPUStringView message, void *u1,
   __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 }
 
+/* ---- The loop guard (wg_context_t.guard) ----------------------------------
+ */
+
+rk_status_t rk__wg_guard_slot(wg_context_t *ctx, const wg_function_t *f,
+                              uint32_t *out_offset) {
+  if (ctx->guard_used == kWgGuardSlots)
+    RK_RETURN_IF_ERROR(rk__wg_read_many(ctx, 0, NULL));
+  size_t slot = ctx->guard_used++;
+  snprintf(ctx->guard_names[slot], kWgGuardName, "%s", f->base->name);
+  *out_offset = (uint32_t)(slot * ctx->guard_slot);
+  return RK_OK;
+}
+
+rk_status_t rk__wg_guard_check(wg_context_t *ctx, bool or_wait) {
+  pthread_mutex_lock(&ctx->lock);
+  if (ctx->guard_used == 0) {
+    pthread_mutex_unlock(&ctx->lock);
+    return or_wait ? rk__wg_wait_idle(ctx) : RK_OK;
+  }
+  rk_status_t s = rk__wg_read_many(ctx, 0, NULL);
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
+}
+
+/* The guard's slots as read (`words`: guard_used slots of guard_slot
+ * bytes): RK_ERR_LAUNCH naming the first kernel whose slot is set, after
+ * clearing the slots; every slot is free again either way. */
+static rk_status_t guard_verdict(wg_context_t *ctx,
+                                 const unsigned char *words) {
+  size_t used = ctx->guard_used, hits = 0, first = 0;
+  ctx->guard_used = 0;
+  for (size_t i = 0; i < used; ++i) {
+    uint32_t hit;
+    memcpy(&hit, words + i * ctx->guard_slot, sizeof hit);
+    if (hit && hits++ == 0) first = i;
+  }
+  if (!hits) return RK_OK;
+  size_t bytes = used * ctx->guard_slot;
+  void *zeros = calloc(1, bytes);
+  if (zeros) {
+    ctx->p->wgpuQueueWriteBuffer(ctx->queue, ctx->guard, 0, zeros, bytes);
+    free(zeros);
+  }
+  char more[64] = "";
+  if (hits > 1)
+    snprintf(more, sizeof more, " (and %zu later launches)", hits - 1);
+  return rk__fail(
+      RK_ERR_LAUNCH,
+      "kernel '%s'%s: the WebGPU adapter '%s' ended a loop of the kernel "
+      "early, so its results are wrong: this adapter ends every loop of an "
+      "invocation once 65535 loop iterations have run in it (counted over "
+      "all its loops, and over the invocations that run beside it in one "
+      "SIMD group), and reports nothing. Keep each invocation's loops under "
+      "that (split the work over more threads or launches), or use the "
+      "OpenCL or CPU backend (docs/webgpu.md)%s",
+      ctx->guard_names[first], more, ctx->adapter,
+      zeros ? "" : "; the guard could not be cleared");
+}
+
 /* Reads several ranges into host memory with one submit and one map: each
  * range is copied (widened to whole words) into its own part of the staging
- * buffer. */
+ * buffer, and so are the loop guard's slots in use, which are checked
+ * (guard_verdict) after the data is copied out. */
 rk_status_t rk__wg_read_many(wg_context_t *ctx, size_t count,
                              const rk__wg_read_t *reads) {
   const rk__wgpu_procs_t *p = ctx->p;
@@ -209,6 +269,14 @@ rk_status_t rk__wg_read_many(wg_context_t *ctx, size_t count,
     uint64_t a1 = (reads[i].offset + reads[i].n + 3) & ~(uint64_t)3;
     total += (a1 - a0 + 7) & ~(uint64_t)7;
   }
+  const uint64_t guard_bytes = (uint64_t)ctx->guard_used * ctx->guard_slot;
+  if (guard_bytes && count && total > RK__WG_STAGING_MAX) {
+    /* A large read: the guard on its own, so staging stays small. */
+    RK_RETURN_IF_ERROR(rk__wg_read_many(ctx, 0, NULL));
+    return rk__wg_read_many(ctx, count, reads);
+  }
+  const uint64_t data_total = total;
+  total += guard_bytes;
   if (total == 0) return RK_OK;
   if (total > ctx->staging_size) {
     uint64_t size = 1 << 16;
@@ -238,6 +306,9 @@ rk_status_t rk__wg_read_many(wg_context_t *ctx, size_t count,
                                             ctx->staging, at, a1 - a0);
     at += (a1 - a0 + 7) & ~(uint64_t)7;
   }
+  if (guard_bytes)
+    p->wgpuCommandEncoderCopyBufferToBuffer(enc, ctx->guard, 0, ctx->staging,
+                                            data_total, guard_bytes);
   RK_RETURN_IF_ERROR(rk__wg_flush(ctx));
   map_result_t r;
   memset(&r, 0, sizeof r);
@@ -257,12 +328,14 @@ rk_status_t rk__wg_read_many(wg_context_t *ctx, size_t count,
     memcpy(reads[i].dst, src + at + (reads[i].offset - a0), reads[i].n);
     at += (a1 - a0 + 7) & ~(uint64_t)7;
   }
+  rk_status_t s = RK_OK;
+  if (src && guard_bytes) s = guard_verdict(ctx, src + data_total);
   p->wgpuBufferUnmap(ctx->staging);
   if (!src)
     return rk__fail(RK_ERR_INTERNAL,
                     "webgpu: the staging buffer has no "
                     "mapped range");
-  return RK_OK;
+  return s;
 }
 
 /* One range, in pieces of at most RK__WG_STAGING_MAX bytes. */

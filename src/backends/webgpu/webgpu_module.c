@@ -90,6 +90,7 @@ static rk_status_t build_function(wg_context_t *ctx, wg_function_t *f,
   }
   f->wgsl = wgsl;
   f->dynamic_shared = e->dynamic_shared;
+  f->guarded = ctx->guard && e->loops;
   /* Entry points keep their names in WGSL (the checker refuses names the
    * target reserves). */
   snprintf(f->entry_point, sizeof f->entry_point, "%s", e->name);
@@ -161,20 +162,25 @@ static rk_status_t build_function(wg_context_t *ctx, wg_function_t *f,
   p->wgpuDevicePushErrorScope(ctx->device, RK_WGPU_ERROR_FILTER_VALIDATION);
   f->bgl = p->wgpuDeviceCreateBindGroupLayout(ctx->device, &bd);
   free(le);
+  /* A guarded kernel's loop guard is group 1 (wg_context_t.guard). */
+  WGPUBindGroupLayout groups[2] = {f->bgl, ctx->guard_bgl};
   WGPUPipelineLayoutDescriptor pd;
   memset(&pd, 0, sizeof pd);
-  pd.bindGroupLayoutCount = 1;
-  pd.bindGroupLayouts = &f->bgl;
+  pd.bindGroupLayoutCount = f->guarded ? 2 : 1;
+  pd.bindGroupLayouts = groups;
   if (f->bgl) f->layout = p->wgpuDeviceCreatePipelineLayout(ctx->device, &pd);
   char lmsg[1024];
   s = rk__wg_pop_scope(ctx, RK_ERR_COMPILE, lmsg, sizeof lmsg);
   if (s != RK_OK || !f->layout)
     return rk__fail(s != RK_OK ? s : RK_ERR_COMPILE,
                     "%s: kernel '%s' needs %zu buffer bindings the device "
-                    "cannot provide (at most %u storage buffers per stage): "
+                    "cannot provide (at most %u storage buffers per stage%s): "
                     "%s",
-                    name, e->name, nentries,
+                    name, e->name, nentries + (f->guarded ? 1 : 0),
                     ctx->limits.maxStorageBuffersPerShaderStage,
+                    f->guarded ? "; one is the loop guard this adapter needs "
+                                 "for kernels that loop"
+                               : "",
                     s != RK_OK ? lmsg : "no layout");
   return RK_OK;
 }
@@ -187,6 +193,7 @@ rk_status_t rk__wg_compile(rk_context_t *context, const char *source,
   rk_transpile_options_t o;
   rk_transpile_options_init(&o);
   o.per_entry = true; /* one shader module and pipeline per entry point */
+  o.wgsl_loop_guard = ctx->guard != NULL;
   rk_codegen_result_t r;
   RK_RETURN_IF_ERROR(
       rk__kernel_front_end(source, options, RK_TARGET_WGSL, &o, &r));
@@ -664,6 +671,15 @@ rk_status_t rk__wg_launch_locked(wg_context_t *ctx, wg_function_t *f,
     dyn_offset = (uint32_t)slot;
   }
 
+  uint32_t guard_offset = 0;
+  if (f->guarded) {
+    rk_status_t gs = rk__wg_guard_slot(ctx, f, &guard_offset);
+    if (gs != RK_OK) {
+      if (!cacheable) p->wgpuBindGroupRelease(group);
+      return gs;
+    }
+  }
+
   if (!ctx->pass) {
     WGPUCommandEncoder enc = rk__wg_encoder(ctx);
     if (enc) ctx->pass = p->wgpuCommandEncoderBeginComputePass(enc, NULL);
@@ -675,6 +691,9 @@ rk_status_t rk__wg_launch_locked(wg_context_t *ctx, wg_function_t *f,
   p->wgpuComputePassEncoderSetPipeline(ctx->pass, pipe);
   p->wgpuComputePassEncoderSetBindGroup(ctx->pass, 0, group,
                                         f->params_bytes ? 1 : 0, &dyn_offset);
+  if (f->guarded)
+    p->wgpuComputePassEncoderSetBindGroup(ctx->pass, 1, ctx->guard_group, 1,
+                                          &guard_offset);
   p->wgpuComputePassEncoderDispatchWorkgroups(ctx->pass, grid.x, grid.y,
                                               grid.z);
   if (!cacheable) p->wgpuBindGroupRelease(group);

@@ -186,7 +186,7 @@ rk_status_t rk__wg_stream_synchronize(rk_stream_t *stream) {
   pthread_mutex_lock(&st->lock);
   submit_ops(st);
   pthread_mutex_unlock(&st->lock);
-  rk_status_t s = rk__wg_wait_idle(wg_ctx(stream->context));
+  rk_status_t s = rk__wg_guard_check(wg_ctx(stream->context), true);
   pthread_mutex_lock(&st->lock);
   rk_status_t error = rk__pending_take(&st->pending);
   if (error != RK_OK) s = error;
