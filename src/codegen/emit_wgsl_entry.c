@@ -350,18 +350,24 @@ static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {
    * buffers. */
   const char *hname = h->handle_name;
   rk__cg_wgsl_declare(p, hname, fn->loc);
+  const bool depth = p->guard && fn->uses_loop;
   rk__cg_wgsl_printf(
-      p, "\nfn %s(rk_m: u32%s)%s {\n", hname,
+      p, "\nfn %s(rk_m: u32%s%s)%s {\n", hname,
       fn->uses_index
           ? ", rk_tid: vec3<u32>, rk_bid: vec3<u32>, rk_gdim: vec3<u32>"
           : "",
-      h->status ? " -> i32" : "");
+      depth ? ", rk_depth: u32" : "", h->status ? " -> i32" : "");
+  p->depth_param = depth;
   if (h->status)
     rk__cg_wgsl_value_function_body(p, fn->ret, fn->body);
   else
     rk__cg_wgsl_function_body(p, fn->body);
+  p->depth_param = false;
   puts_(p, "}\n");
+  /* The index arguments; with the guard, the loops open at the call (none
+   * in the message's own kernel, the batch's loop in a batch kernel). */
   const char *ix = fn->uses_index ? ", rk_tid, rk_bid, rk_gdim" : "";
+  const char *d0 = depth ? ", 0u" : "", *d1 = depth ? ", 1u" : "";
   const char *status = status_string(p, fn);
   for (uint32_t k = 0; k < fp->nentries; ++k) {
     const cg_entry_plan_t *ep = &fp->entries[k];
@@ -373,7 +379,7 @@ static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {
        * rk_status. */
       puts_(p, "    ");
       if (h->status) rk__cg_wgsl_printf(p, "%s[0] = ", status);
-      rk__cg_wgsl_printf(p, "%s(0u%s);\n  }\n}\n", hname, ix);
+      rk__cg_wgsl_printf(p, "%s(0u%s%s);\n  }\n}\n", hname, ix, d0);
       continue;
     }
     batch_resources(p, fp, ep);
@@ -414,10 +420,11 @@ static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {
                         : ") {\n      ");
     }
     if (h->status)
-      rk__cg_wgsl_printf(p, "%s[rk_m] = %s(rk_m%s);\n", status, hname, ix);
+      rk__cg_wgsl_printf(p, "%s[rk_m] = %s(rk_m%s%s);\n", status, hname, ix,
+                         d1);
     else
-      rk__cg_wgsl_printf(p, "%s(rk_m%s);\n      %s[rk_m] = 0;\n", hname, ix,
-                         status);
+      rk__cg_wgsl_printf(p, "%s(rk_m%s%s);\n      %s[rk_m] = 0;\n", hname, ix,
+                         d1, status);
     puts_(p, "    }\n");
     rk__cg_wgsl_guard_check(p, "    ");
     puts_(p, "  }\n}\n");
@@ -426,6 +433,8 @@ static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {
 
 void rk__cg_wgsl_entry(printer_t *p, const cg_func_plan_t *fp) {
   const cg_func_t *fn = fp->fn;
+  p->depth_param = false;
+  p->loop_depth = 0;
   p->fn = fn;
   p->fp = fp;
   p->entry = fn;

@@ -244,6 +244,10 @@ static void atomic_call(printer_t *p, const cg_expr_t *e) {
     rk__cg_wgsl_expr(p, e->call.args[1]);
     puts_(p, ", ");
     rk__cg_wgsl_expr(p, e->call.args[2]);
+    if (p->guard) {
+      puts_(p, ", ");
+      rk__cg_wgsl_depth(p);
+    }
     puts_(p, ")");
     return;
   }
@@ -288,6 +292,10 @@ static void call(printer_t *p, const cg_expr_t *e) {
     if (callee->uses_index)
       rk__cg_wgsl_printf(p, "%srk_tid, rk_bid, rk_gdim",
                          e->call.nargs ? ", " : "");
+    if (p->guard && callee->uses_loop) {
+      if (e->call.nargs || callee->uses_index) puts_(p, ", ");
+      rk__cg_wgsl_depth(p);
+    }
     puts_(p, ")");
   } else if (rk__cg_bi_is_index(b)) {
     rk__cg_wgsl_index_builtin(p, rk__cg_bi_index_kind(b), rk__cg_bi_axis(b));

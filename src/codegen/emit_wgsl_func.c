@@ -17,6 +17,9 @@ static void params_list(printer_t *p, const cg_func_t *fn) {
     rk__cg_wgsl_printf(
         p, "%srk_tid: vec3<u32>, rk_bid: vec3<u32>, rk_gdim: vec3<u32>",
         fn->nparams ? ", " : "");
+  if (p->guard && fn->uses_loop)
+    puts_(p,
+          fn->nparams || fn->uses_index ? ", rk_depth: u32" : "rk_depth: u32");
 }
 
 /* Modified parameters are copied into variables (WGSL parameters are
@@ -81,6 +84,7 @@ void rk__cg_wgsl_helper(printer_t *p, const cg_func_plan_t *fp) {
   p->fn = fn;
   p->fp = fp;
   p->ntemps = 0;
+  p->depth_param = p->guard && fn->uses_loop;
   rk__cg_wgsl_declare(p, rk__cg_wgsl_spelled(p, fn->name), fn->loc);
   puts_(p, "\nfn ");
   rk__cg_wgsl_name(p, fn->name);
@@ -158,12 +162,17 @@ void rk__cg_wgsl_cas_helper(printer_t *p, const cg_var_t *v) {
   rk__cg_wgsl_type(p, base, false);
   puts_(p, ", desired: ");
   rk__cg_wgsl_type(p, base, false);
+  if (p->guard) puts_(p, ", rk_depth: u32");
   puts_(p, ") -> ");
   rk__cg_wgsl_type(p, base, false);
   puts_(p, " {\n  var old: ");
   rk__cg_wgsl_type(p, base, false);
   puts_(p, ";\n");
   rk__cg_wgsl_guard_begin(p, "  ");
+  const bool depth_param = p->depth_param;
+  const uint32_t loop_depth = p->loop_depth;
+  p->depth_param = true;
+  p->loop_depth = 0;
   puts_(p, "  loop {\n    let r = ");
   rk__cg_wgsl_builtin_call(p, "atomicCompareExchangeWeak");
   puts_(p, "&");
@@ -179,6 +188,8 @@ void rk__cg_wgsl_cas_helper(printer_t *p, const cg_var_t *v) {
         "    }\n"
         "  }\n");
   rk__cg_wgsl_guard_check(p, "  ");
+  p->depth_param = depth_param;
+  p->loop_depth = loop_depth;
   puts_(p,
         "  return old;\n"
         "}\n");

@@ -56,6 +56,9 @@ typedef struct printer {
   bool guard;
   uint32_t loop_depth; /* loops around the statement being printed */
   bool break_loop;     /* a `break` here leaves a loop, not a switch */
+  /* The function being printed takes `rk_depth: u32`, the loops its caller
+   * has open (helpers that loop, with the guard). */
+  bool depth_param;
 } printer_t;
 
 static inline void puts_(printer_t *p, const char *s) {
@@ -167,9 +170,15 @@ void rk__cg_wgsl_items(printer_t *p, const cg_stmt_t *s);
 void rk__cg_wgsl_guard_begin(printer_t *p, const char *indent_text);
 
 /* ... and, right after it, the check that every loop started has ended as
- * the program says, which sets the guard's hit word when one was cut
- * short. Both lines start with indent_text (NULL: p->indent). */
+ * the program says (but those open around it: rk__cg_wgsl_depth), which
+ * sets the guard's hit word when one was cut short. Both lines start with
+ * indent_text (NULL: p->indent). */
 void rk__cg_wgsl_guard_check(printer_t *p, const char *indent_text);
+
+/* With the loop guard: the number of loops open at this point, counting
+ * the caller's (`rk_depth + 2u`, `1u`): the argument that a call of a
+ * function that loops passes as its rk_depth. */
+void rk__cg_wgsl_depth(printer_t *p);
 
 /* ---- emit_wgsl_func.c ------------------------------------------------------
  */

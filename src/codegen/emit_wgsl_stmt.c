@@ -366,11 +366,23 @@ static void guard_indent(printer_t *p, const char *indent_text) {
     indent(p);
 }
 
+void rk__cg_wgsl_depth(printer_t *p) {
+  if (p->depth_param)
+    rk__cg_wgsl_printf(p, "rk_depth + %uu", p->loop_depth);
+  else
+    rk__cg_wgsl_printf(p, "%uu", p->loop_depth);
+}
+
 /* The check of rk__cg_wgsl_guard_check() without its final newline. */
 static void guard_check(printer_t *p, const char *indent_text) {
   if (!p->guard) return;
   guard_indent(p, indent_text);
-  puts_(p, "if (rk_loops_ended != rk_loops_begun) {\n");
+  puts_(p, "if (rk_loops_begun != rk_loops_ended");
+  if (p->depth_param || p->loop_depth) {
+    puts_(p, " + ");
+    rk__cg_wgsl_depth(p);
+  }
+  puts_(p, ") {\n");
   guard_indent(p, indent_text);
   puts_(p, "  ");
   rk__cg_wgsl_builtin_call(p, "atomicStore");

@@ -497,6 +497,155 @@ static void test_threads(rk_context_t *ctx) {
   rk_module_destroy(m);
 }
 
+/* llvmpipe ends every loop of an invocation once 65535 loop iterations have
+ * run in it (over all its loops and the invocations of its SIMD group) and
+ * says nothing. Before the loop guard, spin(70000) came back as RK_OK with
+ * x after 65535 steps. Now every launch that was cut short fails the read
+ * (or synchronization) that follows it with RK_ERR_LAUNCH naming the
+ * kernel; launches under the limit give the right answer; a hardware
+ * adapter runs them all. */
+static const char kSpinSource[] =
+    "#include <rk/kernel.h>\n"
+    "static uint32_t steps(uint32_t x, uint32_t n) {\n"
+    "  for (uint32_t i = 0u; i < n; i++) x = x * 1664525u + 1013904223u;\n"
+    "  return x;\n"
+    "}\n"
+    "RK_KERNEL void spin(uint32_t *out, uint32_t n, uint32_t split) {\n"
+    "  uint32_t t = rk_global_idx_x();\n"
+    "  uint32_t x = t;\n"
+    "  if (split == 0u) {\n"
+    "    x = steps(x, n);\n"
+    "  } else if (split == 2u) {\n"
+    "    for (uint32_t r = 0u; r < 3u; r++) x = steps(x, n / 3u);\n"
+    "  } else if (t % 2u == 0u) {\n"
+    "    x = steps(x, n);\n"
+    "  } else {\n"
+    "    uint32_t i = 0u;\n"
+    "    while (i < n) { x = x * 1664525u + 1013904223u; i++; }\n"
+    "  }\n"
+    "  out[t] = x;\n"
+    "}\n";
+
+enum { kSpinThreads = 16 };
+
+/* split 2 runs n / 3 steps three times (nested loops). */
+static uint32_t spin_ref(uint32_t t, uint32_t n, uint32_t split) {
+  uint32_t x = t;
+  if (split == 2) n = n / 3u * 3u;
+  for (uint32_t i = 0; i < n; ++i) x = x * 1664525u + 1013904223u;
+  return x;
+}
+
+/* Launches spin(n, split) on `st` (NULL: the default stream) and reads
+ * the result: the status of the read (a stream's: its synchronization)
+ * and, in *out_right, whether every thread's result is right. */
+static rk_status_t spin_run(rk_context_t *ctx, rk_function_t *f, rk_devptr_t d,
+                            uint32_t n, uint32_t split, rk_stream_t *st,
+                            bool *out_right) {
+  uint32_t h[kSpinThreads];
+  memset(h, 0, sizeof h);
+  rk_arg_t args[] = {rk_arg_ptr(d), rk_arg_u32(n), rk_arg_u32(split)};
+  rk_status_t s = rk_function_launch(
+      f, (rk_dim3_t){1, 1, 1}, (rk_dim3_t){kSpinThreads, 1, 1}, 0, st, args, 3);
+  if (s != RK_OK) return s;
+  if (st) {
+    s = rk_stream_copy_to_host(st, h, d, sizeof h);
+    if (s == RK_OK) s = rk_stream_synchronize(st);
+  } else {
+    s = rk_context_copy_to_host(ctx, h, d, sizeof h);
+  }
+  *out_right = true;
+  for (uint32_t t = 0; t < kSpinThreads; ++t)
+    if (h[t] != spin_ref(t, n, split)) *out_right = false;
+  return s;
+}
+
+/* The loop guard's error for spin. */
+static void launch_error(rk_status_t s) {
+  CHECK(s == RK_ERR_LAUNCH, "%s, not launch error", rk_status_name(s));
+  CHECK_ERROR_HAS("kernel 'spin'");
+}
+
+static void test_loop_limit(rk_context_t *ctx) {
+  rk_device_info_t info;
+  if (!CHECK_OK(rk_backend_device_info(g_be, 0, &info))) return;
+  const bool limited = strstr(info.name, "llvmpipe") != NULL;
+  rk_module_t *m = NULL;
+  if (!CHECK_OK(rk_context_compile(ctx, kSpinSource, NULL, &m))) return;
+  rk_function_t *f = function(m, "spin");
+  rk_devptr_t d = 0;
+  if (!f || !CHECK_OK(rk_context_allocate(ctx, 4096, &d))) {
+    rk_module_destroy(m);
+    return;
+  }
+  bool right = false;
+  /* Under the limit: right, no error. */
+  CHECK_OK(spin_run(ctx, f, d, 60000, 0, NULL, &right));
+  CHECK(right, "spin(60000) gave a wrong result");
+  /* Over it: never a wrong answer with RK_OK. */
+  rk_status_t s = spin_run(ctx, f, d, 70000, 0, NULL, &right);
+  if (limited) {
+    CHECK(s == RK_ERR_LAUNCH, "spin(70000) on %s: %s (result %s)", info.name,
+          rk_status_name(s), right ? "right" : "wrong");
+    CHECK_ERROR_HAS("kernel 'spin'");
+    CHECK_ERROR_HAS("65535 loop iterations");
+    CHECK(!right, "llvmpipe ran spin(70000) to the end");
+  } else {
+    CHECK_OK(s);
+    CHECK(right, "spin(70000) gave a wrong result");
+  }
+  /* The error is reported once: the next launch is judged on its own. */
+  CHECK_OK(spin_run(ctx, f, d, 60000, 0, NULL, &right));
+  CHECK(right, "spin(60000) after an error gave a wrong result");
+  /* Invocations of one SIMD group looping in different loops: 40000 each
+   * is under the limit per invocation, but llvmpipe counts the group's. */
+  s = spin_run(ctx, f, d, 40000, 1, NULL, &right);
+  CHECK(s != RK_OK || right, "split spin(40000): RK_OK with a wrong result");
+  if (limited) launch_error(s);
+  CHECK_OK(spin_run(ctx, f, d, 20000, 1, NULL, &right));
+  CHECK(right, "split spin(20000) gave a wrong result");
+  /* Nested loops (a helper's loop inside the kernel's): counted together. */
+  CHECK_OK(spin_run(ctx, f, d, 60000, 2, NULL, &right));
+  CHECK(right, "nested spin(60000) gave a wrong result");
+  s = spin_run(ctx, f, d, 90000, 2, NULL, &right);
+  CHECK(s != RK_OK || right, "nested spin(90000): RK_OK with a wrong result");
+  if (limited) launch_error(s);
+  /* Found by a synchronization as well, and on a stream. */
+  rk_arg_t args[] = {rk_arg_ptr(d), rk_arg_u32(70000), rk_arg_u32(0)};
+  CHECK_OK(rk_function_launch(f, (rk_dim3_t){1, 1, 1},
+                              (rk_dim3_t){kSpinThreads, 1, 1}, 0, NULL, args,
+                              3));
+  s = rk_context_synchronize(ctx);
+  if (limited) {
+    launch_error(s);
+  } else {
+    CHECK_OK(s);
+  }
+  rk_stream_t *st = NULL;
+  if (CHECK_OK(rk_context_create_stream(ctx, &st))) {
+    s = spin_run(ctx, f, d, 70000, 0, st, &right);
+    CHECK(s != RK_OK || right, "spin(70000) on a stream: RK_OK, wrong result");
+    if (limited) launch_error(s);
+    CHECK_OK(spin_run(ctx, f, d, 100, 0, st, &right));
+    CHECK(right, "spin(100) on a stream gave a wrong result");
+    CHECK_OK(rk_stream_destroy(st));
+  }
+  /* More launches than the guard has slots before one read (the slots are
+   * checked and reused), the last one cut short. */
+  rk_arg_t few[] = {rk_arg_ptr(d), rk_arg_u32(100), rk_arg_u32(0)};
+  for (int i = 0; i < 300; ++i)
+    if (!CHECK_OK(rk_function_launch(f, (rk_dim3_t){1, 1, 1},
+                                     (rk_dim3_t){kSpinThreads, 1, 1}, 0, NULL,
+                                     few, 3)))
+      break;
+  s = spin_run(ctx, f, d, 70000, 0, NULL, &right);
+  CHECK(s != RK_OK || right, "spin(70000) after 300 launches: RK_OK, wrong");
+  if (limited) launch_error(s);
+  CHECK_OK(rk_context_synchronize(ctx));
+  CHECK_OK(rk_context_free(ctx, d));
+  rk_module_destroy(m);
+}
+
 int main(void) {
   rk_test_use_temp_cache();
   test_bogus_library();
@@ -521,6 +670,7 @@ int main(void) {
     test_stream_async_error(ctx);
     test_large_copy(ctx);
     test_threads(ctx);
+    test_loop_limit(ctx);
     CHECK_OK(rk_context_synchronize(ctx));
     CHECK_OK(rk_context_destroy(ctx));
   }

@@ -100,7 +100,7 @@ fn rk_batch_account(@builtin(local_invocation_id) rk_tid: vec3<u32>,
       }
       rk_status[rk_m] = rk_handle_account(rk_m);
     }
-    if (rk_loops_ended != rk_loops_begun) {
+    if (rk_loops_begun != rk_loops_ended) {
       atomicStore(&rk_loop_guard.hit, 1u);
     }
   }

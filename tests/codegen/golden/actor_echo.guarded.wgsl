@@ -80,7 +80,7 @@ fn rk_batch_add_one(@builtin(local_invocation_id) rk_tid: vec3<u32>,
       rk_handle_add_one(rk_m);
       rk_status[rk_m] = 0;
     }
-    if (rk_loops_ended != rk_loops_begun) {
+    if (rk_loops_begun != rk_loops_ended) {
       atomicStore(&rk_loop_guard.hit, 1u);
     }
   }

@@ -35,7 +35,7 @@ var<workgroup> su: array<atomic<u32>, 8>;
 
 // Compare-and-swap on an element returning the old value: retries the weak
 // exchange until it succeeds or sees another value.
-fn rk_cas_gi(i0: u32, expected: i32, desired: i32) -> i32 {
+fn rk_cas_gi(i0: u32, expected: i32, desired: i32, rk_depth: u32) -> i32 {
   var old: i32;
   rk_loops_begun += 1u;
   loop {
@@ -45,7 +45,7 @@ fn rk_cas_gi(i0: u32, expected: i32, desired: i32) -> i32 {
       rk_loops_ended += 1u; break;
     }
   }
-  if (rk_loops_ended != rk_loops_begun) {
+  if (rk_loops_begun != rk_loops_ended + rk_depth + 0u) {
     atomicStore(&rk_loop_guard.hit, 1u);
   }
   return old;
@@ -53,7 +53,7 @@ fn rk_cas_gi(i0: u32, expected: i32, desired: i32) -> i32 {
 
 // Compare-and-swap on an element returning the old value: retries the weak
 // exchange until it succeeds or sees another value.
-fn rk_cas_gu(i0: u32, expected: u32, desired: u32) -> u32 {
+fn rk_cas_gu(i0: u32, expected: u32, desired: u32, rk_depth: u32) -> u32 {
   var old: u32;
   rk_loops_begun += 1u;
   loop {
@@ -63,7 +63,7 @@ fn rk_cas_gu(i0: u32, expected: u32, desired: u32) -> u32 {
       rk_loops_ended += 1u; break;
     }
   }
-  if (rk_loops_ended != rk_loops_begun) {
+  if (rk_loops_begun != rk_loops_ended + rk_depth + 0u) {
     atomicStore(&rk_loop_guard.hit, 1u);
   }
   return old;
@@ -71,7 +71,7 @@ fn rk_cas_gu(i0: u32, expected: u32, desired: u32) -> u32 {
 
 // Compare-and-swap on an element returning the old value: retries the weak
 // exchange until it succeeds or sees another value.
-fn rk_cas_si(i0: u32, expected: i32, desired: i32) -> i32 {
+fn rk_cas_si(i0: u32, expected: i32, desired: i32, rk_depth: u32) -> i32 {
   var old: i32;
   rk_loops_begun += 1u;
   loop {
@@ -81,7 +81,7 @@ fn rk_cas_si(i0: u32, expected: i32, desired: i32) -> i32 {
       rk_loops_ended += 1u; break;
     }
   }
-  if (rk_loops_ended != rk_loops_begun) {
+  if (rk_loops_begun != rk_loops_ended + rk_depth + 0u) {
     atomicStore(&rk_loop_guard.hit, 1u);
   }
   return old;
@@ -110,7 +110,7 @@ fn atomics_all(@builtin(local_invocation_id) rk_tid: vec3<u32>,
   old_i[t] = atomicExchange(&gi[5], v);
   atomicMin(&gi[6], -v);
   atomicMax(&gi[7], v);
-  rk_cas_gi(8u, t, t + 1);
+  rk_cas_gi(8u, t, t + 1, 0u);
   atomicAdd(&gu[0], u);
   atomicSub(&gu[1], u);
   atomicAnd(&gu[2], ~(1u << (u & 7u)));
@@ -119,10 +119,10 @@ fn atomics_all(@builtin(local_invocation_id) rk_tid: vec3<u32>,
   old_u[t] = atomicExchange(&gu[5], u);
   atomicMin(&gu[6], u);
   atomicMax(&gu[7], u);
-  rk_cas_gu(8u, u32(t), u32(t) + 1u);
+  rk_cas_gu(8u, u32(t), u32(t) + 1u, 0u);
   atomicAdd(&si[0], v);
   atomicMax(&si[1], v);
-  rk_cas_si(2u, t, t + 1);
+  rk_cas_si(2u, t, t + 1, 0u);
   atomicAdd(&su[0], u);
   atomicMin(&su[1], u);
   atomicExchange(&su[2], u);

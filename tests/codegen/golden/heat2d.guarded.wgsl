@@ -89,7 +89,7 @@ fn heat2d(@builtin(local_invocation_id) rk_tid: vec3<u32>,
     rk_tile_u[rk_i / 18][rk_i % 18] = select(f32(), u[rk_gy * nx + rk_gx], rk_in);
     rk_tile_k[rk_i / 18][rk_i % 18] = select(f32(), k[rk_gy * nx + rk_gx], rk_in);
   }
-  if (rk_loops_ended != rk_loops_begun) {
+  if (rk_loops_begun != rk_loops_ended) {
     atomicStore(&rk_loop_guard.hit, 1u);
   }
   workgroupBarrier();

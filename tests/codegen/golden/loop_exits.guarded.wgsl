@@ -32,7 +32,7 @@ struct span_t {
   hi: i32,
 }
 
-fn first_above(x: i32, t: i32) -> i32 {
+fn first_above(x: i32, t: i32, rk_depth: u32) -> i32 {
   var i: i32 = 0;
   rk_loops_begun += 1u;
   loop {
@@ -44,13 +44,13 @@ fn first_above(x: i32, t: i32) -> i32 {
     }
     i += 3;
   }
-  if (rk_loops_ended != rk_loops_begun) {
+  if (rk_loops_begun != rk_loops_ended + rk_depth + 0u) {
     atomicStore(&rk_loop_guard.hit, 1u);
   }
   return i32(); // WGSL requires a return at the end
 }
 
-fn grow(rk_arg_x: f32, limit: f32) -> f32 {
+fn grow(rk_arg_x: f32, limit: f32, rk_depth: u32) -> f32 {
   var x: f32 = rk_arg_x;
   rk_loops_begun += 1u;
   for (; ; ) {
@@ -59,13 +59,13 @@ fn grow(rk_arg_x: f32, limit: f32) -> f32 {
       rk_loops_ended += 1u; return x;
     }
   }
-  if (rk_loops_ended != rk_loops_begun) {
+  if (rk_loops_begun != rk_loops_ended + rk_depth + 0u) {
     atomicStore(&rk_loop_guard.hit, 1u);
   }
   return f32(); // WGSL requires a return at the end
 }
 
-fn collatz_steps(rk_arg_n: u32) -> u32 {
+fn collatz_steps(rk_arg_n: u32, rk_depth: u32) -> u32 {
   var n: u32 = rk_arg_n;
   var k: u32 = 0u;
   rk_loops_begun += 1u;
@@ -83,13 +83,13 @@ fn collatz_steps(rk_arg_n: u32) -> u32 {
       break if !rk_again;
     }
   }
-  if (rk_loops_ended != rk_loops_begun) {
+  if (rk_loops_begun != rk_loops_ended + rk_depth + 0u) {
     atomicStore(&rk_loop_guard.hit, 1u);
   }
   return u32(); // WGSL requires a return at the end
 }
 
-fn bracket(v: i32) -> span_t {
+fn bracket(v: i32, rk_depth: u32) -> span_t {
   var s: span_t = span_t(0, 1);
   rk_loops_begun += 1u;
   loop {
@@ -102,7 +102,7 @@ fn bracket(v: i32) -> span_t {
     s.lo = s.hi;
     s.hi *= 2;
   }
-  if (rk_loops_ended != rk_loops_begun) {
+  if (rk_loops_begun != rk_loops_ended + rk_depth + 0u) {
     atomicStore(&rk_loop_guard.hit, 1u);
   }
   return span_t(); // WGSL requires a return at the end
@@ -154,10 +154,10 @@ fn loop_exits(@builtin(local_invocation_id) rk_tid: vec3<u32>,
     return;
   }
   var v: i32 = in[i];
-  var s: span_t = bracket(v);
-  out_i[3 * i] = first_above(v, 50);
+  var s: span_t = bracket(v, 0u);
+  out_i[3 * i] = first_above(v, 50, 0u);
   out_i[3 * i + 1] = s.lo + s.hi;
   out_i[3 * i + 2] = rk_u_sign(v - 50);
-  out_f[i] = grow(f32(v), 1000.0f);
-  out_u[i] = collatz_steps(u32(v)) + select(0u, 1000u, small_or_even(u32(v)));
+  out_f[i] = grow(f32(v), 1000.0f, 0u);
+  out_u[i] = collatz_steps(u32(v), 0u) + select(0u, 1000u, small_or_even(u32(v)));
 }

@@ -62,7 +62,7 @@ fn loops(@builtin(local_invocation_id) rk_tid: vec3<u32>,
     }
     sum += weights[k] * v;
   }
-  if (rk_loops_ended != rk_loops_begun) {
+  if (rk_loops_begun != rk_loops_ended) {
     atomicStore(&rk_loop_guard.hit, 1u);
   }
   var steps: i32 = 0;
@@ -77,7 +77,7 @@ fn loops(@builtin(local_invocation_id) rk_tid: vec3<u32>,
       rk_loops_ended += 1u; break;
     }
   }
-  if (rk_loops_ended != rk_loops_begun) {
+  if (rk_loops_begun != rk_loops_ended) {
     atomicStore(&rk_loop_guard.hit, 1u);
   }
   var j: i32 = 0;
@@ -93,7 +93,7 @@ fn loops(@builtin(local_invocation_id) rk_tid: vec3<u32>,
       break if !rk_again;
     }
   }
-  if (rk_loops_ended != rk_loops_begun) {
+  if (rk_loops_begun != rk_loops_ended) {
     atomicStore(&rk_loop_guard.hit, 1u);
   }
   var f: f32 = f32(sum) * fw[1] + fw[0] - fw[2];
