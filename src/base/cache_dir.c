@@ -15,7 +15,9 @@
 #include "base/sys.h"
 
 enum { kTrailerSize = 32, kChecksumSize = 16 };
-static const char kMagic[8] = {'r', 'k', 'c', 'a', 'c', 'h', 'e', '1'};
+/* "rkcache2": the checksum is rk__checksum128 (entries of format 1, with
+ * an FNV-1a checksum, read as damaged and are rebuilt). */
+static const char kMagic[8] = {'r', 'k', 'c', 'a', 'c', 'h', 'e', '2'};
 
 rk_status_t rk__cache_root(char *out, size_t cap) {
   const char *env = getenv("RK_CACHE_DIR");
@@ -80,11 +82,18 @@ rk_status_t rk__cache_dir(const char *sub, char *out, size_t cap) {
     return rk__fail(RK_ERR_OUT_OF_RANGE,
                     "the cache directory's path does not fit in %zu bytes",
                     cap);
-  /* The root is checked before anything is made inside it. */
-  if (rk__mkdirs(root) != RK_OK)
-    return rk__fail_context(RK_ERR_UNAVAILABLE, "cache");
-  RK_RETURN_IF_ERROR(rk__cache_check(root, true));
+  /* The root is checked before anything is made inside it. Directories
+   * that exist are only checked (the usual case: one stat each). */
+  rk_status_t s = rk__cache_check(root, true);
+  if (s == RK_ERR_NOT_FOUND) {
+    if (rk__mkdirs(root) != RK_OK)
+      return rk__fail_context(RK_ERR_UNAVAILABLE, "cache");
+    s = rk__cache_check(root, true);
+  }
+  if (s != RK_OK) return s;
   if (!sub || !*sub) return RK_OK;
+  s = rk__cache_check(out, true);
+  if (s != RK_ERR_NOT_FOUND) return s;
   if (mkdir(out, 0700) != 0 && errno != EEXIST)
     return rk__fail(RK_ERR_UNAVAILABLE,
                     "cache: cannot create directory '%s': %s", out,
@@ -92,14 +101,14 @@ rk_status_t rk__cache_dir(const char *sub, char *out, size_t cap) {
   return rk__cache_check(out, true);
 }
 
+/* The entry's checksum, seeded with its key: an entry copied under another
+ * key does not check. */
 static void checksum(const char *key, const void *data, size_t size,
                      unsigned char out[kChecksumSize]) {
   rk__hash_t h;
   rk__hash_init(&h);
   rk__hash_str(&h, key);
-  rk__hash_update(&h, data, size);
-  for (int i = 0; i < kChecksumSize; ++i)
-    out[i] = (unsigned char)(h.h >> (8 * i));
+  rk__checksum128((uint64_t)h.h ^ (uint64_t)(h.h >> 64), data, size, out);
 }
 
 static void make_trailer(const char *key, const void *data, size_t size,

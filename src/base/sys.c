@@ -81,6 +81,69 @@ void rk__hash_str(rk__hash_t *hash, const char *s) {
   rk__hash_update(hash, s ? s : "", s ? strlen(s) + 1 : 1);
 }
 
+/* ---- rk__checksum128 ------------------------------------------------------
+ *
+ * Four 64-bit lanes each take every fourth word of a 32-byte block: add the
+ * word times an odd constant, rotate, multiply by another (every step is a
+ * bijection of the lane, so any change of one word changes its lane). The
+ * tail and the length go into the lanes the same way; the lanes are then
+ * folded into two words and each is finished with a xor-shift-multiply
+ * avalanche. */
+
+static const uint64_t kCkMul1 = 0x9e3779b97f4a7c15ull; /* 2^64 / golden ratio */
+static const uint64_t kCkMul2 = 0xd6e8feb86659fd93ull;
+
+static inline uint64_t ck_rotl(uint64_t x, int r) {
+  return (x << r) | (x >> (64 - r));
+}
+
+static inline uint64_t ck_word(const unsigned char *p) {
+  uint64_t w;
+  memcpy(&w, p, sizeof w);
+  return w;
+}
+
+static inline uint64_t ck_lane(uint64_t lane, uint64_t word) {
+  return ck_rotl(lane + word * kCkMul2, 29) * kCkMul1;
+}
+
+static inline uint64_t ck_finish(uint64_t x) {
+  x ^= x >> 32;
+  x *= kCkMul2;
+  x ^= x >> 29;
+  x *= kCkMul1;
+  x ^= x >> 32;
+  return x;
+}
+
+void rk__checksum128(uint64_t seed, const void *data, size_t n,
+                     unsigned char out[16]) {
+  const unsigned char *p = data;
+  uint64_t v[4] = {seed ^ kCkMul1, seed + kCkMul2, ck_rotl(seed, 17) ^ kCkMul2,
+                   ck_rotl(seed, 41) + kCkMul1};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    v[0] = ck_lane(v[0], ck_word(p + i));
+    v[1] = ck_lane(v[1], ck_word(p + i + 8));
+    v[2] = ck_lane(v[2], ck_word(p + i + 16));
+    v[3] = ck_lane(v[3], ck_word(p + i + 24));
+  }
+  int k = 0;
+  for (; i + 8 <= n; i += 8, ++k) v[k] = ck_lane(v[k], ck_word(p + i));
+  uint64_t last = 0;
+  for (size_t j = 0; i + j < n; ++j) last |= (uint64_t)p[i + j] << (8 * j);
+  v[k & 3] = ck_lane(v[k & 3], last);
+  v[(k + 1) & 3] = ck_lane(v[(k + 1) & 3], (uint64_t)n);
+  uint64_t a = ck_finish(v[0] ^ ck_rotl(v[1], 23));
+  uint64_t b = ck_finish(v[2] ^ ck_rotl(v[3], 37));
+  a += b;
+  b += ck_finish(a);
+  for (int j = 0; j < 8; ++j) {
+    out[j] = (unsigned char)(a >> (8 * j));
+    out[8 + j] = (unsigned char)(b >> (8 * j));
+  }
+}
+
 void rk__hash_hex(const rk__hash_t *hash, char out[33]) {
   snprintf(out, 33, "%016llx%016llx", (unsigned long long)(hash->h >> 64),
            (unsigned long long)hash->h);

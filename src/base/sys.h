@@ -61,6 +61,14 @@ void rk__hash_str(rk__hash_t *hash, const char *s);
 /* 32 lowercase hex digits and a NUL. */
 void rk__hash_hex(const rk__hash_t *hash, char out[33]);
 
+/* A 128-bit checksum of data (n bytes) under `seed`, into out (16 bytes),
+ * eight bytes at a time in four independent lanes: several times faster
+ * than rk__hash_update, for detecting damaged or changed files (the cache's
+ * entries), not for keys. Not cryptographic: it finds accidents, not
+ * attacks (which the cache's trust rules are for). */
+void rk__checksum128(uint64_t seed, const void *data, size_t n,
+                     unsigned char out[16]);
+
 /* mkdir -p with mode 0700 for new directories. */
 rk_status_t rk__mkdirs(const char *path);
 /* Reads a whole file into a NUL-terminated malloc'd buffer. */

@@ -3,7 +3,8 @@
  * directories and entries refused when another user owns them or group or
  * others may write them, entries read back only when their size and
  * checksum match (and not through a symbolic link or from a FIFO), and the
- * cost model's default profile path under the same rules. */
+ * cost model's default profile path under the same rules; and the entries'
+ * checksum (rk__checksum128) changes with every bit, length and seed. */
 #define RK_TEST_IMPLEMENTATION
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 
 #include "base/cache_dir.h"
 #include "base/error.h"
+#include "base/sys.h"
 #include "rk/select.h"
 #include "rk_test.h"
 
@@ -230,7 +232,33 @@ static void test_cost_profile_path(void) {
   }
 }
 
+/* Every one-bit change of a 200-byte buffer, every length from 0 to 200
+ * and another seed give another checksum (all distinct from each other). */
+static void test_checksum(void) {
+  enum { kLen = 200, kMax = kLen * 8 + kLen + 2 };
+  unsigned char buf[kLen];
+  for (int i = 0; i < kLen; ++i) buf[i] = (unsigned char)(i * 37 + 11);
+  static unsigned char sums[kMax][16];
+  int n = 0;
+  rk__checksum128(1, buf, kLen, sums[n++]);
+  for (int bit = 0; bit < kLen * 8; ++bit) {
+    buf[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+    rk__checksum128(1, buf, kLen, sums[n++]);
+    buf[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+  }
+  for (int len = 0; len < kLen; ++len) rk__checksum128(1, buf, len, sums[n++]);
+  rk__checksum128(2, buf, kLen, sums[n++]);
+  unsigned char again[16];
+  rk__checksum128(1, buf, kLen, again);
+  CHECK(memcmp(again, sums[0], 16) == 0, "the checksum is not repeatable");
+  int same = 0;
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) same += memcmp(sums[i], sums[j], 16) == 0;
+  CHECK(same == 0, "%d pairs of %d checksums are equal", same, n);
+}
+
 int main(void) {
+  test_checksum();
   test_root();
   test_dirs();
   test_entries();

@@ -585,6 +585,18 @@ static rk_status_t build(cpu_context_t *ctx, const compiler_t *cc,
   return s;
 }
 
+/* The start of every cache key: the kernel header and the transpiler's id,
+ * the same for the life of the process, hashed once. */
+static pthread_once_t g_key_prefix_once = PTHREAD_ONCE_INIT;
+static rk__hash_t g_key_prefix;
+
+static void key_prefix_init(void) {
+  rk__hash_init(&g_key_prefix);
+  rk__hash_update(&g_key_prefix, rk__kernel_header_text,
+                  rk__kernel_header_size);
+  rk__hash_str(&g_key_prefix, rk__codegen_id);
+}
+
 rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
                             const rk_compile_options_t *options,
                             rk_module_t **out_module) {
@@ -599,9 +611,8 @@ rk_status_t rk__cpu_compile(rk_context_t *context, const char *source,
    * given (the front end and printers are named by rk__codegen_id). */
   rk__hash_t h;
   char key[33];
-  rk__hash_init(&h);
-  rk__hash_update(&h, rk__kernel_header_text, rk__kernel_header_size);
-  rk__hash_str(&h, rk__codegen_id);
+  pthread_once(&g_key_prefix_once, key_prefix_init);
+  h = g_key_prefix;          /* the kernel header and the codegen id */
   rk__hash_str(&h, cc.spec); /* extra words such as "-include x.h" */
   rk__hash_str(&h, version);
   for (size_t i = 0; i < sizeof kFlags / sizeof kFlags[0]; ++i)
