@@ -313,6 +313,10 @@ static void fd_name(int fd, char out[32]) {
 }
 
 #if defined(__linux__) && defined(MFD_ALLOW_SEALING)
+/* Set once /proc/self/fd/N has been seen to name this process's file N
+ * (procfs is mounted there); then later copies skip that check. */
+static int g_proc_fd_works;
+
 /* The image in a sealed memory file: once sealed, no process can write,
  * shrink or grow it, so what the loader maps is exactly `data`. -1 when
  * memory files or /proc/self/fd are not available here. */
@@ -333,11 +337,17 @@ static int sealed_copy(const void *data, size_t size) {
   struct stat a, b;
   if (left != 0 ||
       fcntl(fd, F_ADD_SEALS,
-            F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0 ||
-      fstat(fd, &a) != 0 || stat(name, &b) != 0 || a.st_ino != b.st_ino ||
-      a.st_dev != b.st_dev) {
+            F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
     close(fd);
     return -1;
+  }
+  if (!__atomic_load_n(&g_proc_fd_works, __ATOMIC_RELAXED)) {
+    if (fstat(fd, &a) != 0 || stat(name, &b) != 0 || a.st_ino != b.st_ino ||
+        a.st_dev != b.st_dev) {
+      close(fd);
+      return -1;
+    }
+    __atomic_store_n(&g_proc_fd_works, 1, __ATOMIC_RELAXED);
   }
   return fd;
 }
