@@ -14,6 +14,11 @@
  *              rk:  rk_context_copy_to_device + rk_context_copy_to_host
  *              raw: wgpuQueueWriteBuffer, copy into a map-read buffer,
  *                   submit, map, memcpy, unmap
+ *   loop+read  a kernel looping 2000 times on one thread, then 4 bytes read
+ *              rk:  rk_function_launch + rk_context_copy_to_host (on
+ *                   llvmpipe with the loop guard: its slot read with them)
+ *              raw: the same WGSL without the guard, dispatched, copied
+ *                   into a map-read buffer, submit, map, read
  *   actor      one request through an actor handler and its answer back
  *              rk:  rk_actor_call on an RK_ACTOR_PERSISTENT actor (relaunch
  *                   emulation on WebGPU)
@@ -48,6 +53,11 @@ static const char kSource[] =
     "typedef struct req { int v; } req_t;\n"
     "typedef struct resp { int v; } resp_t;\n"
     "RK_KERNEL void empty(void) {}\n"
+    "RK_KERNEL void spin(int *x) {\n"
+    "  int v = x[0];\n"
+    "  for (int i = 0; i < 2000; i++) v = v * 3 + 1;\n"
+    "  x[0] = v;\n"
+    "}\n"
     "RK_HANDLER void add_one(const req_t *in, resp_t *out) {\n"
     "  out->v = in->v + 1;\n"
     "}\n";
@@ -60,11 +70,11 @@ typedef struct raw {
   WGPUAdapter adapter;
   WGPUDevice device;
   WGPUQueue queue;
-  WGPUShaderModule empty_mod, handler_mod;
-  WGPUBindGroupLayout empty_bgl, handler_bgl;
-  WGPUPipelineLayout empty_layout, handler_layout;
-  WGPUComputePipeline empty, handler;
-  WGPUBindGroup handler_group, empty_group;
+  WGPUShaderModule empty_mod, handler_mod, spin_mod;
+  WGPUBindGroupLayout empty_bgl, handler_bgl, spin_bgl;
+  WGPUPipelineLayout empty_layout, handler_layout, spin_layout;
+  WGPUComputePipeline empty, handler, spin;
+  WGPUBindGroup handler_group, empty_group, spin_group;
   WGPUBuffer buf, req, resp, readback;
 } raw_t;
 
@@ -222,14 +232,19 @@ static bool raw_open(raw_t *r) {
   if (!r->device) return false;
   r->queue = p->wgpuDeviceGetQueue(r->device);
   char *empty = transpile("empty"), *handler = transpile("add_one");
-  bool ok = empty && handler;
+  char *spin = transpile("spin");
+  bool ok = empty && handler && spin;
   const bool ro[2] = {true, false};
   ok = ok && raw_pipeline(r, empty, "empty", 0, ro, &r->empty_mod,
                           &r->empty_bgl, &r->empty_layout, &r->empty);
   ok = ok && raw_pipeline(r, handler, "add_one", 2, ro, &r->handler_mod,
                           &r->handler_bgl, &r->handler_layout, &r->handler);
+  const bool rw[1] = {false};
+  ok = ok && raw_pipeline(r, spin, "spin", 1, rw, &r->spin_mod, &r->spin_bgl,
+                          &r->spin_layout, &r->spin);
   rk_transpile_free(empty);
   rk_transpile_free(handler);
+  rk_transpile_free(spin);
   if (!ok) return false;
   const WGPUBufferUsage storage =
       RK_WGPU_USAGE_STORAGE | RK_WGPU_USAGE_COPY_SRC | RK_WGPU_USAGE_COPY_DST;
@@ -255,8 +270,13 @@ static bool raw_open(raw_t *r) {
   bd.layout = r->empty_bgl;
   bd.entryCount = 0;
   r->empty_group = p->wgpuDeviceCreateBindGroup(r->device, &bd);
+  be[0].buffer = r->buf;
+  be[0].size = 64;
+  bd.layout = r->spin_bgl;
+  bd.entryCount = 1;
+  r->spin_group = p->wgpuDeviceCreateBindGroup(r->device, &bd);
   return r->buf && r->req && r->resp && r->readback && r->handler_group &&
-         r->empty_group;
+         r->empty_group && r->spin_group;
 }
 
 static void raw_close(raw_t *r) {
@@ -266,6 +286,11 @@ static void raw_close(raw_t *r) {
   if (x) p->fn(x)
   REL(wgpuBindGroupRelease, r->handler_group);
   REL(wgpuBindGroupRelease, r->empty_group);
+  REL(wgpuBindGroupRelease, r->spin_group);
+  REL(wgpuComputePipelineRelease, r->spin);
+  REL(wgpuPipelineLayoutRelease, r->spin_layout);
+  REL(wgpuBindGroupLayoutRelease, r->spin_bgl);
+  REL(wgpuShaderModuleRelease, r->spin_mod);
   REL(wgpuBufferRelease, r->buf);
   REL(wgpuBufferRelease, r->req);
   REL(wgpuBufferRelease, r->resp);
@@ -389,7 +414,38 @@ static double raw_actor_rt(void *side, int iters) {
   return (double)(rkb_now_ns() - t0) / 1e3 / iters;
 }
 
+/* spin (2000 loop iterations on one thread), then 4 bytes read back. */
+static double raw_spin(void *side, int iters) {
+  raw_t *r = side;
+  uint64_t t0 = rkb_now_ns();
+  for (int i = 0; i < iters; ++i) {
+    int v = 0;
+    raw_submit(r, r->spin, r->spin_group, r->buf, 4);
+    raw_read(r, &v, sizeof v);
+  }
+  return (double)(rkb_now_ns() - t0) / 1e3 / iters;
+}
+
 /* ---- The rk side -------------------------------------------------------- */
+
+static rk_function_t *g_spin;
+
+static double side_rk_spin(void *side, int iters) {
+  rkb_rk_side_t *s = side;
+  rk_arg_t arg = rk_arg_ptr(s->buf);
+  uint64_t t0 = rkb_now_ns();
+  for (int i = 0; i < iters; ++i) {
+    int v = 0;
+    rk_status_t st = rk_function_launch(g_spin, rk_dim3(1, 1, 1),
+                                        rk_dim3(1, 1, 1), 0, NULL, &arg, 1);
+    if (st == RK_OK) st = rk_context_copy_to_host(s->ctx, &v, s->buf, sizeof v);
+    if (st != RK_OK) {
+      RKB_CHECK(false, "rk spin %d: %s", i, rk_last_error());
+      break;
+    }
+  }
+  return (double)(rkb_now_ns() - t0) / 1e3 / iters;
+}
 
 static double side_rk_batch(void *side, int iters) {
   rkb_rk_side_t *s = side;
@@ -424,6 +480,7 @@ int main(int argc, char **argv) {
   if (rk_backend_create_context(be, 0, &s.ctx) != RK_OK ||
       rk_context_compile(s.ctx, kSource, NULL, &mod) != RK_OK ||
       rk_module_get_function(mod, "empty", &s.empty) != RK_OK ||
+      rk_module_get_function(mod, "spin", &g_spin) != RK_OK ||
       rk_context_allocate(s.ctx, 64, &s.buf) != RK_OK) {
     printf("rk: %s\n", rk_last_error());
     return 1;
@@ -446,6 +503,8 @@ int main(int argc, char **argv) {
                    batch_iters, a, b);
   rkb_pair_measure("roundtrip", rkb_rk_roundtrip, &s, raw_roundtrip, &raw,
                    rounds, iters, a, b);
+  rkb_pair_measure("loop+read", side_rk_spin, &s, raw_spin, &raw, rounds, iters,
+                   a, b);
   /* The actor starts only now, so that its thread is not around while the
    * rows above are measured. */
   char actor_why[512] = "";
