@@ -85,8 +85,9 @@ def transpile_list(rk, kernels):
                     "--list", "--json"])
     e = doc["entries"][0]
     check(e["kind"] == "kernel" and e["stencil"] is None and
-          e["batch_of"] is None and e["uses_barrier"] is False,
-          "saxpy is a plain kernel", doc)
+          e["batch_of"] is None and e["uses_barrier"] is False and
+          e["loops"] is False,
+          "saxpy is a plain kernel without loops", doc)
     x = [p for p in e["params"] if p["name"] == "x"][0]
     check(x == {"name": "x", "type": "const float *", "kind": "ptr",
                 "size": 8, "elem_size": 4, "read_only": True},

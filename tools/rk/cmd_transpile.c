@@ -132,6 +132,7 @@ static void print_entry(FILE *out, const rk_entry_t *e) {
           e->dynamic_shared ? ", plus the launch's dynamic shared memory" : "");
   fprintf(out, "  barrier   %s\n",
           e->uses_barrier ? "yes (reaches rk_sync_threads)" : "no");
+  fprintf(out, "  loops     %s\n", e->loops ? "yes" : "no");
   if (e->param_count == 0) {
     fprintf(out, "  params    none\n");
     return;
@@ -175,9 +176,9 @@ static void print_entry_json(FILE *out, const rk_entry_t *e) {
   tool_json_string(out, e->batch_of);
   fprintf(out,
           ",\"shared_bytes\":%zu,\"dynamic_shared\":%s,\"uses_barrier\":%s,"
-          "\"handler_status\":%s}",
+          "\"loops\":%s,\"handler_status\":%s}",
           e->shared_bytes, e->dynamic_shared ? "true" : "false",
-          e->uses_barrier ? "true" : "false",
+          e->uses_barrier ? "true" : "false", e->loops ? "true" : "false",
           e->handler_status ? "true" : "false");
 }
 
@@ -437,7 +438,7 @@ static void help(FILE *out) {
       "                       ({\"dims\", \"tile\", \"halo\"} or null),\n"
       "                       \"batch_of\", \"shared_bytes\",\n"
       "                       \"dynamic_shared\", \"uses_barrier\",\n"
-      "                       \"handler_status\"}]}\n"
+      "                       \"loops\", \"handler_status\"}]}\n"
       "  -h, --help           show this help\n"
       "\n"
       "Example:\n"
