@@ -65,10 +65,10 @@ typedef enum peer_state {
 typedef struct peer {
   rk_cluster_t *c;
   _Atomic int state; /* peer_state_t */
-  ucp_ep_h boot; /* made from the socket address: watches the peer */
-  ucp_ep_h ep;   /* made from its worker address: carries the messages */
-  uint32_t index;  /* in c->peers */
-  uint32_t remote; /* the index the peer gave us: our `from` to it */
+  ucp_ep_h boot;     /* made from the socket address: watches the peer */
+  ucp_ep_h ep;       /* made from its worker address: carries the messages */
+  uint32_t index;    /* in c->peers */
+  uint32_t remote;   /* the index the peer gave us: our `from` to it */
   bool is_hub;
   char name[RK_WIRE_NAME_MAX];
   char cause[TEXT_MAX];
@@ -260,8 +260,7 @@ static rk_status_t parse_address(const char *text, struct sockaddr_storage *out,
   char *end;
   long port = strtol(colon + 1, &end, 10);
   if (*end || port < 0 || port > 65535)
-    return rk__fail(RK_ERR_INVALID_ARGUMENT, "cluster: bad port in '%s'",
-                    text);
+    return rk__fail(RK_ERR_INVALID_ARGUMENT, "cluster: bad port in '%s'", text);
   struct addrinfo hints, *res = NULL;
   memset(&hints, 0, sizeof hints);
   hints.ai_family = AF_UNSPEC;
@@ -310,8 +309,8 @@ static rk_status_t post(rk_cluster_t *c, peer_t *p, unsigned id,
   memset(&prm, 0, sizeof prm);
   prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
   prm.flags = reply ? UCP_AM_SEND_FLAG_REPLY : 0;
-  ucs_status_ptr_t r = c->u->ucp_am_send_nbx(p->ep, id, header, header_size,
-                                             data, size, &prm);
+  ucs_status_ptr_t r =
+      c->u->ucp_am_send_nbx(p->ep, id, header, header_size, data, size, &prm);
   if (r == NULL) return RK_OK;
   ucs_status_t st = UCS_PTR_STATUS(r);
   if (UCS_PTR_IS_PTR(r)) { /* should not happen with FORCE_IMM_CMPL */
@@ -487,8 +486,8 @@ static peer_t *peer_new(rk_cluster_t *c) {
 static ucp_ep_params_t ep_params(peer_t *p) {
   ucp_ep_params_t e;
   memset(&e, 0, sizeof e);
-  e.field_mask = UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                 UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  e.field_mask =
+      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
   e.err_mode = UCP_ERR_HANDLING_MODE_PEER;
   e.err_handler.cb = on_ep_error;
   e.err_handler.arg = p;
@@ -618,8 +617,7 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
     }
   }
   copy_name(p->name, sizeof p->name, h.name);
-  if (w.status == RK_OK &&
-      !open_data_ep(c, p, their_address, h.address_size)) {
+  if (w.status == RK_OK && !open_data_ep(c, p, their_address, h.address_size)) {
     w.status = RK_ERR_UNAVAILABLE;
     snprintf(w.text, sizeof w.text,
              "the hub cannot reach the joiner's worker address");
@@ -667,8 +665,7 @@ static ucs_status_t on_welcome(void *arg, const void *header, size_t hlen,
         !open_data_ep(c, p, (const unsigned char *)data + sizeof w,
                       w.address_size)) {
       w.status = RK_ERR_UNAVAILABLE;
-      snprintf(w.text, sizeof w.text,
-               "cannot reach the hub's worker address");
+      snprintf(w.text, sizeof w.text, "cannot reach the hub's worker address");
     }
     if (w.status == RK_OK) {
       p->remote = w.your_index;
@@ -784,8 +781,8 @@ static bool admit(export_t *e, const rk_wire_req_t *h, const void *data,
   rk_cluster_t *c = e->c;
   if (size != e->request_size) {
     char t[TEXT_MAX];
-    snprintf(t, sizeof t, "request of %zu bytes; '%s' takes %zu", size,
-             e->name, e->request_size);
+    snprintf(t, sizeof t, "request of %zu bytes; '%s' takes %zu", size, e->name,
+             e->request_size);
     refuse(c, h, RK_ERR_INVALID_ARGUMENT, rk_actor_state(e->actor), t, direct);
     return true;
   }
@@ -1047,8 +1044,8 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
   info.size = answered ? size : 0;
   info.status = answered ? s : s;
   info.handler_code = r->handler_code;
-  if (!answered && (r->state == RK_ACTOR_TERMINATED ||
-                    r->state == RK_ACTOR_FAILED)) {
+  if (!answered &&
+      (r->state == RK_ACTOR_TERMINATED || r->state == RK_ACTOR_FAILED)) {
     int cur = atomic_load(&h->state);
     if (cur != RK_ACTOR_FAILED && cur != RK_ACTOR_TERMINATED) {
       snprintf(h->cause, sizeof h->cause, "the remote actor is %s",
@@ -1180,8 +1177,8 @@ static rk_status_t start_listener(rk_cluster_t *c, const char *addr) {
   RK_RETURN_IF_ERROR(parse_address(addr, &sa, &len));
   ucp_listener_params_t lp;
   memset(&lp, 0, sizeof lp);
-  lp.field_mask =
-      UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+  lp.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+                  UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
   lp.sockaddr.addr = (const struct sockaddr *)&sa;
   lp.sockaddr.addrlen = len;
   lp.conn_handler.cb = on_conn;
@@ -1463,7 +1460,8 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
   }
   if (s == RK_OK) {
     st = u->ucp_worker_get_address(c->worker, &c->waddr, &c->waddr_size);
-    if (st != UCS_OK) s = rk__ucs_fail(st, "cluster: UCX worker address");
+    if (st != UCS_OK)
+      s = rk__ucs_fail(st, "cluster: UCX worker address");
     else if (c->waddr_size > RK_WIRE_ADDRESS_MAX)
       c->waddr_size = 0; /* too long to send: one endpoint per peer */
   }
@@ -1472,8 +1470,8 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
   if (s == RK_OK && pthread_create(&c->progress, NULL, progress_main, c) != 0)
     s = rk__fail(RK_ERR_INTERNAL, "cluster: cannot start the progress thread");
   if (s == RK_OK && connect_to)
-    s = join(c, connect_to, o.connect_timeout_ns ? o.connect_timeout_ns
-                                                 : 10000000000ull);
+    s = join(c, connect_to,
+             o.connect_timeout_ns ? o.connect_timeout_ns : 10000000000ull);
   if (s != RK_OK) {
     char *saved = rk__error_save();
     rk_cluster_destroy(c);
@@ -1487,8 +1485,7 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
 rk_status_t rk_cluster_address(const rk_cluster_t *c, char *buffer,
                                size_t capacity) {
   if (!c->listener)
-    return rk__fail(RK_ERR_NOT_FOUND, "cluster: '%s' does not listen",
-                    c->name);
+    return rk__fail(RK_ERR_NOT_FOUND, "cluster: '%s' does not listen", c->name);
   snprintf(buffer, capacity, "%s", c->address);
   return RK_OK;
 }
@@ -1523,8 +1520,7 @@ rk_status_t rk_cluster_wait_peers(rk_cluster_t *c, size_t count,
 
 rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
                               const char *name) {
-  if (!c || !actor || !name || !*name ||
-      strlen(name) >= RK_WIRE_ACTOR_NAME_MAX)
+  if (!c || !actor || !name || !*name || strlen(name) >= RK_WIRE_ACTOR_NAME_MAX)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "cluster: export needs an actor and a name of 1 to %d "
                     "bytes",
@@ -1723,9 +1719,9 @@ static bool stopped(const rk_remote_actor_t *h) {
 }
 
 static rk_status_t stopped_error(rk_remote_actor_t *h, const char *what) {
-  return rk__fail(RK_ERR_INVALID_STATE, "remote actor: %s: %s (%s)", what,
-                  h->cause,
-                  rk_actor_state_name((rk_actor_state_t)atomic_load(&h->state)));
+  return rk__fail(
+      RK_ERR_INVALID_STATE, "remote actor: %s: %s (%s)", what, h->cause,
+      rk_actor_state_name((rk_actor_state_t)atomic_load(&h->state)));
 }
 
 typedef bool (*ready_fn)(rk_remote_actor_t *h, void *arg);

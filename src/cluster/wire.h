@@ -55,9 +55,9 @@ typedef struct rk_wire_hello {
 
 /* hub -> joining member: accepted (status 0) or refused (rk status, why) */
 typedef struct rk_wire_welcome {
-  uint32_t from;         /* the joiner's index for the hub */
-  uint32_t your_index;   /* the hub's index for the joiner */
-  int32_t status;        /* rk_status_t */
+  uint32_t from;       /* the joiner's index for the hub */
+  uint32_t your_index; /* the hub's index for the joiner */
+  int32_t status;      /* rk_status_t */
   uint32_t address_size;
   char name[RK_WIRE_NAME_MAX]; /* the hub's name */
   char text[RK_WIRE_TEXT_MAX];
@@ -83,11 +83,11 @@ typedef struct rk_wire_lookup_reply {
 
 typedef struct rk_wire_req {
   uint32_t from;
-  uint32_t handle;      /* the requester's handle slot */
-  uint64_t handle_gen;  /* ... and its generation */
-  uint64_t export_id;   /* slot and generation of the owner's export */
-  uint64_t request_id;  /* the handle's correlation id */
-  uint64_t timestamp;   /* the requester's clock at the send */
+  uint32_t handle;     /* the requester's handle slot */
+  uint64_t handle_gen; /* ... and its generation */
+  uint64_t export_id;  /* slot and generation of the owner's export */
+  uint64_t request_id; /* the handle's correlation id */
+  uint64_t timestamp;  /* the requester's clock at the send */
 } rk_wire_req_t;
 
 typedef struct rk_wire_resp {
@@ -95,11 +95,11 @@ typedef struct rk_wire_resp {
   uint32_t handle;
   uint64_t handle_gen;
   uint64_t request_id;
-  uint64_t timestamp;   /* the owner's clock at the answer */
-  int32_t status;       /* RK_OK, RK_ERR_HANDLER, or why it was refused */
+  uint64_t timestamp; /* the owner's clock at the answer */
+  int32_t status;     /* RK_OK, RK_ERR_HANDLER, or why it was refused */
   int32_t handler_code;
-  uint32_t state;       /* the remote actor's state, on a refusal */
-  uint32_t text_size;   /* a refusal's reason follows in the data */
+  uint32_t state;     /* the remote actor's state, on a refusal */
+  uint32_t text_size; /* a refusal's reason follows in the data */
 } rk_wire_resp_t;
 
 typedef struct rk_wire_bye {

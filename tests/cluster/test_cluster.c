@@ -256,8 +256,8 @@ static void test_basics(rk_cluster_t *c) {
   CHECK_STATUS(
       rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 5 * SEC, &info),
       RK_ERR_HANDLER);
-  CHECK(r.v == -4 && info.handler_code == 7, "handler error: v %d code %d",
-        r.v, info.handler_code);
+  CHECK(r.v == -4 && info.handler_code == 7, "handler error: v %d code %d", r.v,
+        info.handler_code);
   CHECK(info.timestamp > t0, "clock advances: %llu after %llu",
         (unsigned long long)info.timestamp, (unsigned long long)t0);
 
@@ -271,8 +271,7 @@ static void test_basics(rk_cluster_t *c) {
     CHECK_OK(rk_remote_actor_receive(h, &r, sizeof r, 5 * SEC, &info));
     CHECK(r.v == 101 + i && info.correlation_id == ids[i],
           "receive %d: v %d id %llu want %llu", i, r.v,
-          (unsigned long long)info.correlation_id,
-          (unsigned long long)ids[i]);
+          (unsigned long long)info.correlation_id, (unsigned long long)ids[i]);
   }
   CHECK_STATUS(rk_remote_actor_receive(h, &r, sizeof r, 0, &info),
                RK_ERR_QUEUE_EMPTY);
@@ -324,8 +323,8 @@ static void test_big(rk_cluster_t *c) {
   for (int i = 0; i < BIG_N; ++i) q.v[i] = (float)i;
   for (int round = 0; round < 3; ++round) {
     memset(&r, 0, sizeof r);
-    if (!CHECK_OK(rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r,
-                                       10 * SEC, NULL)))
+    if (!CHECK_OK(rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 10 * SEC,
+                                       NULL)))
       break;
     int bad = 0;
     for (int i = 0; i < BIG_N; ++i) bad += r.v[i] != 2.0f * (float)i;
@@ -367,8 +366,8 @@ out:
   uint32_t missing = 0;
   for (uint32_t i = 0; i < n; ++i) missing += !seen[i];
   CHECK(missing == 0 && dup == 0 && wrong == 0 && order == 0,
-        "stream of %u: %u missing, %u duplicated, %u wrong, %u out of order",
-        n, missing, dup, wrong, order);
+        "stream of %u: %u missing, %u duplicated, %u wrong, %u out of order", n,
+        missing, dup, wrong, order);
   free(seen);
   rk_remote_actor_release(h);
 }
@@ -443,9 +442,9 @@ static void test_killed_mid_stream(rk_cluster_t *c) {
   uint64_t t0 = rk__now_ns();
   CHECK_STATUS(rk_remote_actor_send(h2, &q, sizeof q, 5 * SEC, NULL),
                RK_ERR_INVALID_STATE);
-  CHECK_STATUS(rk_remote_actor_call(h2, &q, sizeof q, &r, sizeof r, 5 * SEC,
-                                    NULL),
-               RK_ERR_INVALID_STATE);
+  CHECK_STATUS(
+      rk_remote_actor_call(h2, &q, sizeof q, &r, sizeof r, 5 * SEC, NULL),
+      RK_ERR_INVALID_STATE);
   CHECK_ERROR_HAS("victim");
   CHECK(rk__now_ns() - t0 < 100 * MS, "refused at once (%.3f ms)",
         (double)(rk__now_ns() - t0) / 1e6);
@@ -487,8 +486,7 @@ static void test_never_answers(rk_cluster_t *c) {
   uint64_t end = rk__now_ns() + 20 * SEC;
   while (rk_remote_actor_state(h) != RK_ACTOR_FAILED && rk__now_ns() < end)
     usleep(10000);
-  CHECK(rk_remote_actor_state(h) == RK_ACTOR_FAILED,
-        "after the kill: %s",
+  CHECK(rk_remote_actor_state(h) == RK_ACTOR_FAILED, "after the kill: %s",
         rk_actor_state_name(rk_remote_actor_state(h)));
   rk_remote_actor_release(h);
   reap(&d, 5);
@@ -540,7 +538,8 @@ int main(int argc, char **argv) {
   const char *tls = getenv("UCX_TLS");
   printf("UCX %s, UCX_TLS=%s\n", version, tls ? tls : "(default)");
   uint32_t stream_n = 100000;
-  if (argc >= 3 && !strcmp(argv[1], "--stream")) stream_n = (uint32_t)atoi(argv[2]);
+  if (argc >= 3 && !strcmp(argv[1], "--stream"))
+    stream_n = (uint32_t)atoi(argv[2]);
   rk_test_use_temp_cache(); /* inherited by the members: one compile each */
   g_ctx = cpu_context();
 
