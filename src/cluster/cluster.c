@@ -8,10 +8,11 @@
  *
  * Requests (owner side). The REQ callback writes the payload straight into
  * the exported actor's input ring with rk_actor_send (timeout 0); a full
- * ring queues it behind, in order, until there is room. Each export has a
- * forwarder thread blocked in rk_actor_receive_batch on the actor's output
- * ring; it matches every response to the request it answers (a FIFO of
- * routes, in the order the actor took them) and sends it back as RESP.
+ * ring queues it behind, in order, until there is room. While requests are
+ * in exported actors, the progress thread also takes the actors' responses
+ * (rk_actor_receive_batch, without waiting), matches each to the request it
+ * answers (a FIFO of routes, in the order the actor took them) and sends it
+ * back as RESP.
  *
  * Answers (requester side). The RESP callback finds the handle by slot and
  * generation, merges the timestamp into the handle's clock, and copies the
@@ -102,8 +103,7 @@ typedef struct export_ {
   route_t *routes;
   size_t route_head, route_count, route_cap; /* ring of route_cap */
   pending_req_t *pending, *pending_tail;
-  atomic_bool stop;
-  pthread_t forwarder;
+  unsigned char *buf; /* FORWARD_BATCH responses */
   _Atomic uint64_t forwarded, dropped_local;
 } export_t;
 
@@ -194,6 +194,16 @@ struct rk_cluster {
   pthread_mutex_t out_mu;
   outmsg_t *out_head, *out_tail;
   atomic_bool out_any;
+
+  /* Exports, for the progress thread; requests in them not yet answered
+   * (taken in or queued), over all exports. */
+  pthread_mutex_t exports_mu;
+  export_t *export_list[MAX_EXPORTS];
+  uint32_t export_count;
+  _Atomic uint64_t in_flight;
+  /* User threads driving the worker while they wait: the progress thread
+   * stands aside meanwhile. */
+  _Atomic uint32_t drivers;
 
   pthread_t progress;
   atomic_bool stop;
@@ -706,7 +716,7 @@ static export_t *export_by_id(rk_cluster_t *c, uint64_t id) {
 }
 
 /* A refusal answer for request h, through the outbox (from callbacks) or
- * directly (from the forwarder). */
+ * directly (from the progress loop). */
 static void refuse(rk_cluster_t *c, const rk_wire_req_t *h, rk_status_t s,
                    rk_actor_state_t state, const char *text, bool direct) {
   peer_t *p = peer_from(c, h->from);
@@ -752,6 +762,7 @@ static bool route_push(export_t *e, uint64_t local_id, const rk_wire_req_t *h) {
   r->handle_gen = h->handle_gen;
   r->request_id = h->request_id;
   r->done = false;
+  atomic_fetch_add(&e->c->in_flight, 1);
   return true;
 }
 
@@ -764,6 +775,7 @@ static bool route_take(export_t *e, uint64_t local_id, route_t *out) {
       *out = *r;
       r->done = true;
       found = true;
+      atomic_fetch_sub(&e->c->in_flight, 1);
       break;
     }
   }
@@ -820,6 +832,7 @@ static void deliver_req(rk_cluster_t *c, const rk_wire_req_t *h,
       q->h = *h;
       q->size = size;
       memcpy(q->data, data, size);
+      atomic_fetch_add(&c->in_flight, 1);
       if (e->pending_tail)
         e->pending_tail->next = q;
       else
@@ -895,64 +908,68 @@ static ucs_status_t on_req(void *arg, const void *header, size_t hlen,
   return UCS_OK;
 }
 
-/* The forwarder of one export: answers out, queued requests in. */
-static void *forwarder_main(void *arg) {
-  export_t *e = arg;
+/* One export's turn in the progress loop: answers out, then queued
+ * requests in while the ring takes them. Returns how much it did. */
+static unsigned forward_once(export_t *e) {
   rk_cluster_t *c = e->c;
-  unsigned char *buf = malloc(FORWARD_BATCH * e->response_size + 1);
   rk_actor_message_t info[FORWARD_BATCH];
-  while (buf && !atomic_load(&e->stop)) {
+  size_t got = 0;
+  unsigned did = 0;
+  (void)rk_actor_receive_batch(e->actor, e->buf,
+                               FORWARD_BATCH * e->response_size, FORWARD_BATCH,
+                               0, info, &got);
+  for (size_t i = 0; i < got; ++i) {
+    route_t r = {0};
     pthread_mutex_lock(&e->mu);
-    bool queued = e->pending != NULL;
+    bool mine = route_take(e, info[i].correlation_id, &r);
+    uint64_t ts = mine ? rk__hlc_merge(&e->clock, info[i].timestamp) : 0;
     pthread_mutex_unlock(&e->mu);
-    size_t got = 0;
-    rk_status_t s = rk_actor_receive_batch(
-        e->actor, buf, FORWARD_BATCH * e->response_size, FORWARD_BATCH,
-        queued ? 100000 : 10000000, info, &got);
-    if (s == RK_ERR_INVALID_STATE && !got) {
-      /* Stopped, nothing left: requests still waiting will not be taken. */
-      usleep(queued ? 100 : 2000);
+    if (!mine) {
+      e->dropped_local++;
+      continue;
     }
-    for (size_t i = 0; i < got; ++i) {
-      route_t r = {0};
-      pthread_mutex_lock(&e->mu);
-      bool mine = route_take(e, info[i].correlation_id, &r);
-      uint64_t ts = mine ? rk__hlc_merge(&e->clock, info[i].timestamp) : 0;
-      if (!mine) e->dropped_local++;
-      pthread_mutex_unlock(&e->mu);
-      if (!mine) continue;
-      peer_t *p = peer_from(c, r.peer);
-      if (!p) continue; /* the requester is gone: at-most-once */
-      rk_wire_resp_t m;
-      memset(&m, 0, sizeof m);
-      m.from = p->remote;
-      m.handle = r.handle;
-      m.handle_gen = r.handle_gen;
-      m.request_id = r.request_id;
-      m.timestamp = ts;
-      m.status = (int32_t)info[i].status;
-      m.handler_code = info[i].handler_code;
-      (void)post(c, p, RK_AM_RESP, &m, sizeof m, buf + i * e->response_size,
-                 info[i].size, false);
-      e->forwarded++;
-    }
-    /* Queued requests, in order, while the ring takes them. */
-    pthread_mutex_lock(&e->mu);
-    while (e->pending) {
-      pending_req_t *q = e->pending;
-      if (!peer_from(c, q->h.from)) {
-        /* dropped: its requester failed */
-      } else if (!admit(e, &q->h, q->data, q->size, true)) {
-        break;
-      }
-      e->pending = q->next;
-      if (!e->pending) e->pending_tail = NULL;
-      free(q);
-    }
-    pthread_mutex_unlock(&e->mu);
+    did++;
+    peer_t *p = peer_from(c, r.peer);
+    if (!p) continue; /* the requester is gone: at-most-once */
+    rk_wire_resp_t m;
+    memset(&m, 0, sizeof m);
+    m.from = p->remote;
+    m.handle = r.handle;
+    m.handle_gen = r.handle_gen;
+    m.request_id = r.request_id;
+    m.timestamp = ts;
+    m.status = (int32_t)info[i].status;
+    m.handler_code = info[i].handler_code;
+    (void)post(c, p, RK_AM_RESP, &m, sizeof m, e->buf + i * e->response_size,
+               info[i].size, false);
+    e->forwarded++;
   }
-  free(buf);
-  return NULL;
+  pthread_mutex_lock(&e->mu);
+  while (e->pending) {
+    pending_req_t *q = e->pending;
+    if (!peer_from(c, q->h.from)) {
+      /* dropped: its requester failed */
+    } else if (!admit(e, &q->h, q->data, q->size, true)) {
+      break;
+    }
+    e->pending = q->next;
+    if (!e->pending) e->pending_tail = NULL;
+    atomic_fetch_sub(&c->in_flight, 1);
+    free(q);
+    did++;
+  }
+  pthread_mutex_unlock(&e->mu);
+  return did;
+}
+
+static unsigned forward_all(rk_cluster_t *c) {
+  if (!atomic_load_explicit(&c->in_flight, memory_order_relaxed)) return 0;
+  unsigned did = 0;
+  pthread_mutex_lock(&c->exports_mu);
+  for (uint32_t i = 0; i < c->export_count; ++i)
+    did += forward_once(c->export_list[i]);
+  pthread_mutex_unlock(&c->exports_mu);
+  return did;
 }
 
 /* ---- lookups ----------------------------------------------------------- */
@@ -1101,22 +1118,37 @@ static ucs_status_t on_resp(void *arg, const void *header, size_t hlen,
 
 /* ---- the progress thread ----------------------------------------------- */
 
+/* Drives the worker and the exports. Spins for spin_us after the last
+ * activity; then, when no request is in an actor, sleeps on the worker's
+ * event fd; while requests are in actors, whose answers signal no fd, it
+ * naps, from 20 us growing to 1 ms, between looks. It stands aside while a
+ * user thread drives the worker itself (waiting for an answer). */
 static void *progress_main(void *arg) {
   rk_cluster_t *c = arg;
   uint64_t idle_since = rk__now_ns();
+  uint64_t nap_ns = 20000;
   while (!atomic_load(&c->stop)) {
-    if (pump(c)) {
+    if (atomic_load_explicit(&c->drivers, memory_order_relaxed)) {
+      struct timespec ts = {0, 20000};
+      nanosleep(&ts, NULL);
+      continue;
+    }
+    unsigned did = pump(c) + forward_all(c);
+    if (did) {
       idle_since = rk__now_ns();
+      nap_ns = 20000;
       continue;
     }
     if (rk__now_ns() - idle_since < (uint64_t)c->spin_us * 1000u) continue;
-    if (c->efd < 0) {
-      usleep(200);
+    if (atomic_load(&c->in_flight) || c->efd < 0) {
+      struct timespec ts = {0, (long)nap_ns};
+      nanosleep(&ts, NULL);
+      if (nap_ns < 1000000) nap_ns *= 2;
       continue;
     }
     ucs_status_t st = c->u->ucp_worker_arm(c->worker);
     if (st == UCS_ERR_BUSY) continue;
-    if (atomic_load(&c->out_any)) continue;
+    if (atomic_load(&c->out_any) || atomic_load(&c->in_flight)) continue;
     struct pollfd pfd = {.fd = c->efd, .events = POLLIN};
     (void)poll(&pfd, 1, 100);
     idle_since = rk__now_ns();
@@ -1296,18 +1328,32 @@ static void close_eps(rk_cluster_t *c) {
   }
 }
 
-static void stop_export(export_t *e) {
-  atomic_store(&e->stop, true);
-  pthread_join(e->forwarder, NULL);
+static void free_export(rk_cluster_t *c, export_t *e) {
   pending_req_t *q = e->pending;
   while (q) {
     pending_req_t *next = q->next;
     free(q);
     q = next;
+    atomic_fetch_sub(&c->in_flight, 1);
   }
+  for (size_t i = 0; i < e->route_count; ++i)
+    if (!e->routes[(e->route_head + i) % e->route_cap].done)
+      atomic_fetch_sub(&c->in_flight, 1);
   free(e->routes);
+  free(e->buf);
   pthread_mutex_destroy(&e->mu);
   free(e);
+}
+
+/* Takes e out of the progress thread's list. */
+static void unlist_export(rk_cluster_t *c, export_t *e) {
+  pthread_mutex_lock(&c->exports_mu);
+  for (uint32_t i = 0; i < c->export_count; ++i)
+    if (c->export_list[i] == e) {
+      c->export_list[i] = c->export_list[--c->export_count];
+      break;
+    }
+  pthread_mutex_unlock(&c->exports_mu);
 }
 
 static void free_handle(rk_remote_actor_t *h) {
@@ -1333,16 +1379,16 @@ void rk_cluster_destroy(rk_cluster_t *c) {
       (void)post(c, p, RK_AM_BYE, NULL, 0, &b, sizeof b, false);
     }
   }
-  for (uint32_t i = 0; i < MAX_EXPORTS; ++i)
-    if (c->exports[i]) {
-      stop_export(c->exports[i]);
-      c->exports[i] = NULL;
-    }
   if (c->progress) {
     atomic_store(&c->stop, true);
     c->u->ucp_worker_signal(c->worker);
     pthread_join(c->progress, NULL);
   }
+  for (uint32_t i = 0; i < MAX_EXPORTS; ++i)
+    if (c->exports[i]) {
+      free_export(c, c->exports[i]);
+      c->exports[i] = NULL;
+    }
   if (c->worker) {
     outbox_drain(c);
     close_eps(c);
@@ -1365,6 +1411,7 @@ void rk_cluster_destroy(rk_cluster_t *c) {
   free(c->failed_names);
   pthread_mutex_destroy(&c->mu);
   pthread_mutex_destroy(&c->out_mu);
+  pthread_mutex_destroy(&c->exports_mu);
   pthread_cond_destroy(&c->cv);
   free(c);
 }
@@ -1397,6 +1444,7 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
   c->efd = -1;
   pthread_mutex_init(&c->mu, NULL);
   pthread_mutex_init(&c->out_mu, NULL);
+  pthread_mutex_init(&c->exports_mu, NULL);
   cond_init(&c->cv);
   if (name) {
     copy_name(c->name, sizeof c->name, name);
@@ -1535,6 +1583,11 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
   e->request_size = st.request_size;
   e->response_size = st.response_size;
   e->window = (uint32_t)st.input_capacity;
+  e->buf = malloc(FORWARD_BATCH * e->response_size + 1);
+  if (!e->buf) {
+    free(e);
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: export");
+  }
   pthread_mutex_init(&e->mu, NULL);
   pthread_mutex_lock(&c->mu);
   uint32_t slot = MAX_EXPORTS;
@@ -1557,12 +1610,9 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
                     MAX_EXPORTS);
   }
   e->id = slot | (++c->export_gen << 16);
-  if (pthread_create(&e->forwarder, NULL, forwarder_main, e) != 0) {
-    pthread_mutex_unlock(&c->mu);
-    pthread_mutex_destroy(&e->mu);
-    free(e);
-    return rk__fail(RK_ERR_INTERNAL, "cluster: cannot start a forwarder");
-  }
+  pthread_mutex_lock(&c->exports_mu);
+  c->export_list[c->export_count++] = e;
+  pthread_mutex_unlock(&c->exports_mu);
   c->exports[slot] = e;
   pthread_mutex_unlock(&c->mu);
   return RK_OK;
@@ -1580,8 +1630,7 @@ rk_status_t rk_cluster_unexport(rk_cluster_t *c, const char *name) {
   if (!e)
     return rk__fail(RK_ERR_NOT_FOUND, "cluster: nothing is exported as '%s'",
                     name);
-  atomic_store(&e->stop, true);
-  pthread_join(e->forwarder, NULL);
+  unlist_export(c, e);
   /* Requests taken in and not answered: their callers hear it now. */
   pthread_mutex_lock(&e->mu);
   for (size_t i = 0; i < e->route_count; ++i) {
@@ -1598,15 +1647,7 @@ rk_status_t rk_cluster_unexport(rk_cluster_t *c, const char *name) {
     refuse(c, &q->h, RK_ERR_INVALID_STATE, RK_ACTOR_TERMINATED,
            "the actor was unexported before it took the request", true);
   pthread_mutex_unlock(&e->mu);
-  pending_req_t *q = e->pending;
-  while (q) {
-    pending_req_t *next = q->next;
-    free(q);
-    q = next;
-  }
-  free(e->routes);
-  pthread_mutex_destroy(&e->mu);
-  free(e);
+  free_export(c, e);
   return RK_OK;
 }
 
@@ -1733,11 +1774,16 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
                          uint64_t deadline) {
   rk_cluster_t *c = h->c;
   uint64_t spin_end = rk__now_ns() + (uint64_t)c->spin_us * 1000u;
-  while (!ready(h, arg) && !stopped(h) && rk__now_ns() < spin_end &&
-         rk__now_ns() < deadline) {
-    pthread_mutex_unlock(&h->mu);
-    pump(c);
-    pthread_mutex_lock(&h->mu);
+  if (!ready(h, arg) && c->spin_us) {
+    atomic_fetch_add(&c->drivers, 1);
+    while (!ready(h, arg) && !stopped(h) && rk__now_ns() < spin_end &&
+           rk__now_ns() < deadline) {
+      pthread_mutex_unlock(&h->mu);
+      pump(c);
+      forward_all(c);
+      pthread_mutex_lock(&h->mu);
+    }
+    atomic_fetch_sub(&c->drivers, 1);
   }
   for (;;) {
     if (ready(h, arg)) return RK_OK;
