@@ -74,8 +74,8 @@ typedef struct raw {
   ucp_context_h ctx;
   ucp_worker_h worker;
   ucp_ep_h ep;
-  uint64_t got;      /* AMs received */
-  seq_t last;        /* the last one's payload */
+  uint64_t got; /* AMs received */
+  seq_t last;   /* the last one's payload */
 } raw_t;
 
 static ucs_status_t raw_recv(void *arg, const void *h, size_t hl, void *data,
@@ -92,7 +92,8 @@ static ucs_status_t raw_recv(void *arg, const void *h, size_t hl, void *data,
 static void raw_send(raw_t *r, unsigned id, const seq_t *m) {
   ucp_request_param_t prm;
   memset(&prm, 0, sizeof prm);
-  ucs_status_ptr_t q = U->ucp_am_send_nbx(r->ep, id, NULL, 0, m, sizeof *m, &prm);
+  ucs_status_ptr_t q =
+      U->ucp_am_send_nbx(r->ep, id, NULL, 0, m, sizeof *m, &prm);
   if (UCS_PTR_IS_PTR(q)) {
     while (U->ucp_request_check_status(q) == UCS_INPROGRESS)
       U->ucp_worker_progress(r->worker);
@@ -121,7 +122,8 @@ static void raw_open(raw_t *r, unsigned recv_id) {
   if (U->ucp_worker_create(r->ctx, &wp, &r->worker) != UCS_OK) exit(4);
   ucp_am_handler_param_t hp;
   memset(&hp, 0, sizeof hp);
-  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                  UCP_AM_HANDLER_PARAM_FIELD_CB |
                   UCP_AM_HANDLER_PARAM_FIELD_ARG;
   hp.id = recv_id;
   hp.cb = raw_recv;
@@ -140,8 +142,8 @@ static void raw_open(raw_t *r, unsigned recv_id) {
   get(theirs, m);
   ucp_ep_params_t e;
   memset(&e, 0, sizeof e);
-  e.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                 UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  e.field_mask =
+      UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   e.address = theirs;
   e.err_mode = UCP_ERR_HANDLING_MODE_NONE;
   if (U->ucp_ep_create(r->worker, &e, &r->ep) != UCS_OK) exit(4);
@@ -243,8 +245,8 @@ static double rk_rtt(rk_remote_actor_t *h, int n) {
   uint64_t t0 = rkb_now_ns();
   for (int i = 0; i < n; ++i) {
     seq_t q = {(uint32_t)i, 0}, a;
-    if (rk_remote_actor_call(h, &q, sizeof q, &a, sizeof a,
-                             RK_TIMEOUT_INFINITE, NULL) != RK_OK ||
+    if (rk_remote_actor_call(h, &q, sizeof q, &a, sizeof a, RK_TIMEOUT_INFINITE,
+                             NULL) != RK_OK ||
         a.lo != (uint32_t)i) {
       fprintf(stderr, "rk call: %s\n", rk_last_error());
       exit(5);
@@ -312,10 +314,11 @@ static int client(params_t pr, bool json) {
   const char *tls = getenv("UCX_TLS");
   const char *version = NULL;
   rk_cluster_available(&version);
-  printf("bench_cluster: UCX %s, UCX_TLS=%s, %d rounds of %d calls and %d "
-         "streamed messages (window %d), 8-byte messages\n",
-         version, tls ? tls : "(default)", pr.rounds, pr.calls, pr.stream,
-         pr.window);
+  printf(
+      "bench_cluster: UCX %s, UCX_TLS=%s, %d rounds of %d calls and %d "
+      "streamed messages (window %d), 8-byte messages\n",
+      version, tls ? tls : "(default)", pr.rounds, pr.calls, pr.stream,
+      pr.window);
   double *rk_lat = calloc((size_t)pr.rounds, sizeof(double));
   double *raw_lat = calloc((size_t)pr.rounds, sizeof(double));
   double *rk_tp = calloc((size_t)pr.rounds, sizeof(double));
@@ -335,8 +338,8 @@ static int client(params_t pr, bool json) {
     rk_tp[i] = y;
   }
   put("Q", 1);
-  printf("%-22s %10s %21s %10s %21s\n", "", "rk median", "[p10-p90]",
-         "raw UCX", "[p10-p90]");
+  printf("%-22s %10s %21s %10s %21s\n", "", "rk median", "[p10-p90]", "raw UCX",
+         "[p10-p90]");
   rkb_summary_t s[4];
   double ratio[2];
   row("call round trip", "us", rk_lat, raw_lat, pr.rounds, true, &s[0], &s[1],

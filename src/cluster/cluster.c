@@ -56,6 +56,7 @@
 typedef enum peer_state {
   P_FREE = 0,
   P_ACCEPTED,   /* hub: connection accepted, no HELLO yet */
+  P_WELCOMING,  /* hub: accepted; UP once WELCOME is on its way */
   P_CONNECTING, /* joiner: HELLO sent, no WELCOME yet */
   P_UP,
   P_REFUSED,
@@ -287,7 +288,7 @@ static rk_status_t parse_address(const char *text, struct sockaddr_storage *out,
 
 static void format_address(const struct sockaddr_storage *sa, char *buf,
                            size_t cap) {
-  char host[128] = "?", port[16] = "?";
+  char host[64] = "?", port[8] = "?"; /* INET6_ADDRSTRLEN is 46 */
   getnameinfo((const struct sockaddr *)sa,
               sa->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                         : sizeof(struct sockaddr_in),
@@ -390,6 +391,13 @@ static void outbox_drain(rk_cluster_t *c) {
     if (st != P_FAILED && st != P_LEFT && st != P_FREE && p->ep)
       (void)post(c, p, m->id & ~RESP_PACKED, hs ? m->data : NULL, hs,
                  m->data + hs, m->size - hs, false);
+    if (st == P_WELCOMING && m->id == RK_AM_WELCOME) {
+      pthread_mutex_lock(&c->mu);
+      int expected = P_WELCOMING;
+      atomic_compare_exchange_strong(&p->state, &expected, P_UP);
+      pthread_cond_broadcast(&c->cv);
+      pthread_mutex_unlock(&c->mu);
+    }
     free(m);
     m = next;
   }
@@ -513,24 +521,29 @@ static void on_conn(ucp_conn_request_h req, void *arg) {
     c->u->ucp_listener_reject(c->listener, req);
     return;
   }
-  atomic_store(&p->state, P_ACCEPTED);
   snprintf(p->name, sizeof p->name, "(joining #%u)", p->index);
+  pthread_mutex_unlock(&c->mu);
+  /* UCX is never called with c->mu held: its callbacks, which run under
+   * the worker's lock, take c->mu. (Callbacks run one at a time, so the
+   * HELLO cannot come before this one has returned.) */
   ucp_ep_params_t e = ep_params(p);
   e.field_mask |= UCP_EP_PARAM_FIELD_CONN_REQUEST;
   e.conn_request = req;
-  ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &p->boot);
-  if (st != UCS_OK) {
-    atomic_store(&p->state, P_REFUSED);
-    p->boot = NULL;
-  }
-  p->ep = p->boot;
+  ucp_ep_h ep = NULL;
+  ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &ep);
+  pthread_mutex_lock(&c->mu);
+  p->boot = p->ep = st == UCS_OK ? ep : NULL;
+  atomic_store(&p->state, st == UCS_OK ? P_ACCEPTED : P_REFUSED);
   pthread_mutex_unlock(&c->mu);
 }
 
-/* Called with c->mu held: the messages' endpoint to a worker address. */
-static bool open_data_ep(rk_cluster_t *c, peer_t *p, const void *addr,
-                         size_t size) {
-  if (!size) return true; /* stay on the first endpoint */
+/* The messages' endpoint to a worker address (never with c->mu held):
+ * false when it cannot be made; *out stays NULL when there is no address
+ * (the first endpoint carries everything). */
+static bool open_data_ep(rk_cluster_t *c, const void *addr, size_t size,
+                         ucp_ep_h *out) {
+  *out = NULL;
+  if (!size) return true;
   /* Without peer error handling, so that UCX may pick shared memory (its
    * shared-memory transports cannot detect a peer's death, and UCX 1.13
    * leaves them out of endpoints that ask for it). The first endpoint,
@@ -541,11 +554,7 @@ static bool open_data_ep(rk_cluster_t *c, peer_t *p, const void *addr,
   e.err_mode = UCP_ERR_HANDLING_MODE_NONE;
   e.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
   e.address = (const ucp_address_t *)addr;
-  ucp_ep_h ep;
-  if (c->u->ucp_ep_create(c->worker, &e, &ep) != UCS_OK) return false;
-  p->ep = ep;
-  (void)size;
-  return true;
+  return c->u->ucp_ep_create(c->worker, &e, out) == UCS_OK;
 }
 
 static peer_t *peer_from(rk_cluster_t *c, uint32_t from) {
@@ -614,7 +623,8 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
                  h.name);
       }
     for (uint32_t i = 0; i < c->peer_count && w.status == RK_OK; ++i)
-      if (atomic_load(&c->peers[i].state) == P_UP &&
+      if ((atomic_load(&c->peers[i].state) == P_UP ||
+           atomic_load(&c->peers[i].state) == P_WELCOMING) &&
           !strcmp(c->peers[i].name, h.name)) {
         w.status = RK_ERR_UNAVAILABLE;
         snprintf(w.text, sizeof w.text,
@@ -627,14 +637,21 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
     }
   }
   copy_name(p->name, sizeof p->name, h.name);
-  if (w.status == RK_OK && !open_data_ep(c, p, their_address, h.address_size)) {
+  pthread_mutex_unlock(&c->mu);
+  ucp_ep_h data_ep = NULL;
+  if (w.status == RK_OK &&
+      !open_data_ep(c, their_address, h.address_size, &data_ep)) {
     w.status = RK_ERR_UNAVAILABLE;
     snprintf(w.text, sizeof w.text,
              "the hub cannot reach the joiner's worker address");
   }
+  pthread_mutex_lock(&c->mu);
+  if (data_ep) p->ep = data_ep;
   if (w.status == RK_OK) {
+    /* UP when the WELCOME has been posted (outbox_drain): nothing else
+     * may reach the joiner before it. */
     p->remote = h.hub_index;
-    atomic_store(&p->state, P_UP);
+    atomic_store(&p->state, P_WELCOMING);
   } else {
     atomic_store(&p->state, P_REFUSED);
   }
@@ -667,16 +684,19 @@ static ucs_status_t on_welcome(void *arg, const void *header, size_t hlen,
   w.text[TEXT_MAX - 1] = '\0';
   if (w.from >= MAX_PEERS) return UCS_OK;
   if (w.address_size > len - sizeof w) w.address_size = 0;
-  pthread_mutex_lock(&c->mu);
   peer_t *p = &c->peers[w.from];
+  if (atomic_load(&p->state) != P_CONNECTING) return UCS_OK;
+  ucp_ep_h data_ep = NULL;
+  if (w.status == RK_OK &&
+      !open_data_ep(c, (const unsigned char *)data + sizeof w, w.address_size,
+                    &data_ep)) {
+    w.status = RK_ERR_UNAVAILABLE;
+    snprintf(w.text, sizeof w.text, "cannot reach the hub's worker address");
+  }
+  pthread_mutex_lock(&c->mu);
   if (atomic_load(&p->state) == P_CONNECTING) {
     copy_name(p->name, sizeof p->name, w.name);
-    if (w.status == RK_OK &&
-        !open_data_ep(c, p, (const unsigned char *)data + sizeof w,
-                      w.address_size)) {
-      w.status = RK_ERR_UNAVAILABLE;
-      snprintf(w.text, sizeof w.text, "cannot reach the hub's worker address");
-    }
+    if (data_ep) p->ep = data_ep;
     if (w.status == RK_OK) {
       p->remote = w.your_index;
       atomic_store(&p->state, P_UP);
@@ -735,11 +755,10 @@ static void refuse(rk_cluster_t *c, const rk_wire_req_t *h, rk_status_t s,
   m.r.state = (uint32_t)state;
   m.r.text_size = (uint32_t)tn;
   memcpy(m.text, text, tn);
-  if (direct) {
-    (void)post(c, p, RK_AM_RESP, &m.r, sizeof m.r, m.text, tn, false);
-  } else {
-    outbox_push(c, h->from, RK_AM_RESP | RESP_PACKED, &m, sizeof m.r + tn);
-  }
+  /* Through the outbox always: refusals are decided under locks that
+   * UCX's must not be taken under. */
+  (void)direct;
+  outbox_push(c, h->from, RK_AM_RESP | RESP_PACKED, &m, sizeof m.r + tn);
 }
 
 /* Called with e->mu held. */
@@ -1250,11 +1269,13 @@ static rk_status_t join(rk_cluster_t *c, const char *addr, uint64_t timeout) {
   e.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
   e.sockaddr.addr = (const struct sockaddr *)&sa;
   e.sockaddr.addrlen = len;
-  ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &p->boot);
-  p->ep = p->boot;
+  pthread_mutex_unlock(&c->mu);
+  ucp_ep_h ep = NULL;
+  ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &ep);
+  pthread_mutex_lock(&c->mu);
+  p->ep = p->boot = st == UCS_OK ? ep : NULL;
   pthread_mutex_unlock(&c->mu);
   if (st != UCS_OK) {
-    p->ep = p->boot = NULL;
     atomic_store(&p->state, P_FAILED);
     char what[200];
     snprintf(what, sizeof what, "cluster: cannot connect to %s", addr);
@@ -1372,7 +1393,10 @@ void rk_cluster_destroy(rk_cluster_t *c) {
   if (!c) return;
   if (c->worker) {
     /* Goodbye to every live peer: their handles become TERMINATED. */
-    for (uint32_t i = 0; i < c->peer_count; ++i) {
+    pthread_mutex_lock(&c->mu);
+    uint32_t peers = c->peer_count;
+    pthread_mutex_unlock(&c->mu);
+    for (uint32_t i = 0; i < peers; ++i) {
       peer_t *p = &c->peers[i];
       if (atomic_load(&p->state) != P_UP) continue;
       rk_wire_bye_t b = {.from = p->remote, .reserved = 0};
@@ -1595,6 +1619,7 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
     if (c->exports[i] && !strcmp(c->exports[i]->name, name)) {
       pthread_mutex_unlock(&c->mu);
       pthread_mutex_destroy(&e->mu);
+      free(e->buf);
       free(e);
       return rk__fail(RK_ERR_INVALID_ARGUMENT,
                       "cluster: '%s' is already exported by '%s'", name,
@@ -1605,16 +1630,19 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
   if (slot == MAX_EXPORTS) {
     pthread_mutex_unlock(&c->mu);
     pthread_mutex_destroy(&e->mu);
+    free(e->buf);
     free(e);
     return rk__fail(RK_ERR_OUT_OF_RANGE, "cluster: more than %d exports",
                     MAX_EXPORTS);
   }
   e->id = slot | (++c->export_gen << 16);
+  c->exports[slot] = e;
+  pthread_mutex_unlock(&c->mu);
+  /* Lock order: exports_mu, the worker's lock, c->mu, an export's or a
+   * handle's mu. */
   pthread_mutex_lock(&c->exports_mu);
   c->export_list[c->export_count++] = e;
   pthread_mutex_unlock(&c->exports_mu);
-  c->exports[slot] = e;
-  pthread_mutex_unlock(&c->mu);
   return RK_OK;
 }
 
@@ -1890,10 +1918,10 @@ rk_status_t rk_remote_actor_receive(rk_remote_actor_t *h, void *response,
                     "remote actor: capacity %zu is less than the response "
                     "size %zu",
                     capacity, h->response_size);
+  if (timeout_ns == 0) pump(h->c); /* never with h->mu held */
   pthread_mutex_lock(&h->mu);
   rk_status_t s;
   if (timeout_ns == 0) {
-    pump(h->c);
     s = h->rq ? RK_OK
               : (stopped(h) ? RK_ERR_INVALID_STATE : RK_ERR_QUEUE_EMPTY);
   } else {

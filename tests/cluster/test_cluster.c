@@ -437,7 +437,8 @@ static void test_killed_mid_stream(rk_cluster_t *c) {
   CHECK(s.dup == 0, "%u answers out of sequence", s.dup);
   CHECK(rk_remote_actor_state(h) == RK_ACTOR_FAILED, "handle FAILED");
   /* Every handle to the member fails, and sends fail at once. */
-  CHECK(rk_remote_actor_state(h2) == RK_ACTOR_FAILED, "other handle FAILED");
+  CHECK(rk_remote_actor_state(h2) == RK_ACTOR_FAILED, "other handle: %s",
+        rk_actor_state_name(rk_remote_actor_state(h2)));
   imsg_t q = {1}, r;
   uint64_t t0 = rk__now_ns();
   CHECK_STATUS(rk_remote_actor_send(h2, &q, sizeof q, 5 * SEC, NULL),
