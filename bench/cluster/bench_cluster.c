@@ -150,6 +150,21 @@ static void raw_open(raw_t *r, unsigned recv_id) {
   free(theirs);
 }
 
+static void raw_close(raw_t *r) {
+  ucp_request_param_t prm;
+  memset(&prm, 0, sizeof prm);
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  ucs_status_ptr_t q = U->ucp_ep_close_nbx(r->ep, &prm);
+  if (UCS_PTR_IS_PTR(q)) {
+    while (U->ucp_request_check_status(q) == UCS_INPROGRESS)
+      U->ucp_worker_progress(r->worker);
+    U->ucp_request_free(q);
+  }
+  U->ucp_worker_destroy(r->worker);
+  U->ucp_cleanup(r->ctx);
+}
+
 /* ---- the server ------------------------------------------------------- */
 
 static int server(void) {
@@ -202,6 +217,9 @@ static int server(void) {
   }
   rk_cluster_destroy(c);
   rk_actor_destroy(a);
+  rk_context_destroy(ctx);
+  rk_backend_destroy(be);
+  raw_close(&r);
   return 0;
 }
 
@@ -362,6 +380,7 @@ static int client(params_t pr, bool json) {
   }
   rk_remote_actor_release(h);
   rk_cluster_destroy(c);
+  raw_close(&r);
   free(rk_lat);
   free(raw_lat);
   free(rk_tp);

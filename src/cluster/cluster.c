@@ -1782,15 +1782,41 @@ rk_status_t rk_cluster_lookup(rk_cluster_t *c, const char *name,
 
 /* ---- remote handles ---------------------------------------------------- */
 
-static bool stopped(const rk_remote_actor_t *h) {
+/* The handle's state: its own once stopped, else its owner's. A member
+ * that fails or leaves stops every handle to its actors at one instant
+ * (its peer state), before peer_down has visited each. */
+static rk_actor_state_t state_of(const rk_remote_actor_t *h,
+                                 const char **out_cause) {
   int s = atomic_load(&h->state);
+  if (s == RK_ACTOR_FAILED || s == RK_ACTOR_TERMINATED) {
+    if (out_cause) *out_cause = h->cause;
+    return (rk_actor_state_t)s;
+  }
+  const peer_t *p = &h->c->peers[h->peer];
+  int ps = atomic_load(&p->state);
+  if (ps == P_FAILED || ps == P_LEFT) {
+    if (out_cause) *out_cause = p->cause;
+    return ps == P_FAILED ? RK_ACTOR_FAILED : RK_ACTOR_TERMINATED;
+  }
+  return (rk_actor_state_t)s;
+}
+
+static bool stopped(const rk_remote_actor_t *h) {
+  rk_actor_state_t s = state_of(h, NULL);
   return s == RK_ACTOR_FAILED || s == RK_ACTOR_TERMINATED;
 }
 
 static rk_status_t stopped_error(rk_remote_actor_t *h, const char *what) {
-  return rk__fail(
-      RK_ERR_INVALID_STATE, "remote actor: %s: %s (%s)", what, h->cause,
-      rk_actor_state_name((rk_actor_state_t)atomic_load(&h->state)));
+  const char *cause = "";
+  rk_actor_state_t s = state_of(h, &cause);
+  const peer_t *p = &h->c->peers[h->peer];
+  if (cause == p->cause)
+    return rk__fail(RK_ERR_INVALID_STATE,
+                    "remote actor: %s: member '%s' %s: %s (%s)", what, p->name,
+                    s == RK_ACTOR_FAILED ? "failed" : "left the cluster", cause,
+                    rk_actor_state_name(s));
+  return rk__fail(RK_ERR_INVALID_STATE, "remote actor: %s: %s (%s)", what,
+                  cause, rk_actor_state_name(s));
 }
 
 typedef bool (*ready_fn)(rk_remote_actor_t *h, void *arg);
@@ -2002,7 +2028,7 @@ rk_status_t rk_remote_actor_call(rk_remote_actor_t *h, const void *request,
 }
 
 rk_actor_state_t rk_remote_actor_state(const rk_remote_actor_t *h) {
-  return (rk_actor_state_t)atomic_load(&h->state);
+  return state_of(h, NULL);
 }
 
 void rk_remote_actor_info(const rk_remote_actor_t *h, size_t *out_request_size,
