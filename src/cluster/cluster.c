@@ -304,9 +304,38 @@ static void format_address(const struct sockaddr_storage *sa, char *buf,
 
 static const rk_ucp_api_t *g_ucp; /* set before any send */
 
+static void peer_down(rk_cluster_t *c, peer_t *p, peer_state_t to,
+                      const char *cause);
+
+/* A send that failed because the peer is gone fails the peer at once
+ * (whichever endpoint notices first): later sends fail fast, waiters
+ * wake. */
+static void check_send_status(peer_t *p, ucs_status_t st) {
+  if (st == UCS_ERR_ENDPOINT_TIMEOUT || st == UCS_ERR_CONNECTION_RESET ||
+      st == UCS_ERR_UNREACHABLE || st == UCS_ERR_NOT_CONNECTED ||
+      st == UCS_ERR_IO_ERROR || UCS_IS_LINK_ERROR(st) ||
+      UCS_IS_ENDPOINT_ERROR(st)) {
+    char cause[TEXT_MAX];
+    snprintf(cause, sizeof cause, "a send to it failed (UCX: %s)",
+             g_ucp->ucs_status_string(st));
+    peer_down(p->c, p, P_FAILED, cause);
+  }
+}
+
+static rk_status_t send_failed(peer_t *p, ucs_status_t st) {
+  check_send_status(p, st);
+  return rk__ucs_fail(st, "cluster: send");
+}
+
+typedef struct send_copy {
+  peer_t *p;
+  unsigned char data[];
+} send_copy_t;
+
 static void send_done(void *request, ucs_status_t status, void *user) {
-  (void)status;
-  free(user);
+  send_copy_t *copy = user;
+  if (status != UCS_OK) check_send_status(copy->p, status);
+  free(copy);
   g_ucp->ucp_request_free(request); /* nobody else keeps it */
 }
 
@@ -329,11 +358,13 @@ static rk_status_t post(rk_cluster_t *c, peer_t *p, unsigned id,
       c->u->ucp_worker_progress(c->worker);
     st = c->u->ucp_request_check_status(r);
     c->u->ucp_request_free(r);
-    return st == UCS_OK ? RK_OK : rk__ucs_fail(st, "cluster: send");
+    return st == UCS_OK ? RK_OK : send_failed(p, st);
   }
-  if (st != UCS_ERR_NO_RESOURCE) return rk__ucs_fail(st, "cluster: send");
-  unsigned char *copy = malloc(header_size + size + 1);
-  if (!copy) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: send buffer");
+  if (st != UCS_ERR_NO_RESOURCE) return send_failed(p, st);
+  send_copy_t *box = malloc(sizeof *box + header_size + size + 1);
+  if (!box) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: send buffer");
+  box->p = p;
+  unsigned char *copy = box->data;
   if (header_size) memcpy(copy, header, header_size);
   if (size) memcpy(copy + header_size, data, size);
   memset(&prm, 0, sizeof prm);
@@ -341,16 +372,16 @@ static rk_status_t post(rk_cluster_t *c, peer_t *p, unsigned id,
                      UCP_OP_ATTR_FIELD_USER_DATA;
   prm.flags = reply ? UCP_AM_SEND_FLAG_REPLY : 0;
   prm.cb.send = send_done;
-  prm.user_data = copy;
+  prm.user_data = box;
   r = c->u->ucp_am_send_nbx(p->ep, id, header_size ? copy : NULL, header_size,
                             copy + header_size, size, &prm);
   if (r == NULL) {
-    free(copy);
+    free(box);
     return RK_OK;
   }
   if (UCS_PTR_IS_ERR(r)) {
-    free(copy);
-    return rk__ucs_fail(UCS_PTR_STATUS(r), "cluster: send");
+    free(box);
+    return send_failed(p, UCS_PTR_STATUS(r));
   }
   return RK_OK; /* send_done frees */
 }
