@@ -83,6 +83,14 @@ typedef struct rk_cluster_options {
   /* Spin this long on the transport before sleeping when idle (default
    * $RK_CLUSTER_SPIN_US or 100 microseconds; 0 sleeps at once). */
   uint32_t spin_us;
+  /* Form the cluster from the ranks of an MPI job instead (also
+   * RK_CLUSTER_MPI=1): every rank of MPI_COMM_WORLD becomes a member
+   * connected to every other, their UCX addresses exchanged with one
+   * MPI_Allgather (then one MPI_Barrier); MPI is used for nothing else.
+   * MPI (Open MPI) is loaded at run time; rk calls MPI_Init if nobody has
+   * and MPI_Finalize in rk_cluster_destroy then. Not with listen or
+   * connect. Members are named "rank<N>" unless `name` is given. */
+  bool mpi;
 } rk_cluster_options_t;
 
 /* Fills in the defaults above (every pointer NULL). */
@@ -93,6 +101,11 @@ void rk_cluster_options_init(rk_cluster_options_t *options);
  * headers"). *out_version (may be NULL) gets UCX's version string or
  * NULL. */
 rk_status_t rk_cluster_available(const char **out_version);
+
+/* RK_OK when the MPI launcher path can load MPI (Open MPI); otherwise
+ * RK_ERR_UNAVAILABLE and why. *out_version (may be NULL) gets the MPI
+ * library's version line, or NULL. */
+rk_status_t rk_cluster_mpi_available(const char **out_version);
 
 /* Creates this process's member: starts the transport and its progress
  * thread, listens if asked, and joins the hub if asked (waiting up to

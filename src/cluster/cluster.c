@@ -44,6 +44,7 @@
 #include "base/strbuf.h"
 #include "base/sys.h"
 #include "cluster/cluster_internal.h"
+#include "cluster/mpi_api.h"
 #include "cluster/ucx_api.h"
 #include "cluster/wire.h"
 
@@ -208,6 +209,12 @@ struct rk_cluster {
 
   pthread_t progress;
   atomic_bool stop;
+
+  /* The MPI launcher path: the library, whether rk initialized MPI (and
+   * finalizes it), this rank. */
+  const rk_mpi_api_t *mpi;
+  bool mpi_owned;
+  int rank;
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -1352,6 +1359,121 @@ static rk_status_t join(rk_cluster_t *c, const char *addr, uint64_t timeout) {
   return out;
 }
 
+/* The MPI launcher path: one MPI_Allgather of every rank's worker
+ * address, then two endpoints to every other rank (one watching it with
+ * peer error handling, one carrying the messages, as for a joiner), then
+ * one MPI_Barrier so that no rank sends before every rank can take it.
+ * Peer slot r is rank r, the own slot unused. */
+typedef struct mpi_card {
+  uint32_t magic, version, rank, address_size;
+  char name[RK_WIRE_NAME_MAX];
+  unsigned char address[RK_WIRE_ADDRESS_MAX];
+} mpi_card_t;
+
+static rk_status_t mpi_join(rk_cluster_t *c, bool named) {
+  const rk_mpi_api_t *m;
+  RK_RETURN_IF_ERROR(rk__mpi_api(&m));
+  c->mpi = m;
+  int inited = 0;
+  m->MPI_Initialized(&inited);
+  if (!inited) {
+    if (m->MPI_Init(NULL, NULL) != 0)
+      return rk__fail(RK_ERR_UNAVAILABLE, "cluster: MPI_Init failed");
+    c->mpi_owned = true;
+  }
+  int rank = 0, size = 0;
+  m->MPI_Comm_rank(m->comm_world, &rank);
+  m->MPI_Comm_size(m->comm_world, &size);
+  if (size < 1 || size > MAX_PEERS)
+    return rk__fail(RK_ERR_OUT_OF_RANGE, "cluster: %d MPI ranks (at most %d)",
+                    size, MAX_PEERS);
+  if (c->waddr_size == 0)
+    return rk__fail(RK_ERR_UNAVAILABLE,
+                    "cluster: this UCX worker's address is too long to send");
+  c->rank = rank;
+  if (!named) snprintf(c->name, sizeof c->name, "rank%d", rank);
+  mpi_card_t *all = calloc((size_t)size, sizeof *all);
+  mpi_card_t *me = calloc(1, sizeof *me);
+  if (!all || !me) {
+    free(all);
+    free(me);
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: MPI join");
+  }
+  me->magic = RK_WIRE_MAGIC;
+  me->version = RK_WIRE_VERSION;
+  me->rank = (uint32_t)rank;
+  me->address_size = (uint32_t)c->waddr_size;
+  copy_name(me->name, sizeof me->name, c->name);
+  memcpy(me->address, c->waddr, c->waddr_size);
+  rk_status_t s = RK_OK;
+  if (m->MPI_Allgather(me, (int)sizeof *me, m->byte, all, (int)sizeof *me,
+                       m->byte, m->comm_world) != 0)
+    s = rk__fail(RK_ERR_UNAVAILABLE, "cluster: MPI_Allgather failed");
+  for (int r = 0; s == RK_OK && r < size; ++r)
+    if (all[r].magic != RK_WIRE_MAGIC || all[r].version != RK_WIRE_VERSION)
+      s = rk__fail(RK_ERR_UNAVAILABLE,
+                   "cluster: rank %d runs another rk build (wire version %u)",
+                   r, all[r].version);
+  if (s == RK_OK) {
+    pthread_mutex_lock(&c->mu);
+    for (int r = 0; r < size; ++r) {
+      peer_t *p = &c->peers[r];
+      p->c = c;
+      p->index = (uint32_t)r;
+      p->remote = (uint32_t)rank;
+      p->ep = p->boot = NULL;
+      all[r].name[RK_WIRE_NAME_MAX - 1] = '\0';
+      copy_name(p->name, sizeof p->name, all[r].name);
+    }
+    c->peer_count = (uint32_t)size;
+    pthread_mutex_unlock(&c->mu);
+  }
+  for (int r = 0; s == RK_OK && r < size; ++r) {
+    if (r == rank) continue;
+    peer_t *p = &c->peers[r];
+    ucp_ep_params_t e = ep_params(p);
+    e.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    e.address = (const ucp_address_t *)all[r].address;
+    ucp_ep_h watch = NULL, data = NULL;
+    ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &watch);
+    if (st == UCS_OK &&
+        !open_data_ep(c, all[r].address, all[r].address_size, &data))
+      st = UCS_ERR_UNREACHABLE;
+    pthread_mutex_lock(&c->mu);
+    p->boot = watch;
+    p->ep = data ? data : watch;
+    if (st == UCS_OK) atomic_store(&p->state, P_UP);
+    pthread_mutex_unlock(&c->mu);
+    if (st != UCS_OK) {
+      char what[96];
+      snprintf(what, sizeof what, "cluster: cannot reach rank %d", r);
+      s = rk__ucs_fail(st, what);
+    }
+  }
+  free(all);
+  free(me);
+  if (s == RK_OK && m->MPI_Barrier(m->comm_world) != 0)
+    s = rk__fail(RK_ERR_UNAVAILABLE, "cluster: MPI_Barrier failed");
+  return s;
+}
+
+rk_status_t rk_cluster_mpi_available(const char **out_version) {
+  static char version[256];
+  const rk_mpi_api_t *m;
+  if (out_version) *out_version = NULL;
+  RK_RETURN_IF_ERROR(rk__mpi_api(&m));
+  int n = (int)sizeof version;
+  /* MPI_Get_library_version may be called before MPI_Init. */
+  if (m->MPI_Get_library_version(version, &n) == 0 && out_version) {
+    char *nl = strchr(version, '\n');
+    if (nl) *nl = '\0';
+    char *comma = strchr(version, ',');
+    if (comma) *comma = '\0';
+    *out_version = version;
+  }
+  return RK_OK;
+}
+
 static void close_eps(rk_cluster_t *c) {
   void *reqs[2 * MAX_PEERS];
   size_t n = 0;
@@ -1463,6 +1585,11 @@ void rk_cluster_destroy(rk_cluster_t *c) {
     c->u->ucp_worker_destroy(c->worker);
   }
   if (c->context) c->u->ucp_cleanup(c->context);
+  if (c->mpi_owned) {
+    int done = 0;
+    c->mpi->MPI_Finalized(&done);
+    if (!done) c->mpi->MPI_Finalize();
+  }
   free(c->failed_names);
   pthread_mutex_destroy(&c->mu);
   pthread_mutex_destroy(&c->out_mu);
@@ -1485,6 +1612,12 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
   const char *connect_to = opt_or_env(o.connect, "RK_CLUSTER_CONNECT");
   const char *token = opt_or_env(o.token, "RK_CLUSTER_TOKEN");
   const char *name = opt_or_env(o.name, "RK_CLUSTER_NAME");
+  const char *mpi_env = getenv("RK_CLUSTER_MPI");
+  bool use_mpi = o.mpi || (mpi_env && !strcmp(mpi_env, "1"));
+  if (use_mpi && (listen_at || connect_to))
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "cluster: an MPI cluster neither listens nor connects "
+                    "(unset RK_CLUSTER_LISTEN / RK_CLUSTER_CONNECT)");
   if (name && (!*name || strlen(name) >= RK_WIRE_NAME_MAX))
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "cluster: a member name has 1 to %d bytes",
@@ -1572,6 +1705,7 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
   if (s == RK_OK && listen_at) s = start_listener(c, listen_at);
   if (s == RK_OK && pthread_create(&c->progress, NULL, progress_main, c) != 0)
     s = rk__fail(RK_ERR_INTERNAL, "cluster: cannot start the progress thread");
+  if (s == RK_OK && use_mpi) s = mpi_join(c, name != NULL);
   if (s == RK_OK && connect_to)
     s = join(c, connect_to,
              o.connect_timeout_ns ? o.connect_timeout_ns : 10000000000ull);
@@ -2090,6 +2224,14 @@ uint64_t rk__cluster_dropped_local(rk_cluster_t *c, const char *name) {
       n = c->exports[i]->dropped_local;
   pthread_mutex_unlock(&c->mu);
   return n;
+}
+
+rk_status_t rk__cluster_barrier(rk_cluster_t *c) {
+  if (!c->mpi)
+    return rk__fail(RK_ERR_INVALID_STATE, "cluster: not formed by MPI");
+  return c->mpi->MPI_Barrier(c->mpi->comm_world) == 0
+             ? RK_OK
+             : rk__fail(RK_ERR_UNAVAILABLE, "cluster: MPI_Barrier failed");
 }
 
 #endif /* RK_HAVE_UCX */

@@ -10,4 +10,8 @@
  * remote request was waiting for (answers to local sends). */
 uint64_t rk__cluster_dropped_local(rk_cluster_t *cluster, const char *name);
 
+/* An MPI cluster: MPI_Barrier over its ranks (for tests); RK_ERR_
+ * INVALID_STATE when the cluster was not formed by MPI. */
+rk_status_t rk__cluster_barrier(rk_cluster_t *cluster);
+
 #endif /* RK_CLUSTER_CLUSTER_INTERNAL_H_ */

@@ -120,4 +120,13 @@ uint64_t rk__cluster_dropped_local(rk_cluster_t *c, const char *n) {
   return 0;
 }
 
+rk_status_t rk_cluster_mpi_available(const char **out_version) {
+  if (out_version) *out_version = NULL;
+  return unavailable();
+}
+rk_status_t rk__cluster_barrier(rk_cluster_t *c) {
+  (void)c;
+  return unavailable();
+}
+
 #endif /* !RK_HAVE_UCX */

@@ -22,12 +22,15 @@ static void help(FILE *out) {
       "names another library), its version, or why it is not available\n"
       "(the paths tried). Also shows the settings a cluster would use:\n"
       "UCX_TLS and RK_CLUSTER_LISTEN, RK_CLUSTER_CONNECT, RK_CLUSTER_NAME,\n"
-      "RK_CLUSTER_TOKEN (shown as set or not, never printed). See\n"
+      "RK_CLUSTER_TOKEN (shown as set or not, never printed), and whether\n"
+      "the MPI launcher path can load MPI (Open MPI; $RK_MPI_LIB). See\n"
       "docs/cluster.md.\n"
       "\n"
       "Options:\n"
       "  --json   one JSON object: {\"transport\": \"ucx\", \"available\",\n"
-      "           \"version\", \"reason\"}\n"
+      "           \"version\", \"reason\", \"mpi\": {\"available\", "
+      "\"version\",\n"
+      "           \"reason\"}}\n"
       "\n"
       "Exit status: 0 available, 1 not available, 2 usage error.\n",
       out);
@@ -64,7 +67,13 @@ static int run(int argc, char **argv) {
   }
   const char *version = NULL;
   rk_status_t s = rk_cluster_available(&version);
-  const char *reason = s == RK_OK ? "" : rk_last_error();
+  static char reason[2048];
+  snprintf(reason, sizeof reason, "%s", s == RK_OK ? "" : rk_last_error());
+  const char *mpi_version = NULL;
+  rk_status_t ms = rk_cluster_mpi_available(&mpi_version);
+  static char mpi_reason[2048];
+  snprintf(mpi_reason, sizeof mpi_reason, "%s",
+           ms == RK_OK ? "" : rk_last_error());
   if (json) {
     printf("{\"transport\": \"ucx\", \"available\": %s, \"version\": ",
            s == RK_OK ? "true" : "false");
@@ -74,12 +83,25 @@ static int run(int argc, char **argv) {
       fputs("null", stdout);
     fputs(", \"reason\": ", stdout);
     json_string(reason);
-    fputs("}\n", stdout);
+    printf(", \"mpi\": {\"available\": %s, \"version\": ",
+           ms == RK_OK ? "true" : "false");
+    if (mpi_version)
+      json_string(mpi_version);
+    else
+      fputs("null", stdout);
+    fputs(", \"reason\": ", stdout);
+    json_string(mpi_reason);
+    fputs("}}\n", stdout);
   } else {
     if (s == RK_OK)
       printf("cluster transport: UCX %s (available)\n", version);
     else
       printf("cluster transport: not available: %s\n", reason);
+    if (ms == RK_OK)
+      printf("MPI launcher: %s (available)\n",
+             mpi_version ? mpi_version : "Open MPI");
+    else
+      printf("MPI launcher: not available: %s\n", mpi_reason);
     printf("UCX_TLS: %s\n", env_or("UCX_TLS", "(UCX's default)"));
     printf("RK_CLUSTER_LISTEN: %s\n", env_or("RK_CLUSTER_LISTEN", "(not set)"));
     printf("RK_CLUSTER_CONNECT: %s\n",
