@@ -151,9 +151,10 @@ rk_status_t rk_cluster_wait_peers(rk_cluster_t *cluster, size_t count,
 rk_status_t rk_cluster_export(rk_cluster_t *cluster, rk_actor_t *actor,
                               const char *name);
 
-/* Withdraws an export: later requests to it are answered
- * RK_ERR_INVALID_STATE; answers to requests already taken in are still
- * forwarded... unless the actor stops. RK_ERR_NOT_FOUND if not exported. */
+/* Withdraws an export: later requests to it, and those taken in but not
+ * yet answered (their callers wake), are answered RK_ERR_INVALID_STATE;
+ * answers the actor still produces for them stay in its output ring.
+ * RK_ERR_NOT_FOUND if not exported. */
 rk_status_t rk_cluster_unexport(rk_cluster_t *cluster, const char *name);
 
 /* Asks every connected peer for an actor exported as `name` and returns a
