@@ -34,8 +34,8 @@ static void load(void) {
       snprintf(g_api.path, sizeof g_api.path, "%s", names[i]);
     } else {
       const char *why = dlerror();
-      rk__strbuf_printf(&tried, "%s%s: %s", tried.data ? "; " : " ",
-                        names[i], why ? why : "cannot be opened");
+      rk__strbuf_printf(&tried, "%s%s: %s", tried.data ? "; " : " ", names[i],
+                        why ? why : "cannot be opened");
     }
   }
   if (!g_api.handle) {

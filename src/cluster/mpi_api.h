@@ -18,17 +18,17 @@
 
 typedef void *rk_mpi_handle_t; /* MPI_Comm, MPI_Datatype (Open MPI) */
 
-#define RK_MPI_SYMBOLS(X)                                                    \
-  X(MPI_Initialized, int, (int *))                                           \
-  X(MPI_Finalized, int, (int *))                                             \
-  X(MPI_Init, int, (int *, char ***))                                        \
-  X(MPI_Finalize, int, (void))                                               \
-  X(MPI_Comm_rank, int, (rk_mpi_handle_t, int *))                            \
-  X(MPI_Comm_size, int, (rk_mpi_handle_t, int *))                            \
-  X(MPI_Barrier, int, (rk_mpi_handle_t))                                     \
-  X(MPI_Allgather, int,                                                      \
-    (const void *, int, rk_mpi_handle_t, void *, int, rk_mpi_handle_t,       \
-     rk_mpi_handle_t))                                                       \
+#define RK_MPI_SYMBOLS(X)                                              \
+  X(MPI_Initialized, int, (int *))                                     \
+  X(MPI_Finalized, int, (int *))                                       \
+  X(MPI_Init, int, (int *, char ***))                                  \
+  X(MPI_Finalize, int, (void))                                         \
+  X(MPI_Comm_rank, int, (rk_mpi_handle_t, int *))                      \
+  X(MPI_Comm_size, int, (rk_mpi_handle_t, int *))                      \
+  X(MPI_Barrier, int, (rk_mpi_handle_t))                               \
+  X(MPI_Allgather, int,                                                \
+    (const void *, int, rk_mpi_handle_t, void *, int, rk_mpi_handle_t, \
+     rk_mpi_handle_t))                                                 \
   X(MPI_Get_library_version, int, (char *, int *))
 
 typedef struct rk_mpi_api {

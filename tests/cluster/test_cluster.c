@@ -151,6 +151,10 @@ static int role_owner(const char *addr, const char *name, const char *prefix) {
 static int role_caller(const char *addr, const char *name) {
   rk_cluster_t *c = member_join(addr, name, NULL);
   rk_remote_actor_t *h;
+  if (rk_cluster_lookup(c, "hub/gone", 5 * SEC, &h) != RK_ERR_NOT_FOUND) {
+    printf("an unexported name was found\n");
+    return 8;
+  }
   if (rk_cluster_lookup(c, "hub/add", 5 * SEC, &h) != RK_OK) {
     printf("lookup: %s\n", rk_last_error());
     return 6;
@@ -558,6 +562,10 @@ int main(int argc, char **argv) {
   CHECK_OK(rk_cluster_export(c, hub_add, "hub/add"));
   CHECK_STATUS(rk_cluster_export(c, hub_add, "hub/add"),
                RK_ERR_INVALID_ARGUMENT);
+  /* Withdrawn: gone for the calling member (role_caller looks it up). */
+  CHECK_OK(rk_cluster_export(c, hub_add, "hub/gone"));
+  CHECK_OK(rk_cluster_unexport(c, "hub/gone"));
+  CHECK_STATUS(rk_cluster_unexport(c, "hub/gone"), RK_ERR_NOT_FOUND);
 
   child_t a = spawn("owner", "member-a", "a", NULL);
   CHECK_OK(rk_cluster_wait_peers(c, 1, 30 * SEC));

@@ -40,7 +40,8 @@ int main(int argc, char **argv) {
   rk_cluster_options_init(&o);
   o.mpi = true;
   rk_cluster_t *c;
-  if (!CHECK_OK(rk_cluster_create(&o, &c))) return rk_test_finish("cluster_mpi");
+  if (!CHECK_OK(rk_cluster_create(&o, &c)))
+    return rk_test_finish("cluster_mpi");
   const char *me = rk_cluster_name(c);
   int rank = atoi(me + 4);
   int size = (int)rk_cluster_peer_count(c) + 1;
@@ -65,8 +66,8 @@ int main(int argc, char **argv) {
     int bad = 0;
     for (uint32_t i = 0; i < 100; ++i) {
       seq_t m = {i, (uint32_t)rank}, r;
-      if (rk_remote_actor_call(h, &m, sizeof m, &r, sizeof r, 10 * SEC,
-                               NULL) != RK_OK ||
+      if (rk_remote_actor_call(h, &m, sizeof m, &r, sizeof r, 10 * SEC, NULL) !=
+              RK_OK ||
           r.lo != i || r.hi != (uint32_t)rank + 1)
         ++bad;
     }
@@ -89,9 +90,8 @@ int main(int argc, char **argv) {
         ++got;
       }
     done:
-      CHECK(got == stream && wrong == 0,
-            "stream %d -> %d: %u of %u, %u wrong", rank, q, got, stream,
-            wrong);
+      CHECK(got == stream && wrong == 0, "stream %d -> %d: %u of %u, %u wrong",
+            rank, q, got, stream, wrong);
     }
     rk_remote_actor_release(h);
   }
