@@ -773,10 +773,9 @@ static export_t *export_by_id(rk_cluster_t *c, uint64_t id) {
   return e && e->id == id ? e : NULL;
 }
 
-/* A refusal answer for request h, through the outbox (from callbacks) or
- * directly (from the progress loop). */
+/* A refusal answer for request h, through the outbox. */
 static void refuse(rk_cluster_t *c, const rk_wire_req_t *h, rk_status_t s,
-                   rk_actor_state_t state, const char *text, bool direct) {
+                   rk_actor_state_t state, const char *text) {
   peer_t *p = peer_from(c, h->from);
   if (!p) return;
   size_t tn = strnlen(text, TEXT_MAX - 1);
@@ -795,7 +794,6 @@ static void refuse(rk_cluster_t *c, const rk_wire_req_t *h, rk_status_t s,
   memcpy(m.text, text, tn);
   /* Through the outbox always: refusals are decided under locks that
    * UCX's must not be taken under. */
-  (void)direct;
   outbox_push(c, h->from, RK_AM_RESP | RESP_PACKED, &m, sizeof m.r + tn);
 }
 
@@ -846,13 +844,13 @@ static bool route_take(export_t *e, uint64_t local_id, route_t *out) {
 /* Called with e->mu held: one request into the actor's input ring. Returns
  * false when the ring is full (nothing done). */
 static bool admit(export_t *e, const rk_wire_req_t *h, const void *data,
-                  size_t size, bool direct) {
+                  size_t size) {
   rk_cluster_t *c = e->c;
   if (size != e->request_size) {
     char t[TEXT_MAX];
     snprintf(t, sizeof t, "request of %zu bytes; '%s' takes %zu", size, e->name,
              e->request_size);
-    refuse(c, h, RK_ERR_INVALID_ARGUMENT, rk_actor_state(e->actor), t, direct);
+    refuse(c, h, RK_ERR_INVALID_ARGUMENT, rk_actor_state(e->actor), t);
     return true;
   }
   uint64_t local_id;
@@ -864,7 +862,7 @@ static bool admit(export_t *e, const rk_wire_req_t *h, const void *data,
   if (s == RK_ERR_QUEUE_FULL) return false;
   char t[TEXT_MAX];
   snprintf(t, sizeof t, "on member '%s': %s", c->name, rk_last_error());
-  refuse(c, h, s, rk_actor_state(e->actor), t, direct);
+  refuse(c, h, s, rk_actor_state(e->actor), t);
   return true;
 }
 
@@ -876,13 +874,13 @@ static void deliver_req(rk_cluster_t *c, const rk_wire_req_t *h,
   if (!e) {
     pthread_mutex_unlock(&c->mu);
     refuse(c, h, RK_ERR_INVALID_STATE, RK_ACTOR_TERMINATED,
-           "the actor is no longer exported", false);
+           "the actor is no longer exported");
     return;
   }
   pthread_mutex_lock(&e->mu);
   pthread_mutex_unlock(&c->mu);
   rk__hlc_merge(&e->clock, h->timestamp);
-  if (e->pending || !admit(e, h, data, size, false)) {
+  if (e->pending || !admit(e, h, data, size)) {
     pending_req_t *q = malloc(sizeof *q + size);
     if (q) {
       q->next = NULL;
@@ -1006,7 +1004,7 @@ static unsigned forward_once(export_t *e) {
     pending_req_t *q = e->pending;
     if (!peer_from(c, q->h.from)) {
       /* dropped: its requester failed */
-    } else if (!admit(e, &q->h, q->data, q->size, true)) {
+    } else if (!admit(e, &q->h, q->data, q->size)) {
       break;
     }
     e->pending = q->next;
@@ -1116,7 +1114,7 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
   info.correlation_id = r->request_id;
   info.timestamp = rk__hlc_merge(&h->clock, r->timestamp);
   info.size = answered ? size : 0;
-  info.status = answered ? s : s;
+  info.status = s;
   info.handler_code = r->handler_code;
   if (!answered &&
       (r->state == RK_ACTOR_TERMINATED || r->state == RK_ACTOR_FAILED)) {
@@ -1834,11 +1832,11 @@ rk_status_t rk_cluster_unexport(rk_cluster_t *c, const char *name) {
                        .handle_gen = r->handle_gen,
                        .request_id = r->request_id};
     refuse(c, &h, RK_ERR_INVALID_STATE, RK_ACTOR_TERMINATED,
-           "the actor was unexported before it answered", true);
+           "the actor was unexported before it answered");
   }
   for (pending_req_t *q = e->pending; q; q = q->next)
     refuse(c, &q->h, RK_ERR_INVALID_STATE, RK_ACTOR_TERMINATED,
-           "the actor was unexported before it took the request", true);
+           "the actor was unexported before it took the request");
   pthread_mutex_unlock(&e->mu);
   free_export(c, e);
   return RK_OK;

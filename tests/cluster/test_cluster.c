@@ -115,14 +115,15 @@ static rk_cluster_t *member_join(const char *addr, const char *name,
 }
 
 /* Exports add (window 16), seq, big; then waits until stdin closes or the
- * hub leaves, and leaves. */
+ * hub leaves, and leaves. Commands on stdin: 'd' deactivates the add
+ * actor, 'a' activates it, 'u' unexports it. */
 static int role_owner(const char *addr, const char *name, const char *prefix) {
   g_ctx = cpu_context();
   rk_actor_t *add = launch(kAddSource, "add_one", 16);
   rk_actor_t *seq = launch(kSeqSource, "echo", 256);
   rk_actor_t *big = launch(kBigSource, "twice", 4);
   rk_cluster_t *c = member_join(addr, name, NULL);
-  char n[128];
+  char n[128], n_add[128];
   snprintf(n, sizeof n, "%s/add", prefix);
   if (rk_cluster_export(c, add, n) != RK_OK) return 5;
   snprintf(n, sizeof n, "%s/seq", prefix);
@@ -135,7 +136,14 @@ static int role_owner(const char *addr, const char *name, const char *prefix) {
     struct pollfd p = {.fd = 0, .events = POLLIN};
     if (poll(&p, 1, 50) > 0) {
       char b[16];
-      if (read(0, b, sizeof b) <= 0) break;
+      ssize_t n = read(0, b, sizeof b);
+      if (n <= 0) break;
+      for (ssize_t i = 0; i < n; ++i) {
+        snprintf(n_add, sizeof n_add, "%s/add", prefix);
+        if (b[i] == 'd') rk_actor_deactivate(add);
+        if (b[i] == 'a') rk_actor_activate(add);
+        if (b[i] == 'u') rk_cluster_unexport(c, n_add);
+      }
     }
     if (rk_cluster_peer_count(c) == 0) break;
   }
@@ -308,6 +316,43 @@ static void test_basics(rk_cluster_t *c) {
                RK_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(rk_remote_actor_call(h, &q, sizeof q, &r, 2, SEC, NULL),
                RK_ERR_INVALID_ARGUMENT);
+  rk_remote_actor_release(h);
+}
+
+/* Requests the remote actor refuses: deactivated there (the handle stays
+ * usable), then unexported (the handle becomes TERMINATED). */
+static void test_refused(rk_cluster_t *c, child_t *owner) {
+  rk_remote_actor_t *h = find(c, "a/add");
+  if (!h) return;
+  imsg_t q = {1}, r;
+  rk_status_t s = RK_OK;
+  if (write(owner->in, "d", 1) != 1) return;
+  for (int i = 0; i < 200 && s == RK_OK; ++i) {
+    usleep(10000);
+    s = rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 5 * SEC, NULL);
+  }
+  CHECK(s == RK_ERR_INVALID_STATE, "deactivated there: %s (%s)",
+        rk_status_name(s), rk_last_error());
+  CHECK_ERROR_HAS("member-a");
+  CHECK(rk_remote_actor_state(h) == RK_ACTOR_ACTIVE, "still usable: %s",
+        rk_actor_state_name(rk_remote_actor_state(h)));
+  if (write(owner->in, "a", 1) != 1) return;
+  for (int i = 0; i < 200 && s != RK_OK; ++i) {
+    usleep(10000);
+    s = rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 5 * SEC, NULL);
+  }
+  CHECK(s == RK_OK && r.v == 2, "activated again: %s", rk_status_name(s));
+  if (write(owner->in, "u", 1) != 1) return;
+  for (int i = 0; i < 200 && s == RK_OK; ++i) {
+    usleep(10000);
+    s = rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 5 * SEC, NULL);
+  }
+  CHECK(s == RK_ERR_INVALID_STATE, "unexported: %s", rk_status_name(s));
+  CHECK_ERROR_HAS("no longer exported");
+  CHECK(rk_remote_actor_state(h) == RK_ACTOR_TERMINATED, "after unexport: %s",
+        rk_actor_state_name(rk_remote_actor_state(h)));
+  CHECK_STATUS(rk_remote_actor_send(h, &q, sizeof q, SEC, NULL),
+               RK_ERR_INVALID_STATE);
   rk_remote_actor_release(h);
 }
 
@@ -578,6 +623,7 @@ int main(int argc, char **argv) {
   test_never_answers(c);
   test_left(c);
   test_refusals();
+  test_refused(c, &a);
   CHECK(reap(&a, 20) == 0, "member-a exits cleanly");
 
   rk_cluster_destroy(c);
