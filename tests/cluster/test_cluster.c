@@ -12,6 +12,7 @@
  *   - a member killed mid-stream: its actors FAILED, waiters woken within
  *     a bound, sends refused at once, nothing answered twice;
  *   - a member that left: its actors TERMINATED;
+ *   - requests refused by a deactivated, then an unexported, actor;
  *   - joining refused: a failed member's name, a wrong token.
  * Exits 77 where UCX cannot be loaded. */
 #include <errno.h>
