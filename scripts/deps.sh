@@ -28,6 +28,7 @@ CC=${CC:-cc}
 TEST_COMMANDS=(
   "pkg-config|pkg-config|the install test (tests/install)"
   "spin|spin|model checking of the actor ring protocol (tests/model)"
+  "mpirun|openmpi-bin|the cluster's MPI launcher test (tests/cluster, cluster_mpi; Open MPI, loaded by rk at run time)"
 )
 # Shared libraries the tests load with dlopen: "soname|Debian packages|what
 # needs it", looked up in the ldconfig cache.
@@ -41,7 +42,11 @@ TEST_FILES=(
   "/etc/OpenCL/vendors/*.icd|pocl-opencl-icd|an OpenCL platform, e.g. PoCL's CPU device (OpenCL compile checks, tests/gpucompile)"
   "/usr/share/vulkan/icd.d/*.json|mesa-vulkan-drivers python3-venv|a Vulkan driver, e.g. Mesa's lavapipe (WGSL validation, codegen_wgsl_validate)"
   "/usr/include/ck_ring.h|libck-dev|Concurrency Kit, ck_ring.h and libck (the ck_ring comparison in bench/actors)"
+  "/usr/include/ucp/api/ucp.h|libucx-dev|UCX headers (the cluster layer, src/cluster: without them it builds as a stub)"
 )
+# UCX, the cluster transport: libucp is loaded at run time (tests/cluster,
+# bench/cluster, `rk cluster`); rk follows the UCP API of this release on.
+RK_UCX_MIN=1.13
 # Python's wgpu package (wgpu-py, which bundles wgpu-native: its naga front end
 # validates WGSL) lives in its own virtual environment, never in the system
 # Python; tests/codegen/CMakeLists.txt looks for it there. Optional: without
@@ -89,6 +94,21 @@ check_libfuzzer() {
     clang -x c - -o "$tmp/fuzz.out" -fsanitize=fuzzer,address,undefined \
       >/dev/null 2>&1 ||
     missing_test+=("libFuzzer for clang${major:+ $major} (make fuzz)|libclang-rt-${major:-14}-dev")
+}
+
+# check_ucx: libucp.so.0 in the linker cache, at least RK_UCX_MIN (the
+# version in ucp/api/ucp_version.h of libucx-dev).
+check_ucx() {
+  if ! has_library libucp.so.0; then
+    missing_test+=("libucp.so.0, UCX (tests/cluster, bench/cluster)|libucx0 libucx-dev")
+    return
+  fi
+  local h=/usr/include/ucp/api/ucp_version.h major minor
+  [ -r "$h" ] || return # reported with the headers
+  major=$(sed -n 's/^#define UCP_API_MAJOR *\([0-9]*\).*/\1/p' "$h")
+  minor=$(sed -n 's/^#define UCP_API_MINOR *\([0-9]*\).*/\1/p' "$h")
+  version_ge "${major:-0}.${minor:-0}" "$RK_UCX_MIN" ||
+    missing_test+=("UCX >= $RK_UCX_MIN (found ${major:-?}.${minor:-?})|libucx-dev")
 }
 
 # The GCC support package (libgcc-N-dev) holds omp.h, libgomp.so and the
@@ -145,6 +165,7 @@ int main(void) { return omp_get_max_threads() < 1; }' | compiles -fopenmp ||
     compgen -G "$cmd" >/dev/null || missing_test+=("$what|$pkgs")
   done
   check_libfuzzer
+  check_ucx
   local native
   native=$(wgpu_native_version)
   if [ -z "$native" ]; then

@@ -14,6 +14,7 @@
 
 #include "rk/actor.h"
 #include "rk/backend.h"
+#include "rk/cluster.h"
 #include "rk/codegen.h"
 #include "rk/ops.h"
 #include "rk/select.h"

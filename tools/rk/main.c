@@ -13,8 +13,9 @@
 #include "tool.h"
 
 static const tool_command_t *const kCommands[] = {
-    &tool_cmd_devices,   &tool_cmd_demo,  &tool_cmd_transpile, &tool_cmd_select,
-    &tool_cmd_calibrate, &tool_cmd_cache, &tool_cmd_version,
+    &tool_cmd_devices, &tool_cmd_demo,      &tool_cmd_transpile,
+    &tool_cmd_select,  &tool_cmd_calibrate, &tool_cmd_cache,
+    &tool_cmd_version, &tool_cmd_cluster,
 };
 enum { kCommandCount = sizeof kCommands / sizeof kCommands[0] };
 

@@ -1,0 +1,450 @@
+/* bench_cluster: a remote rk actor against raw UCX active messages over the
+ * same transport, side by side in one run.
+ *
+ *   bench_cluster [--quick] [--json] [--rounds R] [--calls N] [--stream M]
+ *                 [--window W]
+ *
+ * Two processes (this one forks before either touches UCX): the server
+ * exports an rk actor (echo of an 8-byte message, persistent, CPU backend)
+ * and also answers raw AMs; the client measures, in alternating rounds,
+ *   - round trip: N rk_remote_actor_call vs N raw AM ping-pongs (the server
+ *     replies from its progress loop), microseconds per round trip;
+ *   - streaming: M requests with at most W outstanding, each answered, vs
+ *     the same with raw AMs: messages per second.
+ * UCX_TLS picks the transport for both (the raw endpoints are made from
+ * worker addresses without peer error handling, as rk's message endpoints
+ * are). Reports medians with p10-p90 over the rounds and rk / raw. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <ucp/api/ucp.h>
+#include <unistd.h>
+
+#include "bench_json.h"
+#include "bench_stats.h"
+#include "cluster/ucx_api.h"
+#include "rk/rk.h"
+
+static const char kEcho[] =
+    "#include <rk/kernel.h>\n"
+    "typedef struct { uint32_t lo, hi; } seq_t;\n"
+    "RK_HANDLER void echo(const seq_t *in, seq_t *out) {\n"
+    "  out->lo = in->lo; out->hi = in->hi + 1u;\n"
+    "}\n";
+typedef struct {
+  uint32_t lo, hi;
+} seq_t;
+
+enum { AM_PING = 20, AM_PONG = 21 };
+
+static const rk_ucp_api_t *U;
+
+/* ---- pipes between the two processes ---------------------------------- */
+
+static int g_rd, g_wr;
+
+static void put(const void *p, size_t n) {
+  const char *c = p;
+  while (n) {
+    ssize_t w = write(g_wr, c, n);
+    if (w <= 0) exit(3);
+    c += w;
+    n -= (size_t)w;
+  }
+}
+static void get(void *p, size_t n) {
+  char *c = p;
+  while (n) {
+    ssize_t r = read(g_rd, c, n);
+    if (r <= 0) exit(3);
+    c += r;
+    n -= (size_t)r;
+  }
+}
+
+/* ---- raw UCX ---------------------------------------------------------- */
+
+typedef struct raw {
+  ucp_context_h ctx;
+  ucp_worker_h worker;
+  ucp_ep_h ep;
+  uint64_t got; /* AMs received */
+  seq_t last;   /* the last one's payload */
+} raw_t;
+
+static ucs_status_t raw_recv(void *arg, const void *h, size_t hl, void *data,
+                             size_t len, const ucp_am_recv_param_t *p) {
+  (void)h;
+  (void)hl;
+  (void)p;
+  raw_t *r = arg;
+  if (len >= sizeof(seq_t)) memcpy(&r->last, data, sizeof(seq_t));
+  r->got++;
+  return UCS_OK;
+}
+
+static void raw_send(raw_t *r, unsigned id, const seq_t *m) {
+  ucp_request_param_t prm;
+  memset(&prm, 0, sizeof prm);
+  ucs_status_ptr_t q =
+      U->ucp_am_send_nbx(r->ep, id, NULL, 0, m, sizeof *m, &prm);
+  if (UCS_PTR_IS_PTR(q)) {
+    while (U->ucp_request_check_status(q) == UCS_INPROGRESS)
+      U->ucp_worker_progress(r->worker);
+    U->ucp_request_free(q);
+  } else if (UCS_PTR_IS_ERR(q)) {
+    fprintf(stderr, "raw send: %s\n", U->ucs_status_string(UCS_PTR_STATUS(q)));
+    exit(4);
+  }
+}
+
+static void raw_open(raw_t *r, unsigned recv_id) {
+  ucp_config_t *cfg;
+  U->ucp_config_read(NULL, NULL, &cfg);
+  ucp_params_t p;
+  memset(&p, 0, sizeof p);
+  p.field_mask = UCP_PARAM_FIELD_FEATURES;
+  p.features = UCP_FEATURE_AM;
+  if (U->ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, &p, cfg, &r->ctx) !=
+      UCS_OK)
+    exit(4);
+  U->ucp_config_release(cfg);
+  ucp_worker_params_t wp;
+  memset(&wp, 0, sizeof wp);
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+  if (U->ucp_worker_create(r->ctx, &wp, &r->worker) != UCS_OK) exit(4);
+  ucp_am_handler_param_t hp;
+  memset(&hp, 0, sizeof hp);
+  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                  UCP_AM_HANDLER_PARAM_FIELD_CB |
+                  UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  hp.id = recv_id;
+  hp.cb = raw_recv;
+  hp.arg = r;
+  U->ucp_worker_set_am_recv_handler(r->worker, &hp);
+  /* Addresses through the pipe, then one endpoint each way. */
+  ucp_address_t *addr;
+  size_t n;
+  U->ucp_worker_get_address(r->worker, &addr, &n);
+  put(&n, sizeof n);
+  put(addr, n);
+  U->ucp_worker_release_address(r->worker, addr);
+  size_t m;
+  get(&m, sizeof m);
+  void *theirs = malloc(m);
+  get(theirs, m);
+  ucp_ep_params_t e;
+  memset(&e, 0, sizeof e);
+  e.field_mask =
+      UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  e.address = theirs;
+  e.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+  if (U->ucp_ep_create(r->worker, &e, &r->ep) != UCS_OK) exit(4);
+  free(theirs);
+}
+
+static void raw_close(raw_t *r) {
+  ucp_request_param_t prm;
+  memset(&prm, 0, sizeof prm);
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  ucs_status_ptr_t q = U->ucp_ep_close_nbx(r->ep, &prm);
+  if (UCS_PTR_IS_PTR(q)) {
+    while (U->ucp_request_check_status(q) == UCS_INPROGRESS)
+      U->ucp_worker_progress(r->worker);
+    U->ucp_request_free(q);
+  }
+  U->ucp_worker_destroy(r->worker);
+  U->ucp_cleanup(r->ctx);
+}
+
+/* ---- the server ------------------------------------------------------- */
+
+static int server(void) {
+  raw_t r;
+  memset(&r, 0, sizeof r);
+  raw_open(&r, AM_PING);
+  rk_backend_t *be;
+  rk_context_t *ctx;
+  rk_actor_t *a;
+  if (rk_backend_open(RK_BACKEND_CPU, &be) != RK_OK ||
+      rk_backend_create_context(be, 0, &ctx) != RK_OK ||
+      rk_actor_launch(ctx, kEcho, "echo", NULL, &a) != RK_OK) {
+    fprintf(stderr, "server: %s\n", rk_last_error());
+    return 1;
+  }
+  rk_cluster_options_t o;
+  rk_cluster_options_init(&o);
+  o.listen = "127.0.0.1:0";
+  o.name = "bench-server";
+  rk_cluster_t *c;
+  if (rk_cluster_create(&o, &c) != RK_OK ||
+      rk_cluster_export(c, a, "echo") != RK_OK) {
+    fprintf(stderr, "server: %s\n", rk_last_error());
+    return 1;
+  }
+  char addr[128];
+  rk_cluster_address(c, addr, sizeof addr);
+  put(addr, sizeof addr);
+  /* Commands: 'R' serve raw AMs until the pipe says more, 'K' idle while
+   * the client uses rk, 'Q' quit. */
+  uint64_t answered = 0;
+  for (;;) {
+    char cmd;
+    get(&cmd, 1);
+    if (cmd == 'Q') break;
+    if (cmd != 'R') continue;
+    for (unsigned spin = 0;; ++spin) {
+      U->ucp_worker_progress(r.worker);
+      while (answered < r.got) {
+        seq_t m = r.last;
+        m.hi++;
+        raw_send(&r, AM_PONG, &m);
+        answered++;
+      }
+      if ((spin & 1023) == 0) {
+        struct pollfd p = {.fd = g_rd, .events = POLLIN};
+        if (poll(&p, 1, 0) > 0) break; /* the next command */
+      }
+    }
+  }
+  rk_cluster_destroy(c);
+  rk_actor_destroy(a);
+  rk_context_destroy(ctx);
+  rk_backend_destroy(be);
+  raw_close(&r);
+  return 0;
+}
+
+/* ---- the client ------------------------------------------------------- */
+
+typedef struct params {
+  int rounds, calls, stream, window;
+} params_t;
+
+static double raw_rtt(raw_t *r, int n) {
+  uint64_t t0 = rkb_now_ns();
+  for (int i = 0; i < n; ++i) {
+    seq_t m = {(uint32_t)i, 0};
+    uint64_t want = r->got + 1;
+    raw_send(r, AM_PING, &m);
+    while (r->got < want) U->ucp_worker_progress(r->worker);
+    if (r->last.lo != (uint32_t)i) {
+      fprintf(stderr, "raw: pong %u for ping %d\n", r->last.lo, i);
+      exit(5);
+    }
+  }
+  return (double)(rkb_now_ns() - t0) / 1e3 / n;
+}
+
+static double raw_stream(raw_t *r, int n, int window) {
+  uint64_t base = r->got;
+  uint64_t t0 = rkb_now_ns();
+  int sent = 0;
+  while (r->got - base < (uint64_t)n) {
+    while (sent < n && (uint64_t)sent - (r->got - base) < (uint64_t)window) {
+      seq_t m = {(uint32_t)sent, 0};
+      raw_send(r, AM_PING, &m);
+      sent++;
+    }
+    U->ucp_worker_progress(r->worker);
+  }
+  return n / ((double)(rkb_now_ns() - t0) / 1e9);
+}
+
+static double rk_rtt(rk_remote_actor_t *h, int n) {
+  uint64_t t0 = rkb_now_ns();
+  for (int i = 0; i < n; ++i) {
+    seq_t q = {(uint32_t)i, 0}, a;
+    if (rk_remote_actor_call(h, &q, sizeof q, &a, sizeof a, RK_TIMEOUT_INFINITE,
+                             NULL) != RK_OK ||
+        a.lo != (uint32_t)i) {
+      fprintf(stderr, "rk call: %s\n", rk_last_error());
+      exit(5);
+    }
+  }
+  return (double)(rkb_now_ns() - t0) / 1e3 / n;
+}
+
+static double rk_stream(rk_remote_actor_t *h, int n, int window) {
+  uint64_t t0 = rkb_now_ns();
+  int sent = 0, got = 0;
+  while (got < n) {
+    while (sent < n && sent - got < window) {
+      seq_t q = {(uint32_t)sent, 0};
+      if (rk_remote_actor_send(h, &q, sizeof q, RK_TIMEOUT_INFINITE, NULL) !=
+          RK_OK)
+        exit(5);
+      sent++;
+    }
+    seq_t a;
+    if (rk_remote_actor_receive(h, &a, sizeof a, RK_TIMEOUT_INFINITE, NULL) !=
+            RK_OK ||
+        a.lo != (uint32_t)got) {
+      fprintf(stderr, "rk receive: %s\n", rk_last_error());
+      exit(5);
+    }
+    got++;
+  }
+  return n / ((double)(rkb_now_ns() - t0) / 1e9);
+}
+
+static void row(const char *what, const char *unit, const double *rk,
+                const double *raw, int n, bool lower_is_better,
+                rkb_summary_t *out_rk, rkb_summary_t *out_raw,
+                double *out_ratio) {
+  rkb_summary_t a = rkb_summarize(rk, (size_t)n);
+  rkb_summary_t b = rkb_summarize(raw, (size_t)n);
+  double ratio = lower_is_better ? a.median / b.median : b.median / a.median;
+  printf("%-22s %10.2f [%8.2f-%8.2f] %10.2f [%8.2f-%8.2f] %s   rk/raw %.2f\n",
+         what, a.median, a.p10, a.p90, b.median, b.p10, b.p90, unit, ratio);
+  *out_rk = a;
+  *out_raw = b;
+  *out_ratio = ratio;
+}
+
+static int client(params_t pr, bool json) {
+  raw_t r;
+  memset(&r, 0, sizeof r);
+  raw_open(&r, AM_PONG);
+  char addr[128];
+  get(addr, sizeof addr);
+  rk_cluster_options_t o;
+  rk_cluster_options_init(&o);
+  o.connect = addr;
+  o.name = "bench-client";
+  rk_cluster_t *c;
+  rk_remote_actor_t *h;
+  if (rk_cluster_create(&o, &c) != RK_OK ||
+      rk_cluster_lookup(c, "echo", 10000000000ull, &h) != RK_OK) {
+    fprintf(stderr, "client: %s\n", rk_last_error());
+    return 1;
+  }
+  rkb_json_t j;
+  if (json) rkb_json_begin(&j, "cluster");
+  const char *tls = getenv("UCX_TLS");
+  const char *version = NULL;
+  rk_cluster_available(&version);
+  printf(
+      "bench_cluster: UCX %s, UCX_TLS=%s, %d rounds of %d calls and %d "
+      "streamed messages (window %d), 8-byte messages\n",
+      version, tls ? tls : "(default)", pr.rounds, pr.calls, pr.stream,
+      pr.window);
+  double *rk_lat = calloc((size_t)pr.rounds, sizeof(double));
+  double *raw_lat = calloc((size_t)pr.rounds, sizeof(double));
+  double *rk_tp = calloc((size_t)pr.rounds, sizeof(double));
+  double *raw_tp = calloc((size_t)pr.rounds, sizeof(double));
+  /* One warm-up of each, then alternating rounds. */
+  for (int i = -1; i < pr.rounds; ++i) {
+    put("R", 1);
+    double a = raw_rtt(&r, pr.calls);
+    double b = raw_stream(&r, pr.stream, pr.window);
+    put("K", 1);
+    double x = rk_rtt(h, pr.calls);
+    double y = rk_stream(h, pr.stream, pr.window);
+    if (i < 0) continue;
+    raw_lat[i] = a;
+    raw_tp[i] = b;
+    rk_lat[i] = x;
+    rk_tp[i] = y;
+  }
+  put("Q", 1);
+  printf("%-22s %10s %21s %10s %21s\n", "", "rk median", "[p10-p90]", "raw UCX",
+         "[p10-p90]");
+  rkb_summary_t s[4];
+  double ratio[2];
+  row("call round trip", "us", rk_lat, raw_lat, pr.rounds, true, &s[0], &s[1],
+      &ratio[0]);
+  row("streaming", "msg/s", rk_tp, raw_tp, pr.rounds, false, &s[2], &s[3],
+      &ratio[1]);
+  if (json) {
+    rkb_json_str(&j, "ucx_version", version);
+    rkb_json_str(&j, "ucx_tls", tls ? tls : "");
+    rkb_json_int(&j, "calls", pr.calls);
+    rkb_json_int(&j, "stream", pr.stream);
+    rkb_json_int(&j, "window", pr.window);
+    rkb_json_summary(&j, "rk_call_us", &s[0]);
+    rkb_json_summary(&j, "raw_am_pingpong_us", &s[1]);
+    rkb_json_num(&j, "call_ratio", ratio[0]);
+    rkb_json_summary(&j, "rk_stream_msgs_per_s", &s[2]);
+    rkb_json_summary(&j, "raw_am_stream_msgs_per_s", &s[3]);
+    rkb_json_num(&j, "stream_ratio", ratio[1]);
+    rkb_json_finish(&j);
+  }
+  rk_remote_actor_release(h);
+  rk_cluster_destroy(c);
+  raw_close(&r);
+  free(rk_lat);
+  free(raw_lat);
+  free(rk_tp);
+  free(raw_tp);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  params_t p = {15, 2000, 20000, 64};
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    long v;
+    if (!strcmp(argv[i], "--json")) {
+      json = true;
+    } else if (!strcmp(argv[i], "--quick")) {
+      p = (params_t){3, 200, 2000, 64};
+    } else if (i + 1 < argc && !strcmp(argv[i], "--rounds") &&
+               !rkb_parse_long(argv[i + 1], 1, 1000, &v)) {
+      p.rounds = (int)v;
+      ++i;
+    } else if (i + 1 < argc && !strcmp(argv[i], "--calls") &&
+               !rkb_parse_long(argv[i + 1], 1, 10000000, &v)) {
+      p.calls = (int)v;
+      ++i;
+    } else if (i + 1 < argc && !strcmp(argv[i], "--stream") &&
+               !rkb_parse_long(argv[i + 1], 1, 100000000, &v)) {
+      p.stream = (int)v;
+      ++i;
+    } else if (i + 1 < argc && !strcmp(argv[i], "--window") &&
+               !rkb_parse_long(argv[i + 1], 1, 1024, &v)) {
+      p.window = (int)v;
+      ++i;
+    } else {
+      fprintf(stderr,
+              "usage: bench_cluster [--quick] [--json] [--rounds R] "
+              "[--calls N] [--stream M] [--window W (<= 1024)]\n");
+      return 2;
+    }
+  }
+  /* Fork before anything loads UCX: its library keeps threads and state
+   * that a fork does not carry over. */
+  int a[2], b[2];
+  if (pipe(a) || pipe(b)) return 1;
+  fflush(stdout);
+  pid_t pid = fork();
+  if (rk__ucp_api(&U) != RK_OK) {
+    if (pid == 0) return 77;
+    printf("SKIPPED: %s\n", rk_last_error());
+    waitpid(pid, NULL, 0);
+    return 77;
+  }
+  if (pid == 0) {
+    g_rd = a[0];
+    g_wr = b[1];
+    return server();
+  }
+  g_rd = b[0];
+  g_wr = a[1];
+  int rc = client(p, json);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    fprintf(stderr, "bench_cluster: the server exited %d\n", st);
+    return 1;
+  }
+  return rc;
+}

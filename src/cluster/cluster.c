@@ -1,0 +1,2235 @@
+/* rk clusters over UCX active messages (rk/cluster.h, docs/cluster.md).
+ *
+ * One UCP worker per member, in multi-thread mode: a progress thread drives
+ * it (spinning for spin_us after activity, then sleeping on the worker's
+ * event fd), user threads send on it directly and, while they wait for an
+ * answer, drive it themselves for spin_us so that an answer that comes
+ * quickly is handled on the waiting thread.
+ *
+ * Requests (owner side). The REQ callback writes the payload straight into
+ * the exported actor's input ring with rk_actor_send (timeout 0); a full
+ * ring queues it behind, in order, until there is room. While requests are
+ * in exported actors, the progress thread also takes the actors' responses
+ * (rk_actor_receive_batch, without waiting), matches each to the request it
+ * answers (a FIFO of routes, in the order the actor took them) and sends it
+ * back as RESP.
+ *
+ * Answers (requester side). The RESP callback finds the handle by slot and
+ * generation, merges the timestamp into the handle's clock, and copies the
+ * payload into the buffer of the call waiting for it, or queues it for
+ * rk_remote_actor_receive.
+ *
+ * Messages the callbacks must send (WELCOME, LOOKUP_REPLY, refusals) go
+ * through an outbox that whoever drives the worker empties after
+ * ucp_worker_progress returns: UCX's callbacks may not drive the worker.
+ */
+#include "rk/cluster.h"
+
+#if RK_HAVE_UCX
+
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "base/hlc.h"
+#include "base/strbuf.h"
+#include "base/sys.h"
+#include "cluster/cluster_internal.h"
+#include "cluster/mpi_api.h"
+#include "cluster/ucx_api.h"
+#include "cluster/wire.h"
+
+#define MAX_PEERS 256
+#define MAX_EXPORTS 1024
+#define FORWARD_BATCH 64
+#define TEXT_MAX RK_WIRE_TEXT_MAX
+#define RESP_PACKED 0x100u
+
+typedef enum peer_state {
+  P_FREE = 0,
+  P_ACCEPTED,   /* hub: connection accepted, no HELLO yet */
+  P_WELCOMING,  /* hub: accepted; UP once WELCOME is on its way */
+  P_CONNECTING, /* joiner: HELLO sent, no WELCOME yet */
+  P_UP,
+  P_REFUSED,
+  P_FAILED,
+  P_LEFT,
+} peer_state_t;
+
+typedef struct peer {
+  rk_cluster_t *c;
+  _Atomic int state; /* peer_state_t */
+  ucp_ep_h boot;     /* made from the socket address: watches the peer */
+  ucp_ep_h ep;       /* made from its worker address: carries the messages */
+  uint32_t index;    /* in c->peers */
+  uint32_t remote;   /* the index the peer gave us: our `from` to it */
+  bool is_hub;
+  char name[RK_WIRE_NAME_MAX];
+  char cause[TEXT_MAX];
+  rk_status_t refusal; /* P_REFUSED: the hub's status */
+} peer_t;
+
+typedef struct route {
+  uint64_t local_id; /* rk_actor_send's correlation id */
+  uint32_t peer, handle;
+  uint64_t handle_gen, request_id;
+  bool done;
+} route_t;
+
+typedef struct pending_req {
+  struct pending_req *next;
+  rk_wire_req_t h;
+  size_t size;
+  unsigned char data[];
+} pending_req_t;
+
+typedef struct export_ {
+  rk_cluster_t *c;
+  uint64_t id; /* slot | generation << 16 */
+  char name[RK_WIRE_ACTOR_NAME_MAX];
+  rk_actor_t *actor;
+  size_t request_size, response_size;
+  uint32_t window;
+  uint64_t clock;
+  pthread_mutex_t mu;
+  /* Routes of requests in the actor, in the order it took them. */
+  route_t *routes;
+  size_t route_head, route_count, route_cap; /* ring of route_cap */
+  pending_req_t *pending, *pending_tail;
+  unsigned char *buf; /* FORWARD_BATCH responses */
+  _Atomic uint64_t forwarded, dropped_local;
+} export_t;
+
+typedef struct waiter {
+  struct waiter *next;
+  uint64_t id;
+  void *buffer;
+  size_t capacity;
+  bool done;
+  rk_status_t status;
+  rk_actor_message_t info;
+  char text[TEXT_MAX];
+} waiter_t;
+
+typedef struct answer {
+  struct answer *next;
+  rk_status_t status;
+  rk_actor_message_t info;
+  size_t size;
+  unsigned char data[]; /* payload, or a refusal's text */
+} answer_t;
+
+struct rk_remote_actor {
+  rk_cluster_t *c;
+  uint32_t slot;
+  uint64_t gen;
+  uint32_t peer;
+  uint64_t export_id;
+  size_t request_size, response_size;
+  uint32_t window;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  uint64_t next_id;
+  uint32_t outstanding; /* sent and not yet received */
+  _Atomic int state;    /* rk_actor_state_t */
+  char cause[TEXT_MAX];
+  uint64_t clock;
+  waiter_t *waiters;
+  answer_t *rq, *rq_tail;
+};
+
+typedef struct lookup {
+  struct lookup *next;
+  uint64_t id;
+  bool asked[MAX_PEERS];
+  uint32_t waiting; /* asked and not yet answered */
+  bool found;
+  uint32_t peer;
+  rk_wire_lookup_reply_t reply;
+} lookup_t;
+
+typedef struct outmsg {
+  struct outmsg *next;
+  uint32_t peer;
+  unsigned id;
+  size_t size;
+  unsigned char data[];
+} outmsg_t;
+
+struct rk_cluster {
+  const rk_ucp_api_t *u;
+  ucp_context_h context;
+  ucp_worker_h worker;
+  ucp_listener_h listener;
+  int efd;
+  ucp_address_t *waddr;
+  size_t waddr_size;
+  char name[RK_WIRE_NAME_MAX];
+  char token[RK_WIRE_TOKEN_MAX];
+  size_t token_size;
+  char address[128];
+  uint32_t spin_us;
+
+  pthread_mutex_t mu; /* peers' fields, lists, tables below */
+  pthread_cond_t cv;
+  peer_t peers[MAX_PEERS];
+  uint32_t peer_count; /* slots used */
+  char (*failed_names)[RK_WIRE_NAME_MAX];
+  size_t failed_count;
+  export_t *exports[MAX_EXPORTS];
+  uint64_t export_gen;
+  rk_remote_actor_t **handles;
+  uint32_t handle_cap;
+  uint64_t handle_gen;
+  lookup_t *lookups;
+  uint64_t next_lookup;
+
+  pthread_mutex_t out_mu;
+  outmsg_t *out_head, *out_tail;
+  atomic_bool out_any;
+
+  /* Exports, for the progress thread; requests in them not yet answered
+   * (taken in or queued), over all exports. */
+  pthread_mutex_t exports_mu;
+  export_t *export_list[MAX_EXPORTS];
+  uint32_t export_count;
+  _Atomic uint64_t in_flight;
+  /* User threads driving the worker while they wait: the progress thread
+   * stands aside meanwhile. */
+  _Atomic uint32_t drivers;
+
+  pthread_t progress;
+  atomic_bool stop;
+
+  /* The MPI launcher path: the library, whether rk initialized MPI (and
+   * finalizes it), this rank. */
+  const rk_mpi_api_t *mpi;
+  bool mpi_owned;
+  int rank;
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static uint64_t deadline_after(uint64_t timeout_ns) {
+  uint64_t now = rk__now_ns();
+  return timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
+}
+
+static void abs_time(uint64_t deadline, uint64_t cap_ns, struct timespec *ts) {
+  uint64_t now = rk__now_ns();
+  uint64_t wait = deadline > now ? deadline - now : 0;
+  if (wait > cap_ns) wait = cap_ns;
+  clock_gettime(CLOCK_MONOTONIC, ts);
+  uint64_t ns = (uint64_t)ts->tv_nsec + wait;
+  ts->tv_sec += (time_t)(ns / 1000000000u);
+  ts->tv_nsec = (long)(ns % 1000000000u);
+}
+
+static void cond_init(pthread_cond_t *cv) {
+  pthread_condattr_t a;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+  pthread_cond_init(cv, &a);
+  pthread_condattr_destroy(&a);
+}
+
+/* Waits on cv until deadline, at most cap_ns at a time. */
+static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
+                            uint64_t deadline, uint64_t cap_ns) {
+  struct timespec ts;
+  abs_time(deadline, cap_ns, &ts);
+  pthread_cond_timedwait(cv, mu, &ts);
+}
+
+static void copy_name(char *dst, size_t cap, const char *src) {
+  size_t n = strnlen(src, cap - 1);
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
+/* "host:port", "[v6]:port" -> sockaddr. */
+static rk_status_t parse_address(const char *text, struct sockaddr_storage *out,
+                                 socklen_t *out_len) {
+  char host[256];
+  const char *colon = strrchr(text, ':');
+  if (!colon || colon == text || !colon[1])
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "cluster: address '%s' is not host:port", text);
+  size_t hn = (size_t)(colon - text);
+  const char *h = text;
+  if (text[0] == '[' && colon[-1] == ']') {
+    h = text + 1;
+    hn -= 2;
+  }
+  if (hn >= sizeof host)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT, "cluster: host too long in '%s'",
+                    text);
+  memcpy(host, h, hn);
+  host[hn] = '\0';
+  char *end;
+  long port = strtol(colon + 1, &end, 10);
+  if (*end || port < 0 || port > 65535)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT, "cluster: bad port in '%s'", text);
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  int e = getaddrinfo(host, colon + 1, &hints, &res);
+  if (e != 0 || !res)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT, "cluster: cannot resolve '%s': %s",
+                    host, gai_strerror(e));
+  memcpy(out, res->ai_addr, res->ai_addrlen);
+  *out_len = res->ai_addrlen;
+  freeaddrinfo(res);
+  return RK_OK;
+}
+
+static void format_address(const struct sockaddr_storage *sa, char *buf,
+                           size_t cap) {
+  char host[64] = "?", port[8] = "?"; /* INET6_ADDRSTRLEN is 46 */
+  getnameinfo((const struct sockaddr *)sa,
+              sa->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                        : sizeof(struct sockaddr_in),
+              host, sizeof host, port, sizeof port,
+              NI_NUMERICHOST | NI_NUMERICSERV);
+  if (sa->ss_family == AF_INET6)
+    snprintf(buf, cap, "[%s]:%s", host, port);
+  else
+    snprintf(buf, cap, "%s:%s", host, port);
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+static const rk_ucp_api_t *g_ucp; /* set before any send */
+
+static void peer_down(rk_cluster_t *c, peer_t *p, peer_state_t to,
+                      const char *cause);
+
+/* A send that failed because the peer is gone fails the peer at once
+ * (whichever endpoint notices first): later sends fail fast, waiters
+ * wake. */
+static void check_send_status(peer_t *p, ucs_status_t st) {
+  if (st == UCS_ERR_ENDPOINT_TIMEOUT || st == UCS_ERR_CONNECTION_RESET ||
+      st == UCS_ERR_UNREACHABLE || st == UCS_ERR_NOT_CONNECTED ||
+      st == UCS_ERR_IO_ERROR || UCS_IS_LINK_ERROR(st) ||
+      UCS_IS_ENDPOINT_ERROR(st)) {
+    char cause[TEXT_MAX];
+    snprintf(cause, sizeof cause, "a send to it failed (UCX: %s)",
+             g_ucp->ucs_status_string(st));
+    peer_down(p->c, p, P_FAILED, cause);
+  }
+}
+
+static rk_status_t send_failed(peer_t *p, ucs_status_t st) {
+  check_send_status(p, st);
+  return rk__ucs_fail(st, "cluster: send");
+}
+
+typedef struct send_copy {
+  peer_t *p;
+  unsigned char data[];
+} send_copy_t;
+
+static void send_done(void *request, ucs_status_t status, void *user) {
+  send_copy_t *copy = user;
+  if (status != UCS_OK) check_send_status(copy->p, status);
+  free(copy);
+  g_ucp->ucp_request_free(request); /* nobody else keeps it */
+}
+
+/* Sends one active message to peer p. Tries an immediate send from the
+ * caller's buffers first; if UCX cannot complete it at once, copies header
+ * and data and lets the send finish in the background. */
+static rk_status_t post(rk_cluster_t *c, peer_t *p, unsigned id,
+                        const void *header, size_t header_size,
+                        const void *data, size_t size, bool reply) {
+  ucp_request_param_t prm;
+  memset(&prm, 0, sizeof prm);
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
+  prm.flags = reply ? UCP_AM_SEND_FLAG_REPLY : 0;
+  ucs_status_ptr_t r =
+      c->u->ucp_am_send_nbx(p->ep, id, header, header_size, data, size, &prm);
+  if (r == NULL) return RK_OK;
+  ucs_status_t st = UCS_PTR_STATUS(r);
+  if (UCS_PTR_IS_PTR(r)) { /* should not happen with FORCE_IMM_CMPL */
+    while (c->u->ucp_request_check_status(r) == UCS_INPROGRESS)
+      c->u->ucp_worker_progress(c->worker);
+    st = c->u->ucp_request_check_status(r);
+    c->u->ucp_request_free(r);
+    return st == UCS_OK ? RK_OK : send_failed(p, st);
+  }
+  if (st != UCS_ERR_NO_RESOURCE) return send_failed(p, st);
+  send_copy_t *box = malloc(sizeof *box + header_size + size + 1);
+  if (!box) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: send buffer");
+  box->p = p;
+  unsigned char *copy = box->data;
+  if (header_size) memcpy(copy, header, header_size);
+  if (size) memcpy(copy + header_size, data, size);
+  memset(&prm, 0, sizeof prm);
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
+                     UCP_OP_ATTR_FIELD_USER_DATA;
+  prm.flags = reply ? UCP_AM_SEND_FLAG_REPLY : 0;
+  prm.cb.send = send_done;
+  prm.user_data = box;
+  r = c->u->ucp_am_send_nbx(p->ep, id, header_size ? copy : NULL, header_size,
+                            copy + header_size, size, &prm);
+  if (r == NULL) {
+    free(box);
+    return RK_OK;
+  }
+  if (UCS_PTR_IS_ERR(r)) {
+    free(box);
+    return send_failed(p, UCS_PTR_STATUS(r));
+  }
+  return RK_OK; /* send_done frees */
+}
+
+/* From a callback: queue a message for the thread driving the worker. */
+static void outbox_push(rk_cluster_t *c, uint32_t peer, unsigned id,
+                        const void *data, size_t size) {
+  outmsg_t *m = malloc(sizeof *m + size);
+  if (!m) return;
+  m->next = NULL;
+  m->peer = peer;
+  m->id = id;
+  m->size = size;
+  memcpy(m->data, data, size);
+  pthread_mutex_lock(&c->out_mu);
+  if (c->out_tail)
+    c->out_tail->next = m;
+  else
+    c->out_head = m;
+  c->out_tail = m;
+  atomic_store(&c->out_any, true);
+  pthread_mutex_unlock(&c->out_mu);
+}
+
+static void outbox_drain(rk_cluster_t *c) {
+  if (!atomic_load_explicit(&c->out_any, memory_order_acquire)) return;
+  pthread_mutex_lock(&c->out_mu);
+  outmsg_t *m = c->out_head;
+  c->out_head = c->out_tail = NULL;
+  atomic_store(&c->out_any, false);
+  pthread_mutex_unlock(&c->out_mu);
+  while (m) {
+    outmsg_t *next = m->next;
+    peer_t *p = &c->peers[m->peer];
+    int st = atomic_load(&p->state);
+    /* RESP_PACKED: a RESP whose header leads the data. */
+    size_t hs = (m->id & RESP_PACKED) ? sizeof(rk_wire_resp_t) : 0;
+    if (st != P_FAILED && st != P_LEFT && st != P_FREE && p->ep)
+      (void)post(c, p, m->id & ~RESP_PACKED, hs ? m->data : NULL, hs,
+                 m->data + hs, m->size - hs, false);
+    if (st == P_WELCOMING && m->id == RK_AM_WELCOME) {
+      pthread_mutex_lock(&c->mu);
+      int expected = P_WELCOMING;
+      atomic_compare_exchange_strong(&p->state, &expected, P_UP);
+      pthread_cond_broadcast(&c->cv);
+      pthread_mutex_unlock(&c->mu);
+    }
+    free(m);
+    m = next;
+  }
+}
+
+/* One turn of the worker from any thread. */
+static unsigned pump(rk_cluster_t *c) {
+  unsigned n = c->u->ucp_worker_progress(c->worker);
+  outbox_drain(c);
+  return n;
+}
+
+/* ---- handles: failure and refusal -------------------------------------- */
+
+static rk_remote_actor_t *handle_at(rk_cluster_t *c, uint32_t slot,
+                                    uint64_t gen) {
+  if (slot >= c->handle_cap) return NULL;
+  rk_remote_actor_t *h = c->handles[slot];
+  return h && h->gen == gen ? h : NULL;
+}
+
+/* Called with c->mu held: every handle to peer `index` stops. */
+static void stop_handles_of(rk_cluster_t *c, uint32_t index,
+                            rk_actor_state_t state, const char *cause) {
+  for (uint32_t i = 0; i < c->handle_cap; ++i) {
+    rk_remote_actor_t *h = c->handles[i];
+    if (!h || h->peer != index) continue;
+    pthread_mutex_lock(&h->mu);
+    int s = atomic_load(&h->state);
+    if (s != RK_ACTOR_FAILED && s != RK_ACTOR_TERMINATED) {
+      copy_name(h->cause, sizeof h->cause, cause);
+      atomic_store(&h->state, (int)state);
+    }
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+  }
+}
+
+/* Called with c->mu held: lookups waiting on peer `index` stop waiting. */
+static void release_lookups_of(rk_cluster_t *c, uint32_t index) {
+  for (lookup_t *l = c->lookups; l; l = l->next) {
+    if (l->asked[index]) {
+      l->asked[index] = false;
+      l->waiting--;
+    }
+  }
+}
+
+static void peer_down(rk_cluster_t *c, peer_t *p, peer_state_t to,
+                      const char *cause) {
+  pthread_mutex_lock(&c->mu);
+  int st = atomic_load(&p->state);
+  if (st == P_FAILED || st == P_LEFT || st == P_REFUSED || st == P_FREE) {
+    pthread_mutex_unlock(&c->mu);
+    return;
+  }
+  copy_name(p->cause, sizeof p->cause, cause);
+  atomic_store(&p->state, (int)to);
+  if (to == P_FAILED && st == P_UP && !p->is_hub) {
+    char(*grown)[RK_WIRE_NAME_MAX] = realloc(
+        c->failed_names, (c->failed_count + 1) * sizeof *c->failed_names);
+    if (grown) {
+      c->failed_names = grown;
+      copy_name(c->failed_names[c->failed_count++], RK_WIRE_NAME_MAX, p->name);
+    }
+  }
+  char why[TEXT_MAX + 96];
+  snprintf(why, sizeof why, "member '%s' %s: %s", p->name,
+           to == P_LEFT ? "left the cluster" : "failed", cause);
+  stop_handles_of(c, p->index,
+                  to == P_LEFT ? RK_ACTOR_TERMINATED : RK_ACTOR_FAILED, why);
+  release_lookups_of(c, p->index);
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
+  (void)ep;
+  peer_t *p = arg;
+  rk_cluster_t *c = p->c;
+  char cause[TEXT_MAX];
+  snprintf(cause, sizeof cause, "its connection broke (UCX: %s)",
+           c->u->ucs_status_string(status));
+  peer_down(c, p, P_FAILED, cause);
+}
+
+/* ---- peers ------------------------------------------------------------- */
+
+/* Called with c->mu held. */
+static peer_t *peer_new(rk_cluster_t *c) {
+  if (c->peer_count == MAX_PEERS) return NULL;
+  peer_t *p = &c->peers[c->peer_count];
+  memset(p->name, 0, sizeof p->name);
+  p->c = c;
+  p->index = c->peer_count++;
+  p->ep = NULL;
+  p->boot = NULL;
+  p->remote = UINT32_MAX;
+  p->is_hub = false;
+  p->cause[0] = '\0';
+  return p;
+}
+
+static ucp_ep_params_t ep_params(peer_t *p) {
+  ucp_ep_params_t e;
+  memset(&e, 0, sizeof e);
+  e.field_mask =
+      UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  e.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  e.err_handler.cb = on_ep_error;
+  e.err_handler.arg = p;
+  return e;
+}
+
+static void on_conn(ucp_conn_request_h req, void *arg) {
+  rk_cluster_t *c = arg;
+  pthread_mutex_lock(&c->mu);
+  peer_t *p = peer_new(c);
+  if (!p) {
+    pthread_mutex_unlock(&c->mu);
+    c->u->ucp_listener_reject(c->listener, req);
+    return;
+  }
+  snprintf(p->name, sizeof p->name, "(joining #%u)", p->index);
+  pthread_mutex_unlock(&c->mu);
+  /* UCX is never called with c->mu held: its callbacks, which run under
+   * the worker's lock, take c->mu. (Callbacks run one at a time, so the
+   * HELLO cannot come before this one has returned.) */
+  ucp_ep_params_t e = ep_params(p);
+  e.field_mask |= UCP_EP_PARAM_FIELD_CONN_REQUEST;
+  e.conn_request = req;
+  ucp_ep_h ep = NULL;
+  ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &ep);
+  pthread_mutex_lock(&c->mu);
+  p->boot = p->ep = st == UCS_OK ? ep : NULL;
+  atomic_store(&p->state, st == UCS_OK ? P_ACCEPTED : P_REFUSED);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* The messages' endpoint to a worker address (never with c->mu held):
+ * false when it cannot be made; *out stays NULL when there is no address
+ * (the first endpoint carries everything). */
+static bool open_data_ep(rk_cluster_t *c, const void *addr, size_t size,
+                         ucp_ep_h *out) {
+  *out = NULL;
+  if (!size) return true;
+  /* Without peer error handling, so that UCX may pick shared memory (its
+   * shared-memory transports cannot detect a peer's death, and UCX 1.13
+   * leaves them out of endpoints that ask for it). The first endpoint,
+   * with peer error handling, watches the peer for both. */
+  ucp_ep_params_t e;
+  memset(&e, 0, sizeof e);
+  e.field_mask = UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  e.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+  e.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+  e.address = (const ucp_address_t *)addr;
+  return c->u->ucp_ep_create(c->worker, &e, out) == UCS_OK;
+}
+
+static peer_t *peer_from(rk_cluster_t *c, uint32_t from) {
+  if (from >= MAX_PEERS) return NULL;
+  peer_t *p = &c->peers[from];
+  return atomic_load(&p->state) == P_UP ? p : NULL;
+}
+
+static bool const_time_equal(const char *a, size_t an, const char *b,
+                             size_t bn) {
+  unsigned char diff = (unsigned char)(an != bn);
+  size_t n = an < bn ? an : bn;
+  for (size_t i = 0; i < n; ++i) diff |= (unsigned char)(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
+                             void *data, size_t len,
+                             const ucp_am_recv_param_t *param) {
+  (void)header;
+  (void)hlen;
+  rk_cluster_t *c = arg;
+  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) return UCS_OK;
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
+      len < sizeof(rk_wire_hello_t))
+    return UCS_OK;
+  rk_wire_hello_t h;
+  memcpy(&h, data, sizeof h);
+  h.name[RK_WIRE_NAME_MAX - 1] = '\0';
+  if (h.address_size > len - sizeof h) h.address_size = 0;
+  const unsigned char *their_address = (const unsigned char *)data + sizeof h;
+  pthread_mutex_lock(&c->mu);
+  peer_t *p = NULL;
+  for (uint32_t i = 0; i < c->peer_count; ++i)
+    if (c->peers[i].boot == param->reply_ep &&
+        atomic_load(&c->peers[i].state) == P_ACCEPTED)
+      p = &c->peers[i];
+  if (!p) {
+    pthread_mutex_unlock(&c->mu);
+    return UCS_OK;
+  }
+  rk_wire_welcome_t w;
+  memset(&w, 0, sizeof w);
+  w.from = h.hub_index;
+  w.your_index = p->index;
+  copy_name(w.name, sizeof w.name, c->name);
+  w.status = RK_OK;
+  if (h.magic != RK_WIRE_MAGIC || h.version != RK_WIRE_VERSION) {
+    w.status = RK_ERR_UNAVAILABLE;
+    snprintf(w.text, sizeof w.text,
+             "wire version %u is not this hub's %u (another rk build?)",
+             h.version, RK_WIRE_VERSION);
+  } else if (h.token_size > RK_WIRE_TOKEN_MAX ||
+             !const_time_equal(h.token, h.token_size, c->token,
+                               c->token_size)) {
+    w.status = RK_ERR_UNAVAILABLE;
+    snprintf(w.text, sizeof w.text,
+             "the cluster token does not match (RK_CLUSTER_TOKEN)");
+  } else {
+    for (size_t i = 0; i < c->failed_count && w.status == RK_OK; ++i)
+      if (!strcmp(c->failed_names[i], h.name)) {
+        w.status = RK_ERR_UNAVAILABLE;
+        snprintf(w.text, sizeof w.text,
+                 "member '%.63s' failed earlier and may not rejoin: its "
+                 "actors are FAILED in every member; join under a new name",
+                 h.name);
+      }
+    for (uint32_t i = 0; i < c->peer_count && w.status == RK_OK; ++i)
+      if ((atomic_load(&c->peers[i].state) == P_UP ||
+           atomic_load(&c->peers[i].state) == P_WELCOMING) &&
+          !strcmp(c->peers[i].name, h.name)) {
+        w.status = RK_ERR_UNAVAILABLE;
+        snprintf(w.text, sizeof w.text,
+                 "the name '%.63s' is in use by a live member", h.name);
+      }
+    if (!strcmp(h.name, c->name) && w.status == RK_OK) {
+      w.status = RK_ERR_UNAVAILABLE;
+      snprintf(w.text, sizeof w.text, "the name '%.63s' is the hub's own",
+               h.name);
+    }
+  }
+  copy_name(p->name, sizeof p->name, h.name);
+  pthread_mutex_unlock(&c->mu);
+  ucp_ep_h data_ep = NULL;
+  if (w.status == RK_OK &&
+      !open_data_ep(c, their_address, h.address_size, &data_ep)) {
+    w.status = RK_ERR_UNAVAILABLE;
+    snprintf(w.text, sizeof w.text,
+             "the hub cannot reach the joiner's worker address");
+  }
+  pthread_mutex_lock(&c->mu);
+  if (data_ep) p->ep = data_ep;
+  if (w.status == RK_OK) {
+    /* UP when the WELCOME has been posted (outbox_drain): nothing else
+     * may reach the joiner before it. */
+    p->remote = h.hub_index;
+    atomic_store(&p->state, P_WELCOMING);
+  } else {
+    atomic_store(&p->state, P_REFUSED);
+  }
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  size_t n = sizeof w + (w.status == RK_OK ? c->waddr_size : 0);
+  unsigned char *msg = malloc(n);
+  if (msg) {
+    w.address_size = (uint32_t)(n - sizeof w);
+    memcpy(msg, &w, sizeof w);
+    memcpy(msg + sizeof w, c->waddr, n - sizeof w);
+    outbox_push(c, p->index, RK_AM_WELCOME, msg, n);
+    free(msg);
+  }
+  return UCS_OK;
+}
+
+static ucs_status_t on_welcome(void *arg, const void *header, size_t hlen,
+                               void *data, size_t len,
+                               const ucp_am_recv_param_t *param) {
+  (void)header;
+  (void)hlen;
+  rk_cluster_t *c = arg;
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
+      len < sizeof(rk_wire_welcome_t))
+    return UCS_OK;
+  rk_wire_welcome_t w;
+  memcpy(&w, data, sizeof w);
+  w.name[RK_WIRE_NAME_MAX - 1] = '\0';
+  w.text[TEXT_MAX - 1] = '\0';
+  if (w.from >= MAX_PEERS) return UCS_OK;
+  if (w.address_size > len - sizeof w) w.address_size = 0;
+  peer_t *p = &c->peers[w.from];
+  if (atomic_load(&p->state) != P_CONNECTING) return UCS_OK;
+  ucp_ep_h data_ep = NULL;
+  if (w.status == RK_OK &&
+      !open_data_ep(c, (const unsigned char *)data + sizeof w, w.address_size,
+                    &data_ep)) {
+    w.status = RK_ERR_UNAVAILABLE;
+    snprintf(w.text, sizeof w.text, "cannot reach the hub's worker address");
+  }
+  pthread_mutex_lock(&c->mu);
+  if (atomic_load(&p->state) == P_CONNECTING) {
+    copy_name(p->name, sizeof p->name, w.name);
+    if (data_ep) p->ep = data_ep;
+    if (w.status == RK_OK) {
+      p->remote = w.your_index;
+      atomic_store(&p->state, P_UP);
+    } else {
+      p->refusal = (rk_status_t)w.status;
+      copy_name(p->cause, sizeof p->cause, w.text);
+      atomic_store(&p->state, P_REFUSED);
+    }
+    pthread_cond_broadcast(&c->cv);
+  }
+  pthread_mutex_unlock(&c->mu);
+  return UCS_OK;
+}
+
+static ucs_status_t on_bye(void *arg, const void *header, size_t hlen,
+                           void *data, size_t len,
+                           const ucp_am_recv_param_t *param) {
+  (void)header;
+  (void)hlen;
+  (void)param;
+  rk_cluster_t *c = arg;
+  rk_wire_bye_t b;
+  if (len < sizeof b) return UCS_OK;
+  memcpy(&b, data, sizeof b);
+  peer_t *p = peer_from(c, b.from);
+  if (p) peer_down(c, p, P_LEFT, "it destroyed its cluster");
+  return UCS_OK;
+}
+
+/* ---- exports: requests in, answers out --------------------------------- */
+
+static export_t *export_by_id(rk_cluster_t *c, uint64_t id) {
+  uint32_t slot = (uint32_t)(id & 0xffffu);
+  if (slot >= MAX_EXPORTS) return NULL;
+  export_t *e = c->exports[slot];
+  return e && e->id == id ? e : NULL;
+}
+
+/* A refusal answer for request h, through the outbox. */
+static void refuse(rk_cluster_t *c, const rk_wire_req_t *h, rk_status_t s,
+                   rk_actor_state_t state, const char *text) {
+  peer_t *p = peer_from(c, h->from);
+  if (!p) return;
+  size_t tn = strnlen(text, TEXT_MAX - 1);
+  struct {
+    rk_wire_resp_t r;
+    char text[TEXT_MAX];
+  } m;
+  memset(&m, 0, sizeof m);
+  m.r.from = p->remote;
+  m.r.handle = h->handle;
+  m.r.handle_gen = h->handle_gen;
+  m.r.request_id = h->request_id;
+  m.r.status = (int32_t)s;
+  m.r.state = (uint32_t)state;
+  m.r.text_size = (uint32_t)tn;
+  memcpy(m.text, text, tn);
+  /* Through the outbox always: refusals are decided under locks that
+   * UCX's must not be taken under. */
+  outbox_push(c, h->from, RK_AM_RESP | RESP_PACKED, &m, sizeof m.r + tn);
+}
+
+/* Called with e->mu held. */
+static bool route_push(export_t *e, uint64_t local_id, const rk_wire_req_t *h) {
+  if (e->route_count == e->route_cap) {
+    size_t cap = e->route_cap ? e->route_cap * 2 : 64;
+    route_t *r = malloc(cap * sizeof *r);
+    if (!r) return false;
+    for (size_t i = 0; i < e->route_count; ++i)
+      r[i] = e->routes[(e->route_head + i) % e->route_cap];
+    free(e->routes);
+    e->routes = r;
+    e->route_head = 0;
+    e->route_cap = cap;
+  }
+  route_t *r = &e->routes[(e->route_head + e->route_count++) % e->route_cap];
+  r->local_id = local_id;
+  r->peer = h->from;
+  r->handle = h->handle;
+  r->handle_gen = h->handle_gen;
+  r->request_id = h->request_id;
+  r->done = false;
+  atomic_fetch_add(&e->c->in_flight, 1);
+  return true;
+}
+
+/* Called with e->mu held: takes the route of local_id, if any. */
+static bool route_take(export_t *e, uint64_t local_id, route_t *out) {
+  bool found = false;
+  for (size_t i = 0; i < e->route_count; ++i) {
+    route_t *r = &e->routes[(e->route_head + i) % e->route_cap];
+    if (!r->done && r->local_id == local_id) {
+      *out = *r;
+      r->done = true;
+      found = true;
+      atomic_fetch_sub(&e->c->in_flight, 1);
+      break;
+    }
+  }
+  while (e->route_count && e->routes[e->route_head].done) {
+    e->route_head = (e->route_head + 1) % e->route_cap;
+    e->route_count--;
+  }
+  return found;
+}
+
+/* Called with e->mu held: one request into the actor's input ring. Returns
+ * false when the ring is full (nothing done). */
+static bool admit(export_t *e, const rk_wire_req_t *h, const void *data,
+                  size_t size) {
+  rk_cluster_t *c = e->c;
+  if (size != e->request_size) {
+    char t[TEXT_MAX];
+    snprintf(t, sizeof t, "request of %zu bytes; '%s' takes %zu", size, e->name,
+             e->request_size);
+    refuse(c, h, RK_ERR_INVALID_ARGUMENT, rk_actor_state(e->actor), t);
+    return true;
+  }
+  uint64_t local_id;
+  rk_status_t s = rk_actor_send(e->actor, data, size, 0, &local_id);
+  if (s == RK_OK) {
+    if (!route_push(e, local_id, h)) e->dropped_local++;
+    return true;
+  }
+  if (s == RK_ERR_QUEUE_FULL) return false;
+  char t[TEXT_MAX];
+  snprintf(t, sizeof t, "on member '%s': %s", c->name, rk_last_error());
+  refuse(c, h, s, rk_actor_state(e->actor), t);
+  return true;
+}
+
+static void deliver_req(rk_cluster_t *c, const rk_wire_req_t *h,
+                        const void *data, size_t size) {
+  if (!peer_from(c, h->from)) return;
+  pthread_mutex_lock(&c->mu);
+  export_t *e = export_by_id(c, h->export_id);
+  if (!e) {
+    pthread_mutex_unlock(&c->mu);
+    refuse(c, h, RK_ERR_INVALID_STATE, RK_ACTOR_TERMINATED,
+           "the actor is no longer exported");
+    return;
+  }
+  pthread_mutex_lock(&e->mu);
+  pthread_mutex_unlock(&c->mu);
+  rk__hlc_merge(&e->clock, h->timestamp);
+  if (e->pending || !admit(e, h, data, size)) {
+    pending_req_t *q = malloc(sizeof *q + size);
+    if (q) {
+      q->next = NULL;
+      q->h = *h;
+      q->size = size;
+      memcpy(q->data, data, size);
+      atomic_fetch_add(&c->in_flight, 1);
+      if (e->pending_tail)
+        e->pending_tail->next = q;
+      else
+        e->pending = q;
+      e->pending_tail = q;
+    }
+  }
+  pthread_mutex_unlock(&e->mu);
+}
+
+typedef struct rndv_rx {
+  rk_cluster_t *c;
+  bool is_req;
+  union {
+    rk_wire_req_t req;
+    rk_wire_resp_t resp;
+  } h;
+  size_t size;
+  unsigned char data[];
+} rndv_rx_t;
+
+static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
+                         const void *data, size_t size);
+
+static void rndv_done(void *request, ucs_status_t status, size_t length,
+                      void *user) {
+  (void)length;
+  rndv_rx_t *x = user;
+  if (status == UCS_OK) {
+    if (x->is_req)
+      deliver_req(x->c, &x->h.req, x->data, x->size);
+    else
+      deliver_resp(x->c, &x->h.resp, x->data, x->size);
+  }
+  x->c->u->ucp_request_free(request);
+  free(x);
+}
+
+/* Starts the rendezvous receive of a large payload; delivers on arrival. */
+static ucs_status_t rndv_start(rk_cluster_t *c, bool is_req, const void *hdr,
+                               size_t hsize, void *desc, size_t size) {
+  rndv_rx_t *x = malloc(sizeof *x + size);
+  if (!x) return UCS_ERR_NO_MEMORY;
+  x->c = c;
+  x->is_req = is_req;
+  memcpy(&x->h, hdr, hsize);
+  x->size = size;
+  ucp_request_param_t prm;
+  memset(&prm, 0, sizeof prm);
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                     UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  prm.cb.recv_am = rndv_done;
+  prm.user_data = x;
+  ucs_status_ptr_t r =
+      c->u->ucp_am_recv_data_nbx(c->worker, desc, x->data, size, &prm);
+  if (UCS_PTR_IS_ERR(r)) {
+    free(x);
+    return UCS_OK; /* UCP owns the descriptor */
+  }
+  return UCS_INPROGRESS;
+}
+
+static ucs_status_t on_req(void *arg, const void *header, size_t hlen,
+                           void *data, size_t len,
+                           const ucp_am_recv_param_t *param) {
+  rk_cluster_t *c = arg;
+  rk_wire_req_t h;
+  if (hlen < sizeof h) return UCS_OK;
+  memcpy(&h, header, sizeof h);
+  if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
+    return rndv_start(c, true, &h, sizeof h, data, len);
+  deliver_req(c, &h, data, len);
+  return UCS_OK;
+}
+
+/* One export's turn in the progress loop: answers out, then queued
+ * requests in while the ring takes them. Returns how much it did. */
+static unsigned forward_once(export_t *e) {
+  rk_cluster_t *c = e->c;
+  rk_actor_message_t info[FORWARD_BATCH];
+  size_t got = 0;
+  unsigned did = 0;
+  (void)rk_actor_receive_batch(e->actor, e->buf,
+                               FORWARD_BATCH * e->response_size, FORWARD_BATCH,
+                               0, info, &got);
+  for (size_t i = 0; i < got; ++i) {
+    route_t r = {0};
+    pthread_mutex_lock(&e->mu);
+    bool mine = route_take(e, info[i].correlation_id, &r);
+    uint64_t ts = mine ? rk__hlc_merge(&e->clock, info[i].timestamp) : 0;
+    pthread_mutex_unlock(&e->mu);
+    if (!mine) {
+      e->dropped_local++;
+      continue;
+    }
+    did++;
+    peer_t *p = peer_from(c, r.peer);
+    if (!p) continue; /* the requester is gone: at-most-once */
+    rk_wire_resp_t m;
+    memset(&m, 0, sizeof m);
+    m.from = p->remote;
+    m.handle = r.handle;
+    m.handle_gen = r.handle_gen;
+    m.request_id = r.request_id;
+    m.timestamp = ts;
+    m.status = (int32_t)info[i].status;
+    m.handler_code = info[i].handler_code;
+    (void)post(c, p, RK_AM_RESP, &m, sizeof m, e->buf + i * e->response_size,
+               info[i].size, false);
+    e->forwarded++;
+  }
+  pthread_mutex_lock(&e->mu);
+  while (e->pending) {
+    pending_req_t *q = e->pending;
+    if (!peer_from(c, q->h.from)) {
+      /* dropped: its requester failed */
+    } else if (!admit(e, &q->h, q->data, q->size)) {
+      break;
+    }
+    e->pending = q->next;
+    if (!e->pending) e->pending_tail = NULL;
+    atomic_fetch_sub(&c->in_flight, 1);
+    free(q);
+    did++;
+  }
+  pthread_mutex_unlock(&e->mu);
+  return did;
+}
+
+static unsigned forward_all(rk_cluster_t *c) {
+  if (!atomic_load_explicit(&c->in_flight, memory_order_relaxed)) return 0;
+  unsigned did = 0;
+  pthread_mutex_lock(&c->exports_mu);
+  for (uint32_t i = 0; i < c->export_count; ++i)
+    did += forward_once(c->export_list[i]);
+  pthread_mutex_unlock(&c->exports_mu);
+  return did;
+}
+
+/* ---- lookups ----------------------------------------------------------- */
+
+static ucs_status_t on_lookup(void *arg, const void *header, size_t hlen,
+                              void *data, size_t len,
+                              const ucp_am_recv_param_t *param) {
+  (void)header;
+  (void)hlen;
+  rk_cluster_t *c = arg;
+  rk_wire_lookup_t q;
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || len < sizeof q)
+    return UCS_OK;
+  memcpy(&q, data, sizeof q);
+  q.name[RK_WIRE_ACTOR_NAME_MAX - 1] = '\0';
+  peer_t *p = peer_from(c, q.from);
+  if (!p) return UCS_OK;
+  rk_wire_lookup_reply_t r;
+  memset(&r, 0, sizeof r);
+  r.from = p->remote;
+  r.lookup_id = q.lookup_id;
+  r.status = RK_ERR_NOT_FOUND;
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; i < MAX_EXPORTS; ++i) {
+    export_t *e = c->exports[i];
+    if (e && !strcmp(e->name, q.name)) {
+      r.status = RK_OK;
+      r.export_id = e->id;
+      r.request_size = e->request_size;
+      r.response_size = e->response_size;
+      r.window = e->window;
+      r.state = (uint32_t)rk_actor_state(e->actor);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (r.status != RK_OK)
+    snprintf(r.text, sizeof r.text, "'%s' has no actor exported as '%s'",
+             c->name, q.name);
+  outbox_push(c, q.from, RK_AM_LOOKUP_REPLY, &r, sizeof r);
+  return UCS_OK;
+}
+
+static ucs_status_t on_lookup_reply(void *arg, const void *header, size_t hlen,
+                                    void *data, size_t len,
+                                    const ucp_am_recv_param_t *param) {
+  (void)header;
+  (void)hlen;
+  rk_cluster_t *c = arg;
+  rk_wire_lookup_reply_t r;
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || len < sizeof r)
+    return UCS_OK;
+  memcpy(&r, data, sizeof r);
+  r.text[TEXT_MAX - 1] = '\0';
+  if (!peer_from(c, r.from)) return UCS_OK;
+  pthread_mutex_lock(&c->mu);
+  for (lookup_t *l = c->lookups; l; l = l->next) {
+    if (l->id != r.lookup_id || !l->asked[r.from]) continue;
+    l->asked[r.from] = false;
+    l->waiting--;
+    if (r.status == RK_OK && !l->found) {
+      l->found = true;
+      l->peer = r.from;
+      l->reply = r;
+    }
+    pthread_cond_broadcast(&c->cv);
+  }
+  pthread_mutex_unlock(&c->mu);
+  return UCS_OK;
+}
+
+/* ---- answers in -------------------------------------------------------- */
+
+static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
+                         const void *data, size_t size) {
+  pthread_mutex_lock(&c->mu);
+  rk_remote_actor_t *h = handle_at(c, r->handle, r->handle_gen);
+  if (!h || h->peer != r->from) {
+    pthread_mutex_unlock(&c->mu);
+    return;
+  }
+  pthread_mutex_lock(&h->mu);
+  pthread_mutex_unlock(&c->mu);
+  rk_status_t s = (rk_status_t)r->status;
+  bool answered = s == RK_OK || s == RK_ERR_HANDLER;
+  rk_actor_message_t info;
+  info.correlation_id = r->request_id;
+  info.timestamp = rk__hlc_merge(&h->clock, r->timestamp);
+  info.size = answered ? size : 0;
+  info.status = s;
+  info.handler_code = r->handler_code;
+  if (!answered &&
+      (r->state == RK_ACTOR_TERMINATED || r->state == RK_ACTOR_FAILED)) {
+    int cur = atomic_load(&h->state);
+    if (cur != RK_ACTOR_FAILED && cur != RK_ACTOR_TERMINATED) {
+      snprintf(h->cause, sizeof h->cause, "the remote actor is %s",
+               rk_actor_state_name((rk_actor_state_t)r->state));
+      atomic_store(&h->state, (int)r->state);
+    }
+  }
+  waiter_t *w = h->waiters;
+  while (w && w->id != r->request_id) w = w->next;
+  if (w) {
+    w->status = s;
+    w->info = info;
+    if (answered) {
+      memcpy(w->buffer, data, size < w->capacity ? size : w->capacity);
+    } else {
+      size_t n = size < TEXT_MAX - 1 ? size : TEXT_MAX - 1;
+      memcpy(w->text, data, n);
+      w->text[n] = '\0';
+    }
+    w->done = true;
+  } else {
+    answer_t *a = malloc(sizeof *a + size + 1);
+    if (a) {
+      a->next = NULL;
+      a->status = s;
+      a->info = info;
+      a->size = size;
+      memcpy(a->data, data, size);
+      a->data[size] = '\0';
+      if (h->rq_tail)
+        h->rq_tail->next = a;
+      else
+        h->rq = a;
+      h->rq_tail = a;
+    }
+  }
+  pthread_cond_broadcast(&h->cv);
+  pthread_mutex_unlock(&h->mu);
+}
+
+static ucs_status_t on_resp(void *arg, const void *header, size_t hlen,
+                            void *data, size_t len,
+                            const ucp_am_recv_param_t *param) {
+  rk_cluster_t *c = arg;
+  rk_wire_resp_t r;
+  if (hlen < sizeof r) return UCS_OK;
+  memcpy(&r, header, sizeof r);
+  if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
+    return rndv_start(c, false, &r, sizeof r, data, len);
+  deliver_resp(c, &r, data, len);
+  return UCS_OK;
+}
+
+/* ---- the progress thread ----------------------------------------------- */
+
+/* Drives the worker and the exports. Spins for spin_us after the last
+ * activity; then, when no request is in an actor, sleeps on the worker's
+ * event fd; while requests are in actors, whose answers signal no fd, it
+ * naps, from 20 us growing to 1 ms, between looks. It stands aside while a
+ * user thread drives the worker itself (waiting for an answer). */
+static void *progress_main(void *arg) {
+  rk_cluster_t *c = arg;
+  uint64_t idle_since = rk__now_ns();
+  uint64_t nap_ns = 20000;
+  while (!atomic_load(&c->stop)) {
+    if (atomic_load_explicit(&c->drivers, memory_order_relaxed)) {
+      struct timespec ts = {0, 20000};
+      nanosleep(&ts, NULL);
+      continue;
+    }
+    unsigned did = pump(c) + forward_all(c);
+    if (did) {
+      idle_since = rk__now_ns();
+      nap_ns = 20000;
+      continue;
+    }
+    if (rk__now_ns() - idle_since < (uint64_t)c->spin_us * 1000u) continue;
+    if (atomic_load(&c->in_flight) || c->efd < 0) {
+      struct timespec ts = {0, (long)nap_ns};
+      nanosleep(&ts, NULL);
+      if (nap_ns < 1000000) nap_ns *= 2;
+      continue;
+    }
+    ucs_status_t st = c->u->ucp_worker_arm(c->worker);
+    if (st == UCS_ERR_BUSY) continue;
+    if (atomic_load(&c->out_any) || atomic_load(&c->in_flight)) continue;
+    struct pollfd pfd = {.fd = c->efd, .events = POLLIN};
+    (void)poll(&pfd, 1, 100);
+    idle_since = rk__now_ns();
+  }
+  return NULL;
+}
+
+/* ---- create / destroy -------------------------------------------------- */
+
+void rk_cluster_options_init(rk_cluster_options_t *o) {
+  memset(o, 0, sizeof *o);
+  o->connect_timeout_ns = 10000000000ull;
+  o->spin_us = UINT32_MAX; /* environment or default */
+}
+
+rk_status_t rk_cluster_available(const char **out_version) {
+  const rk_ucp_api_t *u;
+  if (out_version) *out_version = NULL;
+  RK_RETURN_IF_ERROR(rk__ucp_api(&u));
+  if (out_version) *out_version = u->ucp_get_version_string();
+  return RK_OK;
+}
+
+static const char *opt_or_env(const char *v, const char *env) {
+  if (v) return v;
+  const char *e = getenv(env);
+  return e && *e ? e : NULL;
+}
+
+static rk_status_t set_handlers(rk_cluster_t *c) {
+  static const struct {
+    unsigned id;
+    ucp_am_recv_callback_t cb;
+  } table[] = {
+      {RK_AM_HELLO, on_hello},   {RK_AM_WELCOME, on_welcome},
+      {RK_AM_LOOKUP, on_lookup}, {RK_AM_LOOKUP_REPLY, on_lookup_reply},
+      {RK_AM_REQ, on_req},       {RK_AM_RESP, on_resp},
+      {RK_AM_BYE, on_bye},
+  };
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
+    ucp_am_handler_param_t p;
+    memset(&p, 0, sizeof p);
+    p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                   UCP_AM_HANDLER_PARAM_FIELD_CB |
+                   UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    p.id = table[i].id;
+    p.cb = table[i].cb;
+    p.arg = c;
+    ucs_status_t st = c->u->ucp_worker_set_am_recv_handler(c->worker, &p);
+    if (st != UCS_OK) return rk__ucs_fail(st, "cluster: set AM handler");
+  }
+  return RK_OK;
+}
+
+static rk_status_t start_listener(rk_cluster_t *c, const char *addr) {
+  struct sockaddr_storage sa;
+  socklen_t len;
+  RK_RETURN_IF_ERROR(parse_address(addr, &sa, &len));
+  ucp_listener_params_t lp;
+  memset(&lp, 0, sizeof lp);
+  lp.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR |
+                  UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+  lp.sockaddr.addr = (const struct sockaddr *)&sa;
+  lp.sockaddr.addrlen = len;
+  lp.conn_handler.cb = on_conn;
+  lp.conn_handler.arg = c;
+  ucs_status_t st = c->u->ucp_listener_create(c->worker, &lp, &c->listener);
+  if (st != UCS_OK) {
+    char what[200];
+    snprintf(what, sizeof what, "cluster: cannot listen on %s", addr);
+    return rk__ucs_fail(st, what);
+  }
+  ucp_listener_attr_t la;
+  memset(&la, 0, sizeof la);
+  la.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+  st = c->u->ucp_listener_query(c->listener, &la);
+  if (st == UCS_OK)
+    format_address(&la.sockaddr, c->address, sizeof c->address);
+  else
+    copy_name(c->address, sizeof c->address, addr);
+  return RK_OK;
+}
+
+static rk_status_t join(rk_cluster_t *c, const char *addr, uint64_t timeout) {
+  struct sockaddr_storage sa;
+  socklen_t len;
+  RK_RETURN_IF_ERROR(parse_address(addr, &sa, &len));
+  pthread_mutex_lock(&c->mu);
+  peer_t *p = peer_new(c);
+  if (!p) {
+    pthread_mutex_unlock(&c->mu);
+    return rk__fail(RK_ERR_OUT_OF_RANGE, "cluster: too many peers");
+  }
+  p->is_hub = true;
+  snprintf(p->name, sizeof p->name, "hub at %.50s", addr);
+  atomic_store(&p->state, P_CONNECTING);
+  ucp_ep_params_t e = ep_params(p);
+  e.field_mask |= UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR;
+  e.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+  e.sockaddr.addr = (const struct sockaddr *)&sa;
+  e.sockaddr.addrlen = len;
+  pthread_mutex_unlock(&c->mu);
+  ucp_ep_h ep = NULL;
+  ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &ep);
+  pthread_mutex_lock(&c->mu);
+  p->ep = p->boot = st == UCS_OK ? ep : NULL;
+  pthread_mutex_unlock(&c->mu);
+  if (st != UCS_OK) {
+    atomic_store(&p->state, P_FAILED);
+    char what[200];
+    snprintf(what, sizeof what, "cluster: cannot connect to %s", addr);
+    return rk__ucs_fail(st, what);
+  }
+  rk_wire_hello_t h;
+  memset(&h, 0, sizeof h);
+  h.magic = RK_WIRE_MAGIC;
+  h.version = RK_WIRE_VERSION;
+  h.hub_index = p->index;
+  h.token_size = (uint32_t)c->token_size;
+  memcpy(h.token, c->token, c->token_size);
+  copy_name(h.name, sizeof h.name, c->name);
+  h.address_size = (uint32_t)c->waddr_size;
+  unsigned char *msg = malloc(sizeof h + c->waddr_size);
+  if (!msg) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: join");
+  memcpy(msg, &h, sizeof h);
+  memcpy(msg + sizeof h, c->waddr, c->waddr_size);
+  rk_status_t ps =
+      post(c, p, RK_AM_HELLO, NULL, 0, msg, sizeof h + c->waddr_size, true);
+  free(msg);
+  RK_RETURN_IF_ERROR(ps);
+  uint64_t deadline = deadline_after(timeout);
+  pthread_mutex_lock(&c->mu);
+  while (atomic_load(&p->state) == P_CONNECTING && rk__now_ns() < deadline)
+    cond_wait_until(&c->cv, &c->mu, deadline, 100000000);
+  int s = atomic_load(&p->state);
+  rk_status_t out = RK_OK;
+  if (s == P_CONNECTING) {
+    out = rk__fail(RK_ERR_TIMEOUT,
+                   "cluster: no answer from %s within %.3f s (nobody "
+                   "listening, or a firewall?)",
+                   addr, (double)timeout / 1e9);
+    atomic_store(&p->state, P_FAILED);
+  } else if (s == P_REFUSED) {
+    out = rk__fail(p->refusal, "cluster: %s refused '%s': %s", addr, c->name,
+                   p->cause);
+  } else if (s != P_UP) {
+    out = rk__fail(RK_ERR_UNAVAILABLE, "cluster: cannot join %s: %s", addr,
+                   p->cause);
+  }
+  pthread_mutex_unlock(&c->mu);
+  return out;
+}
+
+/* The MPI launcher path: one MPI_Allgather of every rank's worker
+ * address, then two endpoints to every other rank (one watching it with
+ * peer error handling, one carrying the messages, as for a joiner), then
+ * one MPI_Barrier so that no rank sends before every rank can take it.
+ * Peer slot r is rank r, the own slot unused. */
+typedef struct mpi_card {
+  uint32_t magic, version, rank, address_size;
+  char name[RK_WIRE_NAME_MAX];
+  unsigned char address[RK_WIRE_ADDRESS_MAX];
+} mpi_card_t;
+
+static rk_status_t mpi_join(rk_cluster_t *c, bool named) {
+  const rk_mpi_api_t *m;
+  RK_RETURN_IF_ERROR(rk__mpi_api(&m));
+  c->mpi = m;
+  int inited = 0;
+  m->MPI_Initialized(&inited);
+  if (!inited) {
+    if (m->MPI_Init(NULL, NULL) != 0)
+      return rk__fail(RK_ERR_UNAVAILABLE, "cluster: MPI_Init failed");
+    c->mpi_owned = true;
+  }
+  int rank = 0, size = 0;
+  m->MPI_Comm_rank(m->comm_world, &rank);
+  m->MPI_Comm_size(m->comm_world, &size);
+  if (size < 1 || size > MAX_PEERS)
+    return rk__fail(RK_ERR_OUT_OF_RANGE, "cluster: %d MPI ranks (at most %d)",
+                    size, MAX_PEERS);
+  if (c->waddr_size == 0)
+    return rk__fail(RK_ERR_UNAVAILABLE,
+                    "cluster: this UCX worker's address is too long to send");
+  c->rank = rank;
+  if (!named) snprintf(c->name, sizeof c->name, "rank%d", rank);
+  mpi_card_t *all = calloc((size_t)size, sizeof *all);
+  mpi_card_t *me = calloc(1, sizeof *me);
+  if (!all || !me) {
+    free(all);
+    free(me);
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: MPI join");
+  }
+  me->magic = RK_WIRE_MAGIC;
+  me->version = RK_WIRE_VERSION;
+  me->rank = (uint32_t)rank;
+  me->address_size = (uint32_t)c->waddr_size;
+  copy_name(me->name, sizeof me->name, c->name);
+  memcpy(me->address, c->waddr, c->waddr_size);
+  rk_status_t s = RK_OK;
+  if (m->MPI_Allgather(me, (int)sizeof *me, m->byte, all, (int)sizeof *me,
+                       m->byte, m->comm_world) != 0)
+    s = rk__fail(RK_ERR_UNAVAILABLE, "cluster: MPI_Allgather failed");
+  for (int r = 0; s == RK_OK && r < size; ++r)
+    if (all[r].magic != RK_WIRE_MAGIC || all[r].version != RK_WIRE_VERSION)
+      s = rk__fail(RK_ERR_UNAVAILABLE,
+                   "cluster: rank %d runs another rk build (wire version %u)",
+                   r, all[r].version);
+  if (s == RK_OK) {
+    pthread_mutex_lock(&c->mu);
+    for (int r = 0; r < size; ++r) {
+      peer_t *p = &c->peers[r];
+      p->c = c;
+      p->index = (uint32_t)r;
+      p->remote = (uint32_t)rank;
+      p->ep = p->boot = NULL;
+      all[r].name[RK_WIRE_NAME_MAX - 1] = '\0';
+      copy_name(p->name, sizeof p->name, all[r].name);
+    }
+    c->peer_count = (uint32_t)size;
+    pthread_mutex_unlock(&c->mu);
+  }
+  for (int r = 0; s == RK_OK && r < size; ++r) {
+    if (r == rank) continue;
+    peer_t *p = &c->peers[r];
+    ucp_ep_params_t e = ep_params(p);
+    e.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    e.address = (const ucp_address_t *)all[r].address;
+    ucp_ep_h watch = NULL, data = NULL;
+    ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &watch);
+    if (st == UCS_OK &&
+        !open_data_ep(c, all[r].address, all[r].address_size, &data))
+      st = UCS_ERR_UNREACHABLE;
+    pthread_mutex_lock(&c->mu);
+    p->boot = watch;
+    p->ep = data ? data : watch;
+    if (st == UCS_OK) atomic_store(&p->state, P_UP);
+    pthread_mutex_unlock(&c->mu);
+    if (st != UCS_OK) {
+      char what[96];
+      snprintf(what, sizeof what, "cluster: cannot reach rank %d", r);
+      s = rk__ucs_fail(st, what);
+    }
+  }
+  free(all);
+  free(me);
+  if (s == RK_OK && m->MPI_Barrier(m->comm_world) != 0)
+    s = rk__fail(RK_ERR_UNAVAILABLE, "cluster: MPI_Barrier failed");
+  return s;
+}
+
+rk_status_t rk_cluster_mpi_available(const char **out_version) {
+  static char version[256];
+  const rk_mpi_api_t *m;
+  if (out_version) *out_version = NULL;
+  RK_RETURN_IF_ERROR(rk__mpi_api(&m));
+  int n = (int)sizeof version;
+  /* MPI_Get_library_version may be called before MPI_Init. */
+  if (m->MPI_Get_library_version(version, &n) == 0 && out_version) {
+    char *nl = strchr(version, '\n');
+    if (nl) *nl = '\0';
+    char *comma = strchr(version, ',');
+    if (comma) *comma = '\0';
+    *out_version = version;
+  }
+  return RK_OK;
+}
+
+static void close_eps(rk_cluster_t *c) {
+  void *reqs[2 * MAX_PEERS];
+  size_t n = 0;
+  for (uint32_t i = 0; i < c->peer_count; ++i) {
+    peer_t *p = &c->peers[i];
+    int st = atomic_load(&p->state);
+    ucp_ep_h eps[2] = {p->ep, p->boot == p->ep ? NULL : p->boot};
+    for (int k = 0; k < 2; ++k) {
+      if (!eps[k]) continue;
+      ucp_request_param_t prm;
+      memset(&prm, 0, sizeof prm);
+      prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      prm.flags = st == P_UP ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
+      ucs_status_ptr_t r = c->u->ucp_ep_close_nbx(eps[k], &prm);
+      if (UCS_PTR_IS_PTR(r) && n < 2 * MAX_PEERS) reqs[n++] = r;
+    }
+    p->ep = p->boot = NULL;
+  }
+  uint64_t deadline = deadline_after(500000000);
+  for (size_t i = 0; i < n; ++i) {
+    while (c->u->ucp_request_check_status(reqs[i]) == UCS_INPROGRESS &&
+           rk__now_ns() < deadline)
+      c->u->ucp_worker_progress(c->worker);
+    if (c->u->ucp_request_check_status(reqs[i]) != UCS_INPROGRESS)
+      c->u->ucp_request_free(reqs[i]);
+  }
+}
+
+static void free_export(rk_cluster_t *c, export_t *e) {
+  pending_req_t *q = e->pending;
+  while (q) {
+    pending_req_t *next = q->next;
+    free(q);
+    q = next;
+    atomic_fetch_sub(&c->in_flight, 1);
+  }
+  for (size_t i = 0; i < e->route_count; ++i)
+    if (!e->routes[(e->route_head + i) % e->route_cap].done)
+      atomic_fetch_sub(&c->in_flight, 1);
+  free(e->routes);
+  free(e->buf);
+  pthread_mutex_destroy(&e->mu);
+  free(e);
+}
+
+/* Takes e out of the progress thread's list. */
+static void unlist_export(rk_cluster_t *c, export_t *e) {
+  pthread_mutex_lock(&c->exports_mu);
+  for (uint32_t i = 0; i < c->export_count; ++i)
+    if (c->export_list[i] == e) {
+      c->export_list[i] = c->export_list[--c->export_count];
+      break;
+    }
+  pthread_mutex_unlock(&c->exports_mu);
+}
+
+static void free_handle(rk_remote_actor_t *h) {
+  answer_t *a = h->rq;
+  while (a) {
+    answer_t *next = a->next;
+    free(a);
+    a = next;
+  }
+  pthread_mutex_destroy(&h->mu);
+  pthread_cond_destroy(&h->cv);
+  free(h);
+}
+
+void rk_cluster_destroy(rk_cluster_t *c) {
+  if (!c) return;
+  if (c->worker) {
+    /* Goodbye to every live peer: their handles become TERMINATED. */
+    pthread_mutex_lock(&c->mu);
+    uint32_t peers = c->peer_count;
+    pthread_mutex_unlock(&c->mu);
+    for (uint32_t i = 0; i < peers; ++i) {
+      peer_t *p = &c->peers[i];
+      if (atomic_load(&p->state) != P_UP) continue;
+      rk_wire_bye_t b = {.from = p->remote, .reserved = 0};
+      (void)post(c, p, RK_AM_BYE, NULL, 0, &b, sizeof b, false);
+    }
+  }
+  if (c->progress) {
+    atomic_store(&c->stop, true);
+    c->u->ucp_worker_signal(c->worker);
+    pthread_join(c->progress, NULL);
+  }
+  for (uint32_t i = 0; i < MAX_EXPORTS; ++i)
+    if (c->exports[i]) {
+      free_export(c, c->exports[i]);
+      c->exports[i] = NULL;
+    }
+  if (c->worker) {
+    outbox_drain(c);
+    close_eps(c);
+  }
+  for (uint32_t i = 0; i < c->handle_cap; ++i)
+    if (c->handles[i]) free_handle(c->handles[i]);
+  free(c->handles);
+  if (c->listener) c->u->ucp_listener_destroy(c->listener);
+  if (c->worker) {
+    outmsg_t *m = c->out_head;
+    while (m) {
+      outmsg_t *next = m->next;
+      free(m);
+      m = next;
+    }
+    if (c->waddr) c->u->ucp_worker_release_address(c->worker, c->waddr);
+    c->u->ucp_worker_destroy(c->worker);
+  }
+  if (c->context) c->u->ucp_cleanup(c->context);
+  if (c->mpi_owned) {
+    int done = 0;
+    c->mpi->MPI_Finalized(&done);
+    if (!done) c->mpi->MPI_Finalize();
+  }
+  free(c->failed_names);
+  pthread_mutex_destroy(&c->mu);
+  pthread_mutex_destroy(&c->out_mu);
+  pthread_mutex_destroy(&c->exports_mu);
+  pthread_cond_destroy(&c->cv);
+  free(c);
+}
+
+rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
+                              rk_cluster_t **out) {
+  rk_cluster_options_t o;
+  if (options)
+    o = *options;
+  else
+    rk_cluster_options_init(&o);
+  const rk_ucp_api_t *u;
+  RK_RETURN_IF_ERROR(rk__ucp_api(&u));
+  g_ucp = u;
+  const char *listen_at = opt_or_env(o.listen, "RK_CLUSTER_LISTEN");
+  const char *connect_to = opt_or_env(o.connect, "RK_CLUSTER_CONNECT");
+  const char *token = opt_or_env(o.token, "RK_CLUSTER_TOKEN");
+  const char *name = opt_or_env(o.name, "RK_CLUSTER_NAME");
+  const char *mpi_env = getenv("RK_CLUSTER_MPI");
+  bool use_mpi = o.mpi || (mpi_env && !strcmp(mpi_env, "1"));
+  if (use_mpi && (listen_at || connect_to))
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "cluster: an MPI cluster neither listens nor connects "
+                    "(unset RK_CLUSTER_LISTEN / RK_CLUSTER_CONNECT)");
+  if (name && (!*name || strlen(name) >= RK_WIRE_NAME_MAX))
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "cluster: a member name has 1 to %d bytes",
+                    RK_WIRE_NAME_MAX - 1);
+  if (token && strlen(token) > RK_WIRE_TOKEN_MAX)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "cluster: the token has at most %d bytes",
+                    RK_WIRE_TOKEN_MAX);
+  rk_cluster_t *c = calloc(1, sizeof *c);
+  if (!c) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: create");
+  c->u = u;
+  c->efd = -1;
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_mutex_init(&c->out_mu, NULL);
+  pthread_mutex_init(&c->exports_mu, NULL);
+  cond_init(&c->cv);
+  if (name) {
+    copy_name(c->name, sizeof c->name, name);
+  } else {
+    char host[40] = "host";
+    gethostname(host, sizeof host);
+    host[sizeof host - 1] = '\0';
+    snprintf(c->name, sizeof c->name, "%s:%ld", host, (long)getpid());
+  }
+  if (token) {
+    c->token_size = strlen(token);
+    memcpy(c->token, token, c->token_size);
+  }
+  c->spin_us = o.spin_us;
+  if (c->spin_us == UINT32_MAX) {
+    const char *e = getenv("RK_CLUSTER_SPIN_US");
+    c->spin_us = e && *e ? (uint32_t)strtoul(e, NULL, 10) : 100;
+  }
+  c->handle_cap = 64;
+  c->handles = calloc(c->handle_cap, sizeof *c->handles);
+  rk_status_t s = c->handles ? RK_OK : RK_ERR_OUT_OF_MEMORY;
+
+  ucp_config_t *config = NULL;
+  ucs_status_t st = UCS_OK;
+  if (s == RK_OK) {
+    st = u->ucp_config_read(NULL, NULL, &config);
+    if (st != UCS_OK) s = rk__ucs_fail(st, "cluster: read UCX configuration");
+  }
+  if (s == RK_OK) {
+    ucp_params_t p;
+    memset(&p, 0, sizeof p);
+    p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    p.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+    p.mt_workers_shared = 1;
+    st = u->ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, &p, config,
+                             &c->context);
+    u->ucp_config_release(config);
+    if (st != UCS_OK) s = rk__ucs_fail(st, "cluster: UCX init");
+  }
+  if (s == RK_OK) {
+    ucp_worker_params_t wp;
+    memset(&wp, 0, sizeof wp);
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_MULTI;
+    st = u->ucp_worker_create(c->context, &wp, &c->worker);
+    if (st != UCS_OK) s = rk__ucs_fail(st, "cluster: UCX worker");
+  }
+  if (s == RK_OK) {
+    ucp_worker_attr_t wa;
+    memset(&wa, 0, sizeof wa);
+    wa.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
+    st = u->ucp_worker_query(c->worker, &wa);
+    if (st == UCS_OK && wa.thread_mode != UCS_THREAD_MODE_MULTI)
+      s = rk__fail(RK_ERR_UNAVAILABLE,
+                   "cluster: this UCX build has no multi-thread support "
+                   "(configure UCX with --enable-mt)");
+  }
+  if (s == RK_OK) {
+    st = u->ucp_worker_get_efd(c->worker, &c->efd);
+    if (st != UCS_OK) s = rk__ucs_fail(st, "cluster: UCX event fd");
+  }
+  if (s == RK_OK) {
+    st = u->ucp_worker_get_address(c->worker, &c->waddr, &c->waddr_size);
+    if (st != UCS_OK)
+      s = rk__ucs_fail(st, "cluster: UCX worker address");
+    else if (c->waddr_size > RK_WIRE_ADDRESS_MAX)
+      c->waddr_size = 0; /* too long to send: one endpoint per peer */
+  }
+  if (s == RK_OK) s = set_handlers(c);
+  if (s == RK_OK && listen_at) s = start_listener(c, listen_at);
+  if (s == RK_OK && pthread_create(&c->progress, NULL, progress_main, c) != 0)
+    s = rk__fail(RK_ERR_INTERNAL, "cluster: cannot start the progress thread");
+  if (s == RK_OK && use_mpi) s = mpi_join(c, name != NULL);
+  if (s == RK_OK && connect_to)
+    s = join(c, connect_to,
+             o.connect_timeout_ns ? o.connect_timeout_ns : 10000000000ull);
+  if (s != RK_OK) {
+    char *saved = rk__error_save();
+    rk_cluster_destroy(c);
+    rk__error_restore(saved);
+    return s;
+  }
+  *out = c;
+  return RK_OK;
+}
+
+rk_status_t rk_cluster_address(const rk_cluster_t *c, char *buffer,
+                               size_t capacity) {
+  if (!c->listener)
+    return rk__fail(RK_ERR_NOT_FOUND, "cluster: '%s' does not listen", c->name);
+  snprintf(buffer, capacity, "%s", c->address);
+  return RK_OK;
+}
+
+const char *rk_cluster_name(const rk_cluster_t *c) { return c->name; }
+
+size_t rk_cluster_peer_count(rk_cluster_t *c) {
+  size_t n = 0;
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; i < c->peer_count; ++i)
+    n += atomic_load(&c->peers[i].state) == P_UP;
+  pthread_mutex_unlock(&c->mu);
+  return n;
+}
+
+rk_status_t rk_cluster_wait_peers(rk_cluster_t *c, size_t count,
+                                  uint64_t timeout_ns) {
+  uint64_t deadline = deadline_after(timeout_ns);
+  for (;;) {
+    size_t n = rk_cluster_peer_count(c);
+    if (n >= count) return RK_OK;
+    if (rk__now_ns() >= deadline)
+      return rk__fail(RK_ERR_TIMEOUT, "cluster: %zu of %zu peers joined", n,
+                      count);
+    pthread_mutex_lock(&c->mu);
+    cond_wait_until(&c->cv, &c->mu, deadline, 50000000);
+    pthread_mutex_unlock(&c->mu);
+  }
+}
+
+/* ---- export ------------------------------------------------------------ */
+
+rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
+                              const char *name) {
+  if (!c || !actor || !name || !*name || strlen(name) >= RK_WIRE_ACTOR_NAME_MAX)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "cluster: export needs an actor and a name of 1 to %d "
+                    "bytes",
+                    RK_WIRE_ACTOR_NAME_MAX - 1);
+  rk_actor_stats_t st;
+  RK_RETURN_IF_ERROR(rk_actor_stats(actor, &st));
+  export_t *e = calloc(1, sizeof *e);
+  if (!e) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: export");
+  e->c = c;
+  copy_name(e->name, sizeof e->name, name);
+  e->actor = actor;
+  e->request_size = st.request_size;
+  e->response_size = st.response_size;
+  e->window = (uint32_t)st.input_capacity;
+  e->buf = malloc(FORWARD_BATCH * e->response_size + 1);
+  if (!e->buf) {
+    free(e);
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: export");
+  }
+  pthread_mutex_init(&e->mu, NULL);
+  pthread_mutex_lock(&c->mu);
+  uint32_t slot = MAX_EXPORTS;
+  for (uint32_t i = 0; i < MAX_EXPORTS; ++i) {
+    if (c->exports[i] && !strcmp(c->exports[i]->name, name)) {
+      pthread_mutex_unlock(&c->mu);
+      pthread_mutex_destroy(&e->mu);
+      free(e->buf);
+      free(e);
+      return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                      "cluster: '%s' is already exported by '%s'", name,
+                      c->name);
+    }
+    if (!c->exports[i] && slot == MAX_EXPORTS) slot = i;
+  }
+  if (slot == MAX_EXPORTS) {
+    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_destroy(&e->mu);
+    free(e->buf);
+    free(e);
+    return rk__fail(RK_ERR_OUT_OF_RANGE, "cluster: more than %d exports",
+                    MAX_EXPORTS);
+  }
+  e->id = slot | (++c->export_gen << 16);
+  c->exports[slot] = e;
+  pthread_mutex_unlock(&c->mu);
+  /* Lock order: exports_mu, the worker's lock, c->mu, an export's or a
+   * handle's mu. */
+  pthread_mutex_lock(&c->exports_mu);
+  c->export_list[c->export_count++] = e;
+  pthread_mutex_unlock(&c->exports_mu);
+  return RK_OK;
+}
+
+rk_status_t rk_cluster_unexport(rk_cluster_t *c, const char *name) {
+  pthread_mutex_lock(&c->mu);
+  export_t *e = NULL;
+  for (uint32_t i = 0; i < MAX_EXPORTS && !e; ++i)
+    if (c->exports[i] && !strcmp(c->exports[i]->name, name)) {
+      e = c->exports[i];
+      c->exports[i] = NULL;
+    }
+  pthread_mutex_unlock(&c->mu);
+  if (!e)
+    return rk__fail(RK_ERR_NOT_FOUND, "cluster: nothing is exported as '%s'",
+                    name);
+  unlist_export(c, e);
+  /* Requests taken in and not answered: their callers hear it now. */
+  pthread_mutex_lock(&e->mu);
+  for (size_t i = 0; i < e->route_count; ++i) {
+    route_t *r = &e->routes[(e->route_head + i) % e->route_cap];
+    if (r->done) continue;
+    rk_wire_req_t h = {.from = r->peer,
+                       .handle = r->handle,
+                       .handle_gen = r->handle_gen,
+                       .request_id = r->request_id};
+    refuse(c, &h, RK_ERR_INVALID_STATE, RK_ACTOR_TERMINATED,
+           "the actor was unexported before it answered");
+  }
+  for (pending_req_t *q = e->pending; q; q = q->next)
+    refuse(c, &q->h, RK_ERR_INVALID_STATE, RK_ACTOR_TERMINATED,
+           "the actor was unexported before it took the request");
+  pthread_mutex_unlock(&e->mu);
+  free_export(c, e);
+  return RK_OK;
+}
+
+/* ---- lookup ------------------------------------------------------------ */
+
+rk_status_t rk_cluster_lookup(rk_cluster_t *c, const char *name,
+                              uint64_t timeout_ns, rk_remote_actor_t **out) {
+  if (!name || !*name || strlen(name) >= RK_WIRE_ACTOR_NAME_MAX)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT, "cluster: bad actor name");
+  lookup_t *l = calloc(1, sizeof *l);
+  if (!l) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: lookup");
+  rk_wire_lookup_t q;
+  memset(&q, 0, sizeof q);
+  copy_name(q.name, sizeof q.name, name);
+  pthread_mutex_lock(&c->mu);
+  l->id = ++c->next_lookup;
+  q.lookup_id = l->id;
+  uint32_t asked = 0;
+  for (uint32_t i = 0; i < c->peer_count; ++i)
+    if (atomic_load(&c->peers[i].state) == P_UP) {
+      l->asked[i] = true;
+      asked++;
+    }
+  l->waiting = asked;
+  l->next = c->lookups;
+  c->lookups = l;
+  pthread_mutex_unlock(&c->mu);
+  rk_status_t s = RK_OK;
+  if (!asked)
+    s = rk__fail(RK_ERR_UNAVAILABLE,
+                 "cluster: '%s' has no peers to look '%s' up in", c->name,
+                 name);
+  for (uint32_t i = 0; s == RK_OK && i < MAX_PEERS; ++i) {
+    if (!l->asked[i]) continue;
+    q.from = c->peers[i].remote;
+    (void)post(c, &c->peers[i], RK_AM_LOOKUP, NULL, 0, &q, sizeof q, false);
+  }
+  uint64_t deadline = deadline_after(timeout_ns);
+  pthread_mutex_lock(&c->mu);
+  while (s == RK_OK && !l->found && l->waiting && rk__now_ns() < deadline)
+    cond_wait_until(&c->cv, &c->mu, deadline, 50000000);
+  lookup_t **pp = &c->lookups;
+  while (*pp != l) pp = &(*pp)->next;
+  *pp = l->next;
+  rk_remote_actor_t *h = NULL;
+  if (s == RK_OK && l->found) {
+    h = calloc(1, sizeof *h);
+    uint32_t slot = c->handle_cap;
+    for (uint32_t i = 0; h && i < c->handle_cap; ++i)
+      if (!c->handles[i]) {
+        slot = i;
+        break;
+      }
+    if (h && slot == c->handle_cap) {
+      rk_remote_actor_t **g =
+          realloc(c->handles, 2 * c->handle_cap * sizeof *g);
+      if (g) {
+        memset(g + c->handle_cap, 0, c->handle_cap * sizeof *g);
+        c->handles = g;
+        c->handle_cap *= 2;
+      } else {
+        free(h);
+        h = NULL;
+      }
+    }
+    if (!h) {
+      s = rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: lookup");
+    } else {
+      h->c = c;
+      h->slot = slot;
+      h->gen = ++c->handle_gen;
+      h->peer = l->peer;
+      h->export_id = l->reply.export_id;
+      h->request_size = l->reply.request_size;
+      h->response_size = l->reply.response_size;
+      h->window = l->reply.window ? l->reply.window : 1;
+      pthread_mutex_init(&h->mu, NULL);
+      cond_init(&h->cv);
+      h->state = RK_ACTOR_ACTIVE;
+      c->handles[slot] = h;
+    }
+  } else if (s == RK_OK && l->waiting) {
+    s = rk__fail(RK_ERR_TIMEOUT,
+                 "cluster: lookup of '%s': %u of %u peers did not answer "
+                 "within %.3f s",
+                 name, l->waiting, asked, (double)timeout_ns / 1e9);
+  } else if (s == RK_OK) {
+    rk__strbuf_t names;
+    rk__strbuf_init(&names);
+    for (uint32_t i = 0; i < c->peer_count; ++i)
+      if (atomic_load(&c->peers[i].state) == P_UP)
+        rk__strbuf_printf(&names, "%s'%s'", names.data ? ", " : "",
+                          c->peers[i].name);
+    s = rk__fail(RK_ERR_NOT_FOUND,
+                 "cluster: no peer exports an actor named '%s' (asked: %s)",
+                 name, names.data ? names.data : "none left");
+    rk__strbuf_free(&names);
+  }
+  pthread_mutex_unlock(&c->mu);
+  free(l);
+  if (s == RK_OK) *out = h;
+  return s;
+}
+
+/* ---- remote handles ---------------------------------------------------- */
+
+/* The handle's state: its own once stopped, else its owner's. A member
+ * that fails or leaves stops every handle to its actors at one instant
+ * (its peer state), before peer_down has visited each. */
+static rk_actor_state_t state_of(const rk_remote_actor_t *h,
+                                 const char **out_cause) {
+  int s = atomic_load(&h->state);
+  if (s == RK_ACTOR_FAILED || s == RK_ACTOR_TERMINATED) {
+    if (out_cause) *out_cause = h->cause;
+    return (rk_actor_state_t)s;
+  }
+  const peer_t *p = &h->c->peers[h->peer];
+  int ps = atomic_load(&p->state);
+  if (ps == P_FAILED || ps == P_LEFT) {
+    if (out_cause) *out_cause = p->cause;
+    return ps == P_FAILED ? RK_ACTOR_FAILED : RK_ACTOR_TERMINATED;
+  }
+  return (rk_actor_state_t)s;
+}
+
+static bool stopped(const rk_remote_actor_t *h) {
+  rk_actor_state_t s = state_of(h, NULL);
+  return s == RK_ACTOR_FAILED || s == RK_ACTOR_TERMINATED;
+}
+
+static rk_status_t stopped_error(rk_remote_actor_t *h, const char *what) {
+  const char *cause = "";
+  rk_actor_state_t s = state_of(h, &cause);
+  const peer_t *p = &h->c->peers[h->peer];
+  if (cause == p->cause)
+    return rk__fail(RK_ERR_INVALID_STATE,
+                    "remote actor: %s: member '%s' %s: %s (%s)", what, p->name,
+                    s == RK_ACTOR_FAILED ? "failed" : "left the cluster", cause,
+                    rk_actor_state_name(s));
+  return rk__fail(RK_ERR_INVALID_STATE, "remote actor: %s: %s (%s)", what,
+                  cause, rk_actor_state_name(s));
+}
+
+typedef bool (*ready_fn)(rk_remote_actor_t *h, void *arg);
+
+/* Called with h->mu held; returns with it held. RK_OK when ready(), else
+ * RK_ERR_TIMEOUT at the deadline or RK_ERR_INVALID_STATE (unless
+ * ignore_stop) when the handle stops. Spins driving the worker first. */
+static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
+                         uint64_t deadline) {
+  rk_cluster_t *c = h->c;
+  uint64_t spin_end = rk__now_ns() + (uint64_t)c->spin_us * 1000u;
+  if (!ready(h, arg) && c->spin_us) {
+    atomic_fetch_add(&c->drivers, 1);
+    while (!ready(h, arg) && !stopped(h) && rk__now_ns() < spin_end &&
+           rk__now_ns() < deadline) {
+      pthread_mutex_unlock(&h->mu);
+      pump(c);
+      forward_all(c);
+      pthread_mutex_lock(&h->mu);
+    }
+    atomic_fetch_sub(&c->drivers, 1);
+  }
+  for (;;) {
+    if (ready(h, arg)) return RK_OK;
+    if (stopped(h)) return RK_ERR_INVALID_STATE;
+    if (rk__now_ns() >= deadline) return RK_ERR_TIMEOUT;
+    cond_wait_until(&h->cv, &h->mu, deadline, 100000000);
+  }
+}
+
+static bool has_credit(rk_remote_actor_t *h, void *arg) {
+  (void)arg;
+  return h->outstanding < h->window;
+}
+
+static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
+                                size_t size, uint64_t deadline,
+                                uint64_t *out_id, waiter_t *w) {
+  rk_cluster_t *c = h->c;
+  if (size != h->request_size)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "remote actor: request of %zu bytes; the handler takes "
+                    "%zu",
+                    size, h->request_size);
+  pthread_mutex_lock(&h->mu);
+  if (stopped(h)) {
+    rk_status_t s = stopped_error(h, "send refused");
+    pthread_mutex_unlock(&h->mu);
+    return s;
+  }
+  rk_status_t s = hwait(h, has_credit, NULL, deadline);
+  if (s != RK_OK) {
+    if (s == RK_ERR_TIMEOUT)
+      s = rk__fail(RK_ERR_QUEUE_FULL,
+                   "remote actor: %u requests outstanding (its window) and "
+                   "none answered and received in time",
+                   h->window);
+    else
+      s = stopped_error(h, "send refused");
+    pthread_mutex_unlock(&h->mu);
+    return s;
+  }
+  uint64_t id = ++h->next_id;
+  h->outstanding++;
+  if (w) {
+    w->id = id;
+    w->next = h->waiters;
+    h->waiters = w;
+  }
+  rk_wire_req_t r;
+  r.from = c->peers[h->peer].remote;
+  r.handle = h->slot;
+  r.handle_gen = h->gen;
+  r.export_id = h->export_id;
+  r.request_id = id;
+  r.timestamp = rk__hlc_tick(&h->clock);
+  pthread_mutex_unlock(&h->mu);
+  s = post(c, &c->peers[h->peer], RK_AM_REQ, &r, sizeof r, request, size,
+           false);
+  if (s != RK_OK) {
+    pthread_mutex_lock(&h->mu);
+    h->outstanding--;
+    if (w) {
+      waiter_t **pp = &h->waiters;
+      while (*pp != w) pp = &(*pp)->next;
+      *pp = w->next;
+    }
+    if (stopped(h)) s = stopped_error(h, "send refused");
+    pthread_mutex_unlock(&h->mu);
+    return s;
+  }
+  if (out_id) *out_id = id;
+  return RK_OK;
+}
+
+rk_status_t rk_remote_actor_send(rk_remote_actor_t *h, const void *request,
+                                 size_t size, uint64_t timeout_ns,
+                                 uint64_t *out_id) {
+  return post_request(h, request, size, deadline_after(timeout_ns), out_id,
+                      NULL);
+}
+
+static rk_status_t answer_status(rk_status_t s, const rk_actor_message_t *info,
+                                 const char *text) {
+  if (s == RK_OK) return RK_OK;
+  if (s == RK_ERR_HANDLER)
+    return rk__fail(RK_ERR_HANDLER,
+                    "remote actor: the handler returned %d for request %llu",
+                    (int)info->handler_code,
+                    (unsigned long long)info->correlation_id);
+  return rk__fail(s, "remote actor: request %llu was refused %s",
+                  (unsigned long long)info->correlation_id, text);
+}
+
+static bool has_answer(rk_remote_actor_t *h, void *arg) {
+  (void)arg;
+  return h->rq != NULL;
+}
+
+rk_status_t rk_remote_actor_receive(rk_remote_actor_t *h, void *response,
+                                    size_t capacity, uint64_t timeout_ns,
+                                    rk_actor_message_t *out_info) {
+  if (capacity < h->response_size)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "remote actor: capacity %zu is less than the response "
+                    "size %zu",
+                    capacity, h->response_size);
+  if (timeout_ns == 0) pump(h->c); /* never with h->mu held */
+  pthread_mutex_lock(&h->mu);
+  rk_status_t s;
+  if (timeout_ns == 0) {
+    s = h->rq ? RK_OK
+              : (stopped(h) ? RK_ERR_INVALID_STATE : RK_ERR_QUEUE_EMPTY);
+  } else {
+    s = hwait(h, has_answer, NULL, deadline_after(timeout_ns));
+  }
+  if (s != RK_OK) {
+    if (s == RK_ERR_INVALID_STATE)
+      s = stopped_error(h, "no response is left and none will come");
+    else if (s == RK_ERR_QUEUE_EMPTY)
+      s = rk__fail(s, "remote actor: no response waiting");
+    else
+      s = rk__fail(s, "remote actor: no response within %.3f ms",
+                   (double)timeout_ns / 1e6);
+    pthread_mutex_unlock(&h->mu);
+    return s;
+  }
+  answer_t *a = h->rq;
+  h->rq = a->next;
+  if (!h->rq) h->rq_tail = NULL;
+  h->outstanding--;
+  pthread_cond_broadcast(&h->cv);
+  pthread_mutex_unlock(&h->mu);
+  bool answered = a->status == RK_OK || a->status == RK_ERR_HANDLER;
+  if (answered)
+    memcpy(response, a->data, a->size < capacity ? a->size : capacity);
+  if (out_info) *out_info = a->info;
+  char text[TEXT_MAX];
+  copy_name(text, sizeof text, answered ? "" : (const char *)a->data);
+  rk_actor_message_t info = a->info;
+  free(a);
+  return answer_status(info.status, &info, text);
+}
+
+static bool waiter_done(rk_remote_actor_t *h, void *arg) {
+  (void)h;
+  return ((waiter_t *)arg)->done;
+}
+
+rk_status_t rk_remote_actor_call(rk_remote_actor_t *h, const void *request,
+                                 size_t request_size, void *response,
+                                 size_t capacity, uint64_t timeout_ns,
+                                 rk_actor_message_t *out_info) {
+  if (capacity < h->response_size)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "remote actor: capacity %zu is less than the response "
+                    "size %zu",
+                    capacity, h->response_size);
+  uint64_t deadline = deadline_after(timeout_ns);
+  waiter_t w;
+  memset(&w, 0, sizeof w);
+  w.buffer = response;
+  w.capacity = capacity;
+  RK_RETURN_IF_ERROR(
+      post_request(h, request, request_size, deadline, NULL, &w));
+  pthread_mutex_lock(&h->mu);
+  rk_status_t s = hwait(h, waiter_done, &w, deadline);
+  waiter_t **pp = &h->waiters;
+  while (*pp != &w) pp = &(*pp)->next;
+  *pp = w.next;
+  if (s == RK_OK) {
+    h->outstanding--;
+    pthread_cond_broadcast(&h->cv);
+  }
+  pthread_mutex_unlock(&h->mu);
+  if (s == RK_ERR_INVALID_STATE) {
+    char what[64];
+    snprintf(what, sizeof what, "request %llu was not answered",
+             (unsigned long long)w.id);
+    return stopped_error(h, what);
+  }
+  if (s == RK_ERR_TIMEOUT)
+    return rk__fail(RK_ERR_TIMEOUT,
+                    "remote actor: no answer to request %llu within %.3f ms "
+                    "(a late one goes to rk_remote_actor_receive)",
+                    (unsigned long long)w.id, (double)timeout_ns / 1e6);
+  if (out_info) *out_info = w.info;
+  return answer_status(w.status, &w.info, w.text);
+}
+
+rk_actor_state_t rk_remote_actor_state(const rk_remote_actor_t *h) {
+  return state_of(h, NULL);
+}
+
+void rk_remote_actor_info(const rk_remote_actor_t *h, size_t *out_request_size,
+                          size_t *out_response_size, uint32_t *out_window,
+                          const char **out_peer) {
+  if (out_request_size) *out_request_size = h->request_size;
+  if (out_response_size) *out_response_size = h->response_size;
+  if (out_window) *out_window = h->window;
+  if (out_peer) *out_peer = h->c->peers[h->peer].name;
+}
+
+void rk_remote_actor_release(rk_remote_actor_t *h) {
+  if (!h) return;
+  rk_cluster_t *c = h->c;
+  pthread_mutex_lock(&c->mu);
+  c->handles[h->slot] = NULL;
+  pthread_mutex_unlock(&c->mu);
+  free_handle(h);
+}
+
+/* ---- test hooks (cluster_internal.h) ----------------------------------- */
+
+uint64_t rk__cluster_dropped_local(rk_cluster_t *c, const char *name) {
+  uint64_t n = 0;
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; i < MAX_EXPORTS; ++i)
+    if (c->exports[i] && !strcmp(c->exports[i]->name, name))
+      n = c->exports[i]->dropped_local;
+  pthread_mutex_unlock(&c->mu);
+  return n;
+}
+
+rk_status_t rk__cluster_barrier(rk_cluster_t *c) {
+  if (!c->mpi)
+    return rk__fail(RK_ERR_INVALID_STATE, "cluster: not formed by MPI");
+  return c->mpi->MPI_Barrier(c->mpi->comm_world) == 0
+             ? RK_OK
+             : rk__fail(RK_ERR_UNAVAILABLE, "cluster: MPI_Barrier failed");
+}
+
+#endif /* RK_HAVE_UCX */

@@ -1,0 +1,17 @@
+/* Internal hooks of the cluster layer, for its tests. */
+#ifndef RK_CLUSTER_CLUSTER_INTERNAL_H_
+#define RK_CLUSTER_CLUSTER_INTERNAL_H_
+
+#include <stdint.h>
+
+#include "rk/cluster.h"
+
+/* Responses the export `name`'s forwarder took from the actor that no
+ * remote request was waiting for (answers to local sends). */
+uint64_t rk__cluster_dropped_local(rk_cluster_t *cluster, const char *name);
+
+/* An MPI cluster: MPI_Barrier over its ranks (for tests); RK_ERR_
+ * INVALID_STATE when the cluster was not formed by MPI. */
+rk_status_t rk__cluster_barrier(rk_cluster_t *cluster);
+
+#endif /* RK_CLUSTER_CLUSTER_INTERNAL_H_ */

@@ -1,0 +1,110 @@
+/* The cluster's messages on the wire: UCX active-message ids and the
+ * plain layouts they carry. Members of one cluster run the same rk build on
+ * machines of one byte order; HELLO carries a magic and a version, and a
+ * mismatch is refused with a message rather than misread.
+ *
+ * Control messages (HELLO, WELCOME, LOOKUP, LOOKUP_REPLY, BYE) carry their
+ * struct as the payload and no header. REQ and RESP carry their struct as
+ * the active message's header and the actor payload as its data, which UCX
+ * sends eagerly or, when large, by rendezvous.
+ *
+ * Every message after HELLO names its sender by `from`: the index the
+ * receiver gave the sender (told in HELLO and WELCOME), so the receiver
+ * finds the peer without a lookup by endpoint. */
+#ifndef RK_CLUSTER_WIRE_H_
+#define RK_CLUSTER_WIRE_H_
+
+#include <stdint.h>
+
+#define RK_WIRE_MAGIC 0x726b636cu /* "rkcl" */
+#define RK_WIRE_VERSION 1u
+#define RK_WIRE_NAME_MAX 64
+#define RK_WIRE_ACTOR_NAME_MAX 128
+#define RK_WIRE_TOKEN_MAX 128
+#define RK_WIRE_TEXT_MAX 256
+
+enum {
+  RK_AM_HELLO = 1,
+  RK_AM_WELCOME,
+  RK_AM_LOOKUP,
+  RK_AM_LOOKUP_REPLY,
+  RK_AM_REQ,
+  RK_AM_RESP,
+  RK_AM_BYE,
+  RK_AM_COUNT
+};
+
+/* HELLO and WELCOME are followed by the sender's UCP worker address
+ * (address_size bytes): the receiver opens a second endpoint to it and sends
+ * everything after on that one. An endpoint made from a worker address may
+ * use every transport UCX has between the two (shared memory on one
+ * machine); one made from a socket address, in UCX 1.13, only network
+ * ones. The first endpoint stays open to notice the peer's failure. */
+#define RK_WIRE_ADDRESS_MAX 8192
+
+/* joining member -> hub */
+typedef struct rk_wire_hello {
+  uint32_t magic, version;
+  uint32_t hub_index; /* the joiner's index for the hub: WELCOME's `from` */
+  uint32_t token_size;
+  uint32_t address_size;
+  uint32_t reserved;
+  char name[RK_WIRE_NAME_MAX];
+  char token[RK_WIRE_TOKEN_MAX];
+} rk_wire_hello_t;
+
+/* hub -> joining member: accepted (status 0) or refused (rk status, why) */
+typedef struct rk_wire_welcome {
+  uint32_t from;       /* the joiner's index for the hub */
+  uint32_t your_index; /* the hub's index for the joiner */
+  int32_t status;      /* rk_status_t */
+  uint32_t address_size;
+  char name[RK_WIRE_NAME_MAX]; /* the hub's name */
+  char text[RK_WIRE_TEXT_MAX];
+} rk_wire_welcome_t;
+
+typedef struct rk_wire_lookup {
+  uint32_t from;
+  uint32_t reserved;
+  uint64_t lookup_id;
+  char name[RK_WIRE_ACTOR_NAME_MAX];
+} rk_wire_lookup_t;
+
+typedef struct rk_wire_lookup_reply {
+  uint32_t from;
+  int32_t status; /* RK_OK or RK_ERR_NOT_FOUND */
+  uint64_t lookup_id;
+  uint64_t export_id;
+  uint64_t request_size, response_size;
+  uint32_t window;
+  uint32_t state; /* rk_actor_state_t when found */
+  char text[RK_WIRE_TEXT_MAX];
+} rk_wire_lookup_reply_t;
+
+typedef struct rk_wire_req {
+  uint32_t from;
+  uint32_t handle;     /* the requester's handle slot */
+  uint64_t handle_gen; /* ... and its generation */
+  uint64_t export_id;  /* slot and generation of the owner's export */
+  uint64_t request_id; /* the handle's correlation id */
+  uint64_t timestamp;  /* the requester's clock at the send */
+} rk_wire_req_t;
+
+typedef struct rk_wire_resp {
+  uint32_t from;
+  uint32_t handle;
+  uint64_t handle_gen;
+  uint64_t request_id;
+  uint64_t timestamp; /* the owner's clock at the answer */
+  int32_t status;     /* RK_OK, RK_ERR_HANDLER, or why it was refused */
+  int32_t handler_code;
+  uint32_t state;     /* the remote actor's state, on a refusal */
+  uint32_t text_size; /* a refusal's reason follows in the data */
+} rk_wire_resp_t;
+
+typedef struct rk_wire_bye {
+  uint32_t from;
+  uint32_t reserved;
+} rk_wire_bye_t;
+
+#endif /* RK_CLUSTER_WIRE_H_ */

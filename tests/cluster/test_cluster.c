@@ -1,0 +1,633 @@
+/* rk clusters across processes on this machine, over the UCX transports
+ * named by UCX_TLS (the ctest entries run it over shared memory and over
+ * TCP loopback). The test process is the hub; it starts members with
+ * fork+exec of itself (`--role owner|caller|join`) and checks:
+ *   - remote call, send and receive: correlation, handler errors, clocks,
+ *     the send window, a refused request size;
+ *   - a large payload (rendezvous) both ways;
+ *   - a stream of sequence-numbered messages: none lost, none duplicated,
+ *     in order;
+ *   - a member calling an actor the hub exports;
+ *   - lookup errors: a name nobody exports, a member that never answers;
+ *   - a member killed mid-stream: its actors FAILED, waiters woken within
+ *     a bound, sends refused at once, nothing answered twice;
+ *   - a member that left: its actors TERMINATED;
+ *   - requests refused by a deactivated, then an unexported, actor;
+ *   - joining refused: a failed member's name, a wrong token.
+ * Exits 77 where UCX cannot be loaded. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/sys.h"
+#define RK_TEST_IMPLEMENTATION
+#include "rk_test.h"
+
+#define SEC 1000000000ull
+#define MS 1000000ull
+
+static const char kAddSource[] =
+    "#include <rk/kernel.h>\n"
+    "typedef struct { int v; } imsg_t;\n"
+    "RK_HANDLER int add_one(const imsg_t *in, imsg_t *out) {\n"
+    "  out->v = in->v + 1;\n"
+    "  return in->v < 0 ? 7 : 0;\n"
+    "}\n";
+typedef struct {
+  int v;
+} imsg_t;
+
+static const char kSeqSource[] =
+    "#include <rk/kernel.h>\n"
+    "typedef struct { uint32_t lo, hi; } seq_t;\n"
+    "RK_HANDLER void echo(const seq_t *in, seq_t *out) {\n"
+    "  out->lo = in->lo; out->hi = in->hi + 1u;\n"
+    "}\n";
+typedef struct {
+  uint32_t lo, hi;
+} seq_t;
+
+#define BIG_N 16384 /* 64 KiB: rendezvous on every transport */
+static const char kBigSource[] =
+    "#include <rk/kernel.h>\n"
+    "typedef struct { float v[16384]; } big_t;\n"
+    "RK_HANDLER void twice(const big_t *in, big_t *out) {\n"
+    "  for (int i = 0; i < 16384; ++i) out->v[i] = in->v[i] * 2.0f;\n"
+    "}\n";
+typedef struct {
+  float v[BIG_N];
+} big_t;
+
+static rk_context_t *g_ctx;
+static const char *g_self;
+
+static rk_context_t *cpu_context(void) {
+  rk_backend_t *be;
+  rk_context_t *ctx;
+  if (rk_backend_open(RK_BACKEND_CPU, &be) != RK_OK ||
+      rk_backend_create_context(be, 0, &ctx) != RK_OK) {
+    printf("CPU backend: %s\n", rk_last_error());
+    exit(1);
+  }
+  return ctx;
+}
+
+static rk_actor_t *launch(const char *src, const char *handler,
+                          uint32_t capacity) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  if (capacity) o.input_capacity = o.output_capacity = capacity;
+  rk_actor_t *a = NULL;
+  if (rk_actor_launch(g_ctx, src, handler, &o, &a) != RK_OK) {
+    printf("launch %s: %s\n", handler, rk_last_error());
+    exit(1);
+  }
+  return a;
+}
+
+/* ---- member roles (child processes) ------------------------------------ */
+
+/* Joins `addr` as `name`; exits 3 (printing why) when refused. */
+static rk_cluster_t *member_join(const char *addr, const char *name,
+                                 const char *token) {
+  rk_cluster_options_t o;
+  rk_cluster_options_init(&o);
+  o.connect = addr;
+  o.name = name;
+  o.token = token;
+  o.connect_timeout_ns = 10 * SEC;
+  rk_cluster_t *c;
+  rk_status_t s = rk_cluster_create(&o, &c);
+  if (s != RK_OK) {
+    printf("join refused: %s: %s\n", rk_status_name(s), rk_last_error());
+    fflush(stdout);
+    exit(s == RK_ERR_UNAVAILABLE ? 3 : 4);
+  }
+  return c;
+}
+
+/* Exports add (window 16), seq, big; then waits until stdin closes or the
+ * hub leaves, and leaves. Commands on stdin: 'd' deactivates the add
+ * actor, 'a' activates it, 'u' unexports it. */
+static int role_owner(const char *addr, const char *name, const char *prefix) {
+  g_ctx = cpu_context();
+  rk_actor_t *add = launch(kAddSource, "add_one", 16);
+  rk_actor_t *seq = launch(kSeqSource, "echo", 256);
+  rk_actor_t *big = launch(kBigSource, "twice", 4);
+  rk_cluster_t *c = member_join(addr, name, NULL);
+  char n[128], n_add[128];
+  snprintf(n, sizeof n, "%s/add", prefix);
+  if (rk_cluster_export(c, add, n) != RK_OK) return 5;
+  snprintf(n, sizeof n, "%s/seq", prefix);
+  if (rk_cluster_export(c, seq, n) != RK_OK) return 5;
+  snprintf(n, sizeof n, "%s/big", prefix);
+  if (rk_cluster_export(c, big, n) != RK_OK) return 5;
+  printf("ready\n");
+  fflush(stdout);
+  for (;;) {
+    struct pollfd p = {.fd = 0, .events = POLLIN};
+    if (poll(&p, 1, 50) > 0) {
+      char b[16];
+      ssize_t n = read(0, b, sizeof b);
+      if (n <= 0) break;
+      for (ssize_t i = 0; i < n; ++i) {
+        snprintf(n_add, sizeof n_add, "%s/add", prefix);
+        if (b[i] == 'd') rk_actor_deactivate(add);
+        if (b[i] == 'a') rk_actor_activate(add);
+        if (b[i] == 'u') rk_cluster_unexport(c, n_add);
+      }
+    }
+    if (rk_cluster_peer_count(c) == 0) break;
+  }
+  rk_cluster_destroy(c);
+  rk_actor_destroy(add);
+  rk_actor_destroy(seq);
+  rk_actor_destroy(big);
+  return 0;
+}
+
+/* Looks up hub/add and calls it 2000 times: exit 0 when every answer is
+ * right. */
+static int role_caller(const char *addr, const char *name) {
+  rk_cluster_t *c = member_join(addr, name, NULL);
+  rk_remote_actor_t *h;
+  if (rk_cluster_lookup(c, "hub/gone", 5 * SEC, &h) != RK_ERR_NOT_FOUND) {
+    printf("an unexported name was found\n");
+    return 8;
+  }
+  if (rk_cluster_lookup(c, "hub/add", 5 * SEC, &h) != RK_OK) {
+    printf("lookup: %s\n", rk_last_error());
+    return 6;
+  }
+  int bad = 0;
+  for (int i = 0; i < 2000; ++i) {
+    imsg_t q = {i}, r = {0};
+    if (rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 10 * SEC, NULL) !=
+            RK_OK ||
+        r.v != i + 1)
+      ++bad;
+  }
+  if (bad) printf("caller: %d bad answers (%s)\n", bad, rk_last_error());
+  rk_remote_actor_release(h);
+  rk_cluster_destroy(c);
+  return bad ? 7 : 0;
+}
+
+/* ---- the hub's side ---------------------------------------------------- */
+
+typedef struct child {
+  pid_t pid;
+  int in; /* its stdin: closing it asks it to leave */
+} child_t;
+
+static char g_addr[128];
+
+static child_t spawn(const char *role, const char *name, const char *prefix,
+                     const char *token) {
+  int fds[2];
+  child_t ch = {-1, -1};
+  if (pipe(fds) != 0) return ch;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[0], 0);
+    close(fds[0]);
+    close(fds[1]);
+    if (token) setenv("RK_CLUSTER_TOKEN", token, 1);
+    execl(g_self, g_self, "--role", role, g_addr, name, prefix ? prefix : "-",
+          (char *)NULL);
+    _exit(127);
+  }
+  close(fds[0]);
+  ch.pid = pid;
+  ch.in = fds[1];
+  return ch;
+}
+
+static int reap(child_t *ch, unsigned seconds) {
+  if (ch->in >= 0) close(ch->in);
+  ch->in = -1;
+  uint64_t end = rk__now_ns() + seconds * SEC;
+  int st = 0;
+  for (;;) {
+    pid_t r = waitpid(ch->pid, &st, WNOHANG);
+    if (r == ch->pid) break;
+    if (rk__now_ns() > end) {
+      kill(ch->pid, SIGKILL);
+      waitpid(ch->pid, &st, 0);
+      return -1;
+    }
+    usleep(10000);
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static rk_remote_actor_t *find(rk_cluster_t *c, const char *name) {
+  rk_remote_actor_t *h = NULL;
+  uint64_t end = rk__now_ns() + 20 * SEC;
+  /* The member exports after it joined: retry until it has. */
+  while (rk__now_ns() < end) {
+    rk_status_t s = rk_cluster_lookup(c, name, 5 * SEC, &h);
+    if (s == RK_OK) return h;
+    if (s != RK_ERR_NOT_FOUND) break;
+    usleep(20000);
+  }
+  CHECK(false, "lookup %s: %s", name, rk_last_error());
+  return NULL;
+}
+
+static void test_basics(rk_cluster_t *c) {
+  rk_remote_actor_t *h = find(c, "a/add");
+  if (!h) return;
+  size_t qs, rs;
+  uint32_t window;
+  const char *peer;
+  rk_remote_actor_info(h, &qs, &rs, &window, &peer);
+  CHECK(qs == sizeof(imsg_t) && rs == sizeof(imsg_t) && window == 16,
+        "info: %zu %zu %u", qs, rs, window);
+  CHECK(!strcmp(peer, "member-a"), "owner named %s", peer);
+  CHECK(rk_remote_actor_state(h) == RK_ACTOR_ACTIVE, "active");
+
+  imsg_t q = {41}, r = {0};
+  rk_actor_message_t info;
+  CHECK_OK(rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 5 * SEC, &info));
+  CHECK(r.v == 42 && info.status == RK_OK && info.size == sizeof r,
+        "call(41) = %d, status %d size %zu", r.v, (int)info.status, info.size);
+  uint64_t t0 = info.timestamp;
+  CHECK(t0 != 0, "a timestamp");
+
+  /* A handler error comes back with its code and the payload. */
+  q.v = -5;
+  CHECK_STATUS(
+      rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 5 * SEC, &info),
+      RK_ERR_HANDLER);
+  CHECK(r.v == -4 && info.handler_code == 7, "handler error: v %d code %d", r.v,
+        info.handler_code);
+  CHECK(info.timestamp > t0, "clock advances: %llu after %llu",
+        (unsigned long long)info.timestamp, (unsigned long long)t0);
+
+  /* Sends, then receives: ids match, in order. */
+  uint64_t ids[10];
+  for (int i = 0; i < 10; ++i) {
+    q.v = 100 + i;
+    CHECK_OK(rk_remote_actor_send(h, &q, sizeof q, SEC, &ids[i]));
+  }
+  for (int i = 0; i < 10; ++i) {
+    CHECK_OK(rk_remote_actor_receive(h, &r, sizeof r, 5 * SEC, &info));
+    CHECK(r.v == 101 + i && info.correlation_id == ids[i],
+          "receive %d: v %d id %llu want %llu", i, r.v,
+          (unsigned long long)info.correlation_id, (unsigned long long)ids[i]);
+  }
+  CHECK_STATUS(rk_remote_actor_receive(h, &r, sizeof r, 0, &info),
+               RK_ERR_QUEUE_EMPTY);
+  CHECK_STATUS(rk_remote_actor_receive(h, &r, sizeof r, 20 * MS, &info),
+               RK_ERR_TIMEOUT);
+
+  /* A call between sends takes its own answer; the others stay. */
+  q.v = 1;
+  uint64_t id1;
+  CHECK_OK(rk_remote_actor_send(h, &q, sizeof q, SEC, &id1));
+  q.v = 500;
+  CHECK_OK(rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 5 * SEC, &info));
+  CHECK(r.v == 501, "call among sends: %d", r.v);
+  CHECK_OK(rk_remote_actor_receive(h, &r, sizeof r, 5 * SEC, &info));
+  CHECK(r.v == 2 && info.correlation_id == id1, "the send's answer: %d", r.v);
+
+  /* The window: 16 unanswered-and-unreceived requests; the 17th waits,
+   * then QUEUE_FULL. */
+  for (int i = 0; i < 16; ++i) {
+    q.v = i;
+    CHECK_OK(rk_remote_actor_send(h, &q, sizeof q, SEC, NULL));
+  }
+  CHECK_STATUS(rk_remote_actor_send(h, &q, sizeof q, 10 * MS, NULL),
+               RK_ERR_QUEUE_FULL);
+  for (int i = 0; i < 16; ++i)
+    CHECK_OK(rk_remote_actor_receive(h, &r, sizeof r, 5 * SEC, NULL));
+
+  /* Wrong sizes are refused here, before anything is sent. */
+  CHECK_STATUS(rk_remote_actor_send(h, &q, 3, SEC, NULL),
+               RK_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(rk_remote_actor_call(h, &q, sizeof q, &r, 2, SEC, NULL),
+               RK_ERR_INVALID_ARGUMENT);
+  rk_remote_actor_release(h);
+}
+
+/* Requests the remote actor refuses: deactivated there (the handle stays
+ * usable), then unexported (the handle becomes TERMINATED). */
+static void test_refused(rk_cluster_t *c, child_t *owner) {
+  rk_remote_actor_t *h = find(c, "a/add");
+  if (!h) return;
+  imsg_t q = {1}, r;
+  rk_status_t s = RK_OK;
+  if (write(owner->in, "d", 1) != 1) return;
+  for (int i = 0; i < 200 && s == RK_OK; ++i) {
+    usleep(10000);
+    s = rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 5 * SEC, NULL);
+  }
+  CHECK(s == RK_ERR_INVALID_STATE, "deactivated there: %s (%s)",
+        rk_status_name(s), rk_last_error());
+  CHECK_ERROR_HAS("member-a");
+  CHECK(rk_remote_actor_state(h) == RK_ACTOR_ACTIVE, "still usable: %s",
+        rk_actor_state_name(rk_remote_actor_state(h)));
+  if (write(owner->in, "a", 1) != 1) return;
+  for (int i = 0; i < 200 && s != RK_OK; ++i) {
+    usleep(10000);
+    s = rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 5 * SEC, NULL);
+  }
+  CHECK(s == RK_OK && r.v == 2, "activated again: %s", rk_status_name(s));
+  if (write(owner->in, "u", 1) != 1) return;
+  for (int i = 0; i < 200 && s == RK_OK; ++i) {
+    usleep(10000);
+    s = rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 5 * SEC, NULL);
+  }
+  CHECK(s == RK_ERR_INVALID_STATE, "unexported: %s", rk_status_name(s));
+  CHECK_ERROR_HAS("no longer exported");
+  CHECK(rk_remote_actor_state(h) == RK_ACTOR_TERMINATED, "after unexport: %s",
+        rk_actor_state_name(rk_remote_actor_state(h)));
+  CHECK_STATUS(rk_remote_actor_send(h, &q, sizeof q, SEC, NULL),
+               RK_ERR_INVALID_STATE);
+  rk_remote_actor_release(h);
+}
+
+static void test_lookup_errors(rk_cluster_t *c) {
+  rk_remote_actor_t *h = NULL;
+  CHECK_STATUS(rk_cluster_lookup(c, "nobody/exports/this", 5 * SEC, &h),
+               RK_ERR_NOT_FOUND);
+  CHECK_ERROR_HAS("nobody/exports/this");
+  CHECK_ERROR_HAS("member-a");
+  CHECK_STATUS(rk_cluster_lookup(c, "", SEC, &h), RK_ERR_INVALID_ARGUMENT);
+}
+
+static void test_big(rk_cluster_t *c) {
+  rk_remote_actor_t *h = find(c, "a/big");
+  if (!h) return;
+  static big_t q, r;
+  for (int i = 0; i < BIG_N; ++i) q.v[i] = (float)i;
+  for (int round = 0; round < 3; ++round) {
+    memset(&r, 0, sizeof r);
+    if (!CHECK_OK(rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 10 * SEC,
+                                       NULL)))
+      break;
+    int bad = 0;
+    for (int i = 0; i < BIG_N; ++i) bad += r.v[i] != 2.0f * (float)i;
+    CHECK(bad == 0, "%d of %d floats wrong", bad, BIG_N);
+  }
+  rk_remote_actor_release(h);
+}
+
+/* `n` sequence-numbered requests through the window, answered in order. */
+static void test_stream(rk_cluster_t *c, uint32_t n) {
+  rk_remote_actor_t *h = find(c, "a/seq");
+  if (!h) return;
+  uint8_t *seen = calloc(n, 1);
+  uint32_t sent = 0, got = 0, dup = 0, order = 0, wrong = 0;
+  uint64_t t0 = rk__now_ns();
+  while (got < n) {
+    while (sent < n) {
+      seq_t q = {sent, 7};
+      rk_status_t s = rk_remote_actor_send(h, &q, sizeof q, 0, NULL);
+      if (s == RK_ERR_QUEUE_FULL) break;
+      if (!CHECK_OK(s)) goto out;
+      ++sent;
+    }
+    seq_t r;
+    rk_status_t s = rk_remote_actor_receive(h, &r, sizeof r, 10 * SEC, NULL);
+    if (!CHECK_OK(s)) goto out;
+    if (r.lo >= n || r.hi != 8) {
+      ++wrong;
+    } else {
+      if (seen[r.lo]) ++dup;
+      seen[r.lo] = 1;
+      if (r.lo != got) ++order;
+    }
+    ++got;
+  }
+out:
+  printf("  stream: %u messages in %.3f s\n", got,
+         (double)(rk__now_ns() - t0) / 1e9);
+  uint32_t missing = 0;
+  for (uint32_t i = 0; i < n; ++i) missing += !seen[i];
+  CHECK(missing == 0 && dup == 0 && wrong == 0 && order == 0,
+        "stream of %u: %u missing, %u duplicated, %u wrong, %u out of order", n,
+        missing, dup, wrong, order);
+  free(seen);
+  rk_remote_actor_release(h);
+}
+
+/* A member that calls an actor the hub exports. */
+static void test_member_calls_hub(rk_cluster_t *c) {
+  child_t b = spawn("caller", "member-b", NULL, NULL);
+  int code = reap(&b, 60);
+  CHECK(code == 0, "the calling member exited %d", code);
+  (void)c;
+}
+
+typedef struct streamer {
+  rk_remote_actor_t *h;
+  atomic_uint answered;
+  rk_status_t last;
+  char message[512];
+  uint64_t stopped_at;
+  uint32_t dup;
+} streamer_t;
+
+static void *stream_until_failure(void *arg) {
+  streamer_t *s = arg;
+  uint32_t expect = 0;
+  for (uint32_t i = 0;; ++i) {
+    seq_t q = {i, 0}, r;
+    rk_status_t st =
+        rk_remote_actor_call(s->h, &q, sizeof q, &r, sizeof r, 60 * SEC, NULL);
+    if (st != RK_OK) {
+      s->last = st;
+      snprintf(s->message, sizeof s->message, "%s", rk_last_error());
+      s->stopped_at = rk__now_ns();
+      return NULL;
+    }
+    if (r.lo != expect) s->dup++;
+    expect = r.lo + 1;
+    atomic_fetch_add(&s->answered, 1);
+  }
+}
+
+static void test_killed_mid_stream(rk_cluster_t *c) {
+  child_t v = spawn("owner", "victim", "v", NULL);
+  rk_remote_actor_t *h = find(c, "v/seq");
+  rk_remote_actor_t *h2 = find(c, "v/add");
+  if (!h || !h2) {
+    reap(&v, 1);
+    return;
+  }
+  streamer_t s;
+  memset(&s, 0, sizeof s);
+  s.h = h;
+  pthread_t t;
+  pthread_create(&t, NULL, stream_until_failure, &s);
+  while (atomic_load(&s.answered) < 200) usleep(1000);
+  uint64_t killed = rk__now_ns();
+  kill(v.pid, SIGKILL);
+  pthread_join(t, NULL);
+  double woke = (double)(s.stopped_at - killed) / 1e9;
+  printf("  killed mid-stream after %u answers; the call woke after %.3f s\n",
+         atomic_load(&s.answered), woke);
+  CHECK(s.last == RK_ERR_INVALID_STATE, "the waiting call: %s",
+        rk_status_name(s.last));
+  CHECK(rk_test_contains(s.message, "victim") &&
+            rk_test_contains(s.message, "failed"),
+        "the message names the member and the failure: %s", s.message);
+  CHECK(woke < 10.0, "woken within 10 s (%.3f s)", woke);
+  CHECK(s.dup == 0, "%u answers out of sequence", s.dup);
+  CHECK(rk_remote_actor_state(h) == RK_ACTOR_FAILED, "handle FAILED");
+  /* Every handle to the member fails, and sends fail at once. */
+  CHECK(rk_remote_actor_state(h2) == RK_ACTOR_FAILED, "other handle: %s",
+        rk_actor_state_name(rk_remote_actor_state(h2)));
+  imsg_t q = {1}, r;
+  uint64_t t0 = rk__now_ns();
+  CHECK_STATUS(rk_remote_actor_send(h2, &q, sizeof q, 5 * SEC, NULL),
+               RK_ERR_INVALID_STATE);
+  CHECK_STATUS(
+      rk_remote_actor_call(h2, &q, sizeof q, &r, sizeof r, 5 * SEC, NULL),
+      RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("victim");
+  CHECK(rk__now_ns() - t0 < 100 * MS, "refused at once (%.3f ms)",
+        (double)(rk__now_ns() - t0) / 1e6);
+  seq_t sr;
+  CHECK_STATUS(rk_remote_actor_receive(h, &sr, sizeof sr, 5 * SEC, NULL),
+               RK_ERR_INVALID_STATE);
+  rk_remote_actor_release(h);
+  rk_remote_actor_release(h2);
+  reap(&v, 5);
+
+  /* The same name may not join again. */
+  child_t again = spawn("owner", "victim", "v2", NULL);
+  int code = reap(&again, 30);
+  CHECK(code == 3, "rejoining under a failed name: exit %d (3 = refused)",
+        code);
+}
+
+static void test_never_answers(rk_cluster_t *c) {
+  child_t d = spawn("owner", "sleeper", "d", NULL);
+  rk_remote_actor_t *h = find(c, "d/add");
+  if (!h) {
+    reap(&d, 1);
+    return;
+  }
+  kill(d.pid, SIGSTOP);
+  usleep(50000);
+  imsg_t q = {1}, r;
+  uint64_t t0 = rk__now_ns();
+  CHECK_STATUS(
+      rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 300 * MS, NULL),
+      RK_ERR_TIMEOUT);
+  double took = (double)(rk__now_ns() - t0) / 1e9;
+  CHECK(took >= 0.29 && took < 3.0, "timed out after %.3f s", took);
+  rk_remote_actor_t *h2 = NULL;
+  CHECK_STATUS(rk_cluster_lookup(c, "d/seq", 300 * MS, &h2), RK_ERR_TIMEOUT);
+  CHECK_ERROR_HAS("did not answer");
+  kill(d.pid, SIGKILL);
+  kill(d.pid, SIGCONT);
+  uint64_t end = rk__now_ns() + 20 * SEC;
+  while (rk_remote_actor_state(h) != RK_ACTOR_FAILED && rk__now_ns() < end)
+    usleep(10000);
+  CHECK(rk_remote_actor_state(h) == RK_ACTOR_FAILED, "after the kill: %s",
+        rk_actor_state_name(rk_remote_actor_state(h)));
+  rk_remote_actor_release(h);
+  reap(&d, 5);
+}
+
+static void test_left(rk_cluster_t *c) {
+  child_t e = spawn("owner", "leaver", "e", NULL);
+  rk_remote_actor_t *h = find(c, "e/add");
+  if (!h) {
+    reap(&e, 1);
+    return;
+  }
+  int code = reap(&e, 20); /* closes its stdin: it leaves */
+  CHECK(code == 0, "the leaving member exited %d", code);
+  uint64_t end = rk__now_ns() + 10 * SEC;
+  while (rk_remote_actor_state(h) == RK_ACTOR_ACTIVE && rk__now_ns() < end)
+    usleep(10000);
+  CHECK(rk_remote_actor_state(h) == RK_ACTOR_TERMINATED, "after leaving: %s",
+        rk_actor_state_name(rk_remote_actor_state(h)));
+  imsg_t q = {1};
+  CHECK_STATUS(rk_remote_actor_send(h, &q, sizeof q, SEC, NULL),
+               RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("left");
+  rk_remote_actor_release(h);
+}
+
+static void test_refusals(void) {
+  child_t t = spawn("owner", "tokenless", "t", "wrong-token");
+  int code = reap(&t, 30);
+  CHECK(code == 3, "a wrong token: exit %d (3 = refused)", code);
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 6 && !strcmp(argv[1], "--role")) {
+    if (!strcmp(argv[2], "owner")) return role_owner(argv[3], argv[4], argv[5]);
+    if (!strcmp(argv[2], "caller")) return role_caller(argv[3], argv[4]);
+    return 2;
+  }
+  const char *version;
+  if (rk_cluster_available(&version) != RK_OK)
+    RK_TEST_SKIP("%s", rk_last_error());
+  g_self = "/proc/self/exe";
+  static char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    g_self = self;
+  }
+  const char *tls = getenv("UCX_TLS");
+  printf("UCX %s, UCX_TLS=%s\n", version, tls ? tls : "(default)");
+  uint32_t stream_n = 100000;
+  if (argc >= 3 && !strcmp(argv[1], "--stream"))
+    stream_n = (uint32_t)atoi(argv[2]);
+  rk_test_use_temp_cache(); /* inherited by the members: one compile each */
+  g_ctx = cpu_context();
+
+  rk_cluster_options_t o;
+  rk_cluster_options_init(&o);
+  o.listen = "127.0.0.1:0";
+  o.name = "hub";
+  o.token = "";
+  setenv("RK_CLUSTER_TOKEN", "", 1);
+  rk_cluster_t *c;
+  if (!CHECK_OK(rk_cluster_create(&o, &c))) return rk_test_finish("cluster");
+  CHECK_OK(rk_cluster_address(c, g_addr, sizeof g_addr));
+  printf("hub listens on %s\n", g_addr);
+  rk_actor_t *hub_add = launch(kAddSource, "add_one", 0);
+  CHECK_OK(rk_cluster_export(c, hub_add, "hub/add"));
+  CHECK_STATUS(rk_cluster_export(c, hub_add, "hub/add"),
+               RK_ERR_INVALID_ARGUMENT);
+  /* Withdrawn: gone for the calling member (role_caller looks it up). */
+  CHECK_OK(rk_cluster_export(c, hub_add, "hub/gone"));
+  CHECK_OK(rk_cluster_unexport(c, "hub/gone"));
+  CHECK_STATUS(rk_cluster_unexport(c, "hub/gone"), RK_ERR_NOT_FOUND);
+
+  child_t a = spawn("owner", "member-a", "a", NULL);
+  CHECK_OK(rk_cluster_wait_peers(c, 1, 30 * SEC));
+  test_basics(c);
+  test_lookup_errors(c);
+  test_big(c);
+  test_stream(c, stream_n);
+  test_member_calls_hub(c);
+  test_killed_mid_stream(c);
+  test_never_answers(c);
+  test_left(c);
+  test_refusals();
+  test_refused(c, &a);
+  CHECK(reap(&a, 20) == 0, "member-a exits cleanly");
+
+  rk_cluster_destroy(c);
+  rk_actor_destroy(hub_add);
+  return rk_test_finish("cluster");
+}
