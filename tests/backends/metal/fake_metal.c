@@ -1020,9 +1020,10 @@ static void run_group_fibers(group_run_t *g) {
     makecontext(&f->uc, fiber_main, 0);
   }
   t_run = g;
-  for (bool any = true; any;) {
+  /* volatile: swapcontext returns twice as far as the compiler knows. */
+  for (volatile bool any = true; any;) {
     any = false;
-    for (unsigned t = 0; t < g->nthreads; ++t) {
+    for (volatile unsigned t = 0; t < g->nthreads; ++t) {
       fiber_t *f = &g->fibers[t];
       if (f->done) continue;
       any = true;
