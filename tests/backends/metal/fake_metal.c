@@ -1010,7 +1010,7 @@ static void fiber_main(void) {
 }
 
 static void run_group_fibers(group_run_t *g) {
-  for (unsigned t = 0; t < g->nthreads; ++t) {
+  for (volatile unsigned t = 0; t < g->nthreads; ++t) {
     fiber_t *f = &g->fibers[t];
     f->done = false;
     getcontext(&f->uc);
