@@ -19,9 +19,19 @@
 #include "base/sys.h"
 #include "hal/kernel_source.h"
 
+/* A pipeline made for one entry of a cached library. */
+typedef struct mtl_pipeline_cache {
+  char *entry;
+  mtl_id pipeline; /* retained by the cache */
+  struct mtl_pipeline_cache *next;
+} mtl_pipeline_cache_t;
+
+/* A library and the pipelines made from it, kept for the context's life
+ * (entries are never removed before rk__mtl_cache_release). */
 struct mtl_library_cache {
   char key[33];
-  mtl_id library; /* retained by the cache */
+  mtl_id library;                  /* retained by the cache */
+  mtl_pipeline_cache_t *pipelines; /* under ctx->cache_lock */
   mtl_library_cache_t *next;
 };
 
@@ -70,7 +80,7 @@ static rk_status_t build_failed(mtl_context_t *ctx, mtl_id error,
  * caller owns the returned reference. Inside an autorelease pool. */
 static rk_status_t get_library(mtl_context_t *ctx, const char *text,
                                const char *name, bool no_cache, mtl_id *out,
-                               bool *out_hit) {
+                               mtl_library_cache_t **out_entry, bool *out_hit) {
   const rk_objc_api_t *api = ctx->api;
   rk__hash_t h;
   char key[33];
@@ -79,12 +89,14 @@ static rk_status_t get_library(mtl_context_t *ctx, const char *text,
   rk__hash_str(&h, text);
   rk__hash_hex(&h, key);
   *out_hit = false;
+  *out_entry = NULL;
   if (!no_cache) {
     pthread_mutex_lock(&ctx->cache_lock);
     for (mtl_library_cache_t *c = ctx->cache; c; c = c->next) {
       if (strcmp(c->key, key) == 0) {
         rk__mtl_retain(api, c->library);
         *out = c->library;
+        *out_entry = c;
         *out_hit = true;
         pthread_mutex_unlock(&ctx->cache_lock);
         return RK_OK;
@@ -119,6 +131,7 @@ static rk_status_t get_library(mtl_context_t *ctx, const char *text,
       c->next = ctx->cache;
       ctx->cache = c;
       pthread_mutex_unlock(&ctx->cache_lock);
+      *out_entry = c;
     }
   }
   *out = library;
@@ -128,6 +141,12 @@ static rk_status_t get_library(mtl_context_t *ctx, const char *text,
 void rk__mtl_cache_release(mtl_context_t *ctx) {
   for (mtl_library_cache_t *c = ctx->cache, *next; c; c = next) {
     next = c->next;
+    for (mtl_pipeline_cache_t *p = c->pipelines, *pn; p; p = pn) {
+      pn = p->next;
+      rk__mtl_release(ctx->api, p->pipeline);
+      free(p->entry);
+      free(p);
+    }
     rk__mtl_release(ctx->api, c->library);
     free(c);
   }
@@ -149,9 +168,9 @@ static void module_free(mtl_module_t *m, const rk_objc_api_t *api) {
 }
 
 /* The compute pipeline of entry `e` (its function from the library). */
-static rk_status_t make_pipeline(mtl_context_t *ctx, mtl_module_t *m,
-                                 const rk_entry_t *e, const char *name,
-                                 mtl_function_t *f) {
+static rk_status_t new_pipeline(mtl_context_t *ctx, mtl_module_t *m,
+                                const rk_entry_t *e, const char *name,
+                                mtl_function_t *f) {
   const rk_objc_api_t *api = ctx->api;
   mtl_id fname = rk__mtl_string(api, e->name);
   mtl_id function =
@@ -173,6 +192,41 @@ static rk_status_t make_pipeline(mtl_context_t *ctx, mtl_module_t *m,
                     "failed on %s: %s",
                     name, e->name, ctx->dev->info.name,
                     rk__mtl_error_text(api, error, "(no message)"));
+  return RK_OK;
+}
+
+/* Entry e's pipeline: from the library's cache entry (when the library is
+ * cached), else made now and added there. */
+static rk_status_t make_pipeline(mtl_context_t *ctx, mtl_module_t *m,
+                                 mtl_library_cache_t *cached,
+                                 const rk_entry_t *e, const char *name,
+                                 mtl_function_t *f) {
+  const rk_objc_api_t *api = ctx->api;
+  f->pipeline = NULL;
+  if (cached) {
+    pthread_mutex_lock(&ctx->cache_lock);
+    for (mtl_pipeline_cache_t *p = cached->pipelines; p; p = p->next)
+      if (strcmp(p->entry, e->name) == 0) {
+        f->pipeline = p->pipeline;
+        rk__mtl_retain(api, f->pipeline);
+        break;
+      }
+    pthread_mutex_unlock(&ctx->cache_lock);
+  }
+  if (!f->pipeline) {
+    RK_RETURN_IF_ERROR(new_pipeline(ctx, m, e, name, f));
+    mtl_pipeline_cache_t *p = cached ? calloc(1, sizeof *p) : NULL;
+    if (p && (p->entry = strdup(e->name)) != NULL) {
+      p->pipeline = f->pipeline;
+      rk__mtl_retain(api, p->pipeline);
+      pthread_mutex_lock(&ctx->cache_lock);
+      p->next = cached->pipelines;
+      cached->pipelines = p;
+      pthread_mutex_unlock(&ctx->cache_lock);
+    } else {
+      free(p);
+    }
+  }
   f->max_threads =
       rk__mtl_send_ul(api, f->pipeline, api->sel.maxTotalThreadsPerThreadgroup);
   f->static_shared = e->shared_bytes;
@@ -199,8 +253,9 @@ rk_status_t rk__mtl_compile(rk_context_t *context, const char *source,
   r.entries = NULL; /* the module owns the list */
   void *pool = rk__mtl_pool_push(api);
   bool hit = false;
-  rk_status_t s =
-      get_library(ctx, r.text, name, options->no_cache, &m->library, &hit);
+  mtl_library_cache_t *cached = NULL;
+  rk_status_t s = get_library(ctx, r.text, name, options->no_cache, &m->library,
+                              &cached, &hit);
   rk_codegen_result_free(&r);
 
   size_t nf = list->count, total = 0;
@@ -233,7 +288,7 @@ rk_status_t rk__mtl_compile(rk_context_t *context, const char *source,
       m->params[p].size = ep->size;
       snprintf(m->params[p].name, sizeof m->params[p].name, "%s", ep->name);
     }
-    if (s == RK_OK) s = make_pipeline(ctx, m, e, name, &m->fns[i]);
+    if (s == RK_OK) s = make_pipeline(ctx, m, cached, e, name, &m->fns[i]);
   }
   if (s != RK_OK) {
     module_free(m, api);

@@ -138,6 +138,17 @@ static void run_kernels(rk_context_t *ctx, bool unified) {
         "one pipeline per entry expected, %ld made",
         count("newComputePipelineStateWithFunction:error:") - pipelines);
   CHECK(count("(fast math off)") > 0, "fast math was left on");
+  /* The same source again: the context's library and its pipelines. */
+  long libraries = count("newLibraryWithSource:options:error:");
+  pipelines = count("newComputePipelineStateWithFunction:error:");
+  rk_module_t *again = NULL;
+  if (CHECK_OK(rk_context_compile(ctx, kSource, NULL, &again))) {
+    CHECK(rk_module_cache_hit(again), "the second compile missed the cache");
+    CHECK(count("newLibraryWithSource:options:error:") == libraries &&
+              count("newComputePipelineStateWithFunction:error:") == pipelines,
+          "the second compile built a library or pipelines again");
+    CHECK_OK(rk_module_destroy(again));
+  }
   rk_function_t *saxpy = NULL, *reverse = NULL;
   CHECK_OK(rk_module_get_function(mod, "saxpy", &saxpy));
   CHECK_OK(rk_module_get_function(mod, "reverse", &reverse));
