@@ -47,6 +47,10 @@ struct mtl_stream {
   pthread_cond_t cond; /* ops queued, a step finished, a handler ran, stop */
   mtl_op_t *head, *tail;
   bool busy, stop;
+  /* Command buffers committed by rk__mtl_stream_launch on the caller's
+   * thread whose handler has not run yet. */
+  unsigned inflight;
+  unsigned syncing;      /* threads in rk__mtl_stream_drain */
   rk__pending_t pending; /* the first error of queued work */
 };
 
@@ -57,13 +61,16 @@ static const mtl_block_descriptor_t kHandlerDescriptor = {
     0, sizeof(mtl_completion_block_t), "v16@?0@8"};
 
 /* Runs on Metal's thread once the command buffer has finished. */
+/* Runs on Metal's thread once the command buffer has finished. `wait` is
+ * the waiting thread's, or NULL for a command buffer nobody waits for
+ * (counted in st->inflight). */
 static void completed(mtl_completion_block_t *block, mtl_id cb) {
   mtl_stream_t *st = block->stream;
   mtl_wait_t *w = block->wait;
   const rk_objc_api_t *api = st->ctx->api;
   void *pool = rk__mtl_pool_push(api);
   unsigned long status = rk__mtl_send_ul(api, cb, api->sel.status);
-  if (status == kMtlCommandBufferStatusError && w->record) {
+  if (status == kMtlCommandBufferStatusError && (!w || w->record)) {
     mtl_id error = rk__mtl_send(api, cb, api->sel.error);
     long code =
         error ? RK_SEND(api, long, (mtl_id, mtl_sel), error, api->sel.code) : 0;
@@ -75,16 +82,18 @@ static void completed(mtl_completion_block_t *block, mtl_id cb) {
   }
   rk__mtl_pool_pop(api, pool);
   pthread_mutex_lock(&st->lock);
-  w->done = true;
+  if (w)
+    w->done = true;
+  else
+    st->inflight--;
   pthread_cond_broadcast(&st->cond);
   pthread_mutex_unlock(&st->lock);
 }
 
-/* Adds the handler, commits `cb` and waits for the handler. Returns the
- * command buffer's final status. Inside an autorelease pool. */
-static unsigned long commit_and_wait(mtl_stream_t *st, mtl_id cb, bool record) {
+/* Adds the completion handler (a block literal on this stack, which
+ * Metal copies) and commits `cb`. */
+static void commit(mtl_stream_t *st, mtl_id cb, mtl_wait_t *w) {
   const rk_objc_api_t *api = st->ctx->api;
-  mtl_wait_t w = {false, record};
   mtl_completion_block_t block = {
       .isa = api->stack_block_isa,
       .flags = kMtlBlockHasSignature,
@@ -92,11 +101,19 @@ static unsigned long commit_and_wait(mtl_stream_t *st, mtl_id cb, bool record) {
       .invoke = completed,
       .descriptor = &kHandlerDescriptor,
       .stream = st,
-      .wait = &w,
+      .wait = w,
   };
   RK_SEND(api, void, (mtl_id, mtl_sel, void *), cb,
           api->sel.addCompletedHandler, &block);
   RK_SEND(api, void, (mtl_id, mtl_sel), cb, api->sel.commit);
+}
+
+/* Commits `cb` and waits for its handler. Returns the command buffer's
+ * final status. Inside an autorelease pool. */
+static unsigned long commit_and_wait(mtl_stream_t *st, mtl_id cb, bool record) {
+  const rk_objc_api_t *api = st->ctx->api;
+  mtl_wait_t w = {false, record};
+  commit(st, cb, &w);
   pthread_mutex_lock(&st->lock);
   while (!w.done) pthread_cond_wait(&st->cond, &st->lock);
   pthread_mutex_unlock(&st->lock);
@@ -277,31 +294,47 @@ static void run_ops(mtl_stream_t *st, mtl_op_t *ops) {
   }
 }
 
+/* Takes the next step off the list (one copy, or a run of launches) and
+ * marks the stream busy. Caller holds st->lock; st->head is set. */
+static mtl_op_t *take_step_locked(mtl_stream_t *st) {
+  mtl_op_t *first = st->head, *last = first;
+  if (first->kind == kOpLaunch) {
+    int n = 1;
+    while (last->next && last->next->kind == kOpLaunch &&
+           n < kMaxLaunchesPerCommandBuffer) {
+      last = last->next;
+      ++n;
+    }
+  }
+  st->head = last->next;
+  if (!st->head) st->tail = NULL;
+  last->next = NULL;
+  st->busy = true;
+  return first;
+}
+
+/* Runs a step from take_step_locked after the command buffers committed
+ * before it have finished. Called and returns with st->lock held. */
+static void run_step_locked(mtl_stream_t *st, mtl_op_t *ops) {
+  while (st->inflight) pthread_cond_wait(&st->cond, &st->lock);
+  pthread_mutex_unlock(&st->lock);
+  run_ops(st, ops);
+  pthread_mutex_lock(&st->lock);
+  st->busy = false;
+  pthread_cond_broadcast(&st->cond);
+}
+
+/* The stream's thread runs held work when nobody synchronizes; a thread
+ * waiting in a synchronization runs it itself (one hand-over less). */
 static void *stream_main(void *arg) {
   mtl_stream_t *st = arg;
   pthread_mutex_lock(&st->lock);
   for (;;) {
-    while (!st->head && !st->stop) pthread_cond_wait(&st->cond, &st->lock);
-    if (!st->head) break; /* stop, nothing left */
-    /* One copy, or a run of launches. */
-    mtl_op_t *first = st->head, *last = first;
-    if (first->kind == kOpLaunch) {
-      int n = 1;
-      while (last->next && last->next->kind == kOpLaunch &&
-             n < kMaxLaunchesPerCommandBuffer) {
-        last = last->next;
-        ++n;
-      }
-    }
-    st->head = last->next;
-    if (!st->head) st->tail = NULL;
-    last->next = NULL;
-    st->busy = true;
-    pthread_mutex_unlock(&st->lock);
-    run_ops(st, first);
-    pthread_mutex_lock(&st->lock);
-    st->busy = false;
-    pthread_cond_broadcast(&st->cond);
+    while ((!st->head || st->busy || st->inflight || st->syncing) && !st->stop)
+      pthread_cond_wait(&st->cond, &st->lock);
+    if (st->stop && !st->head) break;
+    if (!st->head || st->busy || st->inflight || st->syncing) continue;
+    run_step_locked(st, take_step_locked(st));
   }
   pthread_mutex_unlock(&st->lock);
   return NULL;
@@ -320,6 +353,19 @@ static rk_status_t enqueue(mtl_stream_t *st, mtl_op_t *op) {
 }
 
 rk_status_t rk__mtl_stream_copy(mtl_stream_t *st, const rk__copy_t *copy) {
+  /* Nothing before it: the copy runs now, on this thread. */
+  pthread_mutex_lock(&st->lock);
+  if (!st->head && !st->busy && !st->inflight) {
+    st->busy = true;
+    pthread_mutex_unlock(&st->lock);
+    rk_status_t s = rk__mtl_copy_now(st->ctx, st, copy);
+    pthread_mutex_lock(&st->lock);
+    st->busy = false;
+    pthread_cond_broadcast(&st->cond);
+    pthread_mutex_unlock(&st->lock);
+    return s;
+  }
+  pthread_mutex_unlock(&st->lock);
   mtl_op_t *op = calloc(1, sizeof *op);
   if (!op) return rk__fail(RK_ERR_OUT_OF_MEMORY, "metal: queued copy");
   op->kind = kOpCopy;
@@ -327,7 +373,38 @@ rk_status_t rk__mtl_stream_copy(mtl_stream_t *st, const rk__copy_t *copy) {
   return enqueue(st, op);
 }
 
+/* A launch on an idle stream: encoded and committed on the caller's
+ * thread, with nothing to wait for (its handler counts it done). */
+static rk_status_t launch_now(mtl_stream_t *st, const mtl_launch_t *L) {
+  mtl_context_t *ctx = st->ctx;
+  const rk_objc_api_t *api = ctx->api;
+  void *pool = rk__mtl_pool_push(api);
+  rk_status_t s = RK_OK;
+  mtl_id cb = rk__mtl_send(api, st->queue, api->sel.commandBuffer);
+  mtl_id enc =
+      cb ? rk__mtl_send(api, cb, api->sel.computeCommandEncoder) : NULL;
+  if (!enc) {
+    s = rk__fail(RK_ERR_INTERNAL, "metal: no compute command encoder");
+    pthread_mutex_lock(&st->lock);
+    st->inflight--;
+    pthread_cond_broadcast(&st->cond);
+    pthread_mutex_unlock(&st->lock);
+  } else {
+    s = rk__mtl_encode_launch(ctx, enc, L);
+    RK_SEND(api, void, (mtl_id, mtl_sel), enc, api->sel.endEncoding);
+    commit(st, cb, NULL);
+  }
+  rk__mtl_pool_pop(api, pool);
+  rk__args_free(L->args);
+  return s;
+}
+
 rk_status_t rk__mtl_stream_launch(mtl_stream_t *st, const mtl_launch_t *L) {
+  pthread_mutex_lock(&st->lock);
+  bool idle = !st->head && !st->busy;
+  if (idle) st->inflight++;
+  pthread_mutex_unlock(&st->lock);
+  if (idle) return launch_now(st, L);
   mtl_op_t *op = calloc(1, sizeof *op);
   if (!op) {
     rk__args_free(L->args);
@@ -340,7 +417,16 @@ rk_status_t rk__mtl_stream_launch(mtl_stream_t *st, const mtl_launch_t *L) {
 
 void rk__mtl_stream_drain(mtl_stream_t *st) {
   pthread_mutex_lock(&st->lock);
-  while (st->head || st->busy) pthread_cond_wait(&st->cond, &st->lock);
+  st->syncing++;
+  while (st->head || st->busy || st->inflight) {
+    if (st->head && !st->busy && !st->inflight)
+      run_step_locked(st, take_step_locked(st));
+    else
+      pthread_cond_wait(&st->cond, &st->lock);
+  }
+  st->syncing--;
+  /* Work queued meanwhile by another thread is the stream thread's. */
+  pthread_cond_broadcast(&st->cond);
   pthread_mutex_unlock(&st->lock);
 }
 

@@ -593,8 +593,12 @@ typedef struct cmdbuf {
   struct cmdbuf *next_committed;
 } cmdbuf_t;
 
+typedef struct fiber fiber_t;
+
 struct queue {
   fobj_t o;
+  fiber_t *fibers; /* the queue thread's fibers, kept between dispatches */
+  unsigned nfibers;
   pthread_t thread;
   pthread_mutex_t lock;
   pthread_cond_t cond;
@@ -687,6 +691,7 @@ static id m_new_buffer_bytes(id self, SEL s, const void *bytes,
  */
 
 static void run_command_buffer(cmdbuf_t *cb);
+static void free_fibers(queue_t *q);
 
 static void *queue_main(void *arg) {
   queue_t *q = arg;
@@ -713,6 +718,7 @@ static void queue_dealloc(fobj_t *o) {
   pthread_cond_broadcast(&q->cond);
   pthread_mutex_unlock(&q->lock);
   pthread_join(q->thread, NULL);
+  free_fibers(q);
   pthread_cond_destroy(&q->cond);
   pthread_mutex_destroy(&q->lock);
 }
@@ -940,16 +946,16 @@ static const method_t kCmdbufMethods[] = {
 /* Threads of one threadgroup as fibers, when the kernel has barriers: each
  * runs until it reaches a barrier (rk_fake_barrier) or returns; rounds
  * repeat until all have returned. */
-enum { kFiberStack = 256 * 1024 };
+enum { kFiberStack = 128 * 1024 };
 
-typedef struct fiber {
+struct fiber {
   ucontext_t uc;
   void *stack;
   bool done;
 #ifdef FAKE_TSAN
   void *tsan;
 #endif
-} fiber_t;
+};
 
 typedef struct group_run {
   launcher_t launch;
@@ -1044,7 +1050,38 @@ static void run_group_fibers(group_run_t *g) {
   t_run = NULL;
 }
 
-static void run_dispatch(command_t *c) {
+/* At least n fibers of the queue's thread (stacks and sanitizer fibers
+ * are made once and kept). */
+static fiber_t *queue_fibers(queue_t *q, unsigned n) {
+  if (q->nfibers >= n) return q->fibers;
+  q->fibers = realloc(q->fibers, n * sizeof *q->fibers);
+  if (!q->fibers) abort();
+  for (unsigned t = q->nfibers; t < n; ++t) {
+    memset(&q->fibers[t], 0, sizeof q->fibers[t]);
+    q->fibers[t].stack = mmap(NULL, kFiberStack, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q->fibers[t].stack == MAP_FAILED) abort();
+#ifdef FAKE_TSAN
+    q->fibers[t].tsan = __tsan_create_fiber(0);
+#endif
+  }
+  q->nfibers = n;
+  return q->fibers;
+}
+
+static void free_fibers(queue_t *q) {
+  for (unsigned t = 0; t < q->nfibers; ++t) {
+    munmap(q->fibers[t].stack, kFiberStack);
+#ifdef FAKE_TSAN
+    __tsan_destroy_fiber(q->fibers[t].tsan);
+#endif
+  }
+  free(q->fibers);
+  q->fibers = NULL;
+  q->nfibers = 0;
+}
+
+static void run_dispatch(queue_t *q, command_t *c) {
   pipeline_t *pso = c->pipeline;
   function_t *fn = pso->function;
   library_t *lib = fn->library;
@@ -1069,16 +1106,7 @@ static void run_dispatch(command_t *c) {
   g.slots = slots;
   g.nthreads = nthreads;
   if (lib->barriers) {
-    g.fibers = calloc(nthreads, sizeof *g.fibers);
-    if (!g.fibers) abort();
-    for (unsigned t = 0; t < nthreads; ++t) {
-      g.fibers[t].stack = mmap(NULL, kFiberStack, PROT_READ | PROT_WRITE,
-                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (g.fibers[t].stack == MAP_FAILED) abort();
-#ifdef FAKE_TSAN
-      g.fibers[t].tsan = __tsan_create_fiber(0);
-#endif
-    }
+    g.fibers = queue_fibers(q, nthreads);
 #ifdef FAKE_TSAN
     g.sched_tsan = __tsan_get_current_fiber();
 #endif
@@ -1113,15 +1141,6 @@ static void run_dispatch(command_t *c) {
           fn->launch(slots, ids);
         }
       }
-  if (g.fibers) {
-    for (unsigned t = 0; t < nthreads; ++t) {
-      munmap(g.fibers[t].stack, kFiberStack);
-#ifdef FAKE_TSAN
-      __tsan_destroy_fiber(g.fibers[t].tsan);
-#endif
-    }
-    free(g.fibers);
-  }
   free(tg);
 }
 
@@ -1148,7 +1167,7 @@ static void run_command_buffer(cmdbuf_t *cb) {
       if (c->blit)
         run_blit(c);
       else
-        run_dispatch(c);
+        run_dispatch(cb->queue, c);
     }
     atomic_store(&cb->status, 4); /* Completed */
   }
