@@ -98,6 +98,19 @@ static void check_devices(void) {
         "library '%s'", rk_backend_library(be));
   CHECK_OK(rk_backend_destroy(be));
 
+  /* Auto-selection: CUDA first, then Metal (before WebGPU, OpenCL, CPU). */
+  unsetenv("RK_BACKEND");
+  rk_backend_t *cuda = NULL, *any = NULL;
+  bool has_cuda = rk_backend_open(RK_BACKEND_CUDA, &cuda) == RK_OK &&
+                  rk_backend_device_count(cuda) > 0;
+  if (cuda) rk_backend_destroy(cuda);
+  if (CHECK_OK(rk_backend_open(RK_BACKEND_AUTO, &any))) {
+    rk_backend_kind_t want = has_cuda ? RK_BACKEND_CUDA : RK_BACKEND_METAL;
+    CHECK(rk_backend_kind(any) == want, "auto chose %s, expected %s",
+          rk_backend_name(any), rk_backend_kind_name(want));
+    CHECK_OK(rk_backend_destroy(any));
+  }
+
   /* No device: the backend opens with none, and AUTO passes over it. */
   set_devices(0, 1);
   be = open_metal();
