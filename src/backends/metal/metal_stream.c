@@ -313,10 +313,11 @@ static mtl_op_t *take_step_locked(mtl_stream_t *st) {
   return first;
 }
 
-/* Runs a step from take_step_locked after the command buffers committed
- * before it have finished. Called and returns with st->lock held. */
+/* Runs a step from take_step_locked. Called and returns with st->lock
+ * held; both callers take a step only once st->inflight is 0 (the command
+ * buffers committed before it have finished), under the same hold of the
+ * lock (tests/model/metal_stream.pml). */
 static void run_step_locked(mtl_stream_t *st, mtl_op_t *ops) {
-  while (st->inflight) pthread_cond_wait(&st->cond, &st->lock);
   pthread_mutex_unlock(&st->lock);
   run_ops(st, ops);
   pthread_mutex_lock(&st->lock);
