@@ -22,12 +22,14 @@
  * setBytes:length:atIndex:) and dispatch the launch's grid of threadgroups.
  *
  * Streams (metal_stream.c): every rk stream, the default one included, is
- * an MTLCommandQueue plus a host list of operations run in order by the
- * stream's thread: launches in a row go into one command buffer; a copy
- * waits for the command buffer before it and checks its memory again when
- * it runs. Command buffers report through a completion handler (a block
- * literal built by hand after the Apple block ABI) that keeps the first
- * error for the next synchronization.
+ * an MTLCommandQueue plus a host list of held operations run in order by
+ * the stream's thread (or by a thread synchronizing it). A launch on an
+ * idle stream is committed at once on the caller's thread; held launches in
+ * a row go into one command buffer; a held copy waits for the command
+ * buffers before it and checks its memory again when it runs. Command
+ * buffers report through a completion handler (a block literal built by
+ * hand after the Apple block ABI) that keeps the first error for the next
+ * synchronization. Model: tests/model/metal_stream.pml.
  *
  * Autorelease pools: every entry point that sends messages and every
  * stream-thread step runs inside objc_autoreleasePoolPush/Pop.

@@ -1,13 +1,17 @@
-/* Metal streams: an MTLCommandQueue and a host list of operations that the
- * stream's thread runs in order.
+/* Metal streams: an MTLCommandQueue and a host list of held operations.
  *
- * A run of launches goes into one command buffer (one compute encoder),
- * committed with a completion handler; the thread waits for the handler
- * before the next step. A copy therefore runs after everything queued
- * before it has finished, and checks its memory then (it may have been
- * freed since it was queued). Errors of queued work (a command buffer that
- * failed, a copy of freed memory) are kept and returned by the next
- * synchronization; later operations still run.
+ * On an idle stream (nothing held, nothing running) a launch is encoded and
+ * committed at once on the caller's thread; its completion handler counts
+ * it done (`inflight`). A copy with nothing before it (not even a command
+ * buffer in flight) runs at once too. Anything else is held and run in
+ * order, one step at a time, by the stream's thread or by a thread
+ * synchronizing the stream (which saves a hand-over): a run of held
+ * launches goes into one command buffer, committed and waited for; a held
+ * copy runs once every command buffer before it has finished, and checks
+ * its memory then (it may have been freed since it was queued). Errors of
+ * queued work (a command buffer that failed, a copy of freed memory) are
+ * kept and returned by the next synchronization; later operations still
+ * run. tests/model/metal_stream.pml model-checks this protocol.
  *
  * The completion handler is a block literal laid out by hand after the
  * Apple block ABI (metal.h): isa _NSConcreteStackBlock, a descriptor with
