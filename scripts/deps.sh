@@ -28,6 +28,7 @@ CC=${CC:-cc}
 TEST_COMMANDS=(
   "pkg-config|pkg-config|the install test (tests/install)"
   "spin|spin|model checking of the actor ring protocol (tests/model)"
+  "clang++|clang|the fake Metal that runs the MSL of the Metal backend's tests (tests/backends/metal)"
 )
 # Shared libraries the tests load with dlopen: "soname|Debian packages|what
 # needs it", looked up in the ldconfig cache.
