@@ -29,6 +29,7 @@ TEST_COMMANDS=(
   "pkg-config|pkg-config|the install test (tests/install)"
   "spin|spin|model checking of the actor ring protocol (tests/model)"
   "mpirun|openmpi-bin|the cluster's MPI launcher test (tests/cluster, cluster_mpi; Open MPI, loaded by rk at run time)"
+  "clang++|clang|the fake Metal that runs the MSL of the Metal backend's tests (tests/backends/metal)"
 )
 # Shared libraries the tests load with dlopen: "soname|Debian packages|what
 # needs it", looked up in the ldconfig cache.

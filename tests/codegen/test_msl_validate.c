@@ -160,7 +160,9 @@ typedef struct tally {
 static void check_module(tally_t *t, const char *label, const char *text,
                          const rk_entry_list_t *entries) {
   char path[1024];
-  snprintf(path, sizeof path, "%s/%s.metal", rk_test_temp_dir(), label);
+  static const char *dir; /* one directory: labels are unique */
+  if (!dir) dir = rk_test_temp_dir();
+  snprintf(path, sizeof path, "%s/%s.metal", dir, label);
   FILE *f = fopen(path, "wb");
   if (!CHECK(f != NULL, "cannot write %s", path)) return;
   fputs(text, f);
@@ -330,8 +332,42 @@ static void require_clang(void) {
   free(log);
 }
 
-int main(void) {
+/* --dir DIR: every .metal file in DIR, the MSL texts a backend handed to Metal
+ * (the fake Metal of tests/backends/metal writes each one there when
+ * cts_metal_fake runs), checked like the modules above. At least one must
+ * be there, so a run that checked nothing fails. */
+static int check_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) {
+    CHECK(false, "cannot open %s", dir);
+    return rk_test_finish("codegen_msl_validate --dir");
+  }
+  tally_t t = {0};
+  int seen = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    size_t n = strlen(e->d_name);
+    if (n < 7 || strcmp(e->d_name + n - 6, ".metal") != 0) continue;
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    char *text = NULL;
+    size_t size = 0;
+    if (!CHECK_OK(rk__read_file(path, &text, &size))) continue;
+    char label[1024];
+    snprintf(label, sizeof label, "backend-%.*s", (int)(n - 6), e->d_name);
+    check_module(&t, label, text, NULL);
+    free(text);
+    ++seen;
+  }
+  closedir(d);
+  CHECK(seen > 0, "no MSL in %s: the Metal backend handed nothing to check",
+        dir);
+  printf("%d of %d MSL texts the Metal backend compiled pass\n", t.files, seen);
+  return rk_test_finish("codegen_msl_validate --dir");
+}
+
+int main(int argc, char **argv) {
   require_clang();
+  if (argc == 3 && strcmp(argv[1], "--dir") == 0) return check_dir(argv[2]);
   printf("MSL checked with %s -x clcpp -cl-std=clc++2021 and %s/metal_stdlib\n",
          clang_path(), MSL_DIR);
   tally_t t = {0};

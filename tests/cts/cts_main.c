@@ -7,6 +7,8 @@
  *
  * With RK_CTS_32BIT=1 in the environment, cases that pass 64-bit values run
  * their 32-bit form on every device (as on devices without 64-bit types).
+ * RK_CTS_BACKENDS=name[,name...] runs only those backend kinds (the Metal
+ * backend on the tests' fake device, say: cts_metal_fake).
  */
 #define RK_TEST_IMPLEMENTATION
 #include <stdio.h>
@@ -144,13 +146,27 @@ static int run_backend(rk_backend_t *be, int argc, char **argv) {
   return failed_cases;
 }
 
+/* Whether `name` is one of the comma-separated names in `list`. */
+static bool name_listed(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    size_t len = strcspn(p, ",");
+    if (len == n && strncmp(p, name, n) == 0) return true;
+    p += len;
+    if (*p) ++p;
+  }
+  return false;
+}
+
 int main(int argc, char **argv) {
   rk_test_use_temp_cache();
   int ran = 0, failed_cases = 0;
   char skipped[4096] = "";
   size_t used = 0;
+  const char *only = getenv("RK_CTS_BACKENDS");
   for (size_t k = 0; k < sizeof kKinds / sizeof kKinds[0]; ++k) {
     const char *kname = rk_backend_kind_name(kKinds[k]);
+    if (only && *only && !name_listed(only, kname)) continue;
     rk_backend_t *be = NULL;
     rk_status_t s = rk_backend_open(kKinds[k], &be);
     char why[1024] = "";

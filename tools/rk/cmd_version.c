@@ -3,7 +3,7 @@
  * libraries each one finds here with the versions they report.
  *
  *   rk 0.1.0 (librk 0.1.0)
- *   backends built in: cpu, cuda, webgpu, opencl (not metal)
+ *   backends built in: cpu, cuda, metal, webgpu, opencl
  *   cpu       cc: gcc (Debian 12.2.0-14) 12.2.0
  *   webgpu    wgpu-native 29.0.0.0 (/.../libwgpu_native-release.so)
  *   opencl    libOpenCL.so.1: OpenCL 3.0 PoCL 3.1 ...
