@@ -719,15 +719,16 @@ static void test_failure_wakes_waiters(rk_actor_mode_t mode) {
     pthread_join(opa.thread, NULL);
     slow_resp_t r;
     if (!CHECK_OK(opa.status) ||
-        !CHECK_OK(rk_actor_receive(a, &r, sizeof r, RK_TIMEOUT_INFINITE,
-                                   NULL))) {
+        !CHECK_OK(
+            rk_actor_receive(a, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL))) {
       rk_actor_destroy(a);
       return;
     }
     ++calls;
     if (qa.n == 65535u) {
-      printf("  skipped: the slow handler's longest request took under "
-             "500 ms\n");
+      printf(
+          "  skipped: the slow handler's longest request took under "
+          "500 ms\n");
       rk_actor_destroy(a);
       return;
     }
