@@ -2,7 +2,8 @@
  *
  *   #include <rk/rk.h>
  *
- * brings in the status codes, the backend interface, actors, the
+ * brings in the status codes, the backend interface, actors (with their
+ * clocks, supervision and names), the
  * transpiler, the cost model, the ops library and tracing.
  * Kernel sources include <rk/kernel.h> instead. */
 #ifndef RK_RK_H_
@@ -15,6 +16,7 @@
 #include "rk/actor.h"
 #include "rk/backend.h"
 #include "rk/codegen.h"
+#include "rk/hlc.h"
 #include "rk/ops.h"
 #include "rk/select.h"
 #include "rk/status.h"

@@ -115,7 +115,6 @@ struct rk_actor {
   char fail_reason[160];
 
   uint64_t next_id;       /* atomic; correlation ids start at 1 */
-  uint64_t host_clock;    /* hybrid logical clock of the senders */
   uint64_t sent, dropped; /* atomic */
 
   /* Traditional mode. */
@@ -837,6 +836,20 @@ static void fill_info(const rk_abi_msg_t *m, rk_actor_message_t *info) {
   info->handler_code = m->code;
 }
 
+/* The host receives the first `n` published responses of `c`: the process
+ * clock moves past their stamps before anyone sees them, so that a request
+ * sent after one of them is stamped later (see rk/hlc.h). One update for
+ * the latest stamp of the lot. */
+static void observe_responses(rk__ring_end_t *c, uint64_t n) {
+  uint64_t latest = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t t =
+        ((const rk_abi_msg_t *)rk__ring_peek(c, (uint32_t)i))->timestamp;
+    if (t > latest) latest = t;
+  }
+  rk__hlc_observe(&rk__hlc_host.value, latest);
+}
+
 /* Moves every published response to its caller or the receive queue.
  * Caller holds the drain role. `own` (may be NULL) is the role holder's
  * own call, not registered: its answer is copied straight from the slot,
@@ -850,6 +863,7 @@ static bool drain_for(rk_actor_t *a, waiter_t *own) {
   uint64_t now = 0; /* read once, if a sampled response is here */
   uint64_t moved = 0;
   bool locked = false;
+  observe_responses(c, n);
   for (; moved < n; ++moved) {
     const unsigned char *slot = rk__ring_peek(c, (uint32_t)moved);
     const rk_abi_msg_t *m = (const rk_abi_msg_t *)slot;
@@ -1171,6 +1185,9 @@ static rk_status_t trad_call(rk_actor_t *a, const rk_abi_msg_t *req,
   unsigned char *slot = trad_response_stage(a);
   rk_status_t s = trad_run(a, req, payload, slot);
   if (s == RK_OK) {
+    /* A receive event of the host, before the caller sees it. */
+    rk__hlc_observe(&rk__hlc_host.value,
+                    ((const rk_abi_msg_t *)slot)->timestamp);
     memcpy(response, slot + RK_ABI_MSG_HEADER, a->out_size);
     fill_info((const rk_abi_msg_t *)slot, info);
   }
@@ -1212,7 +1229,8 @@ static rk_status_t enqueue(rk_actor_t *a, const rk_abi_msg_t *m,
 
 static rk_abi_msg_t request_header(rk_actor_t *a, uint64_t id) {
   rk_abi_msg_t m = {
-      id, rk__hlc_tick(&a->host_clock), RK_ABI_MSG_REQUEST, a->in_size, 0, 0};
+      id, rk__hlc_tick(&rk__hlc_host.value), RK_ABI_MSG_REQUEST, a->in_size, 0,
+      0};
   return m;
 }
 
@@ -1340,6 +1358,7 @@ static size_t take_direct(rk_actor_t *a, unsigned char *out, size_t max,
   size_t k = 0;
   if (n && LOAD_RELAXED(&a->nwaiters) == 0 && LOAD_RELAXED(&a->rq_count) == 0) {
     k = n < max ? (size_t)n : max;
+    observe_responses(c, k);
     uint64_t now = 0;
     for (size_t i = 0; i < k; ++i) {
       const unsigned char *slot = rk__ring_peek(c, (uint32_t)i);
@@ -1487,7 +1506,7 @@ rk_status_t rk_actor_send_batch(rk_actor_t *actor, const void *requests,
     first =
         __atomic_fetch_add(&actor->next_id, (uint64_t)count, __ATOMIC_RELAXED);
     rk_abi_msg_t m = {first,
-                      rk__hlc_tick_n(&actor->host_clock, count),
+                      rk__hlc_tick_n(&rk__hlc_host.value, count),
                       RK_ABI_MSG_REQUEST,
                       actor->in_size,
                       0,
@@ -1863,4 +1882,11 @@ rk_status_t rk_actor_stats(rk_actor_t *actor, rk_actor_stats_t *out_stats) {
   free(copy);
   *out_stats = st;
   return RK_OK;
+}
+
+/* ---- Supervision hooks ----------------------------------------------------
+ * What supervise.c and registry.c need from the actor (actor_internal.h). */
+
+rk_abi_control_t *rk__actor_control(rk_actor_t *actor) {
+  return actor->control;
 }

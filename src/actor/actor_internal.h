@@ -16,4 +16,10 @@ rk_status_t rk__actor_launch_external(rk_context_t *context, const char *source,
                                       rk_actor_t **out_actor,
                                       const rk__actor_device_t **out_device);
 
+/* ---- Clocks, supervision, registry (actor.c's "Supervision hooks") ---- */
+
+/* The actor's control block (its device-side clock is control->clock):
+ * for tests that move an actor's clock. */
+rk_abi_control_t *rk__actor_control(rk_actor_t *actor);
+
 #endif /* RK_ACTOR_ACTOR_INTERNAL_H_ */
