@@ -164,7 +164,7 @@ typedef struct rk_abi_control {
 
   /* Host. */
   uint32_t active;    /* 1: take messages; 0: leave them queued */
-  uint32_t terminate; /* 1: answer the queued requests, then stop */
+  uint32_t terminate; /* RK_ABI_TERMINATE_*: how to stop */
   uint8_t pad1[RK_ABI_LINE - 8];
 
   /* Device. */
@@ -179,6 +179,13 @@ typedef struct rk_abi_control {
 } rk_abi_control_t;
 
 #define RK_ABI_HANDLER_STATUS 1u /* the handler returns a status code */
+
+/* Values of `terminate`. DRAIN: answer every queued request, then stop
+ * (rk_actor_terminate). NOW: stop after the requests in hand and leave the
+ * queued ones in the ring for the next device side (a supervisor's
+ * restart); a device side that cannot do that treats it as DRAIN. */
+#define RK_ABI_TERMINATE_DRAIN 1u
+#define RK_ABI_TERMINATE_NOW 2u
 
 _Static_assert(sizeof(rk_abi_control_t) == 3 * RK_ABI_LINE, "control size");
 _Static_assert(offsetof(rk_abi_control_t, handler_flags) == 20,

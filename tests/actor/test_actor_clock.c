@@ -153,8 +153,8 @@ static uint64_t exchange(rk_actor_t *a, via_t via, int v) {
   memset(&info, 0, sizeof info);
   switch (via) {
     case VIA_CALL:
-      CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r,
-                             RK_TIMEOUT_INFINITE, &info));
+      CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
+                             &info));
       break;
     case VIA_RECEIVE:
       CHECK_OK(rk_actor_send(a, &q, sizeof q, RK_TIMEOUT_INFINITE, NULL));
