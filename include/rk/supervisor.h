@@ -109,7 +109,7 @@ typedef struct rk_supervisor_event {
   rk_supervisor_event_kind_t kind;
   rk_actor_t *actor;
   rk_actor_fault_t cause;
-  int32_t code;      /* the handler's code or the device's rk_status_t */
+  int32_t code;       /* the handler's code or the device's rk_status_t */
   const char *detail; /* what happened, in words; valid during the call */
 } rk_supervisor_event_t;
 
@@ -117,10 +117,10 @@ typedef void (*rk_supervisor_event_fn)(const rk_supervisor_event_t *event,
                                        void *user);
 
 typedef struct rk_supervisor_options {
-  rk_supervisor_strategy_t strategy; /* default one-for-one */
-  uint32_t max_restarts;             /* in window_ns; default 3; 0: none */
-  uint64_t window_ns;                /* default 5 s */
-  rk_restart_state_t restart_state;  /* default fresh */
+  rk_supervisor_strategy_t strategy;  /* default one-for-one */
+  uint32_t max_restarts;              /* in window_ns; default 3; 0: none */
+  uint64_t window_ns;                 /* default 5 s */
+  rk_restart_state_t restart_state;   /* default fresh */
   rk_handler_faults_t handler_faults; /* default non-zero */
   /* How long a restart waits for the device side to stop (default 1 s);
    * past it the actor is FAILED. */

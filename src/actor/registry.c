@@ -2,6 +2,8 @@
  * pairs under one lock. Lookups scan it; a process names tens or hundreds
  * of actors, and a lookup is not on the message path (resolve a name once,
  * keep the handle). */
+#include "rk/registry.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -10,7 +12,6 @@
 
 #include "actor/actor_internal.h"
 #include "base/error.h"
-#include "rk/registry.h"
 
 typedef struct entry {
   char name[RK_ACTOR_NAME_MAX + 1];
@@ -136,8 +137,7 @@ rk_status_t rk_actor_lookup(const char *name, rk_actor_t **out_actor) {
   return RK_OK;
 }
 
-rk_status_t rk_actor_name(const rk_actor_t *actor, char *buf,
-                          size_t capacity) {
+rk_status_t rk_actor_name(const rk_actor_t *actor, char *buf, size_t capacity) {
   if (!actor || !buf)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_name: actor and buf are required");

@@ -30,9 +30,9 @@
 #include "rk/supervisor.h"
 
 enum {
-  kPollNs = 1000000,    /* how often the thread looks */
-  kMaxBudget = 1024,    /* restarts remembered per window */
-  kWhy = 256,           /* room for a cause in words */
+  kPollNs = 1000000, /* how often the thread looks */
+  kMaxBudget = 1024, /* restarts remembered per window */
+  kWhy = 256,        /* room for a cause in words */
 };
 #define kLinkStopNs UINT64_C(1000000000) /* linked, unsupervised: stop */
 
@@ -163,8 +163,8 @@ static bool budget_allows(const rk_supervisor_t *g, const uint64_t *times,
 }
 
 /* Remembers a restart at `now` (dropping ones outside the window). */
-static void budget_note(const rk_supervisor_t *g, uint64_t **times,
-                        size_t *n, uint64_t now) {
+static void budget_note(const rk_supervisor_t *g, uint64_t **times, size_t *n,
+                        uint64_t now) {
   size_t k = 0;
   for (size_t i = 0; i < *n; ++i)
     if (now - (*times)[i] < g->o.window_ns) (*times)[k++] = (*times)[i];
@@ -215,8 +215,7 @@ static void failed(tracked_t *t, rk_actor_fault_t cause, int32_t code,
   emit(t, RK_SUPERVISOR_FAILED, cause, code, reason);
   char name[80], why[kWhy];
   describe(t->actor, name, sizeof name);
-  snprintf(why, sizeof why, "linked actor %s failed (%.*s)", name, 120,
-           reason);
+  snprintf(why, sizeof why, "linked actor %s failed (%.*s)", name, 120, reason);
   for (size_t i = 0; i < g_nlinks; ++i) {
     rk_actor_t *other = g_links[i].a == t->actor   ? g_links[i].b
                         : g_links[i].b == t->actor ? g_links[i].a
@@ -250,8 +249,7 @@ static void restart_one(tracked_t *t, rk_actor_fault_t cause, int32_t code,
   const rk_status_t s =
       rk__actor_restart(t->actor, g->o.restart_state == RK_RESTART_LAST_KNOWN,
                         g->o.stop_timeout_ns, detail);
-  if (s == RK_ERR_INVALID_STATE &&
-      rk_actor_state(t->actor) != RK_ACTOR_FAILED)
+  if (s == RK_ERR_INVALID_STATE && rk_actor_state(t->actor) != RK_ACTOR_FAILED)
     return; /* terminated meanwhile: nothing to restart */
   if (s != RK_OK) {
     char reason[kWhy];
@@ -363,8 +361,7 @@ static void check(tracked_t *t, uint64_t now) {
     fault = RK_ACTOR_FAULT_DEADLINE;
     snprintf(detail, sizeof detail,
              "no request finished within %.3f ms while %llu waited",
-             (double)o->hang_timeout_ns / 1e6,
-             (unsigned long long)c.waiting);
+             (double)o->hang_timeout_ns / 1e6, (unsigned long long)c.waiting);
   }
   if (c.processed != t->seen.processed || !c.waiting) t->progress_ns = now;
   t->seen = c;
@@ -468,8 +465,7 @@ rk_status_t rk_supervisor_add(rk_supervisor_t *g, rk_actor_t *actor) {
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "supervisor_add: supervisor and actor are required");
   if (!running(actor))
-    return rk__fail(RK_ERR_INVALID_STATE,
-                    "supervisor_add: the actor is %s",
+    return rk__fail(RK_ERR_INVALID_STATE, "supervisor_add: the actor is %s",
                     rk_actor_state_name(rk_actor_state(actor)));
   if (g->o.restart_state == RK_RESTART_LAST_KNOWN &&
       !rk__actor_can_read_state(actor))

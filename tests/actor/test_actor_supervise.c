@@ -16,6 +16,7 @@
 #include "actor/actor_internal.h"
 #include "actor_test_util.h"
 #include "base/sys.h"
+#include "hal/actor_hal.h"
 #define RK_TEST_IMPLEMENTATION
 #include "rk_test.h"
 
@@ -122,15 +123,16 @@ typedef struct {
   rk_actor_t *a;
   rk_status_t status;
   char error[512];
+  uint32_t done; /* atomic */
   pthread_t thread;
 } waiter_t;
 
 static void *waiter_main(void *arg) {
   waiter_t *w = arg;
   sresp_t r;
-  w->status =
-      rk_actor_receive(w->a, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL);
+  w->status = rk_actor_receive(w->a, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL);
   snprintf(w->error, sizeof w->error, "%s", rk_last_error());
+  __atomic_store_n(&w->done, 1u, __ATOMIC_RELEASE);
   return NULL;
 }
 
@@ -188,9 +190,9 @@ static void test_handler_fault(rk_actor_mode_t mode,
   rk_actor_message_t info;
   sreq_t q = {1, 0};
   sresp_t r;
-  CHECK_STATUS(rk_actor_call(a, &q, sizeof q, &r, sizeof r,
-                             RK_TIMEOUT_INFINITE, &info),
-               RK_ERR_HANDLER);
+  CHECK_STATUS(
+      rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE, &info),
+      RK_ERR_HANDLER);
   CHECK(info.handler_code == 5, "code %d", info.handler_code);
   if (!wait_restarts(a, 1)) {
     rk_actor_destroy(a);
@@ -202,8 +204,7 @@ static void test_handler_fault(rk_actor_mode_t mode,
   CHECK(total == want, "after the restart: total %d, want %d", total, want);
   rk_actor_stats_t st = stats(a);
   CHECK(st.restarts == 1 && st.restarts_by_cause[RK_ACTOR_FAULT_HANDLER] == 1 &&
-            st.last_fault == RK_ACTOR_FAULT_HANDLER &&
-            st.last_fault_code == 5,
+            st.last_fault == RK_ACTOR_FAULT_HANDLER && st.last_fault_code == 5,
         "stats: %llu restarts, %llu by handler, last %s code %d",
         (unsigned long long)st.restarts,
         (unsigned long long)st.restarts_by_cause[RK_ACTOR_FAULT_HANDLER],
@@ -230,9 +231,8 @@ static void test_handler_fault(rk_actor_mode_t mode,
   CHECK_STATUS(call(a, 0, 1, NULL), RK_ERR_INVALID_STATE);
   CHECK_ERROR_HAS("restarted 2 times");
   st = stats(a);
-  CHECK(st.restarts == 2 && st.state == RK_ACTOR_FAILED,
-        "%llu restarts, %s", (unsigned long long)st.restarts,
-        rk_actor_state_name(st.state));
+  CHECK(st.restarts == 2 && st.state == RK_ACTOR_FAILED, "%llu restarts, %s",
+        (unsigned long long)st.restarts, rk_actor_state_name(st.state));
   pthread_mutex_lock(&ev.lock);
   CHECK(ev.restarted == 2 && ev.failed == 1 &&
             ev.last_cause == RK_ACTOR_FAULT_HANDLER,
@@ -295,8 +295,7 @@ static void test_device_fault(rk_actor_mode_t mode) {
   rk_actor_stats_t st = stats(a);
   CHECK(st.restarts_by_cause[RK_ACTOR_FAULT_DEVICE] == 1 &&
             st.device_faults == 1 && st.last_fault == RK_ACTOR_FAULT_DEVICE &&
-            st.last_fault_code == RK_ERR_DEVICE_LOST &&
-            st.handler_errors == 0,
+            st.last_fault_code == RK_ERR_DEVICE_LOST && st.handler_errors == 0,
         "stats: %llu device restarts, %llu device faults, last %s %d, "
         "%llu handler errors",
         (unsigned long long)st.restarts_by_cause[RK_ACTOR_FAULT_DEVICE],
@@ -334,8 +333,7 @@ static void test_one_for_all(rk_actor_mode_t mode) {
   CHECK(tx == 11 && ty == 22, "both fresh: %d %d", tx, ty);
   const rk_actor_stats_t sx = stats(x), sy = stats(y);
   CHECK(sx.restarts_by_cause[RK_ACTOR_FAULT_HANDLER] == 1 &&
-            sy.restarts_by_cause[RK_ACTOR_FAULT_GROUP] == 1 &&
-            sy.restarts == 1,
+            sy.restarts_by_cause[RK_ACTOR_FAULT_GROUP] == 1 && sy.restarts == 1,
         "causes: x by handler %llu, y by group %llu",
         (unsigned long long)sx.restarts_by_cause[RK_ACTOR_FAULT_HANDLER],
         (unsigned long long)sy.restarts_by_cause[RK_ACTOR_FAULT_GROUP]);
@@ -408,7 +406,7 @@ static int slow_rounds(rk_actor_t *a, unsigned ms) {
     const uint64_t t0 = rk__now_ns();
     if (!CHECK_OK(call(a, 2, n, NULL))) return 0;
     const uint64_t t = rk__now_ns() - t0;
-    if (t >= 30000000u) {
+    if (t >= 100000000u) {
       double rounds = (double)n * ms * 1e6 / (double)t;
       return rounds > 65535.0 ? 0 : (int)rounds;
     }
@@ -440,7 +438,7 @@ static void test_hang(rk_actor_mode_t mode) {
     rk_actor_destroy(b);
     return;
   }
-  const int rounds = slow_rounds(a, 1500);
+  const int rounds = rk__hal_loop_limit(g_ctx) ? 0 : slow_rounds(a, 3000);
   if (!rounds) {
     printf("  hang, %s: skipped, this device cuts long loops short\n",
            rk_actor_mode_name(mode));
@@ -461,22 +459,31 @@ static void test_hang(rk_actor_mode_t mode) {
   sender_t snd = {a, {2, rounds}, RK_ERR_INTERNAL, 0};
   pthread_create(&snd.thread, NULL, sender_main, &snd);
   const uint64_t t0 = rk__now_ns();
-  wait_state(a, RK_ACTOR_FAILED);
+  /* FAILED, unless the slow request was answered first (a device that
+   * ran it faster than measured): then there was no hang to see. */
+  while (rk_actor_state(a) != RK_ACTOR_FAILED &&
+         rk__now_ns() - t0 < 10000000000u) {
+    if (__atomic_load_n(&w.done, __ATOMIC_ACQUIRE) && w.status == RK_OK) break;
+    sleep_ms(1);
+  }
   const double ms = (double)(rk__now_ns() - t0) / 1e6;
-  CHECK(ms < 1200.0, "failed %.0f ms after the slow request (1.5 s)", ms);
   pthread_join(w.thread, NULL);
-  /* The receive may have taken the slow request's answer if the machine
-   * is slow enough for it to finish first; then nothing is asserted. */
-  if (w.status != RK_OK)
+  if (w.status == RK_OK) {
+    printf("    skipped: the slow request was answered after %.0f ms\n", ms);
+  } else {
+    CHECK(rk_actor_state(a) == RK_ACTOR_FAILED && ms < 1200.0,
+          "%s %.0f ms after the slow request (3 s)",
+          rk_actor_state_name(rk_actor_state(a)), ms);
     CHECK(w.status == RK_ERR_INVALID_STATE &&
               rk_test_contains(w.error, "did not stop within"),
           "the waiting receive returned %s: %s", rk_status_name(w.status),
           w.error);
-  wait_state(b, RK_ACTOR_FAILED);
-  const rk_actor_stats_t st = stats(a);
-  CHECK(st.last_fault == RK_ACTOR_FAULT_DEADLINE && st.restarts == 0,
-        "last fault %s, %llu restarts", rk_actor_fault_name(st.last_fault),
-        (unsigned long long)st.restarts);
+    wait_state(b, RK_ACTOR_FAILED);
+    const rk_actor_stats_t st = stats(a);
+    CHECK(st.last_fault == RK_ACTOR_FAULT_DEADLINE && st.restarts == 0,
+          "last fault %s, %llu restarts", rk_actor_fault_name(st.last_fault),
+          (unsigned long long)st.restarts);
+  }
   pthread_join(snd.thread, NULL);
   CHECK(snd.status == RK_OK || snd.status == RK_ERR_INVALID_STATE,
         "the slow send: %s", rk_status_name(snd.status));
@@ -554,7 +561,11 @@ static void test_registry(void) {
   CHECK_ERROR_HAS("belongs to another actor");
   CHECK_STATUS(rk_actor_register(a, "tile-2"), RK_ERR_ALREADY_EXISTS);
   CHECK_ERROR_HAS("already registered as 'tile-1'");
-  const char *bad[] = {"", "-lead", "a b", "tab\t", "é",
+  const char *bad[] = {"",
+                       "-lead",
+                       "a b",
+                       "tab\t",
+                       "é",
                        "0123456789012345678901234567890123456789012345678901"
                        "234567890123"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
@@ -582,12 +593,10 @@ static void test_registry(void) {
   CHECK_STATUS(rk_actor_name(a, name, sizeof name), RK_ERR_NOT_FOUND);
   /* Destroy unregisters: the name is free again. */
   rk_actor_destroy(b);
-  CHECK_STATUS(rk_actor_lookup("halo/tile_3.4:east", &found),
-               RK_ERR_NOT_FOUND);
+  CHECK_STATUS(rk_actor_lookup("halo/tile_3.4:east", &found), RK_ERR_NOT_FOUND);
   CHECK_OK(rk_actor_register(a, "halo/tile_3.4:east"));
   rk_actor_destroy(a);
-  CHECK_STATUS(rk_actor_lookup("halo/tile_3.4:east", &found),
-               RK_ERR_NOT_FOUND);
+  CHECK_STATUS(rk_actor_lookup("halo/tile_3.4:east", &found), RK_ERR_NOT_FOUND);
 }
 
 int main(int argc, char **argv) {
