@@ -125,8 +125,9 @@ typedef struct rk_supervisor_options {
   /* How long a restart waits for the device side to stop (default 1 s);
    * past it the actor is FAILED. */
   uint64_t stop_timeout_ns;
-  /* Requests waiting and none finished for this long: a hang (default 0:
-   * not checked). */
+  /* An ACTIVE actor with requests waiting that finished none for this
+   * long, while its output ring had room: a hang (default 0: not
+   * checked). Set it above the longest a request may take. */
   uint64_t hang_timeout_ns;
   rk_supervisor_event_fn on_event; /* may be NULL */
   void *user;

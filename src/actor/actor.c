@@ -2115,6 +2115,9 @@ void rk__actor_counts(rk_actor_t *a, rk__actor_counts_t *out) {
                           &out->last_device_status);
     out->waiting = rk__ring_depth(a->device.in);
   }
+  /* Responses nobody received fill the output ring: the device side
+   * waits for room, it does not hang. */
+  out->output_full = rk__ring_depth(a->device.out) >= a->device.out->capacity;
 }
 
 const char *rk__actor_fail_reason(const rk_actor_t *a) {

@@ -23,10 +23,13 @@ rk_status_t rk__actor_launch_external(rk_context_t *context, const char *source,
 rk_abi_control_t *rk__actor_control(rk_actor_t *actor);
 
 /* What the supervisor watches: counters that only grow. `waiting`:
- * requests queued and not yet answered (traditional: one running). */
+ * requests queued and not yet answered (traditional: one running);
+ * `output_full`: the output ring is full (the device side waits for a
+ * receiver, it does not hang). */
 typedef struct rk__actor_counts {
   uint64_t processed, handler_errors, device_faults, waiting;
   int32_t last_handler_code, last_device_status;
+  bool output_full;
 } rk__actor_counts_t;
 void rk__actor_counts(rk_actor_t *actor, rk__actor_counts_t *out);
 

@@ -341,6 +341,11 @@ static void check(tracked_t *t, uint64_t now) {
   rk_actor_fault_t fault = RK_ACTOR_FAULT_NONE;
   int32_t code = 0;
   char detail[kWhy];
+  /* Work waiting, none finished since the last look, and nothing else
+   * holding it up: a deactivated actor keeps its requests queued, and a
+   * full output ring waits for a receiver. */
+  const bool hanging = st == RK_ACTOR_ACTIVE && c.waiting && !c.output_full &&
+                       c.processed == t->seen.processed;
   if (c.device_faults > t->seen.device_faults) {
     fault = RK_ACTOR_FAULT_DEVICE;
     code = c.last_device_status;
@@ -355,15 +360,14 @@ static void check(tracked_t *t, uint64_t now) {
   } else if (t->link_fault) {
     fault = RK_ACTOR_FAULT_LINK;
     snprintf(detail, sizeof detail, "%s", t->link_why);
-  } else if (o->hang_timeout_ns && c.waiting &&
-             c.processed == t->seen.processed &&
+  } else if (o->hang_timeout_ns && hanging &&
              now - t->progress_ns >= o->hang_timeout_ns) {
     fault = RK_ACTOR_FAULT_DEADLINE;
     snprintf(detail, sizeof detail,
              "no request finished within %.3f ms while %llu waited",
              (double)o->hang_timeout_ns / 1e6, (unsigned long long)c.waiting);
   }
-  if (c.processed != t->seen.processed || !c.waiting) t->progress_ns = now;
+  if (!hanging) t->progress_ns = now;
   t->seen = c;
   if (fault != RK_ACTOR_FAULT_NONE) on_fault(t, fault, code, detail);
 }
