@@ -155,7 +155,8 @@ int main(int argc, char **argv) {
       const uint64_t t0 = rkb_now_ns();
       for (long i = 0; i < n; ++i)
         if (rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
-                          NULL) != RK_OK || r != 2) {
+                          NULL) != RK_OK ||
+            r != 2) {
           fprintf(stderr, "bench_clock: rk_actor_call failed: %s\n",
                   rk_last_error());
           return 1;
@@ -194,8 +195,8 @@ int main(int argc, char **argv) {
          "p90");
   for (int c = 0; c < kCfg; ++c) {
     s[c] = rkb_summarize(v[c], (size_t)rounds);
-    printf("%-22s %10.2f %10.2f %10.2f\n", cfg[c].name, s[c].median,
-           s[c].p10, s[c].p90);
+    printf("%-22s %10.2f %10.2f %10.2f\n", cfg[c].name, s[c].median, s[c].p10,
+           s[c].p90);
   }
   /* The ratio round by round, for its spread. */
   double ratio1[kMaxRounds], ratio2[kMaxRounds];

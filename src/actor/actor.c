@@ -2031,9 +2031,18 @@ static rk_status_t restart_traditional(rk_actor_t *a, bool last_known,
   return s;
 }
 
+/* ctl_lock for the supervisor, which must not wait for ever on a control
+ * request (rk_actor_terminate without a deadline on a handler that never
+ * returns): false after timeout_ns; that request stops the actor anyway. */
+static bool ctl_lock_for_supervisor(rk_actor_t *a, uint64_t timeout_ns) {
+  return lock_until(&a->ctl_lock, deadline_after(timeout_ns)) == 0;
+}
+
 rk_status_t rk__actor_restart(rk_actor_t *a, bool last_known,
                               uint64_t stop_timeout_ns, const char *cause) {
-  pthread_mutex_lock(&a->ctl_lock);
+  if (!ctl_lock_for_supervisor(a, stop_timeout_ns))
+    return rk__fail(RK_ERR_INVALID_STATE,
+                    "actor: a control request (terminate) is in progress");
   const rk_actor_state_t st = get_state(a);
   if (st == RK_ACTOR_TERMINATING || stopped_state(st)) {
     pthread_mutex_unlock(&a->ctl_lock);
@@ -2073,7 +2082,7 @@ rk_status_t rk__actor_restart(rk_actor_t *a, bool last_known,
 
 void rk__actor_stop_and_fail(rk_actor_t *a, uint64_t stop_timeout_ns,
                              const char *why) {
-  pthread_mutex_lock(&a->ctl_lock);
+  if (!ctl_lock_for_supervisor(a, stop_timeout_ns)) return;
   const rk_actor_state_t st = get_state(a);
   if (!stopped_state(st)) {
     if (a->mode == RK_ACTOR_TRADITIONAL) {

@@ -38,14 +38,16 @@ void rk__actor_counts(rk_actor_t *actor, rk__actor_counts_t *out);
  * last-known state. On a miss of stop_timeout_ns (RK_ERR_TIMEOUT) or any
  * other error the actor is FAILED, its reason naming `cause` (which
  * completes "... after <cause>"). RK_ERR_INVALID_STATE, nothing done, for
- * an actor that is terminating or stopped. Serialized with activate,
- * deactivate and terminate. */
+ * an actor that is terminating or stopped, or busy with a control request
+ * for longer than stop_timeout_ns. Serialized with activate, deactivate
+ * and terminate. */
 rk_status_t rk__actor_restart(rk_actor_t *actor, bool last_known,
                               uint64_t stop_timeout_ns, const char *cause);
 
 /* Stops the device side (waiting up to stop_timeout_ns) and makes the
  * actor FAILED because `why`; waiters wake naming it. Nothing for an
- * actor already TERMINATED or FAILED. */
+ * actor already TERMINATED or FAILED, or one whose control request
+ * (terminate) holds it for longer than stop_timeout_ns: that stops it. */
 void rk__actor_stop_and_fail(rk_actor_t *actor, uint64_t stop_timeout_ns,
                              const char *why);
 
