@@ -428,9 +428,25 @@ static void *sender_main(void *arg) {
   return NULL;
 }
 
+/* A call on its own thread, with what it returned and its message. */
+typedef struct {
+  rk_actor_t *a;
+  rk_status_t status;
+  char error[512];
+  pthread_t thread;
+} caller_t;
+
+static void *caller_main(void *arg) {
+  caller_t *c = arg;
+  c->status = call(c->a, 0, 1, NULL);
+  snprintf(c->error, sizeof c->error, "%s", rk_last_error());
+  return NULL;
+}
+
 /* A handler that does not finish: with hang_timeout_ns the supervisor
  * notices, cannot stop it within stop_timeout_ns, and fails the actor: a
- * waiting receive wakes naming the deadline, and a linked actor fails. */
+ * waiting receive and a call queued behind the request wake naming the
+ * deadline, and a linked actor fails. */
 static void test_hang(rk_actor_mode_t mode) {
   rk_actor_t *a = launch(mode, 0), *b = launch(mode, 0);
   if (!a || !b) {
@@ -459,6 +475,13 @@ static void test_hang(rk_actor_mode_t mode) {
   sender_t snd = {a, {2, rounds}, RK_ERR_INTERNAL, 0};
   pthread_create(&snd.thread, NULL, sender_main, &snd);
   const uint64_t t0 = rk__now_ns();
+  /* A call behind the slow request (traditional: waiting for its turn). */
+  sleep_ms(50);
+  caller_t cl;
+  memset(&cl, 0, sizeof cl);
+  cl.a = a;
+  cl.status = RK_ERR_INTERNAL;
+  pthread_create(&cl.thread, NULL, caller_main, &cl);
   /* FAILED, unless the slow request was answered first (a device that
    * ran it faster than measured): then there was no hang to see. */
   while (rk_actor_state(a) != RK_ACTOR_FAILED &&
@@ -468,6 +491,7 @@ static void test_hang(rk_actor_mode_t mode) {
   }
   const double ms = (double)(rk__now_ns() - t0) / 1e6;
   pthread_join(w.thread, NULL);
+  pthread_join(cl.thread, NULL);
   if (w.status == RK_OK) {
     printf("    skipped: the slow request was answered after %.0f ms\n", ms);
   } else {
@@ -478,6 +502,11 @@ static void test_hang(rk_actor_mode_t mode) {
               rk_test_contains(w.error, "did not stop within"),
           "the waiting receive returned %s: %s", rk_status_name(w.status),
           w.error);
+    CHECK(cl.status == RK_ERR_INVALID_STATE &&
+              rk_test_contains(cl.error, "the actor failed") &&
+              rk_test_contains(cl.error, "did not stop within"),
+          "the waiting call returned %s: %s", rk_status_name(cl.status),
+          cl.error);
     wait_state(b, RK_ACTOR_FAILED);
     const rk_actor_stats_t st = stats(a);
     CHECK(st.last_fault == RK_ACTOR_FAULT_DEADLINE && st.restarts == 0,
