@@ -228,6 +228,8 @@ static void failed(tracked_t *t, rk_actor_fault_t cause, int32_t code,
       o->link_fault = true;
       snprintf(o->link_why, sizeof o->link_why, "%s", why);
     } else {
+      /* The statistics first: whoever sees it FAILED sees why. */
+      note_fault(o, RK_ACTOR_FAULT_LINK, 0, false);
       rk__actor_stop_and_fail(other, kLinkStopNs, why);
       failed(o, RK_ACTOR_FAULT_LINK, 0, why);
     }
@@ -238,6 +240,7 @@ static void failed(tracked_t *t, rk_actor_fault_t cause, int32_t code,
 static void give_up(tracked_t *t, rk_actor_fault_t cause, int32_t code,
                     const char *reason) {
   const uint64_t stop = t->group ? t->group->o.stop_timeout_ns : kLinkStopNs;
+  note_fault(t, cause, code, false); /* before anyone sees it FAILED */
   rk__actor_stop_and_fail(t->actor, stop, reason);
   failed(t, cause, code, reason);
 }

@@ -21,6 +21,9 @@
 #include "rk_test.h"
 
 static rk_context_t *g_ctx;
+/* How long a restart may wait for the device side to stop, except where
+ * that deadline is what is tested: generous, for loaded machines. */
+static const uint64_t kStop = UINT64_C(10000000000);
 static bool g_resident; /* persistent actors run resident on this run */
 
 /* op 0: total += v, answer the total; op 1: damage the state and fail
@@ -106,9 +109,17 @@ static bool wait_restarts(rk_actor_t *a, uint64_t restarts) {
     if (st.restarts >= restarts) return true;
     sleep_ms(1);
   }
-  return CHECK(false, "no restart %llu within 10 s (%llu so far)",
+  char why[256] = "";
+  if (rk_actor_state(a) == RK_ACTOR_FAILED) {
+    sresp_t r;
+    (void)rk_actor_receive(a, &r, sizeof r, 0, NULL);
+    rk_actor_receive(a, &r, sizeof r, 1000000u, NULL);
+    snprintf(why, sizeof why, "%s", rk_last_error());
+  }
+  return CHECK(false, "no restart %llu within 10 s (%llu so far), %s %s",
                (unsigned long long)restarts,
-               (unsigned long long)stats(a).restarts);
+               (unsigned long long)stats(a).restarts,
+               rk_actor_state_name(rk_actor_state(a)), why);
 }
 
 static bool wait_state(rk_actor_t *a, rk_actor_state_t want) {
@@ -176,6 +187,7 @@ static void test_handler_fault(rk_actor_mode_t mode,
   pthread_mutex_init(&ev.lock, NULL);
   rk_supervisor_options_t o;
   rk_supervisor_options_init(&o);
+  o.stop_timeout_ns = kStop;
   o.max_restarts = 2;
   o.window_ns = UINT64_C(60000000000);
   o.restart_state = restart;
@@ -233,6 +245,14 @@ static void test_handler_fault(rk_actor_mode_t mode,
   st = stats(a);
   CHECK(st.restarts == 2 && st.state == RK_ACTOR_FAILED, "%llu restarts, %s",
         (unsigned long long)st.restarts, rk_actor_state_name(st.state));
+  /* The event comes right after the state changes. */
+  for (int i = 0; i < 1000; ++i) {
+    pthread_mutex_lock(&ev.lock);
+    const bool seen = ev.failed != 0;
+    pthread_mutex_unlock(&ev.lock);
+    if (seen) break;
+    sleep_ms(1);
+  }
   pthread_mutex_lock(&ev.lock);
   CHECK(ev.restarted == 2 && ev.failed == 1 &&
             ev.last_cause == RK_ACTOR_FAULT_HANDLER,
@@ -249,6 +269,7 @@ static void test_handler_fault_never(rk_actor_mode_t mode) {
   if (!a) return;
   rk_supervisor_options_t o;
   rk_supervisor_options_init(&o);
+  o.stop_timeout_ns = kStop;
   o.handler_faults = RK_HANDLER_FAULT_NEVER;
   CHECK_OK(rk_actor_supervise(a, &o));
   CHECK_STATUS(call(a, 1, 0, NULL), RK_ERR_HANDLER);
@@ -280,6 +301,7 @@ static void test_device_fault(rk_actor_mode_t mode) {
   printf("  device fault, %s\n", rk_actor_mode_name(mode));
   rk_supervisor_options_t o;
   rk_supervisor_options_init(&o);
+  o.stop_timeout_ns = kStop;
   o.restart_state = RK_RESTART_LAST_KNOWN;
   CHECK_OK(rk_actor_supervise(a, &o));
   int total = 0;
@@ -313,6 +335,7 @@ static void test_one_for_all(rk_actor_mode_t mode) {
   rk_actor_t *x = launch(mode, 10), *y = launch(mode, 20);
   rk_supervisor_options_t o;
   rk_supervisor_options_init(&o);
+  o.stop_timeout_ns = kStop;
   o.strategy = RK_SUPERVISE_ONE_FOR_ALL;
   rk_supervisor_t *sup = NULL;
   if (!x || !y || !CHECK_OK(rk_supervisor_create(&o, &sup))) {
@@ -364,9 +387,11 @@ static void test_links(rk_actor_mode_t mode) {
   CHECK_OK(rk_actor_register(a, "links/a"));
   rk_supervisor_options_t o;
   rk_supervisor_options_init(&o);
+  o.stop_timeout_ns = kStop;
   o.max_restarts = 0;
   CHECK_OK(rk_actor_supervise(a, &o));
   rk_supervisor_options_init(&o);
+  o.stop_timeout_ns = kStop;
   CHECK_OK(rk_actor_supervise(c, &o));
   CHECK_OK(rk_actor_link(a, b));
   CHECK_OK(rk_actor_link(c, a));
@@ -407,7 +432,16 @@ static int slow_rounds(rk_actor_t *a, unsigned ms) {
     if (!CHECK_OK(call(a, 2, n, NULL))) return 0;
     const uint64_t t = rk__now_ns() - t0;
     if (t >= 100000000u) {
-      double rounds = (double)n * ms * 1e6 / (double)t;
+      /* The fastest of three: a load spike while measuring would make the
+       * request far shorter than asked for. */
+      uint64_t best = t;
+      for (int k = 0; k < 2; ++k) {
+        const uint64_t t1 = rk__now_ns();
+        if (!CHECK_OK(call(a, 2, n, NULL))) return 0;
+        const uint64_t tk = rk__now_ns() - t1;
+        if (tk < best) best = tk;
+      }
+      double rounds = (double)n * ms * 1e6 / (double)best;
       return rounds > 65535.0 ? 0 : (int)rounds;
     }
     if (n >= 65535 / 2) return 0;
@@ -454,7 +488,7 @@ static void test_hang(rk_actor_mode_t mode) {
     rk_actor_destroy(b);
     return;
   }
-  const int rounds = rk__hal_loop_limit(g_ctx) ? 0 : slow_rounds(a, 3000);
+  const int rounds = rk__hal_loop_limit(g_ctx) ? 0 : slow_rounds(a, 2000);
   if (!rounds) {
     printf("  hang, %s: skipped, this device cuts long loops short\n",
            rk_actor_mode_name(mode));
@@ -465,6 +499,7 @@ static void test_hang(rk_actor_mode_t mode) {
   printf("  hang, %s\n", rk_actor_mode_name(mode));
   rk_supervisor_options_t o;
   rk_supervisor_options_init(&o);
+  o.stop_timeout_ns = kStop;
   o.hang_timeout_ns = 200000000u;
   o.stop_timeout_ns = 100000000u;
   CHECK_OK(rk_actor_supervise(a, &o));
@@ -495,8 +530,8 @@ static void test_hang(rk_actor_mode_t mode) {
   if (w.status == RK_OK) {
     printf("    skipped: the slow request was answered after %.0f ms\n", ms);
   } else {
-    CHECK(rk_actor_state(a) == RK_ACTOR_FAILED && ms < 2500.0,
-          "%s %.0f ms after the slow request (3 s)",
+    CHECK(rk_actor_state(a) == RK_ACTOR_FAILED && ms < 1800.0,
+          "%s %.0f ms after the slow request (2 s)",
           rk_actor_state_name(rk_actor_state(a)), ms);
     CHECK(w.status == RK_ERR_INVALID_STATE &&
               rk_test_contains(w.error, "did not stop within"),
@@ -520,15 +555,70 @@ static void test_hang(rk_actor_mode_t mode) {
   rk_actor_destroy(b);
 }
 
+/* An actor (not supervised) whose handler misses rk_actor_terminate's
+ * deadline is FAILED; the actor linked to it is stopped and FAILED too,
+ * and a receive waiting on that one wakes naming both. */
+static void test_terminate_deadline_link(void) {
+  rk_actor_t *a = launch(RK_ACTOR_PERSISTENT, 0);
+  rk_actor_t *b = launch(RK_ACTOR_PERSISTENT, 0);
+  if (!a || !b) {
+    rk_actor_destroy(a);
+    rk_actor_destroy(b);
+    return;
+  }
+  const int rounds = rk__hal_loop_limit(g_ctx) ? 0 : slow_rounds(a, 1000);
+  if (!rounds) {
+    printf(
+        "  terminate deadline: skipped, this device cuts long loops "
+        "short\n");
+    rk_actor_destroy(a);
+    rk_actor_destroy(b);
+    return;
+  }
+  printf("  terminate deadline and a link\n");
+  CHECK_OK(rk_actor_register(b, "deadline/b"));
+  CHECK_OK(rk_actor_register(a, "deadline/a"));
+  CHECK_OK(rk_actor_link(a, b));
+  waiter_t w;
+  waiter_start(&w, b);
+  sreq_t q = {2, rounds};
+  CHECK_OK(rk_actor_send(a, &q, sizeof q, RK_TIMEOUT_INFINITE, NULL));
+  sleep_ms(100); /* the slow request has started */
+  const rk_status_t s = rk_actor_terminate(a, 50000000u);
+  if (s == RK_OK) {
+    printf("    skipped: the slow request finished within the deadline\n");
+  } else {
+    CHECK(s == RK_ERR_TIMEOUT && rk_actor_state(a) == RK_ACTOR_FAILED,
+          "terminate: %s, %s", rk_status_name(s),
+          rk_actor_state_name(rk_actor_state(a)));
+    wait_state(b, RK_ACTOR_FAILED);
+    pthread_join(w.thread, NULL);
+    CHECK(w.status == RK_ERR_INVALID_STATE &&
+              rk_test_contains(w.error, "linked actor 'deadline/a' failed") &&
+              rk_test_contains(w.error, "rk_actor_terminate"),
+          "B's waiting receive returned %s: %s", rk_status_name(w.status),
+          w.error);
+    CHECK(stats(a).last_fault == RK_ACTOR_FAULT_DEADLINE &&
+              stats(b).last_fault == RK_ACTOR_FAULT_LINK,
+          "faults: %s, %s", rk_actor_fault_name(stats(a).last_fault),
+          rk_actor_fault_name(stats(b).last_fault));
+  }
+  rk_actor_destroy(b);
+  if (s == RK_OK) pthread_join(w.thread, NULL);
+  rk_actor_destroy(a);
+}
+
 /* ---- Errors -------------------------------------------------------------- */
 
 static void test_errors(void) {
   rk_supervisor_options_t o;
   rk_supervisor_options_init(&o);
+  o.stop_timeout_ns = kStop;
   rk_supervisor_t *sup = NULL;
   o.strategy = (rk_supervisor_strategy_t)7;
   CHECK_STATUS(rk_supervisor_create(&o, &sup), RK_ERR_INVALID_ARGUMENT);
   rk_supervisor_options_init(&o);
+  o.stop_timeout_ns = kStop;
   o.window_ns = 0;
   CHECK_STATUS(rk_supervisor_create(&o, &sup), RK_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(rk_supervisor_create(NULL, NULL), RK_ERR_INVALID_ARGUMENT);
@@ -672,6 +762,8 @@ int main(int argc, char **argv) {
     actor_test_watch("hang", 120);
     test_hang(modes[m]);
   }
+  actor_test_watch("terminate deadline", 120);
+  test_terminate_deadline_link();
   CHECK_OK(rk_context_destroy(g_ctx));
   CHECK_OK(rk_backend_destroy(be));
   return rk_test_finish("actor_supervise");
