@@ -102,7 +102,10 @@ _Static_assert(offsetof(rk_abi_ring_t, data_waiters) == 4 * RK_ABI_LINE + 4,
  * two ticks of one clock, concurrent or not, never return the same value,
  * and a receiver that merges a sender's stamp (max(own, received) + 1) orders
  * its reply after the request. Devices without a wall clock tick logically
- * (received + 1). */
+ * (received + 1). Every device side merges the request's stamp into
+ * control->clock before it stamps the response; the host stamps requests
+ * from one process clock and merges every response into it before anyone
+ * sees it (rk/hlc.h), so causality holds across actors. */
 typedef enum rk_abi_msg_type {
   RK_ABI_MSG_REQUEST = 1,
   RK_ABI_MSG_RESPONSE = 2,
