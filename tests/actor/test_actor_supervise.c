@@ -370,6 +370,29 @@ static void test_one_for_all(rk_actor_mode_t mode) {
   rk_supervisor_destroy(sup);
   rk_actor_destroy(x);
   rk_actor_destroy(y);
+
+  /* The group's budget: one restart, then the next fault of any member
+   * fails every member. */
+  x = launch(mode, 10);
+  y = launch(mode, 20);
+  o.max_restarts = 1;
+  if (!x || !y || !CHECK_OK(rk_supervisor_create(&o, &sup))) {
+    rk_actor_destroy(x);
+    rk_actor_destroy(y);
+    return;
+  }
+  CHECK_OK(rk_supervisor_add(sup, x));
+  CHECK_OK(rk_supervisor_add(sup, y));
+  CHECK_STATUS(call(x, 1, 0, NULL), RK_ERR_HANDLER);
+  wait_restarts(y, 1);
+  CHECK_STATUS(call(y, 1, 0, NULL), RK_ERR_HANDLER);
+  wait_state(x, RK_ACTOR_FAILED);
+  wait_state(y, RK_ACTOR_FAILED);
+  CHECK_STATUS(call(x, 0, 1, NULL), RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("restarted 1 times");
+  rk_supervisor_destroy(sup);
+  rk_actor_destroy(x);
+  rk_actor_destroy(y);
 }
 
 /* A (supervised, no restarts allowed) is linked to B (unsupervised) and C
