@@ -46,7 +46,13 @@
  *
  * Handlers that return int report an error with a non-zero value: the
  * response still comes back (with status RK_ERR_HANDLER and the code), the
- * error count rises, and the actor keeps running.
+ * error count rises, and the actor keeps running -- unless it is supervised
+ * (rk/supervisor.h), where by default a non-zero return is a fault that
+ * restarts it.
+ *
+ * Around actors: rk/hlc.h (the timestamps every message carries, causal
+ * across actors), rk/supervisor.h (restart policies, groups, links) and
+ * rk/registry.h (actors by name).
  *
  * Thread safety: send, receive, call (and their batch forms), state and
  * stats may be called from
@@ -133,6 +139,20 @@ typedef enum rk_actor_execution {
 /* "resident", "relaunch", "per-request"; "unknown" otherwise. */
 const char *rk_actor_execution_name(rk_actor_execution_t execution);
 
+/* Why a supervised actor restarted or failed (rk/supervisor.h). */
+typedef enum rk_actor_fault {
+  RK_ACTOR_FAULT_NONE = 0,
+  RK_ACTOR_FAULT_HANDLER,  /* the handler returned non-zero */
+  RK_ACTOR_FAULT_DEVICE,   /* the device side could not run a request */
+  RK_ACTOR_FAULT_DEADLINE, /* a hang, or a stop that missed its deadline */
+  RK_ACTOR_FAULT_GROUP,    /* one-for-all: another member faulted */
+  RK_ACTOR_FAULT_LINK,     /* an actor linked to it failed for good */
+  RK_ACTOR_FAULT_COUNT_
+} rk_actor_fault_t;
+
+/* "none", "handler", "device", "deadline", "group", "link"; "unknown". */
+const char *rk_actor_fault_name(rk_actor_fault_t fault);
+
 typedef struct rk_actor_stats {
   rk_actor_state_t state;
   rk_actor_mode_t mode;
@@ -151,6 +171,14 @@ typedef struct rk_actor_stats {
   size_t request_size, response_size, state_size;
   rk_actor_execution_t execution;
   uint64_t batches; /* relaunch: batch launches so far; 0 otherwise */
+  /* Supervision (rk/supervisor.h); zeroes when never supervised. */
+  bool supervised;   /* in a supervisor group now */
+  uint64_t restarts; /* all causes */
+  uint64_t restarts_by_cause[RK_ACTOR_FAULT_COUNT_]; /* indexed by cause */
+  rk_actor_fault_t last_fault; /* the latest fault noticed (NONE: none) */
+  int32_t last_fault_code;     /* its handler code or device status */
+  uint64_t device_faults;      /* failed launches or copies: relaunch batches,
+                                * traditional requests */
 } rk_actor_stats_t;
 
 /* Compiles `source` for the context's backend, finds the RK_HANDLER named

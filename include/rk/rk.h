@@ -2,8 +2,9 @@
  *
  *   #include <rk/rk.h>
  *
- * brings in the status codes, the backend interface, actors, the
- * transpiler, the cost model, the ops library and tracing.
+ * brings in the status codes, the backend interface, actors (with their
+ * clocks, supervision and names), the transpiler, the cost model, the ops
+ * library and tracing.
  * Kernel sources include <rk/kernel.h> instead. */
 #ifndef RK_RK_H_
 #define RK_RK_H_
@@ -16,9 +17,12 @@
 #include "rk/backend.h"
 #include "rk/cluster.h"
 #include "rk/codegen.h"
+#include "rk/hlc.h"
 #include "rk/ops.h"
+#include "rk/registry.h"
 #include "rk/select.h"
 #include "rk/status.h"
+#include "rk/supervisor.h"
 #include "rk/trace.h"
 
 #ifdef __cplusplus

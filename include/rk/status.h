@@ -34,7 +34,9 @@ extern "C" {
   X(ERR_INVALID_STATE, "invalid state")       \
   X(ERR_DEVICE_LOST, "device lost")           \
   X(ERR_INTERNAL, "internal error")           \
-  X(ERR_HANDLER, "handler error")
+  X(ERR_HANDLER, "handler error")             \
+  X(ERR_CLOCK_SKEW, "clock skew")             \
+  X(ERR_ALREADY_EXISTS, "already exists")
 
 typedef enum rk_status {
 #define RK_STATUS_ENUM_(name, text) RK_##name,

@@ -102,7 +102,10 @@ _Static_assert(offsetof(rk_abi_ring_t, data_waiters) == 4 * RK_ABI_LINE + 4,
  * two ticks of one clock, concurrent or not, never return the same value,
  * and a receiver that merges a sender's stamp (max(own, received) + 1) orders
  * its reply after the request. Devices without a wall clock tick logically
- * (received + 1). */
+ * (received + 1). Every device side merges the request's stamp into
+ * control->clock before it stamps the response; the host stamps requests
+ * from one process clock and merges every response into it before anyone
+ * sees it (rk/hlc.h), so causality holds across actors. */
 typedef enum rk_abi_msg_type {
   RK_ABI_MSG_REQUEST = 1,
   RK_ABI_MSG_RESPONSE = 2,
@@ -164,7 +167,7 @@ typedef struct rk_abi_control {
 
   /* Host. */
   uint32_t active;    /* 1: take messages; 0: leave them queued */
-  uint32_t terminate; /* 1: answer the queued requests, then stop */
+  uint32_t terminate; /* RK_ABI_TERMINATE_*: how to stop */
   uint8_t pad1[RK_ABI_LINE - 8];
 
   /* Device. */
@@ -179,6 +182,13 @@ typedef struct rk_abi_control {
 } rk_abi_control_t;
 
 #define RK_ABI_HANDLER_STATUS 1u /* the handler returns a status code */
+
+/* Values of `terminate`. DRAIN: answer every queued request, then stop
+ * (rk_actor_terminate). NOW: stop after the requests in hand and leave the
+ * queued ones in the ring for the next device side (a supervisor's
+ * restart); a device side that cannot do that treats it as DRAIN. */
+#define RK_ABI_TERMINATE_DRAIN 1u
+#define RK_ABI_TERMINATE_NOW 2u
 
 _Static_assert(sizeof(rk_abi_control_t) == 3 * RK_ABI_LINE, "control size");
 _Static_assert(offsetof(rk_abi_control_t, handler_flags) == 20,

@@ -115,7 +115,6 @@ struct rk_actor {
   char fail_reason[160];
 
   uint64_t next_id;       /* atomic; correlation ids start at 1 */
-  uint64_t host_clock;    /* hybrid logical clock of the senders */
   uint64_t sent, dropped; /* atomic */
 
   /* Traditional mode. */
@@ -142,6 +141,14 @@ struct rk_actor {
   uint64_t sample_t[kSampleTable], sample_id[kSampleTable]; /* atomic */
   uint64_t lat[kLatencyWindow];
   uint64_t lat_total;
+
+  /* Supervision (supervise.c, via the hooks at the end): activate,
+   * deactivate, terminate and a restart run one at a time; the state a
+   * fresh restart starts from; traditional mode's device faults. */
+  pthread_mutex_t ctl_lock;
+  void *fresh_state;                    /* state_size bytes; NULL: zeroes */
+  uint64_t trad_faults;                 /* atomic */
+  int32_t trad_last_fault, trad_inject; /* atomic */
 };
 
 /* Actors abandoned by rk_actor_destroy with a handler still running: kept
@@ -446,6 +453,16 @@ static rk_status_t trad_setup(rk_actor_t *a, const rk_actor_options_t *o) {
 
 static void release(rk_actor_t *a);
 
+/* A copy of the initial state, for a supervisor's fresh restarts. */
+static rk_status_t keep_fresh_state(rk_actor_t *a,
+                                    const rk_actor_options_t *o) {
+  if (!o->initial_state || !a->state_size) return RK_OK;
+  a->fresh_state = malloc(a->state_size);
+  if (!a->fresh_state) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor: state");
+  memcpy(a->fresh_state, o->initial_state, a->state_size);
+  return RK_OK;
+}
+
 static rk_status_t launch(rk_context_t *context, const char *source,
                           const char *handler, const rk_actor_options_t *opt,
                           bool external, rk_actor_t **out_actor) {
@@ -487,9 +504,11 @@ static rk_status_t launch(rk_context_t *context, const char *source,
                    : 1000000u;
   pthread_mutex_init(&a->trad_lock, NULL);
   pthread_mutex_init(&a->host_lock, NULL);
+  pthread_mutex_init(&a->ctl_lock, NULL);
   set_state(a, RK_ACTOR_LAUNCHED);
 
   rk_status_t s = describe_handler(a, source, handler, &o);
+  if (s == RK_OK) s = keep_fresh_state(a, &o);
   if (s == RK_OK) s = compile_handler(a, source, handler, &o);
   if (s == RK_OK) s = map_rings(a, &o);
   if (s == RK_OK && a->mode == RK_ACTOR_TRADITIONAL) s = trad_setup(a, &o);
@@ -611,8 +630,7 @@ static rk_status_t bad_transition(const rk_actor_t *a, const char *what) {
                   what, rk_actor_state_name(get_state(a)));
 }
 
-rk_status_t rk_actor_activate(rk_actor_t *actor) {
-  if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
+static rk_status_t actor_activate(rk_actor_t *actor) {
   rk_actor_state_t s = get_state(actor);
   if (s != RK_ACTOR_LAUNCHED && s != RK_ACTOR_DEACTIVATED)
     return bad_transition(actor, "activate");
@@ -622,8 +640,7 @@ rk_status_t rk_actor_activate(rk_actor_t *actor) {
   return RK_OK;
 }
 
-rk_status_t rk_actor_deactivate(rk_actor_t *actor) {
-  if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
+static rk_status_t actor_deactivate(rk_actor_t *actor) {
   if (get_state(actor) != RK_ACTOR_ACTIVE)
     return bad_transition(actor, "deactivate");
   STORE_RELEASE(&actor->control->active, 0u);
@@ -634,15 +651,14 @@ rk_status_t rk_actor_deactivate(rk_actor_t *actor) {
   return RK_OK;
 }
 
-rk_status_t rk_actor_terminate(rk_actor_t *actor, uint64_t timeout_ns) {
-  if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
+static rk_status_t actor_terminate(rk_actor_t *actor, uint64_t timeout_ns) {
   rk_actor_state_t st = get_state(actor);
   if (st == RK_ACTOR_TERMINATING || stopped_state(st))
     return bad_transition(actor, "terminate");
   set_state(actor, RK_ACTOR_TERMINATING);
   rk_abi_control_t *c = actor->control;
   STORE_RELEASE(&c->active, 0u);
-  STORE_RELEASE(&c->terminate, 1u);
+  STORE_RELEASE(&c->terminate, RK_ABI_TERMINATE_DRAIN);
   wake_waiters(actor); /* sends waiting for space are refused now */
   const uint64_t deadline = deadline_after(timeout_ns);
   char why[160];
@@ -726,13 +742,19 @@ static void release(rk_actor_t *a) {
       free(a->mapped);
   }
   free(a->rq);
+  free(a->fresh_state);
   pthread_mutex_destroy(&a->trad_lock);
   pthread_mutex_destroy(&a->host_lock);
+  pthread_mutex_destroy(&a->ctl_lock);
   free(a);
 }
 
 void rk_actor_destroy(rk_actor_t *actor) {
   if (!actor) return;
+  /* Out of its group, its links and the registry first: nothing starts
+   * a restart or finds it by name from here on. */
+  rk__supervise_forget(actor);
+  rk__registry_forget(actor);
   if (!stopped_state(get_state(actor))) {
     char *saved = rk__error_save();
     rk_actor_terminate(actor, RK_TIMEOUT_INFINITE);
@@ -837,6 +859,20 @@ static void fill_info(const rk_abi_msg_t *m, rk_actor_message_t *info) {
   info->handler_code = m->code;
 }
 
+/* The host receives the first `n` published responses of `c`: the process
+ * clock moves past their stamps before anyone sees them, so that a request
+ * sent after one of them is stamped later (see rk/hlc.h). One update for
+ * the latest stamp of the lot. */
+static void observe_responses(rk__ring_end_t *c, uint64_t n) {
+  uint64_t latest = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t t =
+        ((const rk_abi_msg_t *)rk__ring_peek(c, (uint32_t)i))->timestamp;
+    if (t > latest) latest = t;
+  }
+  rk__hlc_observe(&rk__hlc_host.value, latest);
+}
+
 /* Moves every published response to its caller or the receive queue.
  * Caller holds the drain role. `own` (may be NULL) is the role holder's
  * own call, not registered: its answer is copied straight from the slot,
@@ -850,6 +886,7 @@ static bool drain_for(rk_actor_t *a, waiter_t *own) {
   uint64_t now = 0; /* read once, if a sampled response is here */
   uint64_t moved = 0;
   bool locked = false;
+  observe_responses(c, n);
   for (; moved < n; ++moved) {
     const unsigned char *slot = rk__ring_peek(c, (uint32_t)moved);
     const rk_abi_msg_t *m = (const rk_abi_msg_t *)slot;
@@ -1072,11 +1109,20 @@ static rk_status_t trad_run(rk_actor_t *a, const rk_abi_msg_t *req,
   /* Seen by destroy: a FAILED actor whose request never returns keeps its
    * memory. No request starts once the actor stopped (trad_enter). */
   __atomic_store_n(&a->trad_running, 1u, __ATOMIC_SEQ_CST);
-  rk_status_t s = a->trad_stream
-                      ? trad_queue(a, args, n, out_slot, status_stage)
-                      : trad_direct(a, args, n, out_slot, status_stage);
+  const int32_t injected =
+      __atomic_exchange_n(&a->trad_inject, 0, __ATOMIC_RELAXED);
+  rk_status_t s =
+      injected         ? rk__fail((rk_status_t)injected,
+                                  "actor: a device fault injected by a test")
+      : a->trad_stream ? trad_queue(a, args, n, out_slot, status_stage)
+                       : trad_direct(a, args, n, out_slot, status_stage);
   __atomic_store_n(&a->trad_running, 0u, __ATOMIC_RELEASE);
-  RK_RETURN_IF_ERROR(s);
+  if (s != RK_OK) {
+    /* A device fault (seen by a supervisor). */
+    __atomic_store_n(&a->trad_last_fault, (int32_t)s, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&a->trad_faults, 1u, __ATOMIC_RELEASE);
+    return s;
+  }
   int32_t code = 0;
   if (a->has_status) memcpy(&code, status_stage, sizeof code);
   rk_abi_msg_t *m = (rk_abi_msg_t *)out_slot;
@@ -1171,6 +1217,9 @@ static rk_status_t trad_call(rk_actor_t *a, const rk_abi_msg_t *req,
   unsigned char *slot = trad_response_stage(a);
   rk_status_t s = trad_run(a, req, payload, slot);
   if (s == RK_OK) {
+    /* A receive event of the host, before the caller sees it. */
+    rk__hlc_observe(&rk__hlc_host.value,
+                    ((const rk_abi_msg_t *)slot)->timestamp);
     memcpy(response, slot + RK_ABI_MSG_HEADER, a->out_size);
     fill_info((const rk_abi_msg_t *)slot, info);
   }
@@ -1212,7 +1261,8 @@ static rk_status_t enqueue(rk_actor_t *a, const rk_abi_msg_t *m,
 
 static rk_abi_msg_t request_header(rk_actor_t *a, uint64_t id) {
   rk_abi_msg_t m = {
-      id, rk__hlc_tick(&a->host_clock), RK_ABI_MSG_REQUEST, a->in_size, 0, 0};
+      id, rk__hlc_tick(&rk__hlc_host.value), RK_ABI_MSG_REQUEST, a->in_size, 0,
+      0};
   return m;
 }
 
@@ -1340,6 +1390,7 @@ static size_t take_direct(rk_actor_t *a, unsigned char *out, size_t max,
   size_t k = 0;
   if (n && LOAD_RELAXED(&a->nwaiters) == 0 && LOAD_RELAXED(&a->rq_count) == 0) {
     k = n < max ? (size_t)n : max;
+    observe_responses(c, k);
     uint64_t now = 0;
     for (size_t i = 0; i < k; ++i) {
       const unsigned char *slot = rk__ring_peek(c, (uint32_t)i);
@@ -1487,7 +1538,7 @@ rk_status_t rk_actor_send_batch(rk_actor_t *actor, const void *requests,
     first =
         __atomic_fetch_add(&actor->next_id, (uint64_t)count, __ATOMIC_RELAXED);
     rk_abi_msg_t m = {first,
-                      rk__hlc_tick_n(&actor->host_clock, count),
+                      rk__hlc_tick_n(&rk__hlc_host.value, count),
                       RK_ABI_MSG_REQUEST,
                       actor->in_size,
                       0,
@@ -1827,8 +1878,13 @@ rk_status_t rk_actor_stats(rk_actor_t *actor, rk_actor_stats_t *out_stats) {
   st.execution = actor->execution;
   if (actor->relaunch) {
     uint64_t requests = 0;
+    int32_t last = 0;
     rk__relaunch_counts(actor->relaunch, &st.batches, &requests);
+    rk__relaunch_faults(actor->relaunch, &st.device_faults, &last);
   }
+  if (actor->mode == RK_ACTOR_TRADITIONAL)
+    st.device_faults = LOAD_ACQUIRE(&actor->trad_faults);
+  rk__supervise_stats(actor, &st);
   st.sent = LOAD_RELAXED(&actor->sent);
   st.dropped_sends = LOAD_RELAXED(&actor->dropped);
   if (actor->mode == RK_ACTOR_TRADITIONAL) {
@@ -1862,5 +1918,235 @@ rk_status_t rk_actor_stats(rk_actor_t *actor, rk_actor_stats_t *out_stats) {
   }
   free(copy);
   *out_stats = st;
+  return RK_OK;
+}
+
+/* ---- Supervision hooks ----------------------------------------------------
+ * What supervise.c and registry.c need from the actor (actor_internal.h). */
+
+rk_abi_control_t *rk__actor_control(rk_actor_t *actor) {
+  return actor->control;
+}
+
+/* Control requests and a restart, one at a time (ctl_lock). */
+rk_status_t rk_actor_activate(rk_actor_t *actor) {
+  if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
+  pthread_mutex_lock(&actor->ctl_lock);
+  rk_status_t s = actor_activate(actor);
+  pthread_mutex_unlock(&actor->ctl_lock);
+  return s;
+}
+
+rk_status_t rk_actor_deactivate(rk_actor_t *actor) {
+  if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
+  pthread_mutex_lock(&actor->ctl_lock);
+  rk_status_t s = actor_deactivate(actor);
+  pthread_mutex_unlock(&actor->ctl_lock);
+  return s;
+}
+
+rk_status_t rk_actor_terminate(rk_actor_t *actor, uint64_t timeout_ns) {
+  if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
+  pthread_mutex_lock(&actor->ctl_lock);
+  rk_status_t s = actor_terminate(actor, timeout_ns);
+  pthread_mutex_unlock(&actor->ctl_lock);
+  return s;
+}
+
+/* Asks a persistent device side to stop now (RK_ABI_TERMINATE_NOW: the
+ * queued requests stay queued) and waits up to timeout_ns for it to say
+ * it stopped. Meanwhile responses nobody took are moved to the receive
+ * queue, as terminate does, so a device side blocked on a full output
+ * ring gets to its stop. Caller holds ctl_lock. */
+static rk_status_t stop_device(rk_actor_t *a, uint64_t timeout_ns) {
+  rk_abi_control_t *c = a->control;
+  STORE_RELEASE(&c->terminate, RK_ABI_TERMINATE_NOW);
+  rk__ring_kick(a->device.in);
+  const uint64_t deadline = deadline_after(timeout_ns);
+  while (!LOAD_ACQUIRE(&c->terminated)) {
+    if (expired(deadline)) return RK_ERR_TIMEOUT;
+    if (LOAD_RELAXED(&a->drain_role) == 0 &&
+        __atomic_exchange_n(&a->drain_role, 1u, __ATOMIC_ACQUIRE) == 0) {
+      drain(a);
+      __atomic_store_n(&a->drain_role, 0u, __ATOMIC_RELEASE);
+      bump_epoch(a);
+    }
+    const struct timespec ts = {0, 50000}; /* a restart is rare */
+    nanosleep(&ts, NULL);
+  }
+  return RK_OK;
+}
+
+/* A new device side on the same rings after stop_device. */
+static rk_status_t start_device(rk_actor_t *a, bool last_known) {
+  rk_abi_control_t *c = a->control;
+  /* Host field; the device fields are the host's while no side runs. */
+  STORE_RELEASE(&c->terminate, 0u);
+  if (a->relaunch)
+    return rk__relaunch_restart(a->relaunch, a->fresh_state, last_known);
+  void *state = NULL;
+  if (last_known && a->has_state) {
+    state = malloc(a->state_size);
+    if (!state) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor: restart state");
+    rk_status_t s =
+        rk__hal_actor_read_state(a->context, a->worker, state, a->state_size);
+    if (s != RK_OK) {
+      free(state);
+      STORE_RELEASE(&c->terminate, RK_ABI_TERMINATE_NOW);
+      return s;
+    }
+  }
+  rk__hal_actor_release(a->context, a->worker, true);
+  a->worker = NULL;
+  __atomic_store_n(&c->run_state, RK_ABI_RUN_STARTING, __ATOMIC_RELAXED);
+  STORE_RELEASE(&c->terminated, 0u);
+  a->device.initial_state = last_known ? state : a->fresh_state;
+  rk_status_t s = rk__hal_actor_start(a->context, &a->device, &a->worker);
+  a->device.initial_state = NULL;
+  free(state);
+  if (s != RK_OK) {
+    /* No device side: as good as stopped for destroy. */
+    a->worker = NULL;
+    STORE_RELEASE(&c->terminated, 1u);
+  }
+  return s;
+}
+
+/* Traditional mode: waits for a request running, then resets the state. */
+static rk_status_t restart_traditional(rk_actor_t *a, bool last_known,
+                                       uint64_t timeout_ns) {
+  if (lock_until(&a->trad_lock, deadline_after(timeout_ns)) != 0)
+    return RK_ERR_TIMEOUT;
+  rk_status_t s = RK_OK;
+  if (!last_known && a->has_state) {
+    void *zeros = NULL;
+    const void *init = a->fresh_state;
+    if (!init) init = zeros = calloc(1, a->state_size);
+    s = init ? rk_context_copy_to_device(a->context, a->d_state, init,
+                                         a->state_size)
+             : rk__fail(RK_ERR_OUT_OF_MEMORY, "actor: state");
+    free(zeros);
+  }
+  pthread_mutex_unlock(&a->trad_lock);
+  return s;
+}
+
+/* ctl_lock for the supervisor, which must not wait for ever on a control
+ * request (rk_actor_terminate without a deadline on a handler that never
+ * returns): false after timeout_ns; that request stops the actor anyway. */
+static bool ctl_lock_for_supervisor(rk_actor_t *a, uint64_t timeout_ns) {
+  return lock_until(&a->ctl_lock, deadline_after(timeout_ns)) == 0;
+}
+
+rk_status_t rk__actor_restart(rk_actor_t *a, bool last_known,
+                              uint64_t stop_timeout_ns, const char *cause) {
+  if (!ctl_lock_for_supervisor(a, stop_timeout_ns))
+    return rk__fail(RK_ERR_INVALID_STATE,
+                    "actor: a control request (terminate) is in progress");
+  const rk_actor_state_t st = get_state(a);
+  if (st == RK_ACTOR_TERMINATING || stopped_state(st)) {
+    pthread_mutex_unlock(&a->ctl_lock);
+    return rk__fail(RK_ERR_INVALID_STATE,
+                    "actor: cannot restart an actor that is %s",
+                    rk_actor_state_name(st));
+  }
+  char why[160];
+  rk_status_t s;
+  if (a->external) {
+    s = rk__fail(RK_ERR_UNIMPLEMENTED,
+                 "actor: a test-driven actor cannot be restarted");
+  } else if (a->mode == RK_ACTOR_TRADITIONAL) {
+    s = restart_traditional(a, last_known, stop_timeout_ns);
+  } else {
+    s = stop_device(a, stop_timeout_ns);
+    if (s == RK_OK) s = start_device(a, last_known);
+  }
+  if (s == RK_ERR_TIMEOUT) {
+    snprintf(why, sizeof why,
+             "the handler did not stop within %.3f ms for a restart after %s",
+             (double)stop_timeout_ns / 1e6, cause);
+    fail(a, why);
+    s = rk__fail(RK_ERR_TIMEOUT, "actor: %s", why);
+  } else if (s != RK_OK) {
+    char detail[96];
+    snprintf(detail, sizeof detail, "%s", rk_last_error());
+    snprintf(why, sizeof why, "the restart after %s failed: %s", cause, detail);
+    fail(a, why);
+    s = rk__fail(s, "actor: %s", why);
+  } else {
+    rk__ring_kick(a->device.in); /* the queued requests, if any */
+  }
+  pthread_mutex_unlock(&a->ctl_lock);
+  return s;
+}
+
+void rk__actor_stop_and_fail(rk_actor_t *a, uint64_t stop_timeout_ns,
+                             const char *why) {
+  if (!ctl_lock_for_supervisor(a, stop_timeout_ns)) return;
+  const rk_actor_state_t st = get_state(a);
+  if (!stopped_state(st)) {
+    if (a->mode == RK_ACTOR_TRADITIONAL) {
+      /* No request starts once the actor is FAILED; one running keeps
+       * its memory (destroy looks at trad_running). */
+      if (lock_until(&a->trad_lock, deadline_after(stop_timeout_ns)) == 0) {
+        STORE_RELEASE(&a->control->terminated, 1u);
+        fail(a, why);
+        pthread_mutex_unlock(&a->trad_lock);
+      } else {
+        fail(a, why);
+      }
+    } else {
+      /* A side that misses the deadline stays as a stuck handler does:
+       * destroy leaves it its memory. */
+      if (!a->external) (void)stop_device(a, stop_timeout_ns);
+      fail(a, why);
+    }
+  }
+  pthread_mutex_unlock(&a->ctl_lock);
+}
+
+void rk__actor_counts(rk_actor_t *a, rk__actor_counts_t *out) {
+  memset(out, 0, sizeof *out);
+  if (a->mode == RK_ACTOR_TRADITIONAL) {
+    out->processed = LOAD_ACQUIRE(&a->trad_processed);
+    out->handler_errors = LOAD_RELAXED(&a->trad_errors);
+    out->last_handler_code = LOAD_RELAXED(&a->trad_last_error);
+    out->device_faults = LOAD_ACQUIRE(&a->trad_faults);
+    out->last_device_status = LOAD_RELAXED(&a->trad_last_fault);
+    out->waiting = LOAD_ACQUIRE(&a->trad_running);
+  } else {
+    const rk_abi_control_t *c = a->control;
+    out->processed = LOAD_ACQUIRE(&c->processed);
+    out->handler_errors = LOAD_RELAXED(&c->errors);
+    out->last_handler_code = LOAD_RELAXED(&c->last_error);
+    if (a->relaunch)
+      rk__relaunch_faults(a->relaunch, &out->device_faults,
+                          &out->last_device_status);
+    out->waiting = rk__ring_depth(a->device.in);
+  }
+  /* Responses nobody received fill the output ring: the device side
+   * waits for room, it does not hang. */
+  out->output_full = rk__ring_depth(a->device.out) >= a->device.out->capacity;
+}
+
+const char *rk__actor_fail_reason(const rk_actor_t *a) {
+  return get_state(a) == RK_ACTOR_FAILED ? a->fail_reason : "";
+}
+
+bool rk__actor_can_read_state(const rk_actor_t *a) {
+  if (a->external) return false;
+  if (a->mode == RK_ACTOR_TRADITIONAL || a->relaunch || !a->has_state)
+    return true;
+  return rk__hal_actor_can_read_state(a->context);
+}
+
+rk_status_t rk__actor_inject_device_fault(rk_actor_t *a, rk_status_t status) {
+  if (a->mode == RK_ACTOR_TRADITIONAL)
+    __atomic_store_n(&a->trad_inject, (int32_t)status, __ATOMIC_RELAXED);
+  else if (a->relaunch)
+    rk__relaunch_inject_fault(a->relaunch, status);
+  else
+    return rk__fail(RK_ERR_UNIMPLEMENTED,
+                    "actor: a resident device side has no launch to fail");
   return RK_OK;
 }

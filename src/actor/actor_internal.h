@@ -16,4 +16,58 @@ rk_status_t rk__actor_launch_external(rk_context_t *context, const char *source,
                                       rk_actor_t **out_actor,
                                       const rk__actor_device_t **out_device);
 
+/* ---- Clocks, supervision, registry (actor.c's "Supervision hooks") ---- */
+
+/* The actor's control block (its device-side clock is control->clock):
+ * for tests that move an actor's clock. */
+rk_abi_control_t *rk__actor_control(rk_actor_t *actor);
+
+/* What the supervisor watches: counters that only grow. `waiting`:
+ * requests queued and not yet answered (traditional: one running);
+ * `output_full`: the output ring is full (the device side waits for a
+ * receiver, it does not hang). */
+typedef struct rk__actor_counts {
+  uint64_t processed, handler_errors, device_faults, waiting;
+  int32_t last_handler_code, last_device_status;
+  bool output_full;
+} rk__actor_counts_t;
+void rk__actor_counts(rk_actor_t *actor, rk__actor_counts_t *out);
+
+/* Restarts the device side (see rk/supervisor.h): stops it now, leaving
+ * the queued requests queued, and starts a new one with the fresh or the
+ * last-known state. On a miss of stop_timeout_ns (RK_ERR_TIMEOUT) or any
+ * other error the actor is FAILED, its reason naming `cause` (which
+ * completes "... after <cause>"). RK_ERR_INVALID_STATE, nothing done, for
+ * an actor that is terminating or stopped, or busy with a control request
+ * for longer than stop_timeout_ns. Serialized with activate, deactivate
+ * and terminate. */
+rk_status_t rk__actor_restart(rk_actor_t *actor, bool last_known,
+                              uint64_t stop_timeout_ns, const char *cause);
+
+/* Stops the device side (waiting up to stop_timeout_ns) and makes the
+ * actor FAILED because `why`; waiters wake naming it. Nothing for an
+ * actor already TERMINATED or FAILED, or one whose control request
+ * (terminate) holds it for longer than stop_timeout_ns: that stops it. */
+void rk__actor_stop_and_fail(rk_actor_t *actor, uint64_t stop_timeout_ns,
+                             const char *why);
+
+/* Why a FAILED actor failed ("" otherwise). */
+const char *rk__actor_fail_reason(const rk_actor_t *actor);
+
+/* Whether a restart can start from the last-known state. */
+bool rk__actor_can_read_state(const rk_actor_t *actor);
+
+/* Tests: the actor's next launch or copy fails with `status` (relaunch
+ * and traditional; RK_ERR_UNIMPLEMENTED for a resident device side). */
+rk_status_t rk__actor_inject_device_fault(rk_actor_t *actor,
+                                          rk_status_t status);
+
+/* supervise.c and registry.c: called first by rk_actor_destroy. */
+void rk__supervise_forget(rk_actor_t *actor);
+void rk__registry_forget(const rk_actor_t *actor);
+/* supervise.c: the supervision fields of rk_actor_stats. */
+void rk__supervise_stats(const rk_actor_t *actor, rk_actor_stats_t *stats);
+/* registry.c: "'name'" or the address, into buf. */
+bool rk__registry_describe(const rk_actor_t *actor, char *buf, size_t cap);
+
 #endif /* RK_ACTOR_ACTOR_INTERNAL_H_ */

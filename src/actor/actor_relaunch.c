@@ -22,28 +22,32 @@ struct rk__relaunch {
   unsigned char *h_in, *h_out; /* batch * in_size, batch * out_size */
   int32_t *h_status;           /* batch */
   uint64_t batches, requests;  /* atomic: written by the driver */
+  uint64_t faults;             /* atomic: batches that failed */
+  int32_t last_fault;          /* atomic: the latest one's rk_status_t */
+  int32_t inject;              /* atomic: fail the next batch (tests) */
   /* Held while a batch runs: by the driver, or by a caller running its own
    * request (rk__relaunch_run_here). Whoever holds it is the consumer of
    * the input ring and the producer of the output ring. */
   pthread_mutex_t consume;
   pthread_t thread;
+  bool has_thread;    /* started and not joined (a failed restart joins) */
   uint32_t abandoned; /* atomic: the driver frees itself when it stops */
 };
 
+static void teardown(rk__relaunch_t *r);
+
 static void relaunch_free(rk__relaunch_t *r) {
   pthread_mutex_destroy(&r->consume);
-  if (r->stream) rk_stream_destroy(r->stream);
-  rk_devptr_t bufs[] = {r->d_in, r->d_out, r->d_state, r->d_status};
-  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i)
-    if (bufs[i]) rk_context_free(r->context, bufs[i]);
-  free(r->h_in);
-  free(r->h_out);
-  free(r->h_status);
+  teardown(r);
   free(r);
 }
 
 /* Copy in, one launch, copy out, wait. */
 static rk_status_t run_batch(rk__relaunch_t *r, uint32_t n) {
+  const int32_t injected = __atomic_exchange_n(&r->inject, 0, __ATOMIC_RELAXED);
+  if (injected)
+    return rk__fail((rk_status_t)injected,
+                    "actor: a device fault injected by a test");
   rk_stream_t *st = r->stream;
   RK_RETURN_IF_ERROR(
       rk_stream_copy_to_device(st, r->d_in, r->h_in, (size_t)n * r->in_size));
@@ -116,10 +120,16 @@ static uint32_t run_locked(rk__relaunch_t *r, rk__ring_end_t *in,
       resp->status = RK_ABI_MSG_DEVICE_ERROR;
       memset(dst + RK_ABI_MSG_HEADER, 0, r->out_size);
     }
-    if (code) {
+    if (code && s == RK_OK) { /* the handler's; a failed batch is not */
       ++errors;
       last_error = code;
     }
+  }
+  if (s != RK_OK) {
+    /* Before the responses are published: a host that sees one of them
+     * sees the fault counted. */
+    __atomic_store_n(&r->last_fault, (int32_t)s, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->faults, r->faults + 1, __ATOMIC_RELEASE);
   }
   __atomic_store_n(&r->batches, r->batches + 1, __ATOMIC_RELAXED);
   __atomic_store_n(&r->requests, r->requests + k, __ATOMIC_RELAXED);
@@ -255,6 +265,7 @@ rk_status_t rk__relaunch_start(rk_context_t *context,
   r->dev.initial_state = NULL;
   if (s == RK_OK) {
     int err = pthread_create(&r->thread, NULL, driver_main, r);
+    r->has_thread = err == 0;
     if (err)
       s = rk__fail(RK_ERR_OUT_OF_MEMORY,
                    "actor: cannot start the relaunch driver thread (%s)",
@@ -268,7 +279,85 @@ rk_status_t rk__relaunch_start(rk_context_t *context,
   return RK_OK;
 }
 
+/* Frees what setup() made. */
+static void teardown(rk__relaunch_t *r) {
+  if (r->stream) rk_stream_destroy(r->stream);
+  rk_devptr_t *bufs[] = {&r->d_in, &r->d_out, &r->d_state, &r->d_status};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i)
+    if (*bufs[i]) rk_context_free(r->context, *bufs[i]);
+  free(r->h_in);
+  free(r->h_out);
+  free(r->h_status);
+  r->stream = NULL;
+  r->d_in = r->d_out = r->d_state = r->d_status = 0;
+  r->h_in = r->h_out = NULL;
+  r->h_status = NULL;
+}
+
+rk_status_t rk__relaunch_restart(rk__relaunch_t *r, const void *fresh_state,
+                                 bool last_known) {
+  /* The driver has left its loop (control->terminated): join it. */
+  pthread_join(r->thread, NULL);
+  r->has_thread = false;
+  __atomic_store_n(&r->abandoned, 0u, __ATOMIC_RELAXED);
+  const uint32_t size = r->dev.control->state_size;
+  void *state = NULL;
+  rk_status_t s = RK_OK;
+  if (r->dev.has_state) {
+    state = calloc(1, size ? size : 1);
+    if (!state) s = rk__fail(RK_ERR_OUT_OF_MEMORY, "actor: restart state");
+    if (s == RK_OK && last_known)
+      s = rk_context_copy_to_host(r->context, state, r->d_state, size);
+    else if (s == RK_OK && fresh_state)
+      memcpy(state, fresh_state, size);
+    if (s != RK_OK)
+      s = rk__fail_context(s, "actor: reading the last-known state back");
+  }
+  /* A new stream and new device buffers: the old ones may be what
+   * failed. */
+  pthread_mutex_lock(&r->consume);
+  teardown(r);
+  if (s == RK_OK) {
+    r->dev.initial_state = state;
+    s = setup(r);
+    r->dev.initial_state = NULL;
+  }
+  if (s == RK_OK) {
+    /* Under `consume`: a caller that holds the role from now on sees a
+     * device side that runs. */
+    __atomic_store_n(&r->dev.control->run_state, RK_ABI_RUN_STARTING,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&r->dev.control->terminated, 0u, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&r->consume);
+  free(state);
+  if (s != RK_OK) return s;
+  const int err = pthread_create(&r->thread, NULL, driver_main, r);
+  r->has_thread = err == 0;
+  if (err) {
+    __atomic_store_n(&r->dev.control->terminated, 1u, __ATOMIC_RELEASE);
+    return rk__fail(RK_ERR_OUT_OF_MEMORY,
+                    "actor: cannot start the relaunch driver thread (%s)",
+                    strerror(err));
+  }
+  return RK_OK;
+}
+
+void rk__relaunch_faults(const rk__relaunch_t *r, uint64_t *out_faults,
+                         int32_t *out_last) {
+  *out_faults = __atomic_load_n(&r->faults, __ATOMIC_ACQUIRE);
+  *out_last = __atomic_load_n(&r->last_fault, __ATOMIC_RELAXED);
+}
+
+void rk__relaunch_inject_fault(rk__relaunch_t *r, rk_status_t status) {
+  __atomic_store_n(&r->inject, (int32_t)status, __ATOMIC_RELAXED);
+}
+
 void rk__relaunch_release(rk__relaunch_t *r, bool stopped) {
+  if (!r->has_thread) { /* a restart that failed left no driver */
+    relaunch_free(r);
+    return;
+  }
   if (stopped || __atomic_exchange_n(&r->abandoned, 1u, __ATOMIC_ACQ_REL)) {
     pthread_join(r->thread, NULL);
     relaunch_free(r);

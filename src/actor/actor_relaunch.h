@@ -37,6 +37,22 @@ void rk__relaunch_release(rk__relaunch_t *r, bool stopped);
 bool rk__relaunch_hold(rk__relaunch_t *r);
 void rk__relaunch_run_held(rk__relaunch_t *r);
 
+/* Restarts a driver whose loop has stopped (control->terminated, after
+ * RK_ABI_TERMINATE_NOW): joins its thread, replaces its stream and device
+ * buffers, sets the state -- read back from the old buffer when
+ * `last_known`, else `fresh_state` (NULL: zeroes) -- clears `terminated`
+ * and starts a new driver thread on the same rings. On an error the
+ * driver stays stopped. */
+rk_status_t rk__relaunch_restart(rk__relaunch_t *r, const void *fresh_state,
+                                 bool last_known);
+
+/* Batches that failed (launch or copy) and the latest one's status. */
+void rk__relaunch_faults(const rk__relaunch_t *r, uint64_t *out_faults,
+                         int32_t *out_last);
+
+/* Tests: the next batch fails with `status` without running. */
+void rk__relaunch_inject_fault(rk__relaunch_t *r, rk_status_t status);
+
 /* Batches launched and requests per batch so far. */
 void rk__relaunch_counts(const rk__relaunch_t *r, uint64_t *out_batches,
                          uint64_t *out_requests);

@@ -5,9 +5,17 @@
 #ifndef RK_BASE_HLC_H_
 #define RK_BASE_HLC_H_
 
+#include <stdbool.h>
 #include <stdint.h>
 
-#define RK__HLC_LOGICAL_BITS 16u
+#include "rk/hlc.h"
+
+#define RK__HLC_LOGICAL_BITS RK_HLC_LOGICAL_BITS
+
+/* The process clock (rk_hlc_host()): host threads stamp the requests they
+ * send to actors from rk__hlc_host.value and merge every response they
+ * take into it (rk__hlc_observe). */
+extern rk_hlc_t rk__hlc_host;
 
 /* Physical time in clock units: realtime nanoseconds, logical bits
  * cleared. */
@@ -26,5 +34,20 @@ uint64_t rk__hlc_merge(uint64_t *clock, uint64_t received);
 /* The same with the physical time `phys` (rk__hlc_physical) read by the
  * caller: a batch of receive events reads the clock once. */
 uint64_t rk__hlc_merge_at(uint64_t *clock, uint64_t received, uint64_t phys);
+
+/* Raises the clock to at least `received`, so that its next tick is
+ * later: what the host does with a response (a receive event whose own
+ * stamp nobody sees). A relaxed load and no write when the clock is
+ * already there. */
+static inline void rk__hlc_observe(uint64_t *clock, uint64_t received) {
+  uint64_t old = __atomic_load_n(clock, __ATOMIC_RELAXED);
+  /* Relaxed: the clock orders events by value, not memory; a thread that
+   * learns of the response through memory reads this word after it (read
+   * coherence on the one location). */
+  while (old < received &&
+         !__atomic_compare_exchange_n(clock, &old, received, true,
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
 
 #endif /* RK_BASE_HLC_H_ */

@@ -51,3 +51,17 @@ void rk__hal_actor_release(rk_context_t *context, rk__actor_worker_t *worker,
                            bool stopped) {
   context->vt->actor_release(worker, stopped);
 }
+
+bool rk__hal_actor_can_read_state(const rk_context_t *context) {
+  return context->vt->actor_read_state != NULL;
+}
+
+rk_status_t rk__hal_actor_read_state(rk_context_t *context,
+                                     rk__actor_worker_t *worker, void *dst,
+                                     size_t size) {
+  if (!context->vt->actor_read_state)
+    return rk__fail(RK_ERR_UNIMPLEMENTED,
+                    "%s: a resident actor's state cannot be read back",
+                    context->vt->name);
+  return context->vt->actor_read_state(worker, dst, size);
+}

@@ -43,4 +43,11 @@ rk_status_t rk__hal_actor_start(rk_context_t *context,
 void rk__hal_actor_release(rk_context_t *context, rk__actor_worker_t *worker,
                            bool stopped);
 
+/* Whether the backend can read a stopped resident actor's state back, and
+ * the read (see the vtable's actor_read_state). */
+bool rk__hal_actor_can_read_state(const rk_context_t *context);
+rk_status_t rk__hal_actor_read_state(rk_context_t *context,
+                                     rk__actor_worker_t *worker, void *dst,
+                                     size_t size);
+
 #endif /* RK_HAL_ACTOR_HAL_H_ */

@@ -124,7 +124,18 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
     /* Read before the control block: a request the host makes after this
      * read changes the sequence, so the waits below cannot miss it. */
     const uint32_t seq = rk__ring_data_seq(in.hdr);
-    if (LOAD_ACQUIRE(&c->terminate)) {
+    const uint32_t terminate = LOAD_ACQUIRE(&c->terminate);
+    if (terminate == RK_ABI_TERMINATE_NOW) {
+      /* A restart: the queued requests are the next device side's. Stop
+       * holding the consumer role, so nobody takes one after `terminated`
+       * says this side stopped. */
+      if (l->stop_lock) {
+        l->stop_lock(l->ctx);
+        stop_locked = true;
+      }
+      break;
+    }
+    if (terminate) {
       /* Requests accepted before termination still get their answers. */
       uint64_t avail = rk__ring_available(&in);
       if (avail == 0 && l->stop_lock) {

@@ -5,9 +5,11 @@
  * rk__actor_loop_run() follows the control block (active, terminate) and the
  * input ring: it spins for `spin_ns` after the last request, then parks on
  * the ring's wake sequence (see base/ring.h); while requests are published
- * it hands them to `handle` in batches of up to `batch`. On terminate it
- * answers the requests already queued, sets control->terminated and kicks
- * the output ring, and returns.
+ * it hands them to `handle` in batches of up to `batch`. On terminate
+ * (RK_ABI_TERMINATE_DRAIN) it answers the requests already queued, sets
+ * control->terminated and kicks the output ring, and returns; on
+ * RK_ABI_TERMINATE_NOW (a restart) it does the same without answering
+ * what is still queued.
  */
 #ifndef RK_HAL_ACTOR_LOOP_H_
 #define RK_HAL_ACTOR_LOOP_H_

@@ -164,6 +164,12 @@ struct rk__backend_vtable {
    * the worker is abandoned: it frees its own resources if it ever stops,
    * and the caller must keep the descriptor's memory and the module. */
   void (*actor_release)(rk__actor_worker_t *worker, bool stopped);
+  /* Optional (NULL: cannot): copies the handler state of a worker whose
+   * device side has stopped (control->terminated) into `dst` (`size`
+   * bytes, control->state_size), for a supervisor's restart with the
+   * last-known state. */
+  rk_status_t (*actor_read_state)(rk__actor_worker_t *worker, void *dst,
+                                  size_t size);
   /* Optional: memory for rings and control blocks that both the host and
    * the device address directly (pinned and mapped). NULL: ordinary host
    * memory, for backends whose devices read it as is. */

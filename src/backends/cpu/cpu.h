@@ -125,6 +125,8 @@ rk_status_t rk__cpu_actor_start(rk_context_t *context,
                                 const rk__actor_device_t *device,
                                 rk__actor_worker_t **out_worker);
 void rk__cpu_actor_release(rk__actor_worker_t *worker, bool stopped);
+rk_status_t rk__cpu_actor_read_state(rk__actor_worker_t *worker, void *dst,
+                                     size_t size);
 
 rk_status_t rk__cpu_stream_create(rk_context_t *context, rk_stream_t **out);
 rk_status_t rk__cpu_stream_destroy(rk_stream_t *stream);

@@ -178,3 +178,11 @@ void rk__cpu_actor_release(rk__actor_worker_t *w, bool stopped) {
     worker_free(w);
   }
 }
+
+rk_status_t rk__cpu_actor_read_state(rk__actor_worker_t *w, void *dst,
+                                     size_t size) {
+  /* The worker has left its loop (the caller saw `terminated`, after the
+   * worker's last write of the state). */
+  if (w->state && size) memcpy(dst, w->state, size);
+  return RK_OK;
+}

@@ -178,4 +178,5 @@ const rk__backend_vtable_t rk__cpu_backend = {
     .actor_start = rk__cpu_actor_start,
     .launch_on_caller = true,
     .actor_release = rk__cpu_actor_release,
+    .actor_read_state = rk__cpu_actor_read_state,
 };
