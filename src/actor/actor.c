@@ -611,6 +611,10 @@ static void leave(rk_actor_t *a, bool counted) {
   if (counted) __atomic_fetch_sub(&a->waiting, 1u, __ATOMIC_RELEASE);
 }
 
+uint32_t rk__actor_waiting(const rk_actor_t *actor) {
+  return __atomic_load_n(&actor->waiting, __ATOMIC_ACQUIRE);
+}
+
 /* Locks `m` before `deadline` (rk__now_ns clock; 0: no deadline): 0, or
  * ETIMEDOUT. */
 static int lock_until(pthread_mutex_t *m, uint64_t deadline) {

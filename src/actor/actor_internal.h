@@ -70,4 +70,8 @@ void rk__supervise_stats(const rk_actor_t *actor, rk_actor_stats_t *stats);
 /* registry.c: "'name'" or the address, into buf. */
 bool rk__registry_describe(const rk_actor_t *actor, char *buf, size_t cap);
 
+/* Threads counted as waiting on the actor (in a call, or blocked in a send
+ * or receive): tests wait for it before destroying under them. */
+uint32_t rk__actor_waiting(const rk_actor_t *actor);
+
 #endif /* RK_ACTOR_ACTOR_INTERNAL_H_ */

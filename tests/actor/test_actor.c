@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "actor/actor_internal.h"
 #include "actor_test_util.h"
 #include "base/sys.h"
 #define RK_TEST_IMPLEMENTATION
@@ -811,7 +812,10 @@ static void test_destroy_wakes_waiters(rk_actor_mode_t mode) {
   op_t rc[2];
   op_start(&rc[0], a, OP_RECEIVE, NULL, 0);
   op_start(&rc[1], a, OP_RECEIVE, NULL, 0);
-  sleep_ms(200); /* the thread is waiting, even on a loaded machine */
+  /* Both threads inside receive, waiting (the watchdog bounds this):
+   * destroying under a receive not yet started would be the caller's use
+   * after free. */
+  while (rk__actor_waiting(a) < 2) sleep_ms(1);
   CHECK(!op_done(&rc[0]) && !op_done(&rc[1]), "the receives wait");
   rk_actor_destroy(a);
   for (int i = 0; i < 2; ++i) {
@@ -828,7 +832,7 @@ static void test_destroy_wakes_waiters(rk_actor_mode_t mode) {
   int_msg_t q = {99};
   op_t sd;
   op_start(&sd, a, OP_SEND, &q, sizeof q);
-  sleep_ms(200); /* the thread is waiting, even on a loaded machine */
+  while (rk__actor_waiting(a) < 1) sleep_ms(1); /* inside send, waiting */
   CHECK(!op_done(&sd), "the send waits for space");
   rk_actor_destroy(a);
   pthread_join(sd.thread, NULL);
