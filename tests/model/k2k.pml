@@ -20,11 +20,13 @@
  *     consumed[sender] (the sender's credit comes back after the slot is
  *     free).
  *   - Waking: the receiver parks on its input ring's wake sequence (it also
- *     waits for host requests there): it reads the sequence, raises the
- *     waiter count, re-checks the inbox and sleeps while the sequence is
- *     unchanged; a sender, after publishing, bumps the sequence if the
- *     count is non-zero (the handshake of ring.pml; a full fence on each
- *     side, so sequentially consistent here).
+ *     waits for host requests there). It reads the sequence at the top of
+ *     its loop, before it looks at the inbox; with nothing to do it raises
+ *     the waiter count and sleeps (a futex wait) unless the sequence has
+ *     changed. A sender, after publishing, always bumps the sequence and
+ *     wakes sleepers only when the count is non-zero (a full fence on each
+ *     side between the store and the load, so sequentially consistent
+ *     here).
  *
  * Each statement touching shared memory is one access of the C code; ghost
  * variables (busy[], want[]) exist only for the assertions.
@@ -48,8 +50,11 @@
  *                               tail (its claim) before it writes the slot,
  *                               and the receiver, finding a slot that does
  *                               not look valid, drops it and moves on.
- *   -DBUG_NO_RECHECK            the receiver sleeps without re-checking the
- *                               inbox after raising the waiter count.
+ *   -DBUG_LATE_SEQ              the receiver reads the wake sequence after
+ *                               it looked at the inbox.
+ *   -DBUG_WAKE_IF_WAITING       a sender bumps the sequence only when the
+ *                               waiter count is non-zero (the receiver does
+ *                               not re-check the inbox after raising it).
  */
 #ifndef CAP
 #define CAP 2
@@ -82,16 +87,25 @@ bit lock = 0;        /* the multi-producer stage's lock (LOCK kind) */
 /* The receiver's wake sequence and waiter count (its input ring's). */
 byte wake_seq = 0;
 byte waiters = 0;
+bit asleep = 0; /* the receiver is in its futex wait */
 /* Ghost: the next per-sender number the receiver must see. */
 byte want[NP];
 byte received = 0;
 byte dropped = 0;
 
 inline signal() {
+#ifdef BUG_WAKE_IF_WAITING
   if
-  :: waiters > 0 -> wake_seq++
+  :: waiters > 0 -> wake_seq++; asleep = 0
   :: else -> skip
   fi
+#else
+  wake_seq++;
+  if
+  :: waiters > 0 -> asleep = 0 /* futex wake */
+  :: else -> skip
+  fi
+#endif
 }
 
 proctype sender(byte id) {
@@ -157,6 +171,9 @@ proctype receiver() {
   do
   :: received + dropped == TOTAL -> break
   :: else ->
+#ifndef BUG_LATE_SEQ
+    s0 = wake_seq;
+#endif
     h = head;
     t = tail;
     if
@@ -207,17 +224,18 @@ proctype receiver() {
       consumed[from]++
 #endif
     :: else ->
-      /* Park: sequence first, then the count, re-check, sleep. */
+#ifdef BUG_LATE_SEQ
       s0 = wake_seq;
-      waiters++;
-#ifndef BUG_NO_RECHECK
-      if
-      :: tail != h -> skip
-      :: else -> wake_seq != s0
-      fi;
-#else
-      wake_seq != s0;
 #endif
+      /* Park: the count, then a futex wait while the sequence is s0. */
+      waiters++;
+      atomic {
+        if
+        :: wake_seq == s0 -> asleep = 1
+        :: else -> skip
+        fi
+      };
+      asleep == 0;
       waiters--
     fi
   od;
