@@ -13,6 +13,7 @@
 #define RK_VERSION_PATCH 0
 
 #include "rk/actor.h"
+#include "rk/actor_k2k.h"
 #include "rk/backend.h"
 #include "rk/codegen.h"
 #include "rk/ops.h"

@@ -16,4 +16,10 @@ rk_status_t rk__actor_launch_external(rk_context_t *context, const char *source,
                                       rk_actor_t **out_actor,
                                       const rk__actor_device_t **out_device);
 
+/* For actor-to-actor messaging (k2k.c): the actor's K2K state, its
+ * handler's name and its mode. */
+struct rk__k2k *rk__actor_k2k(const rk_actor_t *actor);
+const char *rk__actor_handler_name(const rk_actor_t *actor);
+rk_actor_mode_t rk__actor_mode(const rk_actor_t *actor);
+
 #endif /* RK_ACTOR_ACTOR_INTERNAL_H_ */

@@ -546,12 +546,16 @@ static void send_helpers(printer_t *p, const cg_func_t *fn) {
     rk__cg_c_printf(p,
                     " rk_msg) {\n"
                     "  %s rk_n = rk_ports[%uu];\n"
-                    "  if (rk_n >= rk_ports[%uu]) return (%s)rk_ports[%uu];\n"
+                    "  if (rk_n >= rk_ports[%uu]) {\n"
+                    "    rk_ports[%uu] += 1u;\n"
+                    "    return (%s)rk_ports[%uu];\n"
+                    "  }\n"
                     "  rk_port[rk_n] = rk_msg;\n"
                     "  rk_ports[%uu] = rk_n + 1u;\n"
                     "  return 0;\n}\n\n",
-                    u32, w + CG_PORT_COUNT, w + CG_PORT_CREDIT, i32,
-                    w + CG_PORT_REFUSAL, w + CG_PORT_COUNT);
+                    u32, w + CG_PORT_COUNT, w + CG_PORT_CREDIT,
+                    w + CG_PORT_REFUSED, i32, w + CG_PORT_REFUSAL,
+                    w + CG_PORT_COUNT);
   }
 }
 

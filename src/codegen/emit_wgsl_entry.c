@@ -33,7 +33,7 @@ static uint32_t port_resources(printer_t *p, const cg_func_t *fn,
   rk__cg_wgsl_declare(p, ports, fn->loc);
   rk__cg_wgsl_printf(p,
                      "// The output ports of %.400s: %u control words each "
-                     "(credit, count,\n// refusal).\n"
+                     "(credit, count,\n// refusal, refused).\n"
                      "@group(0) @binding(%u) var<storage, read_write> %s: "
                      "array<u32>;\n",
                      fn->name, (unsigned)CG_PORT_WORDS, (unsigned)binding++,
@@ -63,13 +63,14 @@ static uint32_t port_resources(printer_t *p, const cg_func_t *fn,
                        ") -> i32 {\n"
                        "  let rk_n = %s[%uu];\n"
                        "  if (rk_n >= %s[%uu]) {\n"
+                       "    %s[%uu] += 1u;\n"
                        "    return i32(%s[%uu]);\n  }\n"
                        "  %s[rk_n] = rk_msg;\n"
                        "  %s[%uu] = rk_n + 1u;\n"
                        "  return 0;\n}\n",
                        ports, w + CG_PORT_COUNT, ports, w + CG_PORT_CREDIT,
-                       ports, w + CG_PORT_REFUSAL, port, ports,
-                       w + CG_PORT_COUNT);
+                       ports, w + CG_PORT_REFUSED, ports, w + CG_PORT_REFUSAL,
+                       port, ports, w + CG_PORT_COUNT);
   }
   return binding;
 }

@@ -62,10 +62,11 @@
  * CG_SEND_PREFIX<p>_<h>. */
 #define CG_SEND_PREFIX "rk_send_"
 enum {
-  CG_PORT_WORDS = 4, /* credit, count, refusal, reserved */
+  CG_PORT_WORDS = 4, /* credit, count, refusal, refused */
   CG_PORT_CREDIT = 0,
   CG_PORT_COUNT = 1,
   CG_PORT_REFUSAL = 2,
+  CG_PORT_REFUSED = 3, /* sends refused, counted by the handler */
 };
 
 /* The number of messages of a batch (uint32_t, by value). */

@@ -43,6 +43,12 @@ typedef struct rk__actor_loop {
    * that nobody consumes requests after the device side said it stopped. */
   void (*stop_lock)(void *ctx);
   void (*stop_unlock)(void *ctx);
+  /* Optional (NULL: none): messages from other actors (actor/k2k.c), in an
+   * inbox beside the input ring. `inbox` handles up to `max` of them and
+   * returns how many; `inbox_ready` says whether any wait. Senders bump the
+   * input ring's wake sequence, so a parked loop wakes for them too. */
+  uint32_t (*inbox)(void *ctx, uint32_t max);
+  bool (*inbox_ready)(void *ctx);
 } rk__actor_loop_t;
 
 void rk__actor_loop_run(const rk__actor_loop_t *loop);

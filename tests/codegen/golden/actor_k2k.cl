@@ -45,7 +45,10 @@ typedef char rk_layout_check_17[(__builtin_offsetof(tile_state_t, sum) == 4) ? 1
 
 static inline int rk_send_0_stage(__global uint *rk_ports, __global fwd_t *rk_port, fwd_t rk_msg) {
   uint rk_n = rk_ports[1u];
-  if (rk_n >= rk_ports[0u]) return (int)rk_ports[2u];
+  if (rk_n >= rk_ports[0u]) {
+    rk_ports[3u] += 1u;
+    return (int)rk_ports[2u];
+  }
   rk_port[rk_n] = rk_msg;
   rk_ports[1u] = rk_n + 1u;
   return 0;
@@ -53,7 +56,10 @@ static inline int rk_send_0_stage(__global uint *rk_ports, __global fwd_t *rk_po
 
 static inline int rk_send_2_stage(__global uint *rk_ports, __global fwd_t *rk_port, fwd_t rk_msg) {
   uint rk_n = rk_ports[9u];
-  if (rk_n >= rk_ports[8u]) return (int)rk_ports[10u];
+  if (rk_n >= rk_ports[8u]) {
+    rk_ports[11u] += 1u;
+    return (int)rk_ports[10u];
+  }
   rk_port[rk_n] = rk_msg;
   rk_ports[9u] = rk_n + 1u;
   return 0;
@@ -98,7 +104,10 @@ __kernel void rk_batch_stage(
 
 static inline int rk_send_1_tile(__global uint *rk_ports, __global halo_t *rk_port, halo_t rk_msg) {
   uint rk_n = rk_ports[5u];
-  if (rk_n >= rk_ports[4u]) return (int)rk_ports[6u];
+  if (rk_n >= rk_ports[4u]) {
+    rk_ports[7u] += 1u;
+    return (int)rk_ports[6u];
+  }
   rk_port[rk_n] = rk_msg;
   rk_ports[5u] = rk_n + 1u;
   return 0;
@@ -147,7 +156,10 @@ __kernel void rk_batch_tile(
 
 static inline int rk_send_0_sink(__global uint *rk_ports, __global req_t *rk_port, req_t rk_msg) {
   uint rk_n = rk_ports[1u];
-  if (rk_n >= rk_ports[0u]) return (int)rk_ports[2u];
+  if (rk_n >= rk_ports[0u]) {
+    rk_ports[3u] += 1u;
+    return (int)rk_ports[2u];
+  }
   rk_port[rk_n] = rk_msg;
   rk_ports[1u] = rk_n + 1u;
   return 0;

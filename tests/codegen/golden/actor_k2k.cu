@@ -37,7 +37,10 @@ static_assert(alignof(tile_state_t) == 4, "rk layout of tile_state_t");
 
 static inline __device__ int rk_send_0_stage(unsigned int *rk_ports, fwd_t *rk_port, fwd_t rk_msg) {
   unsigned int rk_n = rk_ports[1u];
-  if (rk_n >= rk_ports[0u]) return (int)rk_ports[2u];
+  if (rk_n >= rk_ports[0u]) {
+    rk_ports[3u] += 1u;
+    return (int)rk_ports[2u];
+  }
   rk_port[rk_n] = rk_msg;
   rk_ports[1u] = rk_n + 1u;
   return 0;
@@ -45,7 +48,10 @@ static inline __device__ int rk_send_0_stage(unsigned int *rk_ports, fwd_t *rk_p
 
 static inline __device__ int rk_send_2_stage(unsigned int *rk_ports, fwd_t *rk_port, fwd_t rk_msg) {
   unsigned int rk_n = rk_ports[9u];
-  if (rk_n >= rk_ports[8u]) return (int)rk_ports[10u];
+  if (rk_n >= rk_ports[8u]) {
+    rk_ports[11u] += 1u;
+    return (int)rk_ports[10u];
+  }
   rk_port[rk_n] = rk_msg;
   rk_ports[9u] = rk_n + 1u;
   return 0;
@@ -90,7 +96,10 @@ extern "C" __global__ void rk_batch_stage(
 
 static inline __device__ int rk_send_1_tile(unsigned int *rk_ports, halo_t *rk_port, halo_t rk_msg) {
   unsigned int rk_n = rk_ports[5u];
-  if (rk_n >= rk_ports[4u]) return (int)rk_ports[6u];
+  if (rk_n >= rk_ports[4u]) {
+    rk_ports[7u] += 1u;
+    return (int)rk_ports[6u];
+  }
   rk_port[rk_n] = rk_msg;
   rk_ports[5u] = rk_n + 1u;
   return 0;
@@ -139,7 +148,10 @@ extern "C" __global__ void rk_batch_tile(
 
 static inline __device__ int rk_send_0_sink(unsigned int *rk_ports, req_t *rk_port, req_t rk_msg) {
   unsigned int rk_n = rk_ports[1u];
-  if (rk_n >= rk_ports[0u]) return (int)rk_ports[2u];
+  if (rk_n >= rk_ports[0u]) {
+    rk_ports[3u] += 1u;
+    return (int)rk_ports[2u];
+  }
   rk_port[rk_n] = rk_msg;
   rk_ports[1u] = rk_n + 1u;
   return 0;

@@ -45,13 +45,14 @@ struct tile_state_t {
 // global thread 0.
 @group(0) @binding(2) var<storage, read_write> stage_rk_status: array<i32>;
 // The output ports of stage: 4 control words each (credit, count,
-// refusal).
+// refusal, refused).
 @group(0) @binding(3) var<storage, read_write> stage_rk_ports: array<u32>;
 @group(0) @binding(4) var<storage, read_write> stage_rk_port0: array<fwd_t>;
 @group(0) @binding(5) var<storage, read_write> stage_rk_port2: array<fwd_t>;
 fn rk_send_0_stage(rk_msg: fwd_t) -> i32 {
   let rk_n = stage_rk_ports[1u];
   if (rk_n >= stage_rk_ports[0u]) {
+    stage_rk_ports[3u] += 1u;
     return i32(stage_rk_ports[2u]);
   }
   stage_rk_port0[rk_n] = rk_msg;
@@ -61,6 +62,7 @@ fn rk_send_0_stage(rk_msg: fwd_t) -> i32 {
 fn rk_send_2_stage(rk_msg: fwd_t) -> i32 {
   let rk_n = stage_rk_ports[9u];
   if (rk_n >= stage_rk_ports[8u]) {
+    stage_rk_ports[11u] += 1u;
     return i32(stage_rk_ports[10u]);
   }
   stage_rk_port2[rk_n] = rk_msg;
@@ -114,12 +116,13 @@ fn rk_batch_stage(@builtin(local_invocation_id) rk_tid: vec3<u32>,
 // global thread 0.
 @group(0) @binding(3) var<storage, read_write> tile_rk_status: array<i32>;
 // The output ports of tile: 4 control words each (credit, count,
-// refusal).
+// refusal, refused).
 @group(0) @binding(4) var<storage, read_write> tile_rk_ports: array<u32>;
 @group(0) @binding(5) var<storage, read_write> tile_rk_port1: array<halo_t>;
 fn rk_send_1_tile(rk_msg: halo_t) -> i32 {
   let rk_n = tile_rk_ports[5u];
   if (rk_n >= tile_rk_ports[4u]) {
+    tile_rk_ports[7u] += 1u;
     return i32(tile_rk_ports[6u]);
   }
   tile_rk_port1[rk_n] = rk_msg;
@@ -176,12 +179,13 @@ fn rk_batch_tile(@builtin(local_invocation_id) rk_tid: vec3<u32>,
 // global thread 0.
 @group(0) @binding(2) var<storage, read_write> sink_rk_status: array<i32>;
 // The output ports of sink: 4 control words each (credit, count,
-// refusal).
+// refusal, refused).
 @group(0) @binding(3) var<storage, read_write> sink_rk_ports: array<u32>;
 @group(0) @binding(4) var<storage, read_write> sink_rk_port0: array<req_t>;
 fn rk_send_0_sink(rk_msg: req_t) -> i32 {
   let rk_n = sink_rk_ports[1u];
   if (rk_n >= sink_rk_ports[0u]) {
+    sink_rk_ports[3u] += 1u;
     return i32(sink_rk_ports[2u]);
   }
   sink_rk_port0[rk_n] = rk_msg;
