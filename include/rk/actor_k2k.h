@@ -69,12 +69,12 @@ typedef enum rk_k2k_path {
 const char *rk_k2k_path_name(rk_k2k_path_t path);
 
 typedef struct rk_actor_k2k_stats {
-  rk_k2k_path_t path;   /* of its outgoing links; else of its incoming */
-  uint32_t ports;       /* output ports its handler sends to */
-  uint32_t links_out;   /* (port, receiver) links wired */
-  uint32_t senders_in;  /* (sender, port) links into its inbox */
-  uint64_t sent;        /* messages queued by its handler (each copy) */
-  uint64_t refused_full;        /* sends answered RK_SEND_FULL */
+  rk_k2k_path_t path;    /* of its outgoing links; else of its incoming */
+  uint32_t ports;        /* output ports its handler sends to */
+  uint32_t links_out;    /* (port, receiver) links wired */
+  uint32_t senders_in;   /* (sender, port) links into its inbox */
+  uint64_t sent;         /* messages queued by its handler (each copy) */
+  uint64_t refused_full; /* sends answered RK_SEND_FULL */
   uint64_t refused_unconnected; /* sends answered RK_SEND_UNCONNECTED */
   uint64_t received;            /* inbox messages its handler handled */
   uint64_t received_errors;     /* of those, handler errors */

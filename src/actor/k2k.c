@@ -1,13 +1,12 @@
 /* Actor-to-actor messaging (see k2k_internal.h; the protocol is modelled in
  * tests/model/k2k.pml). */
-#include "actor/k2k_internal.h"
-
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "actor/actor_internal.h"
+#include "actor/k2k_internal.h"
 #include "base/error.h"
 #include "base/ring.h"
 #include "base/sys.h"
@@ -18,10 +17,10 @@
 #define ADD_RELAXED(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
 
 enum {
-  kMaxLinks = 64,          /* receivers of one port (fan-out) */
-  kCounterStride = 16,     /* uint64_t: one RK_ABI_LINE per counter */
-  kPortName = 16,          /* "rk_port7" */
-  kTypeName = 128,         /* a message type's name */
+  kMaxLinks = 64,      /* receivers of one port (fan-out) */
+  kCounterStride = 16, /* uint64_t: one RK_ABI_LINE per counter */
+  kPortName = 16,      /* "rk_port7" */
+  kTypeName = 128,     /* a message type's name */
   kRefusalFull = RK_SEND_FULL,
   kRefusalUnconnected = RK_SEND_UNCONNECTED,
 };
@@ -33,8 +32,8 @@ typedef struct inbox {
   unsigned char *slots;
   void *mem;
   uint32_t capacity, payload;
-  uint32_t links;  /* links into it; each gets capacity / links */
-  uint32_t quota;  /* set by connect, before activation */
+  uint32_t links;     /* links into it; each gets capacity / links */
+  uint32_t quota;     /* set by connect, before activation */
   uint64_t *consumed; /* per link, kCounterStride apart: receiver-owned */
   rk__ring_end_t c;   /* the consumer end: the receiver's device side */
 } inbox_t;
@@ -70,7 +69,7 @@ struct rk__k2k {
   /* Counters: written by the device side, read by stats. */
   uint64_t sent, refused_full, refused_unconnected; /* atomic */
   uint64_t undelivered; /* atomic: queued for a receiver released since */
-  uint64_t received, received_errors;               /* atomic */
+  uint64_t received, received_errors; /* atomic */
 };
 
 /* ---- Creation ------------------------------------------------------------ */
@@ -108,8 +107,9 @@ rk_status_t rk__k2k_create(const rk_entry_t *e, uint32_t in_size,
                            uint32_t inbox_capacity, rk_actor_mode_t mode,
                            rk_actor_execution_t execution, bool polled,
                            rk__k2k_t **out) {
-  rk__k2k_t *k = aligned_alloc(RK_ABI_LINE, sizeof(rk__k2k_t) + RK_ABI_LINE -
-                                                sizeof(rk__k2k_t) % RK_ABI_LINE);
+  rk__k2k_t *k =
+      aligned_alloc(RK_ABI_LINE, sizeof(rk__k2k_t) + RK_ABI_LINE -
+                                     sizeof(rk__k2k_t) % RK_ABI_LINE);
   if (!k) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor: K2K state");
   memset(k, 0, sizeof *k);
   k->refs = 1;
@@ -323,17 +323,17 @@ void rk__k2k_inbox_release(rk__k2k_t *k, uint32_t n, uint32_t errors) {
 /* ---- Wiring -------------------------------------------------------------- */
 
 static rk_status_t make_inbox(rk__k2k_t *d) {
-  inbox_t *b = aligned_alloc(RK_ABI_LINE, (sizeof *b + RK_ABI_LINE - 1) &
-                                              ~(size_t)(RK_ABI_LINE - 1));
+  inbox_t *b = aligned_alloc(
+      RK_ABI_LINE, (sizeof *b + RK_ABI_LINE - 1) & ~(size_t)(RK_ABI_LINE - 1));
   if (!b) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor: K2K inbox");
   memset(b, 0, sizeof *b);
   b->capacity = d->inbox_capacity;
   b->payload = d->in_size;
   const uint32_t slot = rk_abi_slot_size(d->in_size);
-  const size_t bytes = sizeof(rk_abi_ring_t) +
-                       (size_t)rk__ring_slot_bytes(b->capacity, slot);
-  b->mem = aligned_alloc(RK_ABI_LINE, (bytes + RK_ABI_LINE - 1) &
-                                          ~(size_t)(RK_ABI_LINE - 1));
+  const size_t bytes =
+      sizeof(rk_abi_ring_t) + (size_t)rk__ring_slot_bytes(b->capacity, slot);
+  b->mem = aligned_alloc(
+      RK_ABI_LINE, (bytes + RK_ABI_LINE - 1) & ~(size_t)(RK_ABI_LINE - 1));
   if (!b->mem) {
     free(b);
     return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor: K2K inbox of %zu bytes",
@@ -353,9 +353,8 @@ static rk_status_t make_inbox(rk__k2k_t *d) {
   return RK_OK;
 }
 
-rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name,
-                            uint32_t port, rk__k2k_t *dst,
-                            const char *dst_name) {
+rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
+                            rk__k2k_t *dst, const char *dst_name) {
   if (port >= RK__K2K_MAX_PORTS || port >= src->nports ||
       !src->ports[port].size)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
@@ -386,9 +385,8 @@ rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name,
                     dst_name, dst->inbox_capacity, dst->inbox->links + 1);
   if (!dst->inbox) RK_RETURN_IF_ERROR(make_inbox(dst));
   inbox_t *b = dst->inbox;
-  uint64_t *consumed =
-      realloc(b->consumed, (size_t)(b->links + 1) * kCounterStride *
-                               sizeof(uint64_t));
+  uint64_t *consumed = realloc(
+      b->consumed, (size_t)(b->links + 1) * kCounterStride * sizeof(uint64_t));
   if (!consumed)
     return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor_connect: credit counters");
   b->consumed = consumed;

@@ -97,9 +97,8 @@ void rk__k2k_inbox_release(rk__k2k_t *k, uint32_t n, uint32_t errors);
 
 /* ---- Host ---------------------------------------------------------------- */
 
-rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name,
-                            uint32_t port, rk__k2k_t *dst,
-                            const char *dst_name);
+rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
+                            rk__k2k_t *dst, const char *dst_name);
 void rk__k2k_stats(const rk__k2k_t *k, rk_actor_k2k_stats_t *out);
 
 #endif /* RK_ACTOR_K2K_INTERNAL_H_ */

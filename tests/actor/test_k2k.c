@@ -207,8 +207,7 @@ static void test_fan_out(void) {
   feed(a, 0, kN, 0);
   for (int i = 0; i < 3; ++i) {
     ack_t r = wait_count(s[i], kN);
-    CHECK(r.count == kN && r.disorder == 0 &&
-              r.sum == kN * (kN + 1) / 2 + kN,
+    CHECK(r.count == kN && r.disorder == 0 && r.sum == kN * (kN + 1) / 2 + kN,
           "fan-out sink %d: count %d, disorder %d, sum %d", i, r.count,
           r.disorder, r.sum);
   }
@@ -234,8 +233,8 @@ static void test_full(void) {
   for (int i = 1; i <= kN; ++i) {
     tok_t t = {0, (uint32_t)i, i};
     ack_t r;
-    rk_status_t st = rk_actor_call(a, &t, sizeof t, &r, sizeof r,
-                                   RK_TIMEOUT_INFINITE, NULL);
+    rk_status_t st =
+        rk_actor_call(a, &t, sizeof t, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL);
     if (st != RK_OK && st != RK_ERR_HANDLER) other++;
     if (r.r == RK_SEND_QUEUED)
       queued++;
@@ -258,7 +257,8 @@ static void test_full(void) {
         (unsigned long long)st.inbox_capacity);
   CHECK_OK(rk_actor_activate(s));
   ack_t r = wait_count(s, kCap);
-  CHECK(r.count == kCap && r.disorder == 0 && r.sum == kCap * (kCap + 1) / 2 + kCap,
+  CHECK(r.count == kCap && r.disorder == 0 &&
+            r.sum == kCap * (kCap + 1) / 2 + kCap,
         "after the full channel: count %d, disorder %d, sum %d", r.count,
         r.disorder, r.sum);
   /* Credit came back: sends queue again. */
@@ -267,8 +267,7 @@ static void test_full(void) {
   CHECK_OK(rk_actor_call(a, &t, sizeof t, &back, sizeof back,
                          RK_TIMEOUT_INFINITE, NULL));
   CHECK(back.r == RK_SEND_QUEUED, "after draining: send said %d", back.r);
-  printf("  full channel: %d queued, %d refused, then drained\n", queued,
-         full);
+  printf("  full channel: %d queued, %d refused, then drained\n", queued, full);
   stop(a);
   stop(s);
 }
@@ -294,9 +293,9 @@ static void test_unconnected_and_errors(void) {
   CHECK_OK(rk_actor_activate(b));
   tok_t t = {0, 1, 1};
   ack_t r;
-  CHECK_STATUS(rk_actor_call(b, &t, sizeof t, &r, sizeof r,
-                             RK_TIMEOUT_INFINITE, NULL),
-               RK_ERR_HANDLER);
+  CHECK_STATUS(
+      rk_actor_call(b, &t, sizeof t, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL),
+      RK_ERR_HANDLER);
   CHECK(r.r == RK_SEND_UNCONNECTED, "unconnected port: send said %d", r.r);
   rk_actor_k2k_stats_t st;
   CHECK_OK(rk_actor_k2k_stats(b, &st));
