@@ -169,7 +169,7 @@ static bool ok(rk_status_t s, const char *what) {
 /* The initial temperature: a hot square off centre on a cold plate. */
 static float initial(int x, int y, int nx, int ny) {
   return x >= nx / 4 && x < nx / 2 && y >= ny / 3 && y < (2 * ny) / 3 ? 100.0f
-                                                                       : 0.0f;
+                                                                      : 0.0f;
 }
 
 typedef struct {
@@ -256,15 +256,18 @@ static bool run_tiles(rk_context_t *ctx, halo_result_t *r, float *grid) {
   /* Port 0 north, 1 south, 2 west, 3 east. */
   for (int i = 0; good && i < n; ++i) {
     const int tx = i % r->ntx, ty = i / r->ntx;
-    if (ty > 0) good &= ok(rk_actor_connect(tiles[i], 0, tiles[i - r->ntx]),
-                           "connecting north");
+    if (ty > 0)
+      good &= ok(rk_actor_connect(tiles[i], 0, tiles[i - r->ntx]),
+                 "connecting north");
     if (ty < r->nty - 1)
       good &= ok(rk_actor_connect(tiles[i], 1, tiles[i + r->ntx]),
                  "connecting south");
     if (tx > 0)
-      good &= ok(rk_actor_connect(tiles[i], 2, tiles[i - 1]), "connecting west");
+      good &=
+          ok(rk_actor_connect(tiles[i], 2, tiles[i - 1]), "connecting west");
     if (tx < r->ntx - 1)
-      good &= ok(rk_actor_connect(tiles[i], 3, tiles[i + 1]), "connecting east");
+      good &=
+          ok(rk_actor_connect(tiles[i], 3, tiles[i + 1]), "connecting east");
   }
   for (int i = 0; good && i < n; ++i)
     good = ok(rk_actor_activate(tiles[i]), "activating a tile");
@@ -332,8 +335,7 @@ static bool run_kernel(rk_context_t *ctx, halo_result_t *r, float *grid) {
               ok(rk_context_copy_to_device(ctx, buf[0], host, bytes), "copy") &&
               ok(rk_context_copy_to_device(ctx, buf[1], host, bytes), "copy");
   const rk_dim3_t block = {16, 16, 1};
-  const rk_dim3_t grid3 = {(uint32_t)(w + 15) / 16, (uint32_t)(h + 15) / 16,
-                           1};
+  const rk_dim3_t grid3 = {(uint32_t)(w + 15) / 16, (uint32_t)(h + 15) / 16, 1};
   const int total = kWarmup + r->steps;
   double t0 = tool_now_seconds();
   for (int s = 0; good && s < total; ++s) {
@@ -393,8 +395,8 @@ int tool_demo_halo(rk_backend_t *be, bool json, bool quick) {
   free(k);
   if (!ok(rk_context_destroy(ctx), "releasing the context")) good = false;
   if (!good) return TOOL_EXIT_FAILURE;
-  const double actor_rate = r.steps / r.actor_s, kernel_rate =
-                                                     r.steps / r.kernel_s;
+  const double actor_rate = r.steps / r.actor_s,
+               kernel_rate = r.steps / r.kernel_s;
   if (json) {
     printf("{\"demo\":\"halo\",\"backend\":");
     tool_json_string(stdout, rk_backend_name(be));
@@ -416,8 +418,9 @@ int tool_demo_halo(rk_backend_t *be, bool json, bool quick) {
         r.matches ? "true" : "false");
   } else {
     printf("backend   %s\ndevice    %s\n", rk_backend_name(be), info.name);
-    printf("grid      %d x %d cells, %d x %d tile actors of %d x %d, %d steps\n",
-           r.nx, r.ny, r.ntx, r.nty, kT, kT, r.steps);
+    printf(
+        "grid      %d x %d cells, %d x %d tile actors of %d x %d, %d steps\n",
+        r.nx, r.ny, r.ntx, r.nty, kT, kT, r.steps);
     printf("halos     %llu K2K messages, path %s\n",
            (unsigned long long)r.k2k_messages, r.path);
     printf("tile actors          %8.1f steps/s\n", actor_rate);
