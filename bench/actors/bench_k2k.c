@@ -80,8 +80,7 @@ static void die(const char *fmt, ...) {
 }
 
 static void check(rk_status_t s, const char *what) {
-  if (s != RK_OK)
-    die("%s: %s: %s", what, rk_status_name(s), rk_last_error());
+  if (s != RK_OK) die("%s: %s: %s", what, rk_status_name(s), rk_last_error());
 }
 
 /* ---- (a) The floor: a cache line ping-ponged between two CPUs ----------- */
@@ -140,7 +139,8 @@ static double floor_round(floor_t *f, long n) {
   return ns;
 }
 
-/* ---- (b), (c) Actors ------------------------------------------------------ */
+/* ---- (b), (c) Actors ------------------------------------------------------
+ */
 
 static rk_actor_t *launch(rk_context_t *ctx, const char *handler) {
   rk_actor_options_t o;
@@ -203,8 +203,7 @@ static double tput_round(rk_actor_t *a, rk_actor_t *b, long msgs,
   *refused += (uint64_t)reqs * kBurst - queued;
   if (received(b) - before != queued)
     die("B handled %llu messages, A queued %llu",
-        (unsigned long long)(received(b) - before),
-        (unsigned long long)queued);
+        (unsigned long long)(received(b) - before), (unsigned long long)queued);
   return (double)queued * 1e9 / (double)(t1 - t0);
 }
 
@@ -296,8 +295,8 @@ int main(int argc, char **argv) {
          sh.median, sh.p10, sh.p90);
   printf("  %-34s %10.2f x   (target: within 2x)  %s\n", "hop / floor", ratio,
          ratio <= 2.0 ? "met" : "NOT met");
-  printf("  %-34s %10.0f /s  (p10 %.0f, p90 %.0f)\n",
-         "K2K messages, A -> B", stp.median, stp.p10, stp.p90);
+  printf("  %-34s %10.0f /s  (p10 %.0f, p90 %.0f)\n", "K2K messages, A -> B",
+         stp.median, stp.p10, stp.p90);
   printf("  %-34s %10llu\n", "sends answered RK_SEND_FULL",
          (unsigned long long)refused);
   if (json) {

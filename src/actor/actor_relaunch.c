@@ -261,6 +261,7 @@ static void *driver_main(void *arg) {
                                  .inbox = r->k2k ? handle_inbox : NULL,
                                  .inbox_ready = r->k2k ? inbox_ready : NULL};
   rk__actor_loop_run(&loop);
+  rk__k2k_stopped(r->k2k);
   if (__atomic_exchange_n(&r->abandoned, 1u, __ATOMIC_ACQ_REL)) {
     pthread_detach(pthread_self());
     relaunch_free(r);

@@ -53,10 +53,14 @@ typedef struct port {
 } port_t;
 
 struct rk__k2k {
-  uint32_t refs; /* atomic: the actor, and one per link into this inbox */
-  uint32_t gone; /* atomic: the actor was released */
-  uint32_t busy; /* atomic: senders writing into the inbox right now */
-  uint32_t in_size, inbox_capacity;
+  /* Written by its senders (busy) and rarely by the host: a line of its
+   * own. */
+  _Alignas(RK_ABI_LINE) uint32_t busy; /* atomic: senders delivering now */
+  uint32_t gone;                       /* atomic: the actor was released */
+  uint32_t stopped; /* atomic: its device side left its loop */
+  uint32_t refs;    /* atomic: the actor, and one per link into this inbox */
+  _Alignas(RK_ABI_LINE) uint32_t in_size;
+  uint32_t inbox_capacity;
   char in_type[kTypeName];
   bool resident, forwarded;
   rk_abi_control_t *control;
@@ -168,6 +172,16 @@ void rk__k2k_release(rk__k2k_t *k) {
    * actor): one that got in first is waited for. */
   __atomic_store_n(&k->gone, 1u, __ATOMIC_SEQ_CST);
   while (__atomic_load_n(&k->busy, __ATOMIC_SEQ_CST)) rk__cpu_relax();
+  /* Its own device side has stopped: its links let go of the receivers
+   * (so that actors wired in a cycle are freed too). */
+  for (uint32_t p = 0; p < RK__K2K_MAX_PORTS; ++p) {
+    port_t *pt = &k->ports[p];
+    for (uint32_t i = 0; i < pt->nlinks; ++i) {
+      rk__k2k_t *d = pt->links[i].dst;
+      if (__atomic_sub_fetch(&d->refs, 1u, __ATOMIC_ACQ_REL) == 0) k2k_free(d);
+    }
+    pt->nlinks = 0;
+  }
   if (__atomic_sub_fetch(&k->refs, 1u, __ATOMIC_ACQ_REL) == 0) k2k_free(k);
 }
 
@@ -190,11 +204,15 @@ static uint64_t link_credit(const link_t *l) {
   return in_flight >= b->quota ? 0 : b->quota - in_flight;
 }
 
-/* A receiver that is going away, or that was asked to terminate, takes
- * nothing more. */
+/* A receiver whose device side has stopped, or that is going away, takes
+ * nothing more. (Only fields of the K2K state, which lives as long as a
+ * link to it: the actor's own memory may be gone.) */
 static bool receiver_gone(const rk__k2k_t *d) {
-  return LOAD_ACQUIRE(&d->gone) ||
-         (d->control && LOAD_ACQUIRE(&d->control->terminate));
+  return LOAD_ACQUIRE(&d->stopped) || LOAD_ACQUIRE(&d->gone);
+}
+
+void rk__k2k_stopped(rk__k2k_t *k) {
+  if (k) STORE_RELEASE(&k->stopped, 1u);
 }
 
 void rk__k2k_prepare(rk__k2k_t *k, uint32_t max) {

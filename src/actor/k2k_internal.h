@@ -63,9 +63,16 @@ rk_status_t rk__k2k_create(const rk_entry_t *entry, uint32_t in_size,
  * once they exist. */
 void rk__k2k_attach(rk__k2k_t *k, rk_abi_control_t *control,
                     rk_abi_ring_t *in_ring);
-/* The actor is going away: sends to it answer RK_SEND_UNCONNECTED from now
- * on; the memory lives until every sender wired to it is destroyed too. */
+/* The actor is going away (its device side has stopped): sends to it
+ * answer RK_SEND_UNCONNECTED from now on, its own links are dropped, and
+ * the memory lives until every sender wired to it is released too. */
 void rk__k2k_release(rk__k2k_t *k);
+
+/* The actor's device side has left its loop (after answering what was
+ * queued, the inbox included): sends to it answer RK_SEND_UNCONNECTED from
+ * now on. Messages a sender queued just before stay in the inbox
+ * (rk_actor_k2k_stats' inbox_depth). */
+void rk__k2k_stopped(rk__k2k_t *k);
 
 /* ---- Sending side -------------------------------------------------------- */
 

@@ -166,6 +166,7 @@ static void *worker_main(void *arg) {
                                  .inbox = w->k2k ? handle_inbox : NULL,
                                  .inbox_ready = w->k2k ? inbox_ready : NULL};
   rk__actor_loop_run(&loop);
+  rk__k2k_stopped(w->k2k);
   if (__atomic_exchange_n(&w->abandoned, 1u, __ATOMIC_ACQ_REL)) {
     pthread_detach(pthread_self());
     worker_free(w);
