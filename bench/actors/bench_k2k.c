@@ -66,7 +66,7 @@ typedef struct {
   int sent;
 } ack_t;
 
-enum { kBurst = 64, kMaxRounds = 101 };
+enum { kBurst = 64, kWindow = 256, kMaxRounds = 101 };
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void die(const char *fmt, ...) {
@@ -186,14 +186,20 @@ static double tput_round(rk_actor_t *a, rk_actor_t *b, long msgs,
   const uint64_t before = received(b);
   tok_t t = {0, kBurst};
   const uint64_t t0 = rkb_now_ns();
-  for (long i = 0; i < reqs; ++i)
-    check(rk_actor_send(a, &t, sizeof t, RK_TIMEOUT_INFINITE, NULL), "burst");
+  /* At most kWindow requests in flight: answers nobody takes would fill
+   * A's output ring and then hold up the sends. */
   uint64_t queued = 0;
-  for (long i = 0; i < reqs; ++i) {
+  long sent = 0, answered = 0;
+  while (answered < reqs) {
+    while (sent < reqs && sent - answered < kWindow) {
+      check(rk_actor_send(a, &t, sizeof t, RK_TIMEOUT_INFINITE, NULL), "burst");
+      sent++;
+    }
     ack_t r;
     check(rk_actor_receive(a, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL),
           "a burst's answer");
     queued += (uint64_t)r.sent;
+    answered++;
   }
   while (received(b) - before < queued) {
     struct timespec ts = {0, 20000};

@@ -22,6 +22,7 @@
 enum {
   kT = 32,     /* cells per tile side (TILE in the source) */
   kWarmup = 2, /* steps run before the timed ones, by both versions */
+  kMaxRounds = 16,
 };
 
 static const char kSource[] =
@@ -174,7 +175,8 @@ static float initial(int x, int y, int nx, int ny) {
 
 typedef struct {
   int ntx, nty, nx, ny, steps;
-  double actor_s, kernel_s;
+  int rounds, per_round; /* steps = rounds * per_round, timed per round */
+  double actor_s[kMaxRounds], kernel_s[kMaxRounds];
   double max_diff;
   int errors;
   bool matches;
@@ -272,12 +274,12 @@ static bool run_tiles(rk_context_t *ctx, halo_result_t *r, float *grid) {
   for (int i = 0; good && i < n; ++i)
     good = ok(rk_actor_activate(tiles[i]), "activating a tile");
   /* kWarmup steps untimed (first launches, caches), then the timed ones. */
-  double t0 = 0;
-  for (int round = 0; round < 2 && good; ++round) {
-    if (round == 1) t0 = tool_now_seconds();
-    good = advance(tiles, n, round ? r->steps : kWarmup, view);
+  if (good) good = advance(tiles, n, kWarmup, view);
+  for (int round = 0; round < r->rounds && good; ++round) {
+    const double t0 = tool_now_seconds();
+    good = advance(tiles, n, r->per_round, view);
+    r->actor_s[round] = tool_now_seconds() - t0;
   }
-  r->actor_s = tool_now_seconds() - t0;
   tile_msg_t q;
   memset(&q, 0, sizeof q);
   q.kind = 2;
@@ -339,17 +341,21 @@ static bool run_kernel(rk_context_t *ctx, halo_result_t *r, float *grid) {
   const int total = kWarmup + r->steps;
   double t0 = tool_now_seconds();
   for (int s = 0; good && s < total; ++s) {
-    if (s == kWarmup) {
-      good = ok(rk_context_synchronize(ctx), "synchronizing");
-      t0 = tool_now_seconds();
-    }
+    /* A round ends with a synchronize: the warm-up, then each timed one. */
+    const int round = s < kWarmup ? -1 : (s - kWarmup) / r->per_round;
     rk_arg_t args[5] = {rk_arg_i32(r->nx), rk_arg_i32(r->ny), rk_arg_f32(kK),
                         rk_arg_ptr(buf[s & 1]), rk_arg_ptr(buf[(s + 1) & 1])};
     good = ok(rk_function_launch(fn, grid3, block, 0, NULL, args, 5),
               "launching heat_step");
+    const bool last = s + 1 == kWarmup ||
+                      (round >= 0 && (s - kWarmup + 1) % r->per_round == 0);
+    if (good && last) {
+      good = ok(rk_context_synchronize(ctx), "synchronizing");
+      const double t1 = tool_now_seconds();
+      if (round >= 0) r->kernel_s[round] = t1 - t0;
+      t0 = t1;
+    }
   }
-  if (good) good = ok(rk_context_synchronize(ctx), "synchronizing");
-  r->kernel_s = tool_now_seconds() - t0;
   if (good)
     good = ok(rk_context_copy_to_host(ctx, host, buf[total & 1], bytes),
               "copy back");
@@ -363,6 +369,21 @@ static bool run_kernel(rk_context_t *ctx, halo_result_t *r, float *grid) {
   return good;
 }
 
+typedef struct {
+  double median, min, max;
+} rate_t;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static rate_t rate_of(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  rate_t r = {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v[0], v[n - 1]};
+  return r;
+}
+
 int tool_demo_halo(rk_backend_t *be, bool json, bool quick) {
   rk_device_info_t info;
   if (!ok(rk_backend_device_info(be, 0, &info), "reading device 0"))
@@ -371,7 +392,9 @@ int tool_demo_halo(rk_backend_t *be, bool json, bool quick) {
   memset(&r, 0, sizeof r);
   r.ntx = quick ? 2 : 3;
   r.nty = quick ? 2 : 3;
-  r.steps = quick ? 20 : 200;
+  r.rounds = quick ? 3 : 5;
+  r.per_round = quick ? 10 : 40;
+  r.steps = r.rounds * r.per_round;
   r.nx = r.ntx * kT;
   r.ny = r.nty * kT;
   r.path = "none";
@@ -395,8 +418,14 @@ int tool_demo_halo(rk_backend_t *be, bool json, bool quick) {
   free(k);
   if (!ok(rk_context_destroy(ctx), "releasing the context")) good = false;
   if (!good) return TOOL_EXIT_FAILURE;
-  const double actor_rate = r.steps / r.actor_s,
-               kernel_rate = r.steps / r.kernel_s;
+  /* Steps per second per round: median, lowest, highest. */
+  double ar[kMaxRounds], kr[kMaxRounds];
+  for (int i = 0; i < r.rounds; ++i) {
+    ar[i] = r.per_round / r.actor_s[i];
+    kr[i] = r.per_round / r.kernel_s[i];
+  }
+  const rate_t actor_rate = rate_of(ar, r.rounds);
+  const rate_t kernel_rate = rate_of(kr, r.rounds);
   if (json) {
     printf("{\"demo\":\"halo\",\"backend\":");
     tool_json_string(stdout, rk_backend_name(be));
@@ -404,18 +433,18 @@ int tool_demo_halo(rk_backend_t *be, bool json, bool quick) {
     tool_json_string(stdout, info.name);
     printf(
         ",\"grid\":[%d,%d],\"tiles\":[%d,%d],\"tile\":%d,\"steps\":%d,"
-        "\"k2k_path\":",
-        r.nx, r.ny, r.ntx, r.nty, kT, r.steps);
+        "\"rounds\":%d,\"k2k_path\":",
+        r.nx, r.ny, r.ntx, r.nty, kT, r.steps, r.rounds);
     tool_json_string(stdout, r.path);
     printf(
-        ",\"k2k_messages\":%llu,\"tile_actors_s\":%.6f,"
-        "\"tile_actors_steps_per_s\":%.1f,\"kernel_per_step_s\":%.6f,"
-        "\"kernel_steps_per_s\":%.1f,\"max_abs_diff\":%.3g,"
+        ",\"k2k_messages\":%llu,\"tile_actors_steps_per_s\":{\"median\":%.1f,"
+        "\"min\":%.1f,\"max\":%.1f},\"kernel_steps_per_s\":{\"median\":%.1f,"
+        "\"min\":%.1f,\"max\":%.1f},\"max_abs_diff\":%.3g,"
         "\"tolerance_abs\":%.3g,\"send_errors\":%d,\"matches_reference\":%s}"
         "\n",
-        (unsigned long long)r.k2k_messages, r.actor_s, actor_rate, r.kernel_s,
-        kernel_rate, r.max_diff, kTolerance, r.errors,
-        r.matches ? "true" : "false");
+        (unsigned long long)r.k2k_messages, actor_rate.median, actor_rate.min,
+        actor_rate.max, kernel_rate.median, kernel_rate.min, kernel_rate.max,
+        r.max_diff, kTolerance, r.errors, r.matches ? "true" : "false");
   } else {
     printf("backend   %s\ndevice    %s\n", rk_backend_name(be), info.name);
     printf(
@@ -423,8 +452,12 @@ int tool_demo_halo(rk_backend_t *be, bool json, bool quick) {
         r.nx, r.ny, r.ntx, r.nty, kT, kT, r.steps);
     printf("halos     %llu K2K messages, path %s\n",
            (unsigned long long)r.k2k_messages, r.path);
-    printf("tile actors          %8.1f steps/s\n", actor_rate);
-    printf("one kernel per step  %8.1f steps/s\n", kernel_rate);
+    printf("tile actors          %10.1f steps/s  (%.1f-%.1f)\n",
+           actor_rate.median, actor_rate.min, actor_rate.max);
+    printf("one kernel per step  %10.1f steps/s  (%.1f-%.1f)\n",
+           kernel_rate.median, kernel_rate.min, kernel_rate.max);
+    printf("          medians over %d rounds of %d steps (lowest-highest)\n",
+           r.rounds, r.per_round);
     printf("result    %s (max |difference| %.3g, tolerance %.3g)\n",
            r.matches ? "matches the reference" : "DIFFERS from the reference",
            r.max_diff, kTolerance);
