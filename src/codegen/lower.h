@@ -14,7 +14,9 @@
  *     kernel <name> run by global thread 0 for one message (with a
  *     trailing rk_status buffer when it returns int), a batch kernel
  *     rk_batch_<name>(in, out[, state], rk_status, rk_count), and with
- *     persistent_actors (CUDA) the resident kernel rk_actor_<name>.
+ *     persistent_actors (CUDA) the resident kernel rk_actor_<name>; a
+ *     handler that sends (rk_send) has rk_ports and rk_port<p> after those
+ *     parameters, rk_status always, and a batch run in order.
  *
  * rk__cg_lower() computes that description, the plan, from the tree, the
  * target's capabilities (ctx->caps, targets.h) and the entry selection.
