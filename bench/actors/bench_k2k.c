@@ -227,10 +227,10 @@ int main(int argc, char **argv) {
   }
   rkb_json_t j;
   if (json) rkb_json_begin(&j, "k2k");
-  const int rounds = quick ? 5 : 21;
-  const long floor_n = quick ? 20000 : 200000;
+  const int rounds = quick ? 5 : 11;
+  const long floor_n = quick ? 5000 : 20000;
   const long hops = quick ? 2000 : 20000;
-  const long msgs = quick ? 20000 : 200000;
+  const long msgs = quick ? 20000 : 100000;
 
   int cpus[2];
   const int ncpus = rk__allowed_cpus(cpus, 2);
