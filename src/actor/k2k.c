@@ -238,15 +238,12 @@ void rk__k2k_prepare(rk__k2k_t *k, uint32_t max) {
   }
 }
 
-/* Wakes the receiver's device side if it parks: the wake sequence always
- * moves (it read the sequence before it looked at the inbox), the system
- * call only when it said it sleeps (the fences pair as in ring.c). */
+/* Wakes the receiver's device side if it said it sleeps: the signalling
+ * half of ring.c's handshake on its input ring. It looks at the inbox
+ * after raising the waiter count (rk__ring_wait_data_since_or), so either
+ * it sees our message or we see it waiting. */
 static void wake(rk__k2k_t *d) {
-  rk_abi_ring_t *h = d->in_ring;
-  if (!h) return;
-  __atomic_fetch_add(&h->data_seq, 1u, __ATOMIC_RELEASE);
-  rk__ring_fence_light();
-  if (LOAD_RELAXED(&h->data_waiters)) rk__wake_all(&h->data_seq);
+  if (d->in_ring) rk__ring_signal_data(d->in_ring);
 }
 
 void rk__k2k_deliver(rk__k2k_t *k) {

@@ -186,7 +186,13 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
         rk__cpu_relax();
       continue;
     }
-    rk__ring_wait_data_since(in.hdr, in.own, seq, 0);
+    /* Parked, it also looks at the inbox after announcing itself: a
+     * sender signals the input ring after it publishes there. */
+    if (l->inbox_ready)
+      rk__ring_wait_data_since_or(in.hdr, in.own, seq, 0, l->inbox_ready,
+                                  l->ctx);
+    else
+      rk__ring_wait_data_since(in.hdr, in.own, seq, 0);
     idle_since = 0;
   }
   set_run_state(c, &run_state, RK_ABI_RUN_STOPPED);

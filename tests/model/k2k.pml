@@ -20,13 +20,13 @@
  *     consumed[sender] (the sender's credit comes back after the slot is
  *     free).
  *   - Waking: the receiver parks on its input ring's wake sequence (it also
- *     waits for host requests there). It reads the sequence at the top of
- *     its loop, before it looks at the inbox; with nothing to do it raises
- *     the waiter count and sleeps (a futex wait) unless the sequence has
- *     changed. A sender, after publishing, always bumps the sequence and
- *     wakes sleepers only when the count is non-zero (a full fence on each
- *     side between the store and the load, so sequentially consistent
- *     here).
+ *     waits for host requests there): it reads the sequence at the top of
+ *     its loop, and with nothing to do raises the waiter count, looks at
+ *     the inbox again (rk__ring_wait_data_since_or) and sleeps (a futex
+ *     wait) while the sequence is unchanged. A sender, after publishing,
+ *     bumps the sequence and wakes sleepers only when the count is
+ *     non-zero (rk__ring_signal_data; a full fence on each side between
+ *     the store and the load, so sequentially consistent here).
  *
  * Each statement touching shared memory is one access of the C code; ghost
  * variables (busy[], want[]) exist only for the assertions.
@@ -51,10 +51,9 @@
  *                               and the receiver, finding a slot that does
  *                               not look valid, drops it and moves on.
  *   -DBUG_LATE_SEQ              the receiver reads the wake sequence after
- *                               it looked at the inbox.
- *   -DBUG_WAKE_IF_WAITING       a sender bumps the sequence only when the
- *                               waiter count is non-zero (the receiver does
- *                               not re-check the inbox after raising it).
+ *                               its second look at the inbox.
+ *   -DBUG_NO_RECHECK            the receiver sleeps without looking at the
+ *                               inbox again after raising the waiter count.
  */
 #ifndef CAP
 #define CAP 2
@@ -94,18 +93,10 @@ byte received = 0;
 byte dropped = 0;
 
 inline signal() {
-#ifdef BUG_WAKE_IF_WAITING
   if
-  :: waiters > 0 -> wake_seq++; asleep = 0
+  :: waiters > 0 -> wake_seq++; asleep = 0 /* futex wake */
   :: else -> skip
   fi
-#else
-  wake_seq++;
-  if
-  :: waiters > 0 -> asleep = 0 /* futex wake */
-  :: else -> skip
-  fi
-#endif
 }
 
 proctype sender(byte id) {
@@ -224,11 +215,18 @@ proctype receiver() {
       consumed[from]++
 #endif
     :: else ->
+      /* Park: the count, a second look at the inbox, then a futex wait
+       * while the sequence is s0. */
+      waiters++;
+#ifndef BUG_NO_RECHECK
+      if
+      :: tail != h -> goto awake
+      :: else -> skip
+      fi;
+#endif
 #ifdef BUG_LATE_SEQ
       s0 = wake_seq;
 #endif
-      /* Park: the count, then a futex wait while the sequence is s0. */
-      waiters++;
       atomic {
         if
         :: wake_seq == s0 -> asleep = 1
@@ -236,6 +234,7 @@ proctype receiver() {
         fi
       };
       asleep == 0;
+awake:
       waiters--
     fi
   od;
