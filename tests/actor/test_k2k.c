@@ -349,6 +349,37 @@ static void test_receiver_gone(void) {
   printf("  receiver destroyed first\n");
 }
 
+/* A sender on a CPU context of its own (resident) into a receiver on the
+ * test's context: the inbox is host memory, so links across contexts (and
+ * backends) work. */
+static void test_across_contexts(void) {
+  enum { kN = 100 };
+  rk_backend_t *cbe = NULL;
+  rk_context_t *cctx = NULL;
+  if (!CHECK_OK(rk_backend_open(RK_BACKEND_CPU, &cbe)) ||
+      !CHECK_OK(rk_backend_create_context(cbe, 0, &cctx)))
+    return;
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.auto_activate = false;
+  rk_actor_t *a = NULL;
+  CHECK_OK(rk_actor_launch(cctx, kSource, "stage", &o, &a));
+  rk_actor_t *s = launch("sink", 1024);
+  CHECK_OK(rk_actor_connect(a, 0, s));
+  CHECK_OK(rk_actor_activate(s));
+  CHECK_OK(rk_actor_activate(a));
+  feed(a, 0, kN, RK_SEND_QUEUED);
+  ack_t r = wait_count(s, kN);
+  CHECK(r.count == kN && r.disorder == 0 && r.sum == kN * (kN + 1) / 2 + kN,
+        "across contexts: count %d, disorder %d, sum %d", r.count, r.disorder,
+        r.sum);
+  printf("  across contexts (cpu -> this backend): %d tokens\n", r.count);
+  stop(a);
+  stop(s);
+  CHECK_OK(rk_context_destroy(cctx));
+  CHECK_OK(rk_backend_destroy(cbe));
+}
+
 int main(int argc, char **argv) {
   rk_backend_kind_t kind = RK_BACKEND_CPU;
   for (int i = 1; i < argc; ++i) {
@@ -381,6 +412,8 @@ int main(int argc, char **argv) {
   test_unconnected_and_errors();
   actor_test_watch("receiver gone", 60);
   test_receiver_gone();
+  actor_test_watch("across contexts", 60);
+  test_across_contexts();
   actor_test_watch("done", 60);
   rk_context_destroy(g_ctx);
   rk_backend_destroy(be);
