@@ -13,6 +13,10 @@
  *       RK_SEND_FULL), B's handler takes them. Messages per second over
  *       the messages B handled; the FULL answers are counted, not retried.
  *
+ * The actors' workers are left to the scheduler (launched from a thread
+ * pinned to one CPU) and spin RK_ACTOR_SPIN_US (200 us unless set) before
+ * they park, as a busy actor does.
+ *
  * Every hop and message is checked (B's count and A's answers). Method as
  * in bench_actors: an untimed warm-up round, then R rounds in each of
  * which every measurement runs once; medians with p10-p90 over rounds.
@@ -91,6 +95,12 @@ typedef struct {
   int cpu;
 } floor_t;
 
+static cpu_set_t g_all; /* the host thread's CPUs at start */
+
+static void unpin(void) {
+  pthread_setaffinity_np(pthread_self(), sizeof g_all, &g_all);
+}
+
 static void pin(int cpu) {
   if (cpu < 0) return;
   cpu_set_t set;
@@ -115,8 +125,9 @@ static void *floor_echo(void *arg) {
 
 /* ns per one-way transfer over n round trips; the echo thread runs only
  * for this round (it would take a CPU from the actors otherwise). */
-static double floor_round(floor_t *f, long n) {
+static double floor_round(floor_t *f, long n, int host_cpu) {
   pthread_t echo;
+  pin(host_cpu);
   f->stop = 0;
   if (pthread_create(&echo, NULL, floor_echo, f) != 0)
     die("cannot start the echo thread");
@@ -136,6 +147,7 @@ static double floor_round(floor_t *f, long n) {
   const double ns = (double)(rkb_now_ns() - t0) / (double)n / 2.0;
   f->stop = 1;
   pthread_join(echo, NULL);
+  unpin();
   return ns;
 }
 
@@ -234,22 +246,28 @@ int main(int argc, char **argv) {
 
   int cpus[2];
   const int ncpus = rk__allowed_cpus(cpus, 2);
+  pthread_getaffinity_np(pthread_self(), sizeof g_all, &g_all);
   floor_t fl;
   memset(&fl, 0, sizeof fl);
   fl.cpu = ncpus >= 2 ? cpus[1] : -1;
-  pin(ncpus >= 2 ? cpus[0] : -1);
+  const int host_cpu = ncpus >= 2 ? cpus[0] : -1;
+  /* The workers must wait the way a busy actor waits (spinning) on CPUs
+   * of their own. rk pins each worker to a CPU other than its launcher's,
+   * which on two CPUs puts both ends of a pair on the same one; launched
+   * from a thread pinned to one CPU, rk leaves the workers to the
+   * scheduler, which spreads them. RK_ACTOR_SPIN_US (200 us unless set)
+   * is read at launch, as rk's default would be with two CPUs allowed. */
+  setenv("RK_ACTOR_SPIN_US",
+         getenv("RK_ACTOR_SPIN_US") ? getenv("RK_ACTOR_SPIN_US") : "200", 1);
 
   rk_backend_t *be = NULL;
   rk_context_t *ctx = NULL;
   check(rk_backend_open(RK_BACKEND_CPU, &be), "opening the CPU backend");
   check(rk_backend_create_context(be, 0, &ctx), "creating a context");
-  /* A worker is pinned to a CPU other than its launcher's: launching from
-   * each CPU in turn puts the two ends of each pair on different CPUs. */
-  pin(ncpus >= 2 ? cpus[0] : -1);
-  rk_actor_t *a = launch(ctx, "hop"), *ta = launch(ctx, "burst");
-  pin(ncpus >= 2 ? cpus[1] : -1);
-  rk_actor_t *b = launch(ctx, "hop"), *tb = launch(ctx, "hop");
-  pin(ncpus >= 2 ? cpus[0] : -1);
+  if (getenv("RK_BENCH_K2K_SCHEDULER")) pin(host_cpu);
+  rk_actor_t *a = launch(ctx, "hop"), *b = launch(ctx, "hop");
+  rk_actor_t *ta = launch(ctx, "burst"), *tb = launch(ctx, "hop");
+  unpin();
   check(rk_actor_connect(a, 0, b), "connect a -> b");
   check(rk_actor_connect(b, 0, a), "connect b -> a");
   check(rk_actor_connect(ta, 0, tb), "connect burst -> sink");
@@ -262,7 +280,7 @@ int main(int argc, char **argv) {
   double fl_ns[kMaxRounds], hop_ns[kMaxRounds], tput[kMaxRounds];
   uint64_t refused = 0;
   /* Warm-up, untimed. */
-  floor_round(&fl, floor_n / 10);
+  floor_round(&fl, floor_n / 10, host_cpu);
   hop_round(a, b, hops / 10);
   tput_round(ta, tb, msgs / 10, &refused);
   refused = 0;
@@ -271,7 +289,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 3; ++k) {
       switch ((r + k) % 3) {
         case 0:
-          fl_ns[r] = floor_round(&fl, floor_n);
+          fl_ns[r] = floor_round(&fl, floor_n, host_cpu);
           break;
         case 1:
           hop_ns[r] = hop_round(a, b, hops);
