@@ -13,9 +13,9 @@
  *       RK_SEND_FULL), B's handler takes them. Messages per second over
  *       the messages B handled; the FULL answers are counted, not retried.
  *
- * The actors' workers are left to the scheduler (launched from a thread
- * pinned to one CPU) and spin RK_ACTOR_SPIN_US (200 us unless set) before
- * they park, as a busy actor does.
+ * The workers are placed by rk (RK_BENCH_K2K_SCHEDULER=1: by the
+ * scheduler) and spin RK_ACTOR_SPIN_US (200 us unless set) before they
+ * park.
  *
  * Every hop and message is checked (B's count and A's answers). Method as
  * in bench_actors: an untimed warm-up round, then R rounds in each of
@@ -251,12 +251,12 @@ int main(int argc, char **argv) {
   memset(&fl, 0, sizeof fl);
   fl.cpu = ncpus >= 2 ? cpus[1] : -1;
   const int host_cpu = ncpus >= 2 ? cpus[0] : -1;
-  /* The workers must wait the way a busy actor waits (spinning) on CPUs
-   * of their own. rk pins each worker to a CPU other than its launcher's,
-   * which on two CPUs puts both ends of a pair on the same one; launched
-   * from a thread pinned to one CPU, rk leaves the workers to the
-   * scheduler, which spreads them. RK_ACTOR_SPIN_US (200 us unless set)
-   * is read at launch, as rk's default would be with two CPUs allowed. */
+  /* rk pins each worker to a CPU other than its launcher's, which on two
+   * CPUs puts both ends of a pair on the same one (docs/benchmarks.md).
+   * With RK_BENCH_K2K_SCHEDULER set the actors are launched from a thread
+   * pinned to one CPU, so rk leaves the workers to the scheduler; the
+   * spin (RK_ACTOR_SPIN_US, 200 us unless set) is then what rk would use
+   * with the CPUs the bench has. */
   setenv("RK_ACTOR_SPIN_US",
          getenv("RK_ACTOR_SPIN_US") ? getenv("RK_ACTOR_SPIN_US") : "200", 1);
 
