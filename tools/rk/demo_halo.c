@@ -19,6 +19,8 @@
 #include "rk/rk.h"
 #include "tool.h"
 
+/* tests/codegen/kernels/actor_halo_tile.c holds a copy of kSource, for the
+ * codegen validators: change both together. */
 enum {
   kT = 32,     /* cells per tile side (TILE in the source) */
   kWarmup = 2, /* steps run before the timed ones, by both versions */
