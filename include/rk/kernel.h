@@ -232,4 +232,14 @@ typedef struct rk_grid_pos {
 #define rk_at3(buf, p, dx, dy, dz) \
   ((buf)[(p).idx + ((dz) * (p).ny + (dy)) * (p).nx + (dx)])
 
+/* Sending to other actors from a handler: rk_send(port, &msg) and
+ * rk_try_send(port, &msg) return 0 when the message was queued, 1 when the
+ * port's channel has no room for it (nothing is queued; the handler decides
+ * what to do), 2 when the port is not connected. The transpiler turns them
+ * into writes to the handler's port buffers (docs/kernel-language.md,
+ * "Sending to other actors"); a source compiled directly as C has no ports,
+ * so there every send answers 2. */
+#define rk_send(port, msg) ((void)(port), (void)(msg), 2)
+#define rk_try_send(port, msg) ((void)(port), (void)(msg), 2)
+
 #endif /* RK_KERNEL_H_ */

@@ -14,6 +14,7 @@
 #define RK_VERSION_PATCH 0
 
 #include "rk/actor.h"
+#include "rk/actor_k2k.h"
 #include "rk/backend.h"
 #include "rk/cluster.h"
 #include "rk/codegen.h"

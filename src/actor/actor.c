@@ -45,6 +45,7 @@
 
 #include "actor/actor_internal.h"
 #include "actor/actor_relaunch.h"
+#include "actor/k2k_internal.h"
 #include "base/error.h"
 #include "base/hlc.h"
 #include "base/ring.h"
@@ -102,6 +103,7 @@ struct rk_actor {
   rk__actor_device_t device;
   rk__actor_worker_t *worker;
   rk__relaunch_t *relaunch;
+  rk__k2k_t *k2k; /* messages to and from other actors (k2k.c) */
 
   uint32_t cpus; /* allowed CPUs */
   /* Threads in a call or waiting in send/receive and not returned yet
@@ -317,12 +319,18 @@ static rk_status_t describe_handler(rk_actor_t *a, const char *source,
     return RK_ERR_NOT_FOUND;
   }
   a->has_status = e->handler_status;
-  size_t user = e->param_count - (a->has_status ? 1 : 0);
+  /* The handler's own parameters (not rk_status, rk_ports, rk_port<p>). */
+  size_t user = 0;
+  for (size_t i = 0; i < e->param_count; ++i)
+    user += strncmp(e->params[i].name, "rk_", 3) != 0;
   a->in_size = (uint32_t)e->params[0].elem_size;
   a->out_size = (uint32_t)e->params[1].elem_size;
   a->has_state = user == 3;
   a->state_size = a->has_state ? (uint32_t)e->params[2].elem_size : 0;
+  s = rk__k2k_create(e, a->in_size, o->input_capacity, a->mode, a->execution,
+                     rk__hal_actor_polled(a->context), &a->k2k);
   rk_entry_list_destroy(list);
+  if (s != RK_OK) return s;
   if (o->initial_state && o->initial_state_size != a->state_size)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor '%s': initial state is %zu bytes, the handler's "
@@ -511,6 +519,10 @@ static rk_status_t launch(rk_context_t *context, const char *source,
   if (s == RK_OK) s = keep_fresh_state(a, &o);
   if (s == RK_OK) s = compile_handler(a, source, handler, &o);
   if (s == RK_OK) s = map_rings(a, &o);
+  if (s == RK_OK) {
+    rk__k2k_attach(a->k2k, a->control, a->device.in);
+    a->device.k2k = a->k2k;
+  }
   if (s == RK_OK && a->mode == RK_ACTOR_TRADITIONAL) s = trad_setup(a, &o);
   if (s == RK_OK && a->execution == RK_ACTOR_EXEC_RELAUNCH) {
     rk__actor_device_t dev = a->device;
@@ -733,6 +745,7 @@ static void release(rk_actor_t *a) {
   const bool stopped = a->control && LOAD_ACQUIRE(&a->control->terminated);
   if (a->worker) rk__hal_actor_release(a->context, a->worker, stopped);
   if (a->relaunch) rk__relaunch_release(a->relaunch, stopped);
+  rk__k2k_release(a->k2k);
   if (a->trad_stream) rk_stream_destroy(a->trad_stream);
   if (a->d_in) rk_context_free(a->context, a->d_in);
   if (a->d_out) rk_context_free(a->context, a->d_out);
@@ -2078,6 +2091,7 @@ rk_status_t rk__actor_restart(rk_actor_t *a, bool last_known,
     fail(a, why);
     s = rk__fail(s, "actor: %s", why);
   } else {
+    rk__k2k_restarted(a->k2k);   /* other actors' sends are taken again */
     rk__ring_kick(a->device.in); /* the queued requests, if any */
   }
   pthread_mutex_unlock(&a->ctl_lock);
@@ -2154,3 +2168,10 @@ rk_status_t rk__actor_inject_device_fault(rk_actor_t *a, rk_status_t status) {
                     "actor: a resident device side has no launch to fail");
   return RK_OK;
 }
+/* ---- For actor-to-actor messaging (k2k.c) -------------------------------- */
+
+rk__k2k_t *rk__actor_k2k(const rk_actor_t *a) { return a->k2k; }
+const char *rk__actor_handler_name(const rk_actor_t *a) {
+  return a->function ? rk_function_name(a->function) : "?";
+}
+rk_actor_mode_t rk__actor_mode(const rk_actor_t *a) { return a->mode; }

@@ -73,5 +73,10 @@ bool rk__registry_describe(const rk_actor_t *actor, char *buf, size_t cap);
 /* Threads counted as waiting on the actor (in a call, or blocked in a send
  * or receive): tests wait for it before destroying under them. */
 uint32_t rk__actor_waiting(const rk_actor_t *actor);
+/* For actor-to-actor messaging (k2k.c): the actor's K2K state, its
+ * handler's name and its mode. */
+struct rk__k2k *rk__actor_k2k(const rk_actor_t *actor);
+const char *rk__actor_handler_name(const rk_actor_t *actor);
+rk_actor_mode_t rk__actor_mode(const rk_actor_t *actor);
 
 #endif /* RK_ACTOR_ACTOR_INTERNAL_H_ */

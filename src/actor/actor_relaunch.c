@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actor/k2k_internal.h"
 #include "base/error.h"
 #include "base/hlc.h"
 #include "base/sys.h"
@@ -32,6 +33,12 @@ struct rk__relaunch {
   pthread_t thread;
   bool has_thread;    /* started and not joined (a failed restart joins) */
   uint32_t abandoned; /* atomic: the driver frees itself when it stops */
+  /* Messages to other actors (actor/k2k.c): the ports' control words and
+   * outboxes on the device, copied back after each batch and forwarded by
+   * this thread into the receivers' inboxes. */
+  rk__k2k_t *k2k;
+  uint32_t nports;
+  rk_devptr_t d_ports, d_port[RK__K2K_MAX_PORTS];
 };
 
 static void teardown(rk__relaunch_t *r);
@@ -51,17 +58,29 @@ static rk_status_t run_batch(rk__relaunch_t *r, uint32_t n) {
   rk_stream_t *st = r->stream;
   RK_RETURN_IF_ERROR(
       rk_stream_copy_to_device(st, r->d_in, r->h_in, (size_t)n * r->in_size));
-  rk_arg_t args[5];
+  rk_arg_t args[5 + 1 + RK__K2K_MAX_PORTS];
   size_t k = 0;
   args[k++] = rk_arg_ptr(r->d_in);
   args[k++] = rk_arg_ptr(r->d_out);
   if (r->dev.has_state) args[k++] = rk_arg_ptr(r->d_state);
   args[k++] = rk_arg_ptr(r->d_status);
   args[k++] = rk_arg_u32(n);
+  uint32_t *ctl = NULL;
+  if (r->nports) {
+    /* The credits for this batch (what every receiver can still take). */
+    rk__k2k_prepare(r->k2k, RK__K2K_OUTBOX);
+    ctl = rk__k2k_ctl(r->k2k);
+    RK_RETURN_IF_ERROR(rk_stream_copy_to_device(
+        st, r->d_ports, ctl, (size_t)r->nports * RK__K2K_PORT_WORDS * 4));
+    args[k++] = rk_arg_ptr(r->d_ports);
+    for (uint32_t p = 0; p < r->nports; ++p)
+      if (r->d_port[p]) args[k++] = rk_arg_ptr(r->d_port[p]);
+  }
   /* A stateless handler's batch runs one request per thread; requests
-   * sharing a state run in order on one thread. */
+   * sharing a state, or sending to other actors, run in order on one
+   * thread. */
   rk_dim3_t grid = {1, 1, 1}, block = {1, 1, 1};
-  if (!r->dev.has_state) {
+  if (!r->dev.has_state && !r->nports) {
     uint32_t b = r->context->info.max_threads_per_block;
     if (b > kBlock) b = kBlock;
     block.x = n < b ? n : b;
@@ -73,7 +92,22 @@ static rk_status_t run_batch(rk__relaunch_t *r, uint32_t n) {
       rk_stream_copy_to_host(st, r->h_out, r->d_out, (size_t)n * r->out_size));
   RK_RETURN_IF_ERROR(rk_stream_copy_to_host(st, r->h_status, r->d_status,
                                             (size_t)n * sizeof(int32_t)));
-  return rk_stream_synchronize(st);
+  if (r->nports) {
+    /* The messages sent: at most the credit of each port. */
+    for (uint32_t p = 0; p < r->nports; ++p) {
+      const uint32_t credit = ctl[p * RK__K2K_PORT_WORDS];
+      if (r->d_port[p] && credit)
+        RK_RETURN_IF_ERROR(rk_stream_copy_to_host(
+            st, rk__k2k_outbox(r->k2k, p), r->d_port[p],
+            (size_t)credit * rk__k2k_port_size(r->k2k, p)));
+    }
+    RK_RETURN_IF_ERROR(rk_stream_copy_to_host(
+        st, ctl, r->d_ports, (size_t)r->nports * RK__K2K_PORT_WORDS * 4));
+  }
+  RK_RETURN_IF_ERROR(rk_stream_synchronize(st));
+  /* Delivered before any receiver's next batch can start. */
+  if (r->nports) rk__k2k_deliver(r->k2k);
+  return RK_OK;
 }
 
 /* Answers up to n requests with one launch; the caller holds `consume`
@@ -159,6 +193,34 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
   return done;
 }
 
+/* Messages from other actors: one launch for up to `max` of them, their
+ * responses dropped; a failed launch counts each as a handler error. */
+static uint32_t handle_inbox(void *ctx, uint32_t max) {
+  rk__relaunch_t *r = ctx;
+  if (!rk__k2k_inbox_available(r->k2k)) return 0;
+  pthread_mutex_lock(&r->consume);
+  uint32_t n = rk__k2k_inbox_available(r->k2k);
+  if (n > max) n = max;
+  if (n > r->batch) n = r->batch;
+  for (uint32_t m = 0; m < n; ++m)
+    memcpy(r->h_in + (size_t)m * r->in_size, rk__k2k_inbox_payload(r->k2k, m),
+           r->in_size);
+  uint32_t errors = 0;
+  if (n) {
+    rk_status_t s = run_batch(r, n);
+    for (uint32_t m = 0; m < n; ++m)
+      errors += s != RK_OK || r->h_status[m] != 0;
+    __atomic_store_n(&r->batches, r->batches + 1, __ATOMIC_RELAXED);
+    rk__k2k_inbox_release(r->k2k, n, errors);
+  }
+  pthread_mutex_unlock(&r->consume);
+  return n;
+}
+
+static bool inbox_ready(void *ctx) {
+  return rk__k2k_inbox_available(((rk__relaunch_t *)ctx)->k2k) != 0;
+}
+
 bool rk__relaunch_hold(rk__relaunch_t *r) {
   if (pthread_mutex_trylock(&r->consume) != 0) return false;
   /* The driver sets `terminated` holding `consume` (stop_lock below): past
@@ -203,8 +265,11 @@ static void *driver_main(void *arg) {
                                  .handle = handle_batch,
                                  .ctx = r,
                                  .stop_lock = stop_lock,
-                                 .stop_unlock = stop_unlock};
+                                 .stop_unlock = stop_unlock,
+                                 .inbox = r->k2k ? handle_inbox : NULL,
+                                 .inbox_ready = r->k2k ? inbox_ready : NULL};
   rk__actor_loop_run(&loop);
+  rk__k2k_stopped(r->k2k);
   if (__atomic_exchange_n(&r->abandoned, 1u, __ATOMIC_ACQ_REL)) {
     pthread_detach(pthread_self());
     relaunch_free(r);
@@ -225,6 +290,16 @@ static rk_status_t setup(rk__relaunch_t *r) {
   RK_RETURN_IF_ERROR(rk_context_allocate(ctx, n * r->out_size, &r->d_out));
   RK_RETURN_IF_ERROR(
       rk_context_allocate(ctx, n * sizeof(int32_t), &r->d_status));
+  if (r->nports) {
+    RK_RETURN_IF_ERROR(rk_context_allocate(
+        ctx, (size_t)r->nports * RK__K2K_PORT_WORDS * 4, &r->d_ports));
+    for (uint32_t p = 0; p < r->nports; ++p) {
+      if (!rk__k2k_outbox(r->k2k, p)) continue;
+      RK_RETURN_IF_ERROR(rk_context_allocate(
+          ctx, (size_t)RK__K2K_OUTBOX * rk__k2k_port_size(r->k2k, p),
+          &r->d_port[p]));
+    }
+  }
   if (r->dev.has_state) {
     const uint32_t size = r->dev.control->state_size;
     RK_RETURN_IF_ERROR(rk_context_allocate(ctx, size, &r->d_state));
@@ -259,7 +334,11 @@ rk_status_t rk__relaunch_start(rk_context_t *context,
    * count, requests that must run in order on one invocation (a stateful
    * handler) run one per launch, so each invocation's count is one
    * handler call's own. */
-  if (dev->has_state && rk__hal_loop_limit(context)) r->batch = 1;
+  r->k2k = dev->k2k;
+  r->nports = rk__k2k_nports(r->k2k);
+  if (r->k2k) rk__k2k_set_forwarded(r->k2k);
+  if ((dev->has_state || r->nports) && rk__hal_loop_limit(context))
+    r->batch = 1;
   r->dev.initial_state = dev->initial_state;
   rk_status_t s = setup(r);
   r->dev.initial_state = NULL;
@@ -282,14 +361,18 @@ rk_status_t rk__relaunch_start(rk_context_t *context,
 /* Frees what setup() made. */
 static void teardown(rk__relaunch_t *r) {
   if (r->stream) rk_stream_destroy(r->stream);
-  rk_devptr_t *bufs[] = {&r->d_in, &r->d_out, &r->d_state, &r->d_status};
+  rk_devptr_t *bufs[] = {&r->d_in, &r->d_out, &r->d_state, &r->d_status,
+                         &r->d_ports};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; ++i)
     if (*bufs[i]) rk_context_free(r->context, *bufs[i]);
+  for (uint32_t p = 0; p < RK__K2K_MAX_PORTS; ++p)
+    if (r->d_port[p]) rk_context_free(r->context, r->d_port[p]);
+  memset(r->d_port, 0, sizeof r->d_port);
   free(r->h_in);
   free(r->h_out);
   free(r->h_status);
   r->stream = NULL;
-  r->d_in = r->d_out = r->d_state = r->d_status = 0;
+  r->d_in = r->d_out = r->d_state = r->d_status = r->d_ports = 0;
   r->h_in = r->h_out = NULL;
   r->h_status = NULL;
 }

@@ -187,15 +187,17 @@ static bool has_space(const rk_abi_ring_t *hdr, uint64_t tail) {
  * before it last looked at the condition (and at whatever else a change of
  * *seq announces): a signal after that read changes *seq, and the futex wait
  * then returns at once. */
+/* `also` (may be NULL): a second thing to wait for, whose producers
+ * signal this ring (an actor's K2K inbox); looked at with the ring. */
 static bool park(const rk_abi_ring_t *hdr, uint64_t index, uint32_t *seq,
                  uint32_t s, uint32_t *waiters,
                  bool (*ready)(const rk_abi_ring_t *, uint64_t),
-                 uint64_t deadline_ns) {
+                 uint64_t deadline_ns, bool (*also)(void *), void *arg) {
   __atomic_fetch_add(waiters, 1u, __ATOMIC_SEQ_CST);
   /* Pairs with the fence in signal(): our count before their index, or
    * their index before our check. */
   fence_heavy();
-  bool ok = ready(hdr, index);
+  bool ok = ready(hdr, index) || (also && also(arg));
   if (!ok && LOAD_ACQUIRE(seq) == s) {
     uint64_t timeout = 0;
     bool wait = true;
@@ -207,7 +209,7 @@ static bool park(const rk_abi_ring_t *hdr, uint64_t index, uint32_t *seq,
         timeout = deadline_ns - now;
     }
     if (wait) rk__wait_while_equal(seq, s, timeout);
-    ok = ready(hdr, index);
+    ok = ready(hdr, index) || (also && also(arg));
   }
   __atomic_fetch_sub(waiters, 1u, __ATOMIC_RELAXED);
   return ok;
@@ -220,19 +222,26 @@ uint32_t rk__ring_data_seq(const rk_abi_ring_t *hdr) {
 bool rk__ring_wait_data(rk_abi_ring_t *hdr, uint64_t head,
                         uint64_t deadline_ns) {
   return park(hdr, head, &hdr->data_seq, LOAD_ACQUIRE(&hdr->data_seq),
-              &hdr->data_waiters, has_data, deadline_ns);
+              &hdr->data_waiters, has_data, deadline_ns, NULL, NULL);
 }
 
 bool rk__ring_wait_data_since(rk_abi_ring_t *hdr, uint64_t head, uint32_t seq,
                               uint64_t deadline_ns) {
   return park(hdr, head, &hdr->data_seq, seq, &hdr->data_waiters, has_data,
-              deadline_ns);
+              deadline_ns, NULL, NULL);
+}
+
+bool rk__ring_wait_data_since_or(rk_abi_ring_t *hdr, uint64_t head,
+                                 uint32_t seq, uint64_t deadline_ns,
+                                 bool (*also)(void *), void *arg) {
+  return park(hdr, head, &hdr->data_seq, seq, &hdr->data_waiters, has_data,
+              deadline_ns, also, arg);
 }
 
 bool rk__ring_wait_space(rk_abi_ring_t *hdr, uint64_t own_tail,
                          uint64_t deadline_ns) {
   return park(hdr, own_tail, &hdr->space_seq, LOAD_ACQUIRE(&hdr->space_seq),
-              &hdr->space_waiters, has_space, deadline_ns);
+              &hdr->space_waiters, has_space, deadline_ns, NULL, NULL);
 }
 
 uint32_t rk__ring_space_seq(const rk_abi_ring_t *hdr) {
@@ -242,7 +251,7 @@ uint32_t rk__ring_space_seq(const rk_abi_ring_t *hdr) {
 bool rk__ring_wait_space_since(rk_abi_ring_t *hdr, uint64_t own_tail,
                                uint32_t seq, uint64_t deadline_ns) {
   return park(hdr, own_tail, &hdr->space_seq, seq, &hdr->space_waiters,
-              has_space, deadline_ns);
+              has_space, deadline_ns, NULL, NULL);
 }
 
 void rk__ring_kick_space(rk_abi_ring_t *hdr) {

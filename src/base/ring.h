@@ -105,6 +105,13 @@ bool rk__ring_wait_space(rk_abi_ring_t *hdr, uint64_t own_tail,
 uint32_t rk__ring_data_seq(const rk_abi_ring_t *hdr);
 bool rk__ring_wait_data_since(rk_abi_ring_t *hdr, uint64_t head, uint32_t seq,
                               uint64_t deadline_ns);
+/* The same for a consumer with a second source whose producers signal this
+ * ring with rk__ring_signal_data after they publish there (an actor's K2K
+ * inbox): `also(arg)` is looked at with the ring, after the waiter count is
+ * raised, so such a signal is never missed either. */
+bool rk__ring_wait_data_since_or(rk_abi_ring_t *hdr, uint64_t head,
+                                 uint32_t seq, uint64_t deadline_ns,
+                                 bool (*also)(void *), void *arg);
 /* Wakes whoever waits for data without publishing anything (a control
  * request for the consumer to look at). */
 void rk__ring_kick(rk_abi_ring_t *hdr);

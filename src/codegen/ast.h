@@ -198,7 +198,9 @@ int rk__cg_op_precedence(cg_op_t op);
   X(DOWN, "rk_down", 2)                       \
   X(CENTER, "rk_center", 2)                   \
   X(AT, "rk_at", 4)                           \
-  X(AT3, "rk_at3", 5)
+  X(AT3, "rk_at3", 5)                         \
+  X(SEND, "rk_send", 2)                       \
+  X(TRY_SEND, "rk_try_send", 2)
 
 typedef enum cg_builtin {
   CG_BI_NONE_ = 0,
@@ -217,6 +219,10 @@ static inline bool rk__cg_bi_is_atomic(cg_builtin_t b) {
 }
 static inline bool rk__cg_bi_is_math(cg_builtin_t b) {
   return b >= CG_BI_SQRTF && b <= CG_BI_TANHF;
+}
+/* rk_send / rk_try_send: a message to an actor's output port. */
+static inline bool rk__cg_bi_is_send(cg_builtin_t b) {
+  return b == CG_BI_SEND || b == CG_BI_TRY_SEND;
 }
 static inline bool rk__cg_bi_is_stencil(cg_builtin_t b) {
   return b >= CG_BI_NORTH && b <= CG_BI_AT3;
@@ -358,6 +364,8 @@ struct cg_expr {
       /* Stencil reads: the buffer parameter and the folded offset. */
       cg_var_t *buffer;
       int32_t dx, dy, dz;
+      /* rk_send / rk_try_send: the folded port number. */
+      uint32_t port;
     } call;
     struct {
       cg_expr_t *operand;
@@ -482,6 +490,9 @@ enum {
   CG_HANDLER_MAX_PARAMS
 };
 
+/* Output ports of a handler (rk_send): numbers 0 .. CG_MAX_PORTS - 1. */
+enum { CG_MAX_PORTS = 8 };
+
 typedef struct cg_call_edge {
   cg_func_t *callee;
   cg_loc_t loc;
@@ -515,7 +526,13 @@ struct cg_func {
   uint64_t shared_bytes;      /* RK_SHARED arrays (+ stencil tiles) */
   bool uses_dynamic_shared;   /* rk_dynamic_shared() in this body */
   const cg_var_t *dyn_shared; /* its pointer (CG_VAR_DYNSHARED), or NULL */
-  cg_visit_t visit;           /* checker scratch (the call graph's walk) */
+  /* Handlers: the message type of each output port used with rk_send or
+   * rk_try_send (NULL: unused), where it was first used, and 1 + the
+   * highest port used (0: none). */
+  const cg_type_t *port_type[CG_MAX_PORTS];
+  cg_loc_t port_loc[CG_MAX_PORTS];
+  uint32_t nports;
+  cg_visit_t visit; /* checker scratch (the call graph's walk) */
 };
 
 typedef enum cg_item_kind {

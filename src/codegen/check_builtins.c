@@ -199,6 +199,62 @@ static void check_stencil_read(checker_t *ch, cg_expr_t *e) {
   }
 }
 
+/* rk_send(port, &msg) / rk_try_send(port, &msg): only in a handler's own
+ * body; the port a constant 0 .. CG_MAX_PORTS - 1; the message the address
+ * of a local struct variable, whose type becomes the port's (every use of
+ * one port sends the same type). The result is an int: 0 queued, else why
+ * not (docs/kernel-language.md, "Sending to other actors"). */
+static void check_send(checker_t *ch, cg_expr_t *e) {
+  const char *name = rk__cg_builtin_name(e->call.builtin);
+  cg_func_t *fn = ch->fn;
+  if (fn->kind != CG_FN_HANDLER)
+    rk__cg_error(ch->ctx, e->loc,
+                 "%s can only be used in the body of an RK_HANDLER, not in "
+                 "%s '%s'",
+                 name, rk__cg_check_entry_word(fn->kind), fn->name);
+  char what[64];
+  snprintf(what, sizeof what, "the port of %s", name);
+  uint32_t port = (uint32_t)rk__cg_check_fold_int(ch, e->call.args[0], what, 0,
+                                                  CG_MAX_PORTS - 1);
+  cg_expr_t *a1 = e->call.args[1];
+  cg_expr_t *x = a1->kind == CG_E_ADDR ? a1->addr.operand : NULL;
+  if (!x || x->kind != CG_E_NAME || x->paren)
+    rk__cg_error(ch->ctx, a1->loc,
+                 "the message of %s must be the address of a local struct "
+                 "variable: %s(%u, &msg)",
+                 name, name, (unsigned)port);
+  rk__cg_check_expr(ch, x, false);
+  const cg_var_t *v = x->name.var;
+  if (!v || v->kind != CG_VAR_LOCAL || v->type->kind != CG_TY_STRUCT) {
+    char t[CG_TYPE_TEXT_MAX];
+    rk__cg_error(ch->ctx, a1->loc,
+                 "the message of %s must be the address of a local struct "
+                 "variable; '%s' is %s%s",
+                 name, x->name.name,
+                 v && v->kind != CG_VAR_LOCAL ? "not a local variable: " : "",
+                 v ? rk__cg_check_describe(v->type, t, sizeof t) : "unknown");
+  }
+  const cg_type_t *prev = fn->port_type[port];
+  if (prev && prev != v->type) {
+    char a[CG_TYPE_TEXT_MAX], b[CG_TYPE_TEXT_MAX];
+    rk__cg_error(ch->ctx, a1->loc,
+                 "port %u of handler '%s' carries %s (first used on line "
+                 "%u), not %s: every message of one port has the same type",
+                 (unsigned)port, fn->name,
+                 rk__cg_check_describe(prev, a, sizeof a),
+                 (unsigned)fn->port_loc[port].line,
+                 rk__cg_check_describe(v->type, b, sizeof b));
+  }
+  if (!prev) {
+    fn->port_type[port] = v->type;
+    fn->port_loc[port] = e->loc;
+    if (port + 1 > fn->nports) fn->nports = port + 1;
+  }
+  a1->type = rk__cg_type_ptr(ch->ctx, v->type, true);
+  e->call.port = port;
+  e->type = scalar(CG_TY_I32);
+}
+
 void rk__cg_check_builtin(checker_t *ch, cg_expr_t *e, bool top) {
   cg_builtin_t b = e->call.builtin;
   const char *name = rk__cg_builtin_name(b);
@@ -239,5 +295,7 @@ void rk__cg_check_builtin(checker_t *ch, cg_expr_t *e, bool top) {
     e->type = scalar(CG_TY_F32);
   } else if (rk__cg_bi_is_stencil(b)) {
     check_stencil_read(ch, e);
+  } else if (rk__cg_bi_is_send(b)) {
+    check_send(ch, e);
   }
 }

@@ -4,6 +4,7 @@
 #include "rk/codegen.h"
 
 #include <setjmp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -241,6 +242,7 @@ static rk_arg_kind_t arg_kind(const cg_type_t *t) {
  * batch entries' kernels, as listed. */
 static const char kStatusType[] = "int32_t *";
 static const char kCountType[] = "uint32_t";
+static const char kPortsType[] = "uint32_t *";
 
 /* Fills a list allocated by build_list: a bump allocator over the block. */
 typedef struct list_writer {
@@ -333,6 +335,24 @@ static void put_entry(list_writer_t *w, const cg_entry_plan_t *ep) {
         put_param(w, en, CG_BATCH_COUNT_NAME, kCountType, RK_ARG_U32,
                   sizeof(uint32_t), 0, false);
         break;
+      case CG_LAUNCH_PORTS:
+        /* The output ports' control words (src/abi/k2k_abi.h). */
+        put_param(w, en, CG_PORTS_NAME, kPortsType, RK_ARG_PTR,
+                  sizeof(rk_devptr_t), sizeof(uint32_t), false);
+        break;
+      case CG_LAUNCH_PORT: {
+        /* Port p's messages, as many as its credit. */
+        const cg_type_t *t = fn->port_type[ep->params[k].port];
+        char name[sizeof CG_PORT_PREFIX + 12];
+        snprintf(name, sizeof name, CG_PORT_PREFIX "%u",
+                 (unsigned)ep->params[k].port);
+        rk__cg_type_describe(t, type, sizeof type);
+        size_t n = strlen(type);
+        if (n + 2 < sizeof type) memcpy(type + n, " *", 3);
+        put_param(w, en, name, type, RK_ARG_PTR, sizeof(rk_devptr_t), t->size,
+                  false);
+        break;
+      }
     }
   }
 }

@@ -18,6 +18,47 @@ static void status_decl(printer_t *p) {
                   p->t->types[CG_TY_I32]);
 }
 
+/* The element type of a port launch parameter: port p's message type, or
+ * uint32_t for rk_ports (p < 0). */
+static void port_elem(printer_t *p, const cg_launch_param_t *lp) {
+  if (lp->kind == CG_LAUNCH_PORTS)
+    puts_(p, p->t->types[CG_TY_U32]);
+  else
+    rk__cg_c_type_name(p, p->fn->port_type[lp->port]);
+}
+
+/* The name of a port launch parameter, in buf. */
+static const char *port_name(const cg_launch_param_t *lp,
+                             char buf[sizeof CG_PORT_PREFIX + 12]) {
+  if (lp->kind == CG_LAUNCH_PORTS) return CG_PORTS_NAME;
+  snprintf(buf, sizeof CG_PORT_PREFIX + 12, CG_PORT_PREFIX "%u",
+           (unsigned)lp->port);
+  return buf;
+}
+
+/* rk_ports or rk_port<p> as a parameter; with buffer offsets (OpenCL) the
+ * buffer and its offset, and `prologue` the declaration at the offset. */
+static void port_decl(printer_t *p, const cg_launch_param_t *lp, bool offsets,
+                      bool prologue) {
+  char buf[sizeof CG_PORT_PREFIX + 12];
+  const char *name = port_name(lp, buf);
+  if (prologue) {
+    rk__cg_c_printf(p, " %s", p->t->global_space);
+    port_elem(p, lp);
+    rk__cg_c_printf(p, " *%s = (%s", name, p->t->global_space);
+    port_elem(p, lp);
+    rk__cg_c_printf(p, " *)((%suchar *)rk_pb_%s + rk_po_%s);",
+                    p->t->global_space, name, name);
+    return;
+  }
+  puts_(p, p->t->global_space);
+  port_elem(p, lp);
+  if (offsets)
+    rk__cg_c_printf(p, " *rk_pb_%s, ulong rk_po_%s", name, name);
+  else
+    rk__cg_c_printf(p, " *%s", name);
+}
+
 /* With buffer offsets (OpenCL), pointer launch parameter `name` of element
  * type `elem` (printed by the callback) is declared as the buffer
  * `rk_pb_<name>` and the byte offset `ulong rk_po_<name>`; the prologue
@@ -95,6 +136,10 @@ static void launch_param_decl(printer_t *p, const cg_entry_plan_t *ep,
     case CG_LAUNCH_COUNT:
       rk__cg_c_printf(p, "%s " CG_BATCH_COUNT_NAME, p->t->types[CG_TY_U32]);
       return;
+    case CG_LAUNCH_PORTS:
+    case CG_LAUNCH_PORT:
+      port_decl(p, lp, p->buffer_offsets, false);
+      return;
   }
 }
 
@@ -112,6 +157,8 @@ static void msl_entry_signature(printer_t *p, const cg_entry_plan_t *ep) {
     } else if (lp->kind == CG_LAUNCH_COUNT) {
       rk__cg_c_printf(p, "constant %s &" CG_BATCH_COUNT_NAME,
                       p->t->types[CG_TY_U32]);
+    } else if (lp->kind == CG_LAUNCH_PORTS || lp->kind == CG_LAUNCH_PORT) {
+      port_decl(p, lp, false, false);
     } else if (v->type->kind == CG_TY_PTR) {
       rk__cg_c_pointer_decl(p, v);
     } else {
@@ -183,6 +230,8 @@ static void entry_signature(printer_t *p, const cg_entry_plan_t *ep) {
       const cg_launch_param_t *lp = &ep->params[i];
       if (lp->kind == CG_LAUNCH_STATUS)
         offset_prologue(p, NULL, elem_i32, CG_HANDLER_STATUS_NAME);
+      else if (lp->kind == CG_LAUNCH_PORTS || lp->kind == CG_LAUNCH_PORT)
+        port_decl(p, lp, true, true);
       else if (lp->kind == CG_LAUNCH_PARAM && lp->var->type->kind == CG_TY_PTR)
         offset_prologue(p, lp->var, elem_of_var, param_name(p, lp->var, buf));
     }
@@ -211,6 +260,19 @@ static void helper_signature(printer_t *p, const cg_func_t *fn,
   for (uint32_t i = 0; i < fn->nparams; ++i) {
     if (i) puts_(p, ", ");
     rk__cg_c_param_decl(p, fn->params[i]);
+  }
+  if (fn->kind == CG_FN_HANDLER && fn->nports) {
+    /* rk_handle_<h>: the ports its sends write. */
+    cg_launch_param_t lp = {.kind = CG_LAUNCH_PORTS};
+    puts_(p, ", ");
+    port_decl(p, &lp, false, false);
+    for (uint32_t k = 0; k < fn->nports; ++k) {
+      if (!fn->port_type[k]) continue;
+      lp.kind = CG_LAUNCH_PORT;
+      lp.port = k;
+      puts_(p, ", ");
+      port_decl(p, &lp, false, false);
+    }
   }
   const cg_func_t *def = fn->def ? fn->def : fn;
   if (p->t->index_params && def->uses_index)
@@ -421,6 +483,11 @@ static void handler_call(printer_t *p, const cg_func_plan_t *fp,
     rk__cg_c_name(p, v->name);
     if (message) rk__cg_c_printf(p, "[%s]", m);
   }
+  if (fn->nports) {
+    puts_(p, ", " CG_PORTS_NAME);
+    for (uint32_t k = 0; k < fn->nports; ++k)
+      if (fn->port_type[k]) rk__cg_c_printf(p, ", " CG_PORT_PREFIX "%u", k);
+  }
   if (p->t->index_params && fn->uses_index)
     rk__cg_c_printf(p, "%srk_tid, rk_bid, rk_bdim, rk_gdim",
                     fn->nparams ? ", " : "");
@@ -461,8 +528,40 @@ static void actor_entry(printer_t *p, const cg_func_plan_t *fp) {
   for (int i = 0; i < CG_HANDLER_MAX_PARAMS; ++i) rk__strbuf_free(&types[i]);
 }
 
+/* One function per port the handler sends to, rk_send_<p>_<h>: queues a
+ * copy of the message if the port's credit allows (0), else returns the
+ * refusal the host left in the port's control words. */
+static void send_helpers(printer_t *p, const cg_func_t *fn) {
+  const char *u32 = p->t->types[CG_TY_U32], *i32 = p->t->types[CG_TY_I32];
+  for (uint32_t k = 0; k < fn->nports; ++k) {
+    if (!fn->port_type[k]) continue;
+    const unsigned w = k * CG_PORT_WORDS;
+    puts_(p, "static inline ");
+    if (*p->t->helper_decl) rk__cg_c_printf(p, "%s ", p->t->helper_decl);
+    rk__cg_c_printf(p, "%s " CG_SEND_PREFIX "%u_%s(%s%s *rk_ports, %s", i32, k,
+                    fn->name, p->t->global_space, u32, p->t->global_space);
+    rk__cg_c_type_name(p, fn->port_type[k]);
+    puts_(p, " *rk_port, ");
+    rk__cg_c_type_name(p, fn->port_type[k]);
+    rk__cg_c_printf(p,
+                    " rk_msg) {\n"
+                    "  %s rk_n = rk_ports[%uu];\n"
+                    "  if (rk_n >= rk_ports[%uu]) {\n"
+                    "    rk_ports[%uu] += 1u;\n"
+                    "    return (%s)rk_ports[%uu];\n"
+                    "  }\n"
+                    "  rk_port[rk_n] = rk_msg;\n"
+                    "  rk_ports[%uu] = rk_n + 1u;\n"
+                    "  return 0;\n}\n\n",
+                    u32, w + CG_PORT_COUNT, w + CG_PORT_CREDIT,
+                    w + CG_PORT_REFUSED, i32, w + CG_PORT_REFUSAL,
+                    w + CG_PORT_COUNT);
+  }
+}
+
 static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {
   const cg_handler_plan_t *h = fp->handler;
+  send_helpers(p, fp->fn);
   /* The body, callable by ring templates as rk_handle_<name>. */
   helper_signature(p, fp->fn, h->handle_name);
   puts_(p, " {\n");
@@ -471,20 +570,27 @@ static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {
   for (uint32_t k = 0; k < fp->nentries; ++k) {
     const cg_entry_plan_t *ep = &fp->entries[k];
     entry_signature(p, ep);
-    if (ep->form == CG_FORM_HANDLER || h->state)
+    if (ep->form == CG_FORM_HANDLER || h->state || h->nports)
       thread_zero(p);
     else
       thread_first_row(p);
     if (ep->form == CG_FORM_HANDLER) {
       /* One message per launch, handled by global thread 0; an int
        * handler's return value goes to the caller through rk_status. */
+      if (!h->status && h->status_param) {
+        /* A void handler with ports: rk_status is bound, 0 is written. */
+        puts_(p, " {\n    ");
+        handler_call(p, fp, NULL);
+        puts_(p, ";\n    " CG_HANDLER_STATUS_NAME "[0] = 0;\n  }\n}\n\n");
+        continue;
+      }
       puts_(p, "\n    ");
       if (h->status) puts_(p, CG_HANDLER_STATUS_NAME "[0] = ");
       handler_call(p, fp, NULL);
       puts_(p, ";\n}\n\n");
       continue;
     }
-    if (h->state) {
+    if (h->state || h->nports) {
       /* rk_count messages per launch, in order (they share the state),
        * handled by global thread 0. */
       rk__cg_c_printf(p,

@@ -257,6 +257,14 @@ static void call(printer_t *p, const cg_expr_t *e, int min_prec) {
     puts_(p, ")");
   } else if (rk__cg_bi_is_stencil(b)) {
     stencil_read(p, e);
+  } else if (rk__cg_bi_is_send(b)) {
+    /* rk_send_<p>_<h>(rk_ports, rk_port<p>, msg): the message by value. */
+    unsigned port = e->call.port;
+    rk__cg_c_printf(
+        p, CG_SEND_PREFIX "%u_%s(" CG_PORTS_NAME ", " CG_PORT_PREFIX "%u, ",
+        port, p->fn->name, port);
+    rk__cg_c_expr(p, e->call.args[1]->addr.operand, PREC_ASSIGN);
+    puts_(p, ")");
   }
 }
 

@@ -12,6 +12,69 @@ static const char *status_string(printer_t *p, const cg_func_t *fn) {
                        CG_HANDLER_STATUS_NAME);
 }
 
+/* The module-scope name of a handler's port control words (k < 0) or of
+ * port k's messages, prefixed like the status buffer. */
+const char *rk__cg_wgsl_port_string(printer_t *p, const cg_func_t *fn, int k) {
+  char name[sizeof CG_PORT_PREFIX + 12];
+  if (k < 0)
+    snprintf(name, sizeof name, "%s", CG_PORTS_NAME);
+  else
+    snprintf(name, sizeof name, CG_PORT_PREFIX "%d", k);
+  return rk__cg_concat(p->ctx, p->multi ? fn->name : "", p->multi ? "_" : "",
+                       name);
+}
+
+/* A handler's ports: rk_ports (the control words) at binding `binding`,
+ * then each used port's message array; and rk_send_<k>_<h>, the function
+ * a send to port k calls. Returns the next binding. */
+static uint32_t port_resources(printer_t *p, const cg_func_t *fn,
+                               uint32_t binding) {
+  const char *ports = rk__cg_wgsl_port_string(p, fn, -1);
+  rk__cg_wgsl_declare(p, ports, fn->loc);
+  rk__cg_wgsl_printf(p,
+                     "// The output ports of %.400s: %u control words each "
+                     "(credit, count,\n// refusal, refused).\n"
+                     "@group(0) @binding(%u) var<storage, read_write> %s: "
+                     "array<u32>;\n",
+                     fn->name, (unsigned)CG_PORT_WORDS, (unsigned)binding++,
+                     ports);
+  for (uint32_t k = 0; k < fn->nports; ++k) {
+    if (!fn->port_type[k]) continue;
+    const char *port = rk__cg_wgsl_port_string(p, fn, (int)k);
+    rk__cg_wgsl_declare(p, port, fn->loc);
+    rk__cg_wgsl_printf(p,
+                       "@group(0) @binding(%u) var<storage, read_write> %s: "
+                       "array<",
+                       (unsigned)binding++, port);
+    rk__cg_wgsl_type(p, fn->port_type[k], false);
+    puts_(p, ">;\n");
+  }
+  for (uint32_t k = 0; k < fn->nports; ++k) {
+    if (!fn->port_type[k]) continue;
+    const char *port = rk__cg_wgsl_port_string(p, fn, (int)k);
+    const unsigned w = k * CG_PORT_WORDS;
+    char helper[sizeof CG_SEND_PREFIX + 16];
+    snprintf(helper, sizeof helper, CG_SEND_PREFIX "%u_", (unsigned)k);
+    const char *hname = rk__cg_concat(p->ctx, helper, fn->name, "");
+    rk__cg_wgsl_declare(p, hname, fn->loc);
+    rk__cg_wgsl_printf(p, "fn %s(rk_msg: ", hname);
+    rk__cg_wgsl_type(p, fn->port_type[k], false);
+    rk__cg_wgsl_printf(p,
+                       ") -> i32 {\n"
+                       "  let rk_n = %s[%uu];\n"
+                       "  if (rk_n >= %s[%uu]) {\n"
+                       "    %s[%uu] += 1u;\n"
+                       "    return i32(%s[%uu]);\n  }\n"
+                       "  %s[rk_n] = rk_msg;\n"
+                       "  %s[%uu] = rk_n + 1u;\n"
+                       "  return 0;\n}\n",
+                       ports, w + CG_PORT_COUNT, ports, w + CG_PORT_CREDIT,
+                       ports, w + CG_PORT_REFUSED, ports, w + CG_PORT_REFUSAL,
+                       port, ports, w + CG_PORT_COUNT);
+  }
+  return binding;
+}
+
 /* The suffix of the by-value parameter struct's names for entry `name`
  * (rk_params<suffix>_t, rk_params<suffix>). */
 static const char *params_suffix(printer_t *p, const char *name) {
@@ -44,7 +107,7 @@ static void resources(printer_t *p, const cg_func_plan_t *fp) {
     rk__cg_wgsl_type(p, v->type->elem, rk__cg_wgsl_is_atomic_var(p, v));
     puts_(p, ">;\n");
   }
-  if (fp->handler && fp->handler->status) {
+  if (fp->handler && fp->handler->status_param) {
     const char *status = status_string(p, fn);
     rk__cg_wgsl_declare(p, status, fn->loc);
     rk__cg_wgsl_printf(
@@ -55,6 +118,8 @@ static void resources(printer_t *p, const cg_func_plan_t *fp) {
         "array<i32>;\n",
         fn->name, (unsigned)binding++, status);
   }
+  if (fp->handler && fp->handler->nports)
+    binding = port_resources(p, fn, binding);
   if (nvalues) {
     const char *suffix = params_suffix(p, fn->name);
     const char *tname = rk__cg_concat(p->ctx, "rk_params", suffix, "_t");
@@ -318,7 +383,7 @@ static void batch_resources(printer_t *p, const cg_func_plan_t *fp,
   uint32_t binding = fn->nparams;
   const char *name = ep->name;
   puts_(p, "\n");
-  if (!fp->handler->status) {
+  if (!fp->handler->status_param) {
     const char *status = status_string(p, fn);
     rk__cg_wgsl_declare(p, status, fn->loc);
     rk__cg_wgsl_printf(
@@ -330,6 +395,11 @@ static void batch_resources(printer_t *p, const cg_func_plan_t *fp,
         fn->name, name, (unsigned)binding, status);
   }
   binding++;
+  /* The ports' buffers come before the by-value struct. */
+  if (fp->handler->nports) {
+    binding++;
+    for (uint32_t k = 0; k < fn->nports; ++k) binding += !!fn->port_type[k];
+  }
   const char *suffix = params_suffix(p, name);
   const char *tname = rk__cg_concat(p->ctx, "rk_params", suffix, "_t");
   const char *vname = rk__cg_concat(p->ctx, "rk_params", suffix, "");
@@ -379,12 +449,15 @@ static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {
        * rk_status. */
       puts_(p, "    ");
       if (h->status) rk__cg_wgsl_printf(p, "%s[0] = ", status);
-      rk__cg_wgsl_printf(p, "%s(0u%s%s);\n  }\n}\n", hname, ix, d0);
+      rk__cg_wgsl_printf(p, "%s(0u%s%s);\n", hname, ix, d0);
+      if (!h->status && h->status_param)
+        rk__cg_wgsl_printf(p, "    %s[0] = 0;\n", status);
+      puts_(p, "  }\n}\n");
       continue;
     }
     batch_resources(p, fp, ep);
     entry_signature(p, ep);
-    if (h->state) {
+    if (h->state || h->nports) {
       /* rk_count messages per launch, in order (they share the state),
        * handled by global thread 0. */
       thread_zero(p);

@@ -10,6 +10,7 @@ static bool has_effects_cb(const cg_expr_t *e, void *arg) {
   switch (e->kind) {
     case CG_E_CALL:
       if (rk__cg_bi_is_atomic(e->call.builtin) ||
+          rk__cg_bi_is_send(e->call.builtin) ||
           e->call.builtin == CG_BI_SYNC_THREADS ||
           e->call.builtin == CG_BI_THREAD_FENCE)
         return true;
@@ -316,6 +317,12 @@ static void call(printer_t *p, const cg_expr_t *e) {
     puts_(p, ")");
   } else if (rk__cg_bi_is_stencil(b)) {
     stencil_read(p, e);
+  } else if (rk__cg_bi_is_send(b)) {
+    /* rk_send_<p>_<h>(msg): the message by value. */
+    rk__cg_wgsl_printf(p, CG_SEND_PREFIX "%u_%s(", (unsigned)e->call.port,
+                       p->fn->name);
+    rk__cg_wgsl_expr(p, e->call.args[1]->addr.operand);
+    puts_(p, ")");
   } else {
     puts_(p, "0"); /* rk_dynamic_shared: refused by the checker */
   }

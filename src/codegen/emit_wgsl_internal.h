@@ -216,4 +216,8 @@ bool rk__cg_wgsl_uses_cas_stmt(const cg_stmt_t *s, const cg_var_t *v);
 /* A selected entry point: its module-scope resources and its kernels. */
 void rk__cg_wgsl_entry(printer_t *p, const cg_func_plan_t *fp);
 
+/* The module-scope name of handler fn's port control words (k < 0) or of
+ * port k's message array (emit_wgsl_entry.c). */
+const char *rk__cg_wgsl_port_string(printer_t *p, const cg_func_t *fn, int k);
+
 #endif /* RK_CODEGEN_EMIT_WGSL_INTERNAL_H_ */

@@ -13,9 +13,10 @@ bool rk__cg_entry_selected(const cg_func_t *fn, const char *entry) {
 }
 
 enum {
-  kMaxKernels = 2,     /* a function becomes: a handler's own and batch */
-  kMaxExtraParams = 2, /* launch parameters beyond the source's: rk_status,
-                          rk_count */
+  kMaxKernels = 2, /* a function becomes: a handler's own and batch */
+  /* launch parameters beyond the source's: rk_status, rk_count, rk_ports
+   * and one buffer per port */
+  kMaxExtraParams = 3 + CG_MAX_PORTS,
 };
 
 /* ---- Stencils ---------------------------------------------------------- */
@@ -59,7 +60,10 @@ static cg_handler_plan_t *lower_handler(cg_ctx_t *ctx, const cg_func_t *fn,
   h->state =
       fn->nparams > CG_HANDLER_STATE ? fn->params[CG_HANDLER_STATE] : NULL;
   h->status = rk__cg_handler_status(fn);
-  h->actor = actor;
+  h->actor = actor && fn->nports == 0; /* CUDA resident K2K: not yet */
+  h->nports = fn->nports;
+  h->port_type = fn->port_type;
+  h->status_param = h->status || h->nports;
   return h;
 }
 
@@ -83,11 +87,21 @@ static void lower_entry(cg_ctx_t *ctx, cg_entry_plan_t *ep, const cg_func_t *fn,
     params[n].kind = CG_LAUNCH_PARAM;
     params[n++].var = fn->params[i];
   }
-  if (batch || (form == CG_FORM_HANDLER && rk__cg_handler_status(fn))) {
+  bool ports = (form == CG_FORM_HANDLER || batch) && fn->nports > 0;
+  if (batch ||
+      (form == CG_FORM_HANDLER && (rk__cg_handler_status(fn) || ports))) {
     params[n++].kind = CG_LAUNCH_STATUS;
     ep->has_status = true;
   }
   if (batch) params[n++].kind = CG_LAUNCH_COUNT;
+  if (ports) {
+    params[n++].kind = CG_LAUNCH_PORTS;
+    for (uint32_t p = 0; p < fn->nports; ++p) {
+      if (!fn->port_type[p]) continue;
+      params[n].kind = CG_LAUNCH_PORT;
+      params[n++].port = p;
+    }
+  }
   ep->params = params;
   ep->nparams = n;
   ep->dyn_shared = fn->uses_dynamic_shared && !batch;

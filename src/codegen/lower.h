@@ -14,7 +14,9 @@
  *     kernel <name> run by global thread 0 for one message (with a
  *     trailing rk_status buffer when it returns int), a batch kernel
  *     rk_batch_<name>(in, out[, state], rk_status, rk_count), and with
- *     persistent_actors (CUDA) the resident kernel rk_actor_<name>.
+ *     persistent_actors (CUDA) the resident kernel rk_actor_<name>; a
+ *     handler that sends (rk_send) has rk_ports and rk_port<p> after those
+ *     parameters, rk_status always, and a batch run in order.
  *
  * rk__cg_lower() computes that description, the plan, from the tree, the
  * target's capabilities (ctx->caps, targets.h) and the entry selection.
@@ -53,6 +55,22 @@
  * (an int handler only), element m for message m of a batch. */
 #define CG_HANDLER_STATUS_NAME "rk_status"
 
+/* Output ports (rk_send): the uint32_t control words of every port
+ * (CG_PORT_WORDS per port, src/abi/k2k_abi.h) and port p's message buffer,
+ * CG_PORT_PREFIX<p>. */
+#define CG_PORTS_NAME "rk_ports"
+#define CG_PORT_PREFIX "rk_port"
+/* The function a send to port p of handler h calls:
+ * CG_SEND_PREFIX<p>_<h>. */
+#define CG_SEND_PREFIX "rk_send_"
+enum {
+  CG_PORT_WORDS = 4, /* credit, count, refusal, refused */
+  CG_PORT_CREDIT = 0,
+  CG_PORT_COUNT = 1,
+  CG_PORT_REFUSAL = 2,
+  CG_PORT_REFUSED = 3, /* sends refused, counted by the handler */
+};
+
 /* The number of messages of a batch (uint32_t, by value). */
 #define CG_BATCH_COUNT_NAME "rk_count"
 
@@ -66,12 +84,15 @@ typedef enum cg_launch_kind {
   CG_LAUNCH_PARAM = 0, /* a parameter of the source function */
   CG_LAUNCH_STATUS,    /* int32_t *rk_status */
   CG_LAUNCH_COUNT,     /* uint32_t rk_count */
+  CG_LAUNCH_PORTS,     /* uint32_t *rk_ports: the ports' control words */
+  CG_LAUNCH_PORT,      /* T *rk_port<p>: port p's messages */
 } cg_launch_kind_t;
 
 /* One launch argument of a kernel, in the order the host passes them. */
 typedef struct cg_launch_param {
   cg_launch_kind_t kind;
   const cg_var_t *var; /* CG_LAUNCH_PARAM */
+  uint32_t port;       /* CG_LAUNCH_PORT */
 } cg_launch_param_t;
 
 typedef enum cg_entry_form {
@@ -131,6 +152,14 @@ typedef struct cg_handler_plan {
   const cg_var_t *state; /* NULL without */
   bool status;           /* returns int: results go through rk_status */
   bool actor;            /* rk_actor_<name> is printed (CUDA) */
+  /* Output ports: 1 + the highest used (0: none) and each one's message
+   * type (NULL: unused). A handler with ports runs its batch in order on
+   * global thread 0 (its sends keep their order), and its own kernel has
+   * rk_status even when it returns void (0 is written), so both kernels
+   * bind their buffers alike. */
+  uint32_t nports;
+  const cg_type_t *const *port_type;
+  bool status_param; /* its own kernel takes rk_status: status || nports */
 } cg_handler_plan_t;
 
 /* ---- The plan ------------------------------------------------------------ */

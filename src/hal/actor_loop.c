@@ -138,6 +138,8 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
     if (terminate) {
       /* Requests accepted before termination still get their answers. */
       uint64_t avail = rk__ring_available(&in);
+      /* Then the messages from other actors that are already queued. */
+      if (avail == 0 && l->inbox && l->inbox(l->ctx, l->batch)) continue;
       if (avail == 0 && l->stop_lock) {
         /* Look again holding the consumer role: whoever else consumed
          * moved the head, so start from the ring's own. */
@@ -160,9 +162,16 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
     }
     set_run_state(c, &run_state, RK_ABI_RUN_ACTIVE);
     uint64_t avail = rk__ring_available(&in);
+    /* Messages from other actors, then the host's requests: neither
+     * starves the other. */
+    const uint32_t got = l->inbox ? l->inbox(l->ctx, l->batch) : 0;
     if (avail) {
       idle_since = 0;
       handle_some(l, &in, &out, avail);
+      continue;
+    }
+    if (got) {
+      idle_since = 0;
       continue;
     }
     uint64_t now = rk__now_ns();
@@ -182,10 +191,19 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
               __atomic_load_n(l->host_busy, __ATOMIC_RELAXED) + 1, l->cpus);
     }
     if (spin_ok && now - idle_since < l->spin_ns) {
-      for (int i = 0; i < 128 && !rk__ring_available(&in); ++i) rk__cpu_relax();
+      for (int i = 0; i < 128 && !rk__ring_available(&in) &&
+                      !(l->inbox_ready && l->inbox_ready(l->ctx));
+           ++i)
+        rk__cpu_relax();
       continue;
     }
-    rk__ring_wait_data_since(in.hdr, in.own, seq, 0);
+    /* Parked, it also looks at the inbox after announcing itself: a
+     * sender signals the input ring after it publishes there. */
+    if (l->inbox_ready)
+      rk__ring_wait_data_since_or(in.hdr, in.own, seq, 0, l->inbox_ready,
+                                  l->ctx);
+    else
+      rk__ring_wait_data_since(in.hdr, in.own, seq, 0);
     idle_since = 0;
   }
   set_run_state(c, &run_state, RK_ABI_RUN_STOPPED);

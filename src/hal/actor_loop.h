@@ -45,6 +45,14 @@ typedef struct rk__actor_loop {
    * that nobody consumes requests after the device side said it stopped. */
   void (*stop_lock)(void *ctx);
   void (*stop_unlock)(void *ctx);
+  /* Optional (NULL: none): messages from other actors (actor/k2k.c), in an
+   * inbox beside the input ring. `inbox` handles up to `max` of them and
+   * returns how many; `inbox_ready` says whether any wait. Senders signal
+   * the input ring after they publish (rk__ring_signal_data), and a parked
+   * loop looks at the inbox after announcing itself
+   * (rk__ring_wait_data_since_or), so it wakes for them too. */
+  uint32_t (*inbox)(void *ctx, uint32_t max);
+  bool (*inbox_ready)(void *ctx);
 } rk__actor_loop_t;
 
 void rk__actor_loop_run(const rk__actor_loop_t *loop);

@@ -105,6 +105,9 @@ typedef struct rk__actor_device {
    * spins only while they and itself fit on the CPUs (rk__actor_may_spin). */
   const uint32_t *host_busy;
   uint32_t cpus;
+  /* Messages to and from other actors (actor/k2k_internal.h); NULL for an
+   * actor that has none yet. */
+  struct rk__k2k *k2k;
 } rk__actor_device_t;
 
 /* A backend's resident actor (its worker thread or persistent kernel). */

@@ -132,8 +132,14 @@ static void test_corpus_placement(void) {
     rk_entry_list_t *list = NULL;
     size_t handlers = 0;
     if (CHECK_OK(rk_codegen_list_entries(src, NULL, &list, NULL)))
-      for (size_t i = 0; i < list->count; ++i)
-        handlers += list->entries[i].kind == RK_ENTRY_HANDLER;
+      for (size_t i = 0; i < list->count; ++i) {
+        /* A handler that sends (rk_send: an rk_ports parameter) gets no
+         * resident kernel yet: for this test it is not one. */
+        bool ports = false;
+        for (size_t k = 0; k < list->entries[i].param_count; ++k)
+          ports |= strcmp(list->entries[i].params[k].name, "rk_ports") == 0;
+        handlers += list->entries[i].kind == RK_ENTRY_HANDLER && !ports;
+      }
     char *without = NULL, *with = NULL;
     if (CHECK_OK(transpile(src, name, RK_TARGET_CUDA, false, NULL, &without)) &&
         CHECK_OK(transpile(src, name, RK_TARGET_CUDA, true, NULL, &with))) {

@@ -159,6 +159,46 @@ static const error_case_t kCases[] = {
        "RK_HANDLER int h(const m_t *in, m_t *out) {\n"
        "  if (in->v == 0) return;\n  return 0;\n}\n",
      4, "return;", "'h' must return a value"},
+    {"rk_send outside a handler", RK_TARGET_C,
+     K "typedef struct { int v; } m_t;\n"
+       "RK_KERNEL void k(int *o) {\n  m_t m = {1};\n"
+       "  o[0] = rk_send(0, &m);\n}\n",
+     5, "rk_send", "rk_send can only be used in the body of an RK_HANDLER"},
+    {"rk_send in a helper", RK_TARGET_WGSL,
+     K "typedef struct { int v; } m_t;\n"
+       "static int f(int v) { m_t m = {v}; return rk_try_send(1, &m); }\n",
+     3, "rk_try_send",
+     "rk_try_send can only be used in the body of an RK_HANDLER, not in "
+     "helper function 'f'"},
+    {"rk_send port out of range", RK_TARGET_C,
+     K "typedef struct { int v; } m_t;\n"
+       "RK_HANDLER void h(const m_t *in, m_t *out) {\n"
+       "  m_t m = {1};\n  rk_send(8, &m);\n}\n",
+     5, "8,", "the port of rk_send"},
+    {"rk_send port not constant", RK_TARGET_C,
+     K "typedef struct { int v; } m_t;\n"
+       "RK_HANDLER void h(const m_t *in, m_t *out) {\n"
+       "  m_t m = {1};\n  rk_send(in->v, &m);\n}\n",
+     5, "in->v", "the port of rk_send"},
+    {"rk_send message not a local", RK_TARGET_C,
+     K "typedef struct { int v; } m_t;\n"
+       "RK_HANDLER void h(const m_t *in, m_t *out) {\n"
+       "  rk_send(0, in);\n}\n",
+     4, "in)", "the address of a local struct variable: rk_send(0, &msg)"},
+    {"rk_send message a scalar", RK_TARGET_C,
+     K "typedef struct { int v; } m_t;\n"
+       "RK_HANDLER void h(const m_t *in, m_t *out) {\n"
+       "  int x = 1;\n  rk_send(0, &x);\n}\n",
+     5, "&x", "'x' is int"},
+    {"rk_send two types on one port", RK_TARGET_OPENCL,
+     K "typedef struct { int v; } m_t;\n"
+       "typedef struct { float f; } n_t;\n"
+       "RK_HANDLER void h(const m_t *in, m_t *out) {\n"
+       "  m_t a = {1};\n  n_t b = {2.0f};\n"
+       "  rk_send(3, &a);\n  rk_try_send(3, &b);\n}\n",
+     8, "&b",
+     "port 3 of handler 'h' carries m_t (first used on line 7), "
+     "not n_t"},
     {"handler parameter named rk_status", RK_TARGET_C,
      K "typedef struct { int v; } m_t;\n"
        "RK_HANDLER int h(const m_t *in, m_t *rk_status) { return 0; }\n",

@@ -130,6 +130,12 @@ static void check_persistent(const half_t *cuda, actors_t *a, const char *name,
     entries[n++] = e->name;
     if (e->kind != RK_ENTRY_HANDLER) continue;
     note_shape(a, e);
+    /* A handler with output ports (rk_send) has no resident CUDA kernel
+     * yet: its own and batch kernels are compiled above. */
+    bool ports = false;
+    for (size_t k = 0; k < e->param_count; ++k)
+      ports |= strcmp(e->params[k].name, "rk_ports") == 0;
+    if (ports) continue;
     snprintf(actor_names[nactors], sizeof actor_names[nactors], "rk_actor_%s",
              e->name);
     entries[n++] = actor_names[nactors++];

@@ -119,6 +119,16 @@ static void print_device_text(const rk_backend_t *be, int d) {
   print_caps_text(info.caps);
   printf(row, "persistent actors");
   printf("%s\n", actor_execution(info.caps));
+  /* How actors that send to actors (rk_send) get their messages across
+   * (rk/actor_k2k.h). */
+  printf(row, "actor messaging");
+  const bool cpu = strcmp(rk_backend_name(be), "cpu") == 0;
+  printf("%s\n", !(info.caps & RK_CAP_PERSISTENT_KERNELS)
+                     ? "host-forwarded (after each batch launch)"
+                 : cpu
+                     ? "direct (channels in memory both workers use)"
+                     : "host-forwarded, by relaunch only (RK_ACTOR_RELAUNCH=1; "
+                       "resident sends not implemented yet)");
 }
 
 static void print_backend_text(rk_backend_kind_t kind, const probe_t *p) {

@@ -49,6 +49,10 @@ extern const tool_command_t tool_cmd_cluster;
  * actor comparison on `backend`. Returns a TOOL_EXIT_* code. */
 int tool_demo_actors(rk_backend_t *backend, bool json, bool quick);
 
+/* `rk demo halo` (demo_halo.c): tile actors exchanging halos through K2K
+ * channels against one stencil kernel per step. */
+int tool_demo_halo(rk_backend_t *backend, bool json, bool quick);
+
 /* ---- Helpers (util.c) --------------------------------------------------- */
 
 /* Prints "rk <command>: <message>" and a pointer at the help to stderr and

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actor/k2k_internal.h"
 #include "backends/cpu/cpu.h"
 #include "base/error.h"
 #include "base/hlc.h"
@@ -29,11 +30,35 @@ struct rk__actor_worker {
   int cpu; /* pinned CPU or -1 */
   uint64_t spin_ns;
   uint32_t abandoned; /* atomic: the worker frees itself when it stops */
+  /* Messages to other actors: the handler's port arguments (pointers to
+   * the K2K outboxes and control words); kept NULL without ports. */
+  rk__k2k_t *k2k;
+  uint32_t nports;
+  void *port_p[1 + RK__K2K_MAX_PORTS];
+  unsigned char *scratch; /* the response to an inbox message (dropped) */
 };
 
 static void worker_free(rk__actor_worker_t *w) {
+  free(w->scratch);
   free(w->state);
   free(w);
+}
+
+/* The handler's arguments: in, out[, state][, status][, rk_ports,
+ * rk_port<p>...]; each points at the argument's bytes. Returns how many. */
+static unsigned handler_args(rk__actor_worker_t *w, void **args, void **in_p,
+                             void **out_p, void **state_p, void **status_p) {
+  unsigned k = 0;
+  args[k++] = in_p;
+  args[k++] = out_p;
+  if (w->dev.has_state) args[k++] = state_p;
+  if (w->dev.has_status) args[k++] = status_p;
+  if (w->nports) {
+    args[k++] = &w->port_p[0];
+    for (uint32_t p = 0; p < w->nports; ++p)
+      if (w->port_p[1 + p]) args[k++] = &w->port_p[1 + p];
+  }
+  return k;
 }
 
 /* Runs the handler on up to `n` published requests, in place in the
@@ -61,17 +86,16 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
     void *out_p = dst + RK_ABI_MSG_HEADER;
     void *state_p = w->state;
     void *status_p = &code;
-    void *args[4];
-    unsigned k = 0;
-    args[k++] = &in_p;
-    args[k++] = &out_p;
-    if (w->dev.has_state) args[k++] = &state_p;
-    if (w->dev.has_status) args[k++] = &status_p;
+    void *args[4 + 1 + RK__K2K_MAX_PORTS];
+    handler_args(w, args, &in_p, &out_p, &state_p, &status_p);
     const rk_abi_msg_t *req = (const rk_abi_msg_t *)src;
     const bool traced = rk__trace_on();
     rk__trace_span_t span;
     if (traced) rk__trace_span_begin(&span, "handler");
+    /* Sends go straight into the receivers' inboxes after the call. */
+    if (w->nports) rk__k2k_prepare(w->k2k, RK__K2K_OUTBOX);
     w->entry->run_blocks(&kl, 0, 1, args);
+    if (w->nports) rk__k2k_deliver(w->k2k);
     rk__actor_respond_local(c, req, resp, code, &clock, phys);
     if (traced)
       rk__actor_trace_handled(&span, rk_function_name(w->dev.function), &req, 1,
@@ -84,6 +108,36 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
   __atomic_store_n(&c->clock, clock, __ATOMIC_RELAXED);
   if (done) rk__actor_commit(c, in, out, done, errors, last_error);
   return done;
+}
+
+/* Messages from other actors: the handler on each, in order, its response
+ * dropped (nobody asked for it). */
+static uint32_t handle_inbox(void *ctx, uint32_t max) {
+  rk__actor_worker_t *w = ctx;
+  uint32_t n = rk__k2k_inbox_available(w->k2k);
+  if (n == 0) return 0;
+  if (n > max) n = max;
+  const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL};
+  uint32_t errors = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    int32_t code = 0;
+    void *in_p = (void *)rk__k2k_inbox_payload(w->k2k, i);
+    void *out_p = w->scratch;
+    void *state_p = w->state;
+    void *status_p = &code;
+    void *args[4 + 1 + RK__K2K_MAX_PORTS];
+    handler_args(w, args, &in_p, &out_p, &state_p, &status_p);
+    if (w->nports) rk__k2k_prepare(w->k2k, RK__K2K_OUTBOX);
+    w->entry->run_blocks(&kl, 0, 1, args);
+    if (w->nports) rk__k2k_deliver(w->k2k);
+    errors += code != 0;
+  }
+  rk__k2k_inbox_release(w->k2k, n, errors);
+  return n;
+}
+
+static bool inbox_ready(void *ctx) {
+  return rk__k2k_inbox_available(((rk__actor_worker_t *)ctx)->k2k) != 0;
 }
 
 static void pin(int cpu) {
@@ -108,8 +162,11 @@ static void *worker_main(void *arg) {
                                  .cpus = w->dev.cpus,
                                  .batch = kBatch,
                                  .handle = handle_batch,
-                                 .ctx = w};
+                                 .ctx = w,
+                                 .inbox = w->k2k ? handle_inbox : NULL,
+                                 .inbox_ready = w->k2k ? inbox_ready : NULL};
   rk__actor_loop_run(&loop);
+  rk__k2k_stopped(w->k2k);
   if (__atomic_exchange_n(&w->abandoned, 1u, __ATOMIC_ACQ_REL)) {
     pthread_detach(pthread_self());
     worker_free(w);
@@ -151,6 +208,19 @@ rk_status_t rk__cpu_actor_start(rk_context_t *context,
       return rk__fail(RK_ERR_OUT_OF_MEMORY, "cpu: actor state");
     }
     if (dev->initial_state) memcpy(w->state, dev->initial_state, state_size);
+  }
+  w->k2k = dev->k2k;
+  w->nports = rk__k2k_nports(w->k2k);
+  if (w->nports) {
+    w->port_p[0] = rk__k2k_ctl(w->k2k);
+    for (uint32_t p = 0; p < w->nports; ++p)
+      w->port_p[1 + p] = rk__k2k_outbox(w->k2k, p);
+  }
+  w->scratch =
+      calloc(1, dev->control->out_payload ? dev->control->out_payload : 1);
+  if (!w->scratch) {
+    worker_free(w);
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "cpu: actor scratch");
   }
   w->spin_ns = rk__actor_spin_ns(false);
   w->cpu = pick_cpu();

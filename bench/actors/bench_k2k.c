@@ -1,0 +1,340 @@
+/* bench_k2k - messages between two actors (K2K, rk_send) on the CPU backend
+ * next to the physical floor, measured side by side in one run.
+ *
+ *   (a) floor: two threads pinned to two CPUs ping-pong one cache line; the
+ *       one-way transfer is half the round trip.
+ *   (b) K2K hop: actors A and B, A's port 0 wired to B and B's to A. The
+ *       host gives A one token with H hops to go; each handler passes it on
+ *       with one hop less. The time until the H-th hop is handled, over H,
+ *       is one one-way hop: handler, send, the receiver seeing it. The host
+ *       watches the receivers' K2K counters (relaxed loads), not the rings.
+ *   (c) K2K throughput: the host sends A requests of 64 messages each; A's
+ *       handler sends them to B with rk_try_send (stopping at the first
+ *       RK_SEND_FULL), B's handler takes them. Messages per second over
+ *       the messages B handled; the FULL answers are counted, not retried.
+ *
+ * The workers are placed by rk (RK_BENCH_K2K_SCHEDULER=1: by the
+ * scheduler) and spin RK_ACTOR_SPIN_US (200 us unless set) before they
+ * park.
+ *
+ * Every hop and message is checked (B's count and A's answers). Method as
+ * in bench_actors: an untimed warm-up round, then R rounds in each of
+ * which every measurement runs once; medians with p10-p90 over rounds.
+ * --json: one object on stdout (the table goes to stderr). The exit status
+ * never depends on timing. Target (docs/benchmarks.md): a hop within 2x of
+ * the one-way cache-line transfer.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/sys.h"
+#include "bench_json.h"
+#include "bench_stats.h"
+#include "rk/rk.h"
+
+static const char kSource[] =
+    "#include <rk/kernel.h>\n"
+    "typedef struct { int left; int n; } tok_t;\n"
+    "typedef struct { int sent; } ack_t;\n"
+    "RK_HANDLER void hop(const tok_t *in, ack_t *out) {\n"
+    "  out->sent = 0;\n"
+    "  if (in->left > 0) {\n"
+    "    tok_t t;\n"
+    "    t.left = in->left - 1;\n"
+    "    t.n = 0;\n"
+    "    out->sent = rk_send(0, &t) == 0;\n"
+    "  }\n"
+    "}\n"
+    "RK_HANDLER void burst(const tok_t *in, ack_t *out) {\n"
+    "  tok_t t;\n"
+    "  t.left = 0;\n"
+    "  t.n = 0;\n"
+    "  int sent = 0;\n"
+    "  for (int i = 0; i < in->n; ++i) {\n"
+    "    t.n = i;\n"
+    "    if (rk_try_send(0, &t) != 0) break;\n"
+    "    sent += 1;\n"
+    "  }\n"
+    "  out->sent = sent;\n"
+    "}\n";
+
+typedef struct {
+  int left, n;
+} tok_t;
+typedef struct {
+  int sent;
+} ack_t;
+
+enum { kBurst = 64, kWindow = 256, kMaxRounds = 101 };
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "bench_k2k: ");
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\n");
+  exit(1);
+}
+
+static void check(rk_status_t s, const char *what) {
+  if (s != RK_OK) die("%s: %s: %s", what, rk_status_name(s), rk_last_error());
+}
+
+/* ---- (a) The floor: a cache line ping-ponged between two CPUs ----------- */
+
+typedef struct {
+  _Alignas(128) volatile uint64_t line;
+  _Alignas(128) volatile uint32_t stop;
+  int cpu;
+} floor_t;
+
+static cpu_set_t g_all; /* the host thread's CPUs at start */
+
+static void unpin(void) {
+  pthread_setaffinity_np(pthread_self(), sizeof g_all, &g_all);
+}
+
+static void pin(int cpu) {
+  if (cpu < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static void *floor_echo(void *arg) {
+  floor_t *f = arg;
+  pin(f->cpu);
+  uint64_t seen = 0;
+  while (!f->stop) {
+    uint64_t v = __atomic_load_n(&f->line, __ATOMIC_ACQUIRE);
+    if (v != seen && (v & 1)) {
+      seen = v + 1;
+      __atomic_store_n(&f->line, seen, __ATOMIC_RELEASE);
+    }
+  }
+  return NULL;
+}
+
+/* ns per one-way transfer over n round trips; the echo thread runs only
+ * for this round (it would take a CPU from the actors otherwise). */
+static double floor_round(floor_t *f, long n, int host_cpu) {
+  pthread_t echo;
+  pin(host_cpu);
+  f->stop = 0;
+  if (pthread_create(&echo, NULL, floor_echo, f) != 0)
+    die("cannot start the echo thread");
+  uint64_t v = __atomic_load_n(&f->line, __ATOMIC_ACQUIRE);
+  /* Untimed: until the echo thread answers. */
+  __atomic_store_n(&f->line, v + 1, __ATOMIC_RELEASE);
+  while (__atomic_load_n(&f->line, __ATOMIC_ACQUIRE) != v + 2) {
+  }
+  v += 2;
+  const uint64_t t0 = rkb_now_ns();
+  for (long i = 0; i < n; ++i) {
+    __atomic_store_n(&f->line, v + 1, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&f->line, __ATOMIC_ACQUIRE) != v + 2) {
+    }
+    v += 2;
+  }
+  const double ns = (double)(rkb_now_ns() - t0) / (double)n / 2.0;
+  f->stop = 1;
+  pthread_join(echo, NULL);
+  unpin();
+  return ns;
+}
+
+/* ---- (b), (c) Actors ------------------------------------------------------
+ */
+
+static rk_actor_t *launch(rk_context_t *ctx, const char *handler) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.auto_activate = false;
+  o.input_capacity = 1024;
+  o.output_capacity = 1024;
+  rk_actor_t *a = NULL;
+  check(rk_actor_launch(ctx, kSource, handler, &o, &a), "launching an actor");
+  return a;
+}
+
+static uint64_t received(rk_actor_t *a) {
+  rk_actor_k2k_stats_t st;
+  check(rk_actor_k2k_stats(a, &st), "K2K stats");
+  return st.received;
+}
+
+/* ns per one-way hop over `hops` hops between a and b. */
+static double hop_round(rk_actor_t *a, rk_actor_t *b, long hops) {
+  const uint64_t before = received(a) + received(b);
+  tok_t t = {(int)hops, 0};
+  const uint64_t t0 = rkb_now_ns();
+  check(rk_actor_send(a, &t, sizeof t, RK_TIMEOUT_INFINITE, NULL), "inject");
+  /* The host sleeps while it waits: A and B have the CPUs. */
+  while (received(a) + received(b) - before < (uint64_t)hops) {
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+  }
+  const uint64_t t1 = rkb_now_ns();
+  ack_t r;
+  check(rk_actor_receive(a, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL),
+        "the injection's answer");
+  if (r.sent != 1) die("the first hop was not queued (%d)", r.sent);
+  return (double)(t1 - t0) / (double)hops;
+}
+
+/* Messages per second from a to b, `msgs` asked for; *refused gets the
+ * messages A could not queue (RK_SEND_FULL). */
+static double tput_round(rk_actor_t *a, rk_actor_t *b, long msgs,
+                         uint64_t *refused) {
+  const long reqs = (msgs + kBurst - 1) / kBurst;
+  const uint64_t before = received(b);
+  tok_t t = {0, kBurst};
+  const uint64_t t0 = rkb_now_ns();
+  /* At most kWindow requests in flight: answers nobody takes would fill
+   * A's output ring and then hold up the sends. */
+  uint64_t queued = 0;
+  long sent = 0, answered = 0;
+  while (answered < reqs) {
+    while (sent < reqs && sent - answered < kWindow) {
+      check(rk_actor_send(a, &t, sizeof t, RK_TIMEOUT_INFINITE, NULL), "burst");
+      sent++;
+    }
+    ack_t r;
+    check(rk_actor_receive(a, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL),
+          "a burst's answer");
+    queued += (uint64_t)r.sent;
+    answered++;
+  }
+  while (received(b) - before < queued) {
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+  }
+  const uint64_t t1 = rkb_now_ns();
+  *refused += (uint64_t)reqs * kBurst - queued;
+  if (received(b) - before != queued)
+    die("B handled %llu messages, A queued %llu",
+        (unsigned long long)(received(b) - before), (unsigned long long)queued);
+  return (double)queued * 1e9 / (double)(t1 - t0);
+}
+
+int main(int argc, char **argv) {
+  bool json = false, quick = false;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--json") == 0)
+      json = true;
+    else if (strcmp(argv[i], "--quick") == 0)
+      quick = true;
+    else {
+      fprintf(stderr, "usage: bench_k2k [--quick] [--json]\n");
+      return 2;
+    }
+  }
+  rkb_json_t j;
+  if (json) rkb_json_begin(&j, "k2k");
+  const int rounds = quick ? 5 : 11;
+  const long floor_n = quick ? 5000 : 20000;
+  const long hops = quick ? 2000 : 20000;
+  const long msgs = quick ? 20000 : 100000;
+
+  int cpus[2];
+  const int ncpus = rk__allowed_cpus(cpus, 2);
+  pthread_getaffinity_np(pthread_self(), sizeof g_all, &g_all);
+  floor_t fl;
+  memset(&fl, 0, sizeof fl);
+  fl.cpu = ncpus >= 2 ? cpus[1] : -1;
+  const int host_cpu = ncpus >= 2 ? cpus[0] : -1;
+  /* rk pins each worker to a CPU other than its launcher's, which on two
+   * CPUs puts both ends of a pair on the same one (docs/benchmarks.md).
+   * With RK_BENCH_K2K_SCHEDULER set the actors are launched from a thread
+   * pinned to one CPU, so rk leaves the workers to the scheduler; the
+   * spin (RK_ACTOR_SPIN_US, 200 us unless set) is then what rk would use
+   * with the CPUs the bench has. */
+  setenv("RK_ACTOR_SPIN_US",
+         getenv("RK_ACTOR_SPIN_US") ? getenv("RK_ACTOR_SPIN_US") : "200", 1);
+
+  rk_backend_t *be = NULL;
+  rk_context_t *ctx = NULL;
+  check(rk_backend_open(RK_BACKEND_CPU, &be), "opening the CPU backend");
+  check(rk_backend_create_context(be, 0, &ctx), "creating a context");
+  if (getenv("RK_BENCH_K2K_SCHEDULER")) pin(host_cpu);
+  rk_actor_t *a = launch(ctx, "hop"), *b = launch(ctx, "hop");
+  rk_actor_t *ta = launch(ctx, "burst"), *tb = launch(ctx, "hop");
+  unpin();
+  check(rk_actor_connect(a, 0, b), "connect a -> b");
+  check(rk_actor_connect(b, 0, a), "connect b -> a");
+  check(rk_actor_connect(ta, 0, tb), "connect burst -> sink");
+  rk_actor_t *all[] = {a, b, ta, tb};
+  for (int i = 0; i < 4; ++i) check(rk_actor_activate(all[i]), "activate");
+  rk_actor_k2k_stats_t st;
+  check(rk_actor_k2k_stats(a, &st), "K2K stats");
+  const char *path = rk_k2k_path_name(st.path);
+
+  double fl_ns[kMaxRounds], hop_ns[kMaxRounds], tput[kMaxRounds];
+  uint64_t refused = 0;
+  /* Warm-up, untimed. */
+  floor_round(&fl, floor_n / 10, host_cpu);
+  hop_round(a, b, hops / 10);
+  tput_round(ta, tb, msgs / 10, &refused);
+  refused = 0;
+  for (int r = 0; r < rounds; ++r) {
+    /* Rotate the order, so slow phases of the machine hit all alike. */
+    for (int k = 0; k < 3; ++k) {
+      switch ((r + k) % 3) {
+        case 0:
+          fl_ns[r] = floor_round(&fl, floor_n, host_cpu);
+          break;
+        case 1:
+          hop_ns[r] = hop_round(a, b, hops);
+          break;
+        default:
+          tput[r] = tput_round(ta, tb, msgs, &refused);
+          break;
+      }
+    }
+  }
+  for (int i = 0; i < 4; ++i) {
+    check(rk_actor_terminate(all[i], 10000000000ull), "terminate");
+    rk_actor_destroy(all[i]);
+  }
+  check(rk_context_destroy(ctx), "releasing the context");
+  check(rk_backend_destroy(be), "releasing the backend");
+
+  const rkb_summary_t sf = rkb_summarize(fl_ns, (size_t)rounds);
+  const rkb_summary_t sh = rkb_summarize(hop_ns, (size_t)rounds);
+  const rkb_summary_t stp = rkb_summarize(tput, (size_t)rounds);
+  const double ratio = sh.median / sf.median;
+  printf("bench_k2k: CPU backend, %d CPUs allowed%s, %d rounds, path %s\n",
+         ncpus, ncpus < 2 ? " (nothing pinned)" : "", rounds, path);
+  printf("  %-34s %10.1f ns  (p10 %.1f, p90 %.1f)\n",
+         "cache line, one way (floor)", sf.median, sf.p10, sf.p90);
+  printf("  %-34s %10.1f ns  (p10 %.1f, p90 %.1f)\n", "K2K hop, one way",
+         sh.median, sh.p10, sh.p90);
+  printf("  %-34s %10.2f x   (target: within 2x)  %s\n", "hop / floor", ratio,
+         ratio <= 2.0 ? "met" : "NOT met");
+  printf("  %-34s %10.0f /s  (p10 %.0f, p90 %.0f)\n", "K2K messages, A -> B",
+         stp.median, stp.p10, stp.p90);
+  printf("  %-34s %10llu\n", "sends answered RK_SEND_FULL",
+         (unsigned long long)refused);
+  if (json) {
+    rkb_json_str(&j, "backend", "cpu");
+    rkb_json_str(&j, "path", path);
+    rkb_json_int(&j, "cpus", ncpus);
+    rkb_json_int(&j, "rounds", rounds);
+    rkb_json_summary(&j, "floor_one_way_ns", &sf);
+    rkb_json_summary(&j, "hop_one_way_ns", &sh);
+    rkb_json_num(&j, "hop_over_floor", ratio);
+    rkb_json_bool(&j, "target_within_2x_met", ratio <= 2.0);
+    rkb_json_summary(&j, "messages_per_s", &stp);
+    rkb_json_int(&j, "refused_full", (long long)refused);
+    rkb_json_finish(&j);
+  }
+  return 0;
+}

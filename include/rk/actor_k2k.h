@@ -1,0 +1,95 @@
+/* Actors that send to actors (K2K): wiring a handler's output ports to
+ * other actors' inboxes.
+ *
+ * A handler sends with rk_send(port, &msg) / rk_try_send(port, &msg) (see
+ * docs/kernel-language.md, "Sending to other actors"). The host wires each
+ * port before the actors involved are activated:
+ *
+ *   rk_actor_options_t o;
+ *   rk_actor_options_init(&o);
+ *   o.auto_activate = false;            // wire first, then activate
+ *   rk_actor_launch(ctx, src, "stage", &o, &a);
+ *   rk_actor_launch(ctx, src, "sink", &o, &b);
+ *   rk_actor_connect(a, 0, b);          // a's port 0 -> b's inbox
+ *   rk_actor_activate(b);
+ *   rk_actor_activate(a);
+ *
+ * One port may go to several actors (fan-out: each gets a copy) and one
+ * actor may receive from several ports and actors (fan-in: one inbox,
+ * written by all of them). A message sent by a handler is handled by the
+ * receiver's handler exactly once, in the order sent per (sender,
+ * receiver) pair; its response is not kept (nobody asked for it). A full
+ * channel is a result the sending handler sees (RK_SEND_FULL), never a drop
+ * and never a wait. See docs/actors.md, "Actors that talk to actors".
+ */
+#ifndef RK_ACTOR_K2K_H_
+#define RK_ACTOR_K2K_H_
+
+#include <stdint.h>
+
+#include "rk/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rk_actor rk_actor_t;
+
+/* What rk_send / rk_try_send return in a handler. */
+enum {
+  RK_SEND_QUEUED = 0,      /* the message will be handled */
+  RK_SEND_FULL = 1,        /* no room in the channel now; nothing queued */
+  RK_SEND_UNCONNECTED = 2, /* no actor on this port, or it has stopped */
+};
+
+/* Wires output port `port` of `src`'s handler to `dst`'s inbox; connecting
+ * one port to several actors sends each a copy. Both actors must be
+ * persistent and not yet activated (launch with auto_activate = false),
+ * the port must be one the handler sends to, and its message type must
+ * have the size of dst's request. Errors (nothing changes):
+ * RK_ERR_INVALID_ARGUMENT (NULL, a port the handler never sends to, a size
+ * mismatch, the same link twice, more senders than dst's inbox has slots),
+ * RK_ERR_INVALID_STATE (either actor activated before, traditional mode).
+ * Actors of different contexts may be connected: the messages go through
+ * host memory, as they do for relaunch actors. */
+rk_status_t rk_actor_connect(rk_actor_t *src, uint32_t port, rk_actor_t *dst);
+
+/* How messages between actors travel. */
+typedef enum rk_k2k_path {
+  RK_K2K_NONE = 0, /* not connected */
+  /* Written by the sending side straight into the receiver's inbox in
+   * memory both address (CPU backend: both workers). */
+  RK_K2K_DIRECT,
+  /* Collected from the device after each batch launch and written into the
+   * receiver's inbox by the host (relaunch backends, or a mix). */
+  RK_K2K_HOST_FORWARDED,
+} rk_k2k_path_t;
+
+/* "none", "direct", "host-forwarded"; "unknown" otherwise. */
+const char *rk_k2k_path_name(rk_k2k_path_t path);
+
+typedef struct rk_actor_k2k_stats {
+  rk_k2k_path_t path;    /* of its outgoing links; else of its incoming */
+  uint32_t ports;        /* output ports its handler sends to */
+  uint32_t links_out;    /* (port, receiver) links wired */
+  uint32_t senders_in;   /* (sender, port) links into its inbox */
+  uint64_t sent;         /* messages queued by its handler (each copy) */
+  uint64_t refused_full; /* sends answered RK_SEND_FULL */
+  uint64_t refused_unconnected; /* sends answered RK_SEND_UNCONNECTED */
+  uint64_t received;            /* inbox messages its handler handled */
+  uint64_t received_errors;     /* of those, handler errors */
+  /* Queued by its handler for a receiver destroyed before they reached
+   * its inbox. */
+  uint64_t undelivered;
+  uint64_t inbox_depth, inbox_capacity;
+} rk_actor_k2k_stats_t;
+
+/* A snapshot of the actor's K2K counters. */
+rk_status_t rk_actor_k2k_stats(rk_actor_t *actor,
+                               rk_actor_k2k_stats_t *out_stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RK_ACTOR_K2K_H_ */

@@ -1,0 +1,500 @@
+/* Actor-to-actor messaging (see k2k_internal.h; the protocol is modelled in
+ * tests/model/k2k.pml). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actor/actor_internal.h"
+#include "actor/k2k_internal.h"
+#include "base/error.h"
+#include "base/ring.h"
+#include "base/sys.h"
+
+#define LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define ADD_RELAXED(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+
+enum {
+  kMaxLinks = 64,      /* receivers of one port (fan-out) */
+  kCounterStride = 16, /* uint64_t: one RK_ABI_LINE per counter */
+  kPortName = 16,      /* "rk_port7" */
+  kTypeName = 128,     /* a message type's name */
+  kRefusalFull = RK_SEND_FULL,
+  kRefusalUnconnected = RK_SEND_UNCONNECTED,
+};
+
+/* A receiver's inbox. */
+typedef struct inbox {
+  rk__ring_mp_t mp; /* the senders' stage (aligned to RK_ABI_LINE) */
+  rk_abi_ring_t *hdr;
+  unsigned char *slots;
+  void *mem;
+  uint32_t capacity, payload;
+  uint32_t links;     /* links into it; each gets capacity / links */
+  uint32_t quota;     /* set by connect, before activation */
+  uint64_t *consumed; /* per link, kCounterStride apart: receiver-owned */
+  rk__ring_end_t c;   /* the consumer end: the receiver's device side */
+} inbox_t;
+
+typedef struct link {
+  rk__k2k_t *dst;
+  uint32_t index; /* the link's number in dst's inbox */
+  uint64_t sent;  /* messages put into dst's inbox (sender-owned) */
+} link_t;
+
+typedef struct port {
+  uint32_t size; /* message bytes; 0: the handler never sends here */
+  char type[kTypeName];
+  unsigned char *outbox; /* RK__K2K_OUTBOX messages */
+  link_t links[kMaxLinks];
+  uint32_t nlinks;
+} port_t;
+
+struct rk__k2k {
+  /* Written by its senders (busy) and rarely by the host: a line of its
+   * own. */
+  _Alignas(RK_ABI_LINE) uint32_t busy; /* atomic: senders delivering now */
+  uint32_t gone;                       /* atomic: the actor was released */
+  uint32_t stopped; /* atomic: its device side left its loop */
+  uint32_t refs;    /* atomic: the actor, and one per link into this inbox */
+  _Alignas(RK_ABI_LINE) uint32_t in_size;
+  uint32_t inbox_capacity;
+  char in_type[kTypeName];
+  bool resident, forwarded;
+  rk_abi_control_t *control;
+  rk_abi_ring_t *in_ring; /* where the device side parks */
+  uint32_t nports;
+  uint32_t ctl[RK__K2K_MAX_PORTS * RK__K2K_PORT_WORDS];
+  port_t ports[RK__K2K_MAX_PORTS];
+  inbox_t *inbox;
+  uint32_t senders_in;
+  /* Counters: written by the device side, read by stats. */
+  uint64_t sent, refused_full, refused_unconnected; /* atomic */
+  uint64_t undelivered; /* atomic: queued for a receiver released since */
+  uint64_t received, received_errors; /* atomic */
+};
+
+/* ---- Creation ------------------------------------------------------------ */
+
+/* "const req_t *" -> "req_t". */
+static void base_type(const char *t, char *out, size_t cap) {
+  if (strncmp(t, "const ", 6) == 0) t += 6;
+  size_t n = strcspn(t, " *");
+  if (n >= cap) n = cap - 1;
+  memcpy(out, t, n);
+  out[n] = '\0';
+}
+
+static void inbox_free(inbox_t *b) {
+  if (!b) return;
+  free(b->consumed);
+  free(b->mem);
+  free(b);
+}
+
+static void k2k_free(rk__k2k_t *k) {
+  for (uint32_t p = 0; p < RK__K2K_MAX_PORTS; ++p) {
+    port_t *pt = &k->ports[p];
+    for (uint32_t i = 0; i < pt->nlinks; ++i) {
+      rk__k2k_t *d = pt->links[i].dst;
+      if (__atomic_sub_fetch(&d->refs, 1u, __ATOMIC_ACQ_REL) == 0) k2k_free(d);
+    }
+    free(pt->outbox);
+  }
+  inbox_free(k->inbox);
+  free(k);
+}
+
+rk_status_t rk__k2k_create(const rk_entry_t *e, uint32_t in_size,
+                           uint32_t inbox_capacity, rk_actor_mode_t mode,
+                           rk_actor_execution_t execution, bool polled,
+                           rk__k2k_t **out) {
+  rk__k2k_t *k =
+      aligned_alloc(RK_ABI_LINE, sizeof(rk__k2k_t) + RK_ABI_LINE -
+                                     sizeof(rk__k2k_t) % RK_ABI_LINE);
+  if (!k) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor: K2K state");
+  memset(k, 0, sizeof *k);
+  k->refs = 1;
+  k->in_size = in_size;
+  k->inbox_capacity = inbox_capacity;
+  k->resident = execution == RK_ACTOR_EXEC_RESIDENT;
+  if (e->param_count) base_type(e->params[0].type, k->in_type, kTypeName);
+  for (size_t i = 0; i < e->param_count; ++i) {
+    const rk_entry_param_t *pa = &e->params[i];
+    unsigned p;
+    char tail;
+    if (sscanf(pa->name, "rk_port%u%c", &p, &tail) != 1 ||
+        p >= RK__K2K_MAX_PORTS)
+      continue;
+    port_t *pt = &k->ports[p];
+    pt->size = (uint32_t)pa->elem_size;
+    base_type(pa->type, pt->type, kTypeName);
+    pt->outbox = calloc(RK__K2K_OUTBOX, pt->size ? pt->size : 1);
+    if (!pt->outbox) {
+      k2k_free(k);
+      return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor: K2K outbox");
+    }
+    if (p + 1 > k->nports) k->nports = p + 1;
+  }
+  if (k->nports && mode == RK_ACTOR_TRADITIONAL) {
+    k2k_free(k);
+    return rk__fail(RK_ERR_UNIMPLEMENTED,
+                    "actor '%s': its handler sends to other actors (rk_send), "
+                    "which needs persistent mode",
+                    e->name);
+  }
+  if (k->nports && k->resident && polled) {
+    k2k_free(k);
+    return rk__fail(RK_ERR_UNIMPLEMENTED,
+                    "actor '%s': sending to other actors (rk_send) from a "
+                    "resident GPU kernel is not implemented yet",
+                    e->name);
+  }
+  for (uint32_t p = 0; p < k->nports; ++p) {
+    uint32_t *w = &k->ctl[p * RK__K2K_PORT_WORDS];
+    w[2] = kRefusalUnconnected;
+  }
+  *out = k;
+  return RK_OK;
+}
+
+void rk__k2k_attach(rk__k2k_t *k, rk_abi_control_t *control,
+                    rk_abi_ring_t *in_ring) {
+  k->control = control;
+  k->in_ring = in_ring;
+}
+
+void rk__k2k_release(rk__k2k_t *k) {
+  if (!k) return;
+  /* After this no sender touches the input ring (which goes away with the
+   * actor): one that got in first is waited for. */
+  __atomic_store_n(&k->gone, 1u, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&k->busy, __ATOMIC_SEQ_CST)) rk__cpu_relax();
+  /* Its own device side has stopped: its links let go of the receivers
+   * (so that actors wired in a cycle are freed too). */
+  for (uint32_t p = 0; p < RK__K2K_MAX_PORTS; ++p) {
+    port_t *pt = &k->ports[p];
+    for (uint32_t i = 0; i < pt->nlinks; ++i) {
+      rk__k2k_t *d = pt->links[i].dst;
+      if (__atomic_sub_fetch(&d->refs, 1u, __ATOMIC_ACQ_REL) == 0) k2k_free(d);
+    }
+    pt->nlinks = 0;
+  }
+  if (__atomic_sub_fetch(&k->refs, 1u, __ATOMIC_ACQ_REL) == 0) k2k_free(k);
+}
+
+/* ---- Sending ------------------------------------------------------------- */
+
+uint32_t rk__k2k_nports(const rk__k2k_t *k) { return k ? k->nports : 0; }
+uint32_t *rk__k2k_ctl(rk__k2k_t *k) { return k->ctl; }
+void *rk__k2k_outbox(rk__k2k_t *k, uint32_t p) { return k->ports[p].outbox; }
+uint32_t rk__k2k_port_size(const rk__k2k_t *k, uint32_t p) {
+  return k->ports[p].size;
+}
+void rk__k2k_set_forwarded(rk__k2k_t *k) { k->forwarded = true; }
+
+/* What link l can still take. */
+static uint64_t link_credit(const link_t *l) {
+  const inbox_t *b = l->dst->inbox;
+  const uint64_t done =
+      LOAD_ACQUIRE(&b->consumed[(size_t)l->index * kCounterStride]);
+  const uint64_t in_flight = l->sent - done;
+  return in_flight >= b->quota ? 0 : b->quota - in_flight;
+}
+
+/* A receiver whose device side has stopped, or that is going away, takes
+ * nothing more. (Only fields of the K2K state, which lives as long as a
+ * link to it: the actor's own memory may be gone.) */
+static bool receiver_gone(const rk__k2k_t *d) {
+  return LOAD_ACQUIRE(&d->stopped) || LOAD_ACQUIRE(&d->gone);
+}
+
+void rk__k2k_stopped(rk__k2k_t *k) {
+  if (k) STORE_RELEASE(&k->stopped, 1u);
+}
+
+void rk__k2k_restarted(rk__k2k_t *k) {
+  if (k && !LOAD_ACQUIRE(&k->gone)) STORE_RELEASE(&k->stopped, 0u);
+}
+
+void rk__k2k_prepare(rk__k2k_t *k, uint32_t max) {
+  if (max > RK__K2K_OUTBOX) max = RK__K2K_OUTBOX;
+  for (uint32_t p = 0; p < k->nports; ++p) {
+    port_t *pt = &k->ports[p];
+    uint32_t *w = &k->ctl[p * RK__K2K_PORT_WORDS];
+    uint64_t credit = pt->nlinks ? max : 0;
+    uint32_t refusal = pt->nlinks ? kRefusalFull : kRefusalUnconnected;
+    for (uint32_t i = 0; i < pt->nlinks && credit; ++i) {
+      if (receiver_gone(pt->links[i].dst)) {
+        credit = 0;
+        refusal = kRefusalUnconnected;
+        break;
+      }
+      uint64_t c = link_credit(&pt->links[i]);
+      if (c < credit) credit = c;
+    }
+    w[0] = (uint32_t)credit;
+    w[1] = 0;
+    w[2] = refusal;
+    w[3] = 0;
+  }
+}
+
+/* Wakes the receiver's device side if it said it sleeps: the signalling
+ * half of ring.c's handshake on its input ring. It looks at the inbox
+ * after raising the waiter count (rk__ring_wait_data_since_or), so either
+ * it sees our message or we see it waiting. */
+static void wake(rk__k2k_t *d) {
+  if (d->in_ring) rk__ring_signal_data(d->in_ring);
+}
+
+void rk__k2k_deliver(rk__k2k_t *k) {
+  uint64_t sent = 0, full = 0, unconnected = 0;
+  const uint64_t clock =
+      k->control ? LOAD_RELAXED(&k->control->clock) : (uint64_t)0;
+  for (uint32_t p = 0; p < k->nports; ++p) {
+    port_t *pt = &k->ports[p];
+    uint32_t *w = &k->ctl[p * RK__K2K_PORT_WORDS];
+    uint32_t n = w[1];
+    /* A handler cannot send more than its credit; a device that reports
+     * more wrote past the outbox: keep to what the credit allowed. */
+    if (n > w[0]) n = w[0];
+    if (w[3]) {
+      if (w[2] == kRefusalFull)
+        full += w[3];
+      else
+        unconnected += w[3];
+    }
+    for (uint32_t i = 0; i < pt->nlinks && n; ++i) {
+      link_t *l = &pt->links[i];
+      inbox_t *b = l->dst->inbox;
+      /* Dekker with rk__k2k_release: we are busy before we look at `gone`,
+       * or it sees us busy and waits. */
+      __atomic_fetch_add(&l->dst->busy, 1u, __ATOMIC_SEQ_CST);
+      if (__atomic_load_n(&l->dst->gone, __ATOMIC_SEQ_CST)) {
+        __atomic_fetch_sub(&l->dst->busy, 1u, __ATOMIC_RELEASE);
+        ADD_RELAXED(&k->undelivered, n);
+        continue;
+      }
+      for (uint32_t m = 0; m < n; ++m) {
+        rk_abi_msg_t h = {.correlation_id = l->sent + 1,
+                          .timestamp = clock,
+                          .type = RK__ABI_MSG_K2K,
+                          .size = pt->size,
+                          .status = l->index,
+                          .code = (int32_t)p};
+        /* The credit guarantees a slot; the loop only covers a stage
+         * whose other producer is between its reserve and its publish. */
+        while (rk__ring_mp_send_quiet(&b->mp, &h,
+                                      pt->outbox + (size_t)m * pt->size,
+                                      pt->size, NULL) != RK_OK)
+          rk__cpu_relax();
+        l->sent++;
+      }
+      sent += n;
+      wake(l->dst);
+      __atomic_fetch_sub(&l->dst->busy, 1u, __ATOMIC_RELEASE);
+    }
+  }
+  if (sent) ADD_RELAXED(&k->sent, sent);
+  if (full) ADD_RELAXED(&k->refused_full, full);
+  if (unconnected) ADD_RELAXED(&k->refused_unconnected, unconnected);
+}
+
+/* ---- Receiving ----------------------------------------------------------- */
+
+uint32_t rk__k2k_inbox_available(rk__k2k_t *k) {
+  if (!k || !k->inbox) return 0;
+  uint64_t n = rk__ring_available(&k->inbox->c);
+  return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+const void *rk__k2k_inbox_payload(rk__k2k_t *k, uint32_t i) {
+  const unsigned char *s = rk__ring_peek(&k->inbox->c, i);
+  return s ? s + RK_ABI_MSG_HEADER : NULL;
+}
+
+void rk__k2k_inbox_release(rk__k2k_t *k, uint32_t n, uint32_t errors) {
+  inbox_t *b = k->inbox;
+  /* Whose credit comes back: read before the slots are freed. */
+  uint32_t idx[256];
+  uint32_t done = 0;
+  while (done < n) {
+    uint32_t chunk = n - done < 256 ? n - done : 256;
+    for (uint32_t i = 0; i < chunk; ++i) {
+      const rk_abi_msg_t *h = rk__ring_peek(&b->c, i);
+      idx[i] = h->status;
+    }
+    rk__ring_release(&b->c, chunk);
+    /* Credit after the slots are free (a sender may reuse them at once). */
+    for (uint32_t i = 0; i < chunk; ++i) {
+      uint64_t *c = &b->consumed[(size_t)idx[i] * kCounterStride];
+      STORE_RELEASE(c, LOAD_RELAXED(c) + 1);
+    }
+    done += chunk;
+  }
+  ADD_RELAXED(&k->received, n);
+  if (errors) ADD_RELAXED(&k->received_errors, errors);
+}
+
+/* ---- Wiring -------------------------------------------------------------- */
+
+static rk_status_t make_inbox(rk__k2k_t *d) {
+  inbox_t *b = aligned_alloc(
+      RK_ABI_LINE, (sizeof *b + RK_ABI_LINE - 1) & ~(size_t)(RK_ABI_LINE - 1));
+  if (!b) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor: K2K inbox");
+  memset(b, 0, sizeof *b);
+  b->capacity = d->inbox_capacity;
+  b->payload = d->in_size;
+  const uint32_t slot = rk_abi_slot_size(d->in_size);
+  const size_t bytes =
+      sizeof(rk_abi_ring_t) + (size_t)rk__ring_slot_bytes(b->capacity, slot);
+  b->mem = aligned_alloc(
+      RK_ABI_LINE, (bytes + RK_ABI_LINE - 1) & ~(size_t)(RK_ABI_LINE - 1));
+  if (!b->mem) {
+    free(b);
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor: K2K inbox of %zu bytes",
+                    bytes);
+  }
+  memset(b->mem, 0, bytes);
+  b->hdr = b->mem;
+  b->slots = (unsigned char *)b->mem + sizeof(rk_abi_ring_t);
+  rk_status_t s = rk__ring_init(b->hdr, b->capacity, slot);
+  if (s != RK_OK) {
+    inbox_free(b);
+    return s;
+  }
+  rk__ring_mp_init(&b->mp, b->hdr, b->slots, RK__RING_MP_LOCK);
+  rk__ring_attach(&b->c, b->hdr, b->slots, false);
+  d->inbox = b;
+  return RK_OK;
+}
+
+rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
+                            rk__k2k_t *dst, const char *dst_name) {
+  if (port >= RK__K2K_MAX_PORTS || port >= src->nports ||
+      !src->ports[port].size)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_connect: '%s' never sends to port %u (its handler "
+                    "sends to %u port%s)",
+                    src_name, port, src->nports, src->nports == 1 ? "" : "s");
+  port_t *pt = &src->ports[port];
+  if (pt->size != dst->in_size || strcmp(pt->type, dst->in_type) != 0)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_connect: port %u of '%s' sends %s (%u bytes), but "
+                    "'%s' takes %s (%u bytes)",
+                    port, src_name, pt->type, pt->size, dst_name, dst->in_type,
+                    dst->in_size);
+  for (uint32_t i = 0; i < pt->nlinks; ++i)
+    if (pt->links[i].dst == dst)
+      return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                      "actor_connect: port %u of '%s' is already connected to "
+                      "'%s'",
+                      port, src_name, dst_name);
+  if (pt->nlinks == kMaxLinks)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_connect: port %u of '%s' already goes to %d actors",
+                    port, src_name, kMaxLinks);
+  if (dst->inbox && dst->inbox->links + 1 > dst->inbox_capacity)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_connect: '%s' has an inbox of %u slots, too few for "
+                    "%u senders (each needs one): raise its input_capacity",
+                    dst_name, dst->inbox_capacity, dst->inbox->links + 1);
+  if (!dst->inbox) RK_RETURN_IF_ERROR(make_inbox(dst));
+  inbox_t *b = dst->inbox;
+  uint64_t *consumed = realloc(
+      b->consumed, (size_t)(b->links + 1) * kCounterStride * sizeof(uint64_t));
+  if (!consumed)
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor_connect: credit counters");
+  b->consumed = consumed;
+  memset(&consumed[(size_t)b->links * kCounterStride], 0,
+         kCounterStride * sizeof(uint64_t));
+  link_t *l = &pt->links[pt->nlinks++];
+  l->dst = dst;
+  l->index = b->links++;
+  l->sent = 0;
+  b->quota = b->capacity / b->links;
+  dst->senders_in++;
+  __atomic_add_fetch(&dst->refs, 1u, __ATOMIC_ACQ_REL);
+  return RK_OK;
+}
+
+const char *rk_k2k_path_name(rk_k2k_path_t path) {
+  switch (path) {
+    case RK_K2K_NONE:
+      return "none";
+    case RK_K2K_DIRECT:
+      return "direct";
+    case RK_K2K_HOST_FORWARDED:
+      return "host-forwarded";
+  }
+  return "unknown";
+}
+
+void rk__k2k_stats(const rk__k2k_t *k, rk_actor_k2k_stats_t *o) {
+  memset(o, 0, sizeof *o);
+  if (!k) return;
+  bool forwarded = !k->resident, any = false;
+  for (uint32_t p = 0; p < k->nports; ++p) {
+    const port_t *pt = &k->ports[p];
+    if (pt->size) o->ports++;
+    o->links_out += pt->nlinks;
+    for (uint32_t i = 0; i < pt->nlinks; ++i) {
+      any = true;
+      forwarded |= !pt->links[i].dst->resident;
+    }
+  }
+  if (!any && k->senders_in) any = true;
+  o->path = !any        ? RK_K2K_NONE
+            : forwarded ? RK_K2K_HOST_FORWARDED
+                        : RK_K2K_DIRECT;
+  o->senders_in = k->senders_in;
+  o->sent = LOAD_RELAXED(&k->sent);
+  o->refused_full = LOAD_RELAXED(&k->refused_full);
+  o->refused_unconnected = LOAD_RELAXED(&k->refused_unconnected);
+  o->received = LOAD_RELAXED(&k->received);
+  o->received_errors = LOAD_RELAXED(&k->received_errors);
+  o->undelivered = LOAD_RELAXED(&k->undelivered);
+  if (k->inbox) {
+    o->inbox_capacity = k->inbox->capacity;
+    o->inbox_depth = rk__ring_depth(k->inbox->hdr);
+  }
+}
+
+/* ---- Public API ---------------------------------------------------------- */
+
+rk_status_t rk_actor_connect(rk_actor_t *src, uint32_t port, rk_actor_t *dst) {
+  if (!src || !dst)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_connect: src and dst are required");
+  const char *sn = rk__actor_handler_name(src);
+  const char *dn = rk__actor_handler_name(dst);
+  const rk_actor_t *both[2] = {src, dst};
+  for (int i = 0; i < 2; ++i) {
+    const rk_actor_t *a = both[i];
+    const char *n = i ? dn : sn;
+    if (rk__actor_mode(a) != RK_ACTOR_PERSISTENT)
+      return rk__fail(RK_ERR_INVALID_STATE,
+                      "actor_connect: '%s' is in traditional mode; actors "
+                      "that talk to actors are persistent",
+                      n);
+    rk_actor_state_t st = rk_actor_state(a);
+    if (st != RK_ACTOR_LAUNCHED)
+      return rk__fail(RK_ERR_INVALID_STATE,
+                      "actor_connect: '%s' is %s; connect actors before "
+                      "activating them (launch with auto_activate = false)",
+                      n, rk_actor_state_name(st));
+  }
+  return rk__k2k_connect(rk__actor_k2k(src), sn, port, rk__actor_k2k(dst), dn);
+}
+
+rk_status_t rk_actor_k2k_stats(rk_actor_t *actor,
+                               rk_actor_k2k_stats_t *out_stats) {
+  if (!actor || !out_stats)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_k2k_stats: actor and out_stats are required");
+  rk__k2k_stats(rk__actor_k2k(actor), out_stats);
+  return RK_OK;
+}

@@ -1,0 +1,114 @@
+/* Actor-to-actor messaging (K2K): the runtime side of rk_send.
+ *
+ * Every persistent actor has an rk__k2k_t (created with its handler's
+ * description). As a SENDER it owns its handler's output ports: per port
+ * the message size, an outbox the handler's sends write (the port buffer
+ * rk_port<p> of the generated kernel) and the links to the receivers. As a
+ * RECEIVER it owns an inbox: a ring of src/abi/actor_abi.h, allocated at
+ * the first rk_actor_connect to it, written by every sender wired to it
+ * through the multi-producer stage (LOCK kind) and read by its own device
+ * side, which runs the handler on each message and keeps no response.
+ *
+ * Flow control is by credit (tests/model/k2k.pml): a link (sender port ->
+ * receiver) may have at most quota = capacity / (links into the inbox) of
+ * its messages in the inbox. Before its handler runs, the sending side
+ * calls rk__k2k_prepare(), which sets each port's credit to what every
+ * link of the port can still take; a send beyond it returns RK_SEND_FULL
+ * to the handler. After the handler, rk__k2k_deliver() copies the sent
+ * messages into the inboxes -- they always fit -- and wakes the receivers:
+ * a bump of the receiver's input-ring wake sequence (its device side
+ * parks there), and a wake-up only when it said it sleeps.
+ *
+ * Threads: prepare/deliver by the actor's device side (its CPU worker or
+ * relaunch driver, or a caller holding the relaunch consumer role); the
+ * inbox functions by the receiver's device side; connect and stats by any
+ * host thread, connect only before either actor is activated.
+ */
+#ifndef RK_ACTOR_K2K_INTERNAL_H_
+#define RK_ACTOR_K2K_INTERNAL_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "abi/actor_abi.h"
+#include "rk/actor.h"
+#include "rk/actor_k2k.h"
+#include "rk/codegen.h"
+
+typedef struct rk__k2k rk__k2k_t;
+
+enum {
+  RK__K2K_MAX_PORTS = 8, /* CG_MAX_PORTS */
+  RK__K2K_PORT_WORDS = 4,
+  /* Messages one port may send per handler call (resident) and per batch
+   * launch (relaunch); more are RK_SEND_FULL. */
+  RK__K2K_OUTBOX = 256,
+};
+
+/* The header type of an inbox message (rk_abi_msg_t.type). Its status is
+ * the link's index in the inbox, its code the sender's port, its
+ * correlation id the link's message number (1, 2, ...). */
+#define RK__ABI_MSG_K2K 3u
+
+/* From the handler's entry (its rk_port<p> parameters): the ports and
+ * their message sizes. `in_size` and `inbox_capacity` are the actor's
+ * request size and input capacity (the inbox gets the same). A handler
+ * with ports in traditional mode, or on a resident backend other than the
+ * CPU's, is refused here (RK_ERR_UNIMPLEMENTED). */
+rk_status_t rk__k2k_create(const rk_entry_t *entry, uint32_t in_size,
+                           uint32_t inbox_capacity, rk_actor_mode_t mode,
+                           rk_actor_execution_t execution, bool polled,
+                           rk__k2k_t **out);
+/* The actor's control block and input ring (where its device side parks),
+ * once they exist. */
+void rk__k2k_attach(rk__k2k_t *k, rk_abi_control_t *control,
+                    rk_abi_ring_t *in_ring);
+/* The actor is going away (its device side has stopped): sends to it
+ * answer RK_SEND_UNCONNECTED from now on, its own links are dropped, and
+ * the memory lives until every sender wired to it is released too. */
+void rk__k2k_release(rk__k2k_t *k);
+
+/* The actor's device side has left its loop (after answering what was
+ * queued, the inbox included): sends to it answer RK_SEND_UNCONNECTED from
+ * now on. Messages a sender queued just before stay in the inbox
+ * (rk_actor_k2k_stats' inbox_depth). */
+void rk__k2k_stopped(rk__k2k_t *k);
+/* A new device side runs (a supervisor's restart after a stop): sends to
+ * the actor are taken again. */
+void rk__k2k_restarted(rk__k2k_t *k);
+
+/* ---- Sending side -------------------------------------------------------- */
+
+/* 1 + the highest port the handler sends to; 0: none. */
+uint32_t rk__k2k_nports(const rk__k2k_t *k);
+/* The port control words (RK__K2K_PORT_WORDS per port: credit, count,
+ * refusal) and port p's outbox (NULL for a port the handler never uses),
+ * as the handler's rk_ports and rk_port<p> arguments. */
+uint32_t *rk__k2k_ctl(rk__k2k_t *k);
+void *rk__k2k_outbox(rk__k2k_t *k, uint32_t port);
+uint32_t rk__k2k_port_size(const rk__k2k_t *k, uint32_t port);
+/* Sets every port's credit (at most `max`), count 0 and refusal. */
+void rk__k2k_prepare(rk__k2k_t *k, uint32_t max);
+/* Copies the messages the handler queued (the counts in the control
+ * words) into the receivers' inboxes, in order, and wakes them. */
+void rk__k2k_deliver(rk__k2k_t *k);
+/* The relaunch driver forwards (a host hop): for the stats. */
+void rk__k2k_set_forwarded(rk__k2k_t *k);
+
+/* ---- Receiving side ------------------------------------------------------ */
+
+/* Messages waiting in the inbox (0 without one). */
+uint32_t rk__k2k_inbox_available(rk__k2k_t *k);
+/* Message i (< available) of the inbox: its payload. */
+const void *rk__k2k_inbox_payload(rk__k2k_t *k, uint32_t i);
+/* The first n messages were handled (`errors` of them failed): frees their
+ * slots, then gives each link its credit back. */
+void rk__k2k_inbox_release(rk__k2k_t *k, uint32_t n, uint32_t errors);
+
+/* ---- Host ---------------------------------------------------------------- */
+
+rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
+                            rk__k2k_t *dst, const char *dst_name);
+void rk__k2k_stats(const rk__k2k_t *k, rk_actor_k2k_stats_t *out);
+
+#endif /* RK_ACTOR_K2K_INTERNAL_H_ */

@@ -1,0 +1,421 @@
+/* Actors that send to actors (K2K): pipelines, fan-in, fan-out, a full
+ * channel, an unconnected port, and the wiring errors; on the CPU backend
+ * (resident: direct channels), with --relaunch, and on OpenCL and WebGPU
+ * (relaunch: host-forwarded). Every message must be handled exactly once
+ * and in order per (sender, receiver) pair. */
+#define RK_TEST_IMPLEMENTATION
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "actor_test_util.h"
+#include "base/sys.h"
+#include "rk_test.h"
+
+/* A token: which source it came from, its number there, a value each stage
+ * adds one to. */
+typedef struct {
+  uint32_t src, seq;
+  int v;
+} tok_t;
+
+/* A stage's answer to the host: what its send returned. The sink's answer to
+ * a query: how many tokens it saw, how many out of order, their sum. */
+typedef struct {
+  int r;
+  int count, disorder, sum;
+} ack_t;
+
+static const char kSource[] =
+    "#include <rk/kernel.h>\n"
+    "typedef struct { uint32_t src, seq; int v; } tok_t;\n"
+    "typedef struct { int r; int count, disorder, sum; } ack_t;\n"
+    "typedef struct { int count, disorder, sum; uint32_t last[8]; } sink_t;\n"
+    "\n"
+    "/* Adds one and passes the token on; returns what the send said. */\n"
+    "RK_HANDLER int stage(const tok_t *in, ack_t *out) {\n"
+    "  tok_t t;\n"
+    "  t.src = in->src;\n"
+    "  t.seq = in->seq;\n"
+    "  t.v = in->v + 1;\n"
+    "  int r = rk_send(0, &t);\n"
+    "  out->r = r;\n"
+    "  out->count = 0;\n"
+    "  out->disorder = 0;\n"
+    "  out->sum = 0;\n"
+    "  return r;\n"
+    "}\n"
+    "\n"
+    "/* The same with rk_try_send, to two ports. */\n"
+    "RK_HANDLER int split(const tok_t *in, ack_t *out) {\n"
+    "  tok_t t;\n"
+    "  t.src = in->src;\n"
+    "  t.seq = in->seq;\n"
+    "  t.v = in->v + 1;\n"
+    "  int a = rk_try_send(0, &t);\n"
+    "  int b = rk_try_send(1, &t);\n"
+    "  out->r = a * 10 + b;\n"
+    "  out->count = 0;\n"
+    "  out->disorder = 0;\n"
+    "  out->sum = 0;\n"
+    "  return 0;\n"
+    "}\n"
+    "\n"
+    "/* Counts tokens and checks their order per source; a token from source\n"
+    " * 7 is the host asking for the totals. */\n"
+    "RK_HANDLER void sink(const tok_t *in, ack_t *out, sink_t *s) {\n"
+    "  out->r = 0;\n"
+    "  if (in->src != 7u) {\n"
+    "    if (in->seq != s->last[in->src] + 1u) s->disorder++;\n"
+    "    s->last[in->src] = in->seq;\n"
+    "    s->count++;\n"
+    "    s->sum += in->v;\n"
+    "  }\n"
+    "  out->count = s->count;\n"
+    "  out->disorder = s->disorder;\n"
+    "  out->sum = s->sum;\n"
+    "}\n"
+    "\n"
+    "/* Takes an ack_t: a receiver of the wrong type. */\n"
+    "RK_HANDLER void acks(const ack_t *in, ack_t *out) { out->r = in->r; }\n";
+
+static rk_context_t *g_ctx;
+
+static rk_actor_t *launch(const char *handler, uint32_t capacity) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.auto_activate = false;
+  o.input_capacity = capacity;
+  o.output_capacity = capacity;
+  rk_actor_t *a = NULL;
+  if (!CHECK_OK(rk_actor_launch(g_ctx, kSource, handler, &o, &a))) exit(1);
+  return a;
+}
+
+/* The sink's totals (a call the sink answers from its state). */
+static ack_t query(rk_actor_t *sink) {
+  tok_t q = {7, 0, 0};
+  ack_t r;
+  memset(&r, 0, sizeof r);
+  CHECK_OK(rk_actor_call(sink, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
+                         NULL));
+  return r;
+}
+
+/* Waits (up to 20 s) until the sink has seen `count` tokens. */
+static ack_t wait_count(rk_actor_t *sink, int count) {
+  uint64_t until = rk__now_ns() + 20000000000ull;
+  ack_t r = query(sink);
+  while (r.count < count && rk__now_ns() < until) {
+    {
+      struct timespec ts = {0, 200000};
+      nanosleep(&ts, NULL);
+    }
+    r = query(sink);
+  }
+  return r;
+}
+
+/* Sends tokens src/1..n with v = seq to `a` and checks each answer's r. */
+static void feed(rk_actor_t *a, uint32_t src, int n, int want_r) {
+  for (int i = 1; i <= n; ++i) {
+    tok_t t = {src, (uint32_t)i, i};
+    CHECK_OK(rk_actor_send(a, &t, sizeof t, RK_TIMEOUT_INFINITE, NULL));
+  }
+  int bad = 0;
+  for (int i = 1; i <= n; ++i) {
+    ack_t r;
+    rk_actor_message_t info;
+    rk_status_t s =
+        rk_actor_receive(a, &r, sizeof r, RK_TIMEOUT_INFINITE, &info);
+    if ((s != RK_OK && s != RK_ERR_HANDLER) || r.r != want_r) bad++;
+  }
+  CHECK(bad == 0, "%d of %d answers were not %d", bad, n, want_r);
+}
+
+static void stop(rk_actor_t *a) {
+  CHECK_OK(rk_actor_terminate(a, 10000000000ull));
+  rk_actor_destroy(a);
+}
+
+static void test_pipeline(void) {
+  enum { kN = 300 };
+  rk_actor_t *a = launch("stage", 1024), *b = launch("stage", 1024);
+  rk_actor_t *s = launch("sink", 1024);
+  CHECK_OK(rk_actor_connect(a, 0, b));
+  CHECK_OK(rk_actor_connect(b, 0, s));
+  CHECK_OK(rk_actor_activate(s));
+  CHECK_OK(rk_actor_activate(b));
+  CHECK_OK(rk_actor_activate(a));
+  feed(a, 0, kN, RK_SEND_QUEUED);
+  ack_t r = wait_count(s, kN);
+  /* v = seq + 2 after two stages. */
+  CHECK(r.count == kN && r.disorder == 0 && r.sum == kN * (kN + 1) / 2 + 2 * kN,
+        "pipeline: count %d (want %d), disorder %d, sum %d (want %d)", r.count,
+        kN, r.disorder, r.sum, kN * (kN + 1) / 2 + 2 * kN);
+  rk_actor_k2k_stats_t st;
+  CHECK_OK(rk_actor_k2k_stats(b, &st));
+  CHECK(st.received == kN && st.sent == kN && st.received_errors == 0 &&
+            st.refused_full == 0 && st.links_out == 1 && st.senders_in == 1,
+        "stage b: received %llu sent %llu errors %llu full %llu",
+        (unsigned long long)st.received, (unsigned long long)st.sent,
+        (unsigned long long)st.received_errors,
+        (unsigned long long)st.refused_full);
+  printf("  pipeline of 3: %d tokens, path %s\n", r.count,
+         rk_k2k_path_name(st.path));
+  stop(a);
+  stop(b);
+  stop(s);
+}
+
+static void test_fan_in(void) {
+  enum { kN = 200, kSenders = 3 };
+  rk_actor_t *src[kSenders];
+  rk_actor_t *s = launch("sink", 1024);
+  for (int i = 0; i < kSenders; ++i) {
+    src[i] = launch("stage", 1024);
+    CHECK_OK(rk_actor_connect(src[i], 0, s));
+  }
+  CHECK_OK(rk_actor_activate(s));
+  for (int i = 0; i < kSenders; ++i) CHECK_OK(rk_actor_activate(src[i]));
+  for (int i = 0; i < kSenders; ++i) feed(src[i], (uint32_t)i, kN, 0);
+  ack_t r = wait_count(s, kSenders * kN);
+  CHECK(r.count == kSenders * kN && r.disorder == 0 &&
+            r.sum == kSenders * (kN * (kN + 1) / 2 + kN),
+        "fan-in: count %d, disorder %d, sum %d", r.count, r.disorder, r.sum);
+  rk_actor_k2k_stats_t st;
+  CHECK_OK(rk_actor_k2k_stats(s, &st));
+  CHECK(st.senders_in == kSenders && st.received == (uint64_t)kSenders * kN,
+        "fan-in: senders %u, received %llu", st.senders_in,
+        (unsigned long long)st.received);
+  printf("  fan-in of %d: %d tokens in order per sender\n", kSenders, r.count);
+  for (int i = 0; i < kSenders; ++i) stop(src[i]);
+  stop(s);
+}
+
+static void test_fan_out(void) {
+  enum { kN = 200 };
+  rk_actor_t *a = launch("split", 1024);
+  rk_actor_t *s[3] = {launch("sink", 1024), launch("sink", 1024),
+                      launch("sink", 1024)};
+  CHECK_OK(rk_actor_connect(a, 0, s[0]));
+  CHECK_OK(rk_actor_connect(a, 0, s[1])); /* port 0 to two actors */
+  CHECK_OK(rk_actor_connect(a, 1, s[2]));
+  for (int i = 0; i < 3; ++i) CHECK_OK(rk_actor_activate(s[i]));
+  CHECK_OK(rk_actor_activate(a));
+  feed(a, 0, kN, 0);
+  for (int i = 0; i < 3; ++i) {
+    ack_t r = wait_count(s[i], kN);
+    CHECK(r.count == kN && r.disorder == 0 && r.sum == kN * (kN + 1) / 2 + kN,
+          "fan-out sink %d: count %d, disorder %d, sum %d", i, r.count,
+          r.disorder, r.sum);
+  }
+  rk_actor_k2k_stats_t st;
+  CHECK_OK(rk_actor_k2k_stats(a, &st));
+  CHECK(st.sent == 3u * kN && st.links_out == 3 && st.ports == 2,
+        "fan-out: sent %llu links %u ports %u", (unsigned long long)st.sent,
+        st.links_out, st.ports);
+  printf("  fan-out to 3: each got %d\n", kN);
+  stop(a);
+  for (int i = 0; i < 3; ++i) stop(s[i]);
+}
+
+/* The sink is not active: its inbox (8 slots) fills, then every send is
+ * RK_SEND_FULL -- nothing dropped silently, nothing waits. Activated, it
+ * gets exactly the 8. */
+static void test_full(void) {
+  enum { kCap = 8, kN = 20 };
+  rk_actor_t *a = launch("stage", 64), *s = launch("sink", kCap);
+  CHECK_OK(rk_actor_connect(a, 0, s));
+  CHECK_OK(rk_actor_activate(a));
+  int queued = 0, full = 0, other = 0;
+  for (int i = 1; i <= kN; ++i) {
+    tok_t t = {0, (uint32_t)i, i};
+    ack_t r;
+    rk_status_t st =
+        rk_actor_call(a, &t, sizeof t, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL);
+    if (st != RK_OK && st != RK_ERR_HANDLER) other++;
+    if (r.r == RK_SEND_QUEUED)
+      queued++;
+    else if (r.r == RK_SEND_FULL)
+      full++;
+    else
+      other++;
+  }
+  CHECK(queued == kCap && full == kN - kCap && other == 0,
+        "full channel: %d queued (want %d), %d full, %d other", queued, kCap,
+        full, other);
+  rk_actor_k2k_stats_t st;
+  CHECK_OK(rk_actor_k2k_stats(a, &st));
+  CHECK(st.refused_full == (uint64_t)(kN - kCap) && st.sent == kCap,
+        "full channel stats: refused %llu sent %llu",
+        (unsigned long long)st.refused_full, (unsigned long long)st.sent);
+  CHECK_OK(rk_actor_k2k_stats(s, &st));
+  CHECK(st.inbox_depth == kCap && st.inbox_capacity == kCap,
+        "inbox depth %llu of %llu", (unsigned long long)st.inbox_depth,
+        (unsigned long long)st.inbox_capacity);
+  CHECK_OK(rk_actor_activate(s));
+  ack_t r = wait_count(s, kCap);
+  CHECK(r.count == kCap && r.disorder == 0 &&
+            r.sum == kCap * (kCap + 1) / 2 + kCap,
+        "after the full channel: count %d, disorder %d, sum %d", r.count,
+        r.disorder, r.sum);
+  /* Credit came back: sends queue again. */
+  tok_t t = {0, kCap + 1, 0};
+  ack_t back;
+  CHECK_OK(rk_actor_call(a, &t, sizeof t, &back, sizeof back,
+                         RK_TIMEOUT_INFINITE, NULL));
+  CHECK(back.r == RK_SEND_QUEUED, "after draining: send said %d", back.r);
+  printf("  full channel: %d queued, %d refused, then drained\n", queued, full);
+  stop(a);
+  stop(s);
+}
+
+static void test_unconnected_and_errors(void) {
+  rk_actor_t *a = launch("stage", 16), *s = launch("sink", 16);
+  rk_actor_t *k = launch("acks", 16);
+  CHECK_STATUS(rk_actor_connect(a, 1, s), RK_ERR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("never sends to port 1");
+  CHECK_STATUS(rk_actor_connect(a, 0, k), RK_ERR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("sends tok_t (12 bytes), but 'acks' takes ack_t");
+  CHECK_STATUS(rk_actor_connect(s, 0, a), RK_ERR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("'sink' never sends to port 0");
+  CHECK_STATUS(rk_actor_connect(NULL, 0, a), RK_ERR_INVALID_ARGUMENT);
+  CHECK_OK(rk_actor_connect(a, 0, s));
+  CHECK_STATUS(rk_actor_connect(a, 0, s), RK_ERR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("already connected");
+  CHECK_OK(rk_actor_activate(s));
+  rk_actor_t *b = launch("stage", 16);
+  CHECK_STATUS(rk_actor_connect(b, 0, s), RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("connect actors before activating them");
+  /* b's port is not connected: its send says so. */
+  CHECK_OK(rk_actor_activate(b));
+  tok_t t = {0, 1, 1};
+  ack_t r;
+  CHECK_STATUS(
+      rk_actor_call(b, &t, sizeof t, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL),
+      RK_ERR_HANDLER);
+  CHECK(r.r == RK_SEND_UNCONNECTED, "unconnected port: send said %d", r.r);
+  rk_actor_k2k_stats_t st;
+  CHECK_OK(rk_actor_k2k_stats(b, &st));
+  CHECK(st.refused_unconnected == 1 && st.path == RK_K2K_NONE,
+        "unconnected: refused %llu, path %s",
+        (unsigned long long)st.refused_unconnected, rk_k2k_path_name(st.path));
+  /* A sink with one inbox slot cannot take a second sender. */
+  rk_actor_t *tiny = launch("sink", 1), *c = launch("stage", 16);
+  CHECK_OK(rk_actor_connect(c, 0, tiny));
+  CHECK_STATUS(rk_actor_connect(a, 0, tiny), RK_ERR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("too few for 2 senders");
+  /* Traditional mode cannot run a handler that sends. */
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.mode = RK_ACTOR_TRADITIONAL;
+  rk_actor_t *tr = NULL;
+  CHECK_STATUS(rk_actor_launch(g_ctx, kSource, "stage", &o, &tr),
+               RK_ERR_UNIMPLEMENTED);
+  CHECK_ERROR_HAS("needs persistent mode");
+  /* A traditional receiver cannot be wired either. */
+  rk_actor_t *trs = NULL;
+  CHECK_OK(rk_actor_launch(g_ctx, kSource, "sink", &o, &trs));
+  rk_actor_t *d = launch("stage", 16);
+  CHECK_STATUS(rk_actor_connect(d, 0, trs), RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("traditional mode");
+  rk_actor_destroy(trs);
+  rk_actor_t *all[] = {a, s, k, b, tiny, c, d};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
+    rk_actor_destroy(all[i]);
+  printf("  wiring errors and an unconnected port\n");
+}
+
+/* A receiver destroyed before its sender: the sender's later sends answer
+ * RK_SEND_UNCONNECTED (nothing written to freed memory). */
+static void test_receiver_gone(void) {
+  rk_actor_t *a = launch("stage", 16), *s = launch("sink", 16);
+  CHECK_OK(rk_actor_connect(a, 0, s));
+  CHECK_OK(rk_actor_activate(s));
+  CHECK_OK(rk_actor_activate(a));
+  feed(a, 0, 4, RK_SEND_QUEUED);
+  ack_t r = wait_count(s, 4);
+  CHECK(r.count == 4, "before: %d", r.count);
+  stop(s);
+  tok_t t = {0, 5, 5};
+  ack_t back;
+  CHECK_STATUS(rk_actor_call(a, &t, sizeof t, &back, sizeof back,
+                             RK_TIMEOUT_INFINITE, NULL),
+               RK_ERR_HANDLER);
+  CHECK(back.r == RK_SEND_UNCONNECTED, "after the receiver went: %d", back.r);
+  stop(a);
+  printf("  receiver destroyed first\n");
+}
+
+/* A sender on a CPU context of its own (resident) into a receiver on the
+ * test's context: the inbox is host memory, so links across contexts (and
+ * backends) work. */
+static void test_across_contexts(void) {
+  enum { kN = 100 };
+  rk_backend_t *cbe = NULL;
+  rk_context_t *cctx = NULL;
+  if (!CHECK_OK(rk_backend_open(RK_BACKEND_CPU, &cbe)) ||
+      !CHECK_OK(rk_backend_create_context(cbe, 0, &cctx)))
+    return;
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.auto_activate = false;
+  rk_actor_t *a = NULL;
+  CHECK_OK(rk_actor_launch(cctx, kSource, "stage", &o, &a));
+  rk_actor_t *s = launch("sink", 1024);
+  CHECK_OK(rk_actor_connect(a, 0, s));
+  CHECK_OK(rk_actor_activate(s));
+  CHECK_OK(rk_actor_activate(a));
+  feed(a, 0, kN, RK_SEND_QUEUED);
+  ack_t r = wait_count(s, kN);
+  CHECK(r.count == kN && r.disorder == 0 && r.sum == kN * (kN + 1) / 2 + kN,
+        "across contexts: count %d, disorder %d, sum %d", r.count, r.disorder,
+        r.sum);
+  printf("  across contexts (cpu -> this backend): %d tokens\n", r.count);
+  stop(a);
+  stop(s);
+  CHECK_OK(rk_context_destroy(cctx));
+  CHECK_OK(rk_backend_destroy(cbe));
+}
+
+int main(int argc, char **argv) {
+  rk_backend_kind_t kind = RK_BACKEND_CPU;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+      if (rk_backend_kind_from_name(argv[++i], &kind) != RK_OK) {
+        printf("FAILED: unknown backend %s\n", argv[i]);
+        return 1;
+      }
+    } else if (strcmp(argv[i], "--relaunch") == 0) {
+      setenv("RK_ACTOR_RELAUNCH", "1", 1);
+    } else {
+      printf("usage: actor_k2k [--backend NAME] [--relaunch]\n");
+      return 1;
+    }
+  }
+  actor_test_watchdog_start();
+  actor_test_watch("open", 120);
+  rk_backend_t *be = NULL;
+  g_ctx = actor_test_context_on(kind, &be);
+  printf("backend %s\n", rk_backend_name(be));
+  actor_test_watch("pipeline", 60);
+  test_pipeline();
+  actor_test_watch("fan-in", 60);
+  test_fan_in();
+  actor_test_watch("fan-out", 60);
+  test_fan_out();
+  actor_test_watch("full channel", 60);
+  test_full();
+  actor_test_watch("errors", 60);
+  test_unconnected_and_errors();
+  actor_test_watch("receiver gone", 60);
+  test_receiver_gone();
+  actor_test_watch("across contexts", 60);
+  test_across_contexts();
+  actor_test_watch("done", 60);
+  rk_context_destroy(g_ctx);
+  rk_backend_destroy(be);
+  return rk_test_finish("actor_k2k");
+}

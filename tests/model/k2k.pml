@@ -1,0 +1,258 @@
+/* k2k.pml - a Promela model of actor-to-actor (K2K) channels, for spin.
+ *
+ * What it models: src/actor/k2k.c. Every receiving actor has one K2K inbox,
+ * a ring of src/abi/actor_abi.h (free-running head and tail) written by the
+ * NP sending actors wired to it and read by the receiver's device side.
+ *
+ *   - Flow control by credit. Sender s may have at most Q = CAP / NP of its
+ *     messages in the inbox: before its handler runs it computes
+ *     credit = Q - (sent[s] - consumed[s]), where consumed[s] is a counter
+ *     only the receiver writes (one per sender). A handler's rk_try_send
+ *     beyond the credit is answered "full" on the spot; a message within it
+ *     always finds a slot, so nobody waits for space and nothing is dropped.
+ *     With NP = 1 (-DPAIR) the inbox is the (sender, receiver) pair channel:
+ *     a plain SPSC ring with Q = CAP.
+ *   - Fan-in (NP > 1): senders write through the multi-producer stage of
+ *     src/base/ring.c, LOCK kind (lock, take tail, write the slot, publish
+ *     tail + 1 with a release store, unlock).
+ *   - The receiver: load tail (acquire), read the slot at head, hand it to
+ *     the handler, release it (head + 1, release store) and only then bump
+ *     consumed[sender] (the sender's credit comes back after the slot is
+ *     free).
+ *   - Waking: the receiver parks on its input ring's wake sequence (it also
+ *     waits for host requests there): it reads the sequence at the top of
+ *     its loop, and with nothing to do raises the waiter count, looks at
+ *     the inbox again (rk__ring_wait_data_since_or) and sleeps (a futex
+ *     wait) while the sequence is unchanged. A sender, after publishing,
+ *     bumps the sequence and wakes sleepers only when the count is
+ *     non-zero (rk__ring_signal_data; a full fence on each side between
+ *     the store and the load, so sequentially consistent here).
+ *
+ * Each statement touching shared memory is one access of the C code; ghost
+ * variables (busy[], want[]) exist only for the assertions.
+ *
+ * Properties: every message is received exactly once and in order per
+ * sender (per (sender, receiver) pair); no slot is read before it is
+ * written or written while unconsumed; no receiver sleeps with a message
+ * waiting (no invalid end state).
+ *
+ * Configurations: -DCAP=c (a power of two, default 2), -DNP=p senders
+ * (default 2), -DK=k messages per sender (default 3), -DPAIR (NP = 1, no
+ * lock: the pair channel).
+ *
+ * Negative controls (spin must reject them):
+ *   -DBUG_PUBLISH_BEFORE_WRITE  tail published before the slot is written.
+ *   -DBUG_ADVANCE_BEFORE_READ   the receiver releases the slot (head + 1,
+ *                               credit back) before it reads it.
+ *   -DBUG_OVERCOMMIT            every sender gets the whole ring as its
+ *                               credit (Q = CAP): a slot is overwritten.
+ *   -DBUG_RINGKERNEL            RingKernel's device inbox: a sender bumps
+ *                               tail (its claim) before it writes the slot,
+ *                               and the receiver, finding a slot that does
+ *                               not look valid, drops it and moves on.
+ *   -DBUG_LATE_SEQ              the receiver reads the wake sequence after
+ *                               its second look at the inbox.
+ *   -DBUG_NO_RECHECK            the receiver sleeps without looking at the
+ *                               inbox again after raising the waiter count.
+ */
+#ifndef CAP
+#define CAP 2
+#endif
+#ifdef PAIR
+#undef NP
+#define NP 1
+#endif
+#ifndef NP
+#define NP 2
+#endif
+#ifndef K
+#define K 3
+#endif
+#define TOTAL (NP * K)
+#ifdef BUG_OVERCOMMIT
+#define Q CAP
+#else
+#define Q (CAP / NP)
+#endif
+
+/* The inbox. */
+byte tail = 0;
+byte head = 0;
+byte slot_from[CAP]; /* the sender of the message in the slot */
+byte slot_seq[CAP];  /* its per-sender number, 1-based (0: never written) */
+bit busy[CAP];       /* ghost: written and not yet released */
+byte consumed[NP];   /* receiver-owned credit counters */
+bit lock = 0;        /* the multi-producer stage's lock (LOCK kind) */
+/* The receiver's wake sequence and waiter count (its input ring's). */
+byte wake_seq = 0;
+byte waiters = 0;
+bit asleep = 0; /* the receiver is in its futex wait */
+/* Ghost: the next per-sender number the receiver must see. */
+byte want[NP];
+byte received = 0;
+byte dropped = 0;
+
+inline signal() {
+  if
+  :: waiters > 0 -> wake_seq++; asleep = 0 /* futex wake */
+  :: else -> skip
+  fi
+}
+
+proctype sender(byte id) {
+  byte sent = 0;
+  byte credit;
+  byte idx;
+  do
+  :: sent == K -> break
+  :: else ->
+    /* Before the handler runs: the credit for this call. */
+    credit = Q - (sent - consumed[id]);
+    if
+    :: credit == 0 ->
+      /* The handler sees "full" and runs again later: modelled as waiting
+       * until credit comes back, so a credit that never returns is a
+       * deadlock spin reports. */
+      (Q - (sent - consumed[id]) > 0)
+    :: else ->
+      /* The handler's rk_try_send queued one message: the device side
+       * moves it into the inbox. */
+#ifndef PAIR
+      atomic { lock == 0 -> lock = 1 };
+#endif
+#ifdef BUG_RINGKERNEL
+      atomic { idx = tail; tail++ };
+      atomic {
+        assert(!busy[idx % CAP]);
+        slot_from[idx % CAP] = id;
+        slot_seq[idx % CAP] = sent + 1;
+        busy[idx % CAP] = 1
+      };
+#else
+      idx = tail;
+#ifdef BUG_PUBLISH_BEFORE_WRITE
+      tail = idx + 1;
+#endif
+      atomic {
+        assert(!busy[idx % CAP]); /* no unconsumed slot is overwritten */
+        slot_from[idx % CAP] = id;
+        slot_seq[idx % CAP] = sent + 1;
+        busy[idx % CAP] = 1
+      };
+#ifndef BUG_PUBLISH_BEFORE_WRITE
+      tail = idx + 1;
+#endif
+#endif
+#ifndef PAIR
+      lock = 0;
+#endif
+      sent++;
+      signal()
+    fi
+  od
+}
+
+proctype receiver() {
+  byte h;
+  byte t;
+  byte from;
+  byte seq;
+  byte s0;
+  byte i = 0;
+  do
+  :: received + dropped == TOTAL -> break
+  :: else ->
+#ifndef BUG_LATE_SEQ
+    s0 = wake_seq;
+#endif
+    h = head;
+    t = tail;
+    if
+    :: t != h ->
+#if defined(BUG_ADVANCE_BEFORE_READ)
+      /* Broken: the slot is released before it is read. */
+      atomic { from = slot_from[h % CAP]; busy[h % CAP] = 0; head = h + 1 };
+      consumed[from]++;
+      atomic {
+        from = slot_from[h % CAP];
+        seq = slot_seq[h % CAP];
+        assert(seq == want[from] + 1);
+        want[from] = seq;
+        received++
+      }
+#elif defined(BUG_RINGKERNEL)
+      /* Broken: a slot that does not look written yet is dropped. */
+      atomic {
+        if
+        :: busy[h % CAP] ->
+          from = slot_from[h % CAP];
+          seq = slot_seq[h % CAP];
+          assert(seq == want[from] + 1);
+          want[from] = seq;
+          received++;
+          busy[h % CAP] = 0;
+          head = h + 1
+        :: else ->
+          from = NP; /* unknown sender: its credit never comes back */
+          dropped++;
+          head = h + 1
+        fi
+      };
+      if
+      :: from < NP -> consumed[from]++
+      :: else -> skip
+      fi
+#else
+      atomic {
+        from = slot_from[h % CAP];
+        seq = slot_seq[h % CAP];
+        assert(busy[h % CAP]); /* not read before it is written */
+        assert(seq == want[from] + 1); /* once, in order per sender */
+        want[from] = seq;
+        received++
+      };
+      atomic { busy[h % CAP] = 0; head = h + 1 };
+      consumed[from]++
+#endif
+    :: else ->
+      /* Park: the count, a second look at the inbox, then a futex wait
+       * while the sequence is s0. */
+      waiters++;
+#ifndef BUG_NO_RECHECK
+      if
+      :: tail != h -> goto awake
+      :: else -> skip
+      fi;
+#endif
+#ifdef BUG_LATE_SEQ
+      s0 = wake_seq;
+#endif
+      atomic {
+        if
+        :: wake_seq == s0 -> asleep = 1
+        :: else -> skip
+        fi
+      };
+      asleep == 0;
+awake:
+      waiters--
+    fi
+  od;
+  /* Nothing lost: every sender's messages all arrived. */
+  assert(received == TOTAL);
+  do
+  :: i < NP -> assert(want[i] == K); i++
+  :: else -> break
+  od
+}
+
+init {
+  byte i = 0;
+  atomic {
+    do
+    :: i < NP -> run sender(i); i++
+    :: else -> break
+    od;
+    run receiver()
+  }
+}
