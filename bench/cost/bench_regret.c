@@ -127,6 +127,10 @@ static rk_status_t run_op(bench_t *b, rk_ops_t *ops, const rk_op_desc_t *d) {
       return rk_ops_sigmoid(ops, n, b->a, b->c, NULL);
     case RK_OP_EXP:
       return rk_ops_exp(ops, n, b->a, b->c, NULL);
+    case RK_OP_TANH:
+      return rk_ops_tanh(ops, n, b->a, b->c, NULL);
+    case RK_OP_LOG:
+      return rk_ops_log(ops, n, b->a, b->c, NULL);
     case RK_OP_DOT:
       return rk_ops_dot(ops, n, b->a, b->b, &r, NULL);
     case RK_OP_SUM:
@@ -171,6 +175,8 @@ static layout_t layout_of(const rk_op_desc_t *d) {
     case RK_OP_RELU:
     case RK_OP_SIGMOID:
     case RK_OP_EXP:
+    case RK_OP_TANH:
+    case RK_OP_LOG:
       l = (layout_t){2, {n, n, 0, 0}, 1, 1};
       break;
     case RK_OP_AXPY: /* y is read and written */

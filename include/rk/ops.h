@@ -162,6 +162,12 @@ rk_status_t rk_ops_sigmoid(rk_ops_t *ops, size_t n, const float *x, float *y,
 /* y = exp(x) */
 rk_status_t rk_ops_exp(rk_ops_t *ops, size_t n, const float *x, float *y,
                        rk_op_report_t *report);
+/* y = tanh(x) */
+rk_status_t rk_ops_tanh(rk_ops_t *ops, size_t n, const float *x, float *y,
+                        rk_op_report_t *report);
+/* y = ln(x): -inf at 0, NaN below 0 */
+rk_status_t rk_ops_log(rk_ops_t *ops, size_t n, const float *x, float *y,
+                       rk_op_report_t *report);
 
 /* ---- Reductions into *out_result ---------------------------------------
  * Empty input: dot and sum give 0, min gives +infinity and max -infinity

@@ -497,6 +497,12 @@ static void run_part(void *arg, int p) {
     case RK_OP_EXP:
       k->exp(len, a->a + lo, a->out + lo);
       break;
+    case RK_OP_TANH:
+      k->tanh(len, a->a + lo, a->out + lo);
+      break;
+    case RK_OP_LOG:
+      k->log(len, a->a + lo, a->out + lo);
+      break;
     case RK_OP_DOT:
       j->part[p] = k->dot(len, a->a + lo, a->b + lo);
       break;
@@ -854,6 +860,8 @@ BINARY_OP(rk_ops_mul, MUL)
 UNARY_OP(rk_ops_relu, RELU)
 UNARY_OP(rk_ops_sigmoid, SIGMOID)
 UNARY_OP(rk_ops_exp, EXP)
+UNARY_OP(rk_ops_tanh, TANH)
+UNARY_OP(rk_ops_log, LOG)
 
 rk_status_t rk_ops_scale(rk_ops_t *ops, size_t n, float alpha, const float *x,
                          float *y, rk_op_report_t *report) {

@@ -79,6 +79,16 @@ static const char kOpsKernels[] =
     "  for (uint32_t i = rk_global_idx_x(); i < (uint32_t)n; i += s)\n"
     "    y[i] = expf(x[i]);\n"
     "}\n"
+    "RK_KERNEL void ops_tanh(int n, const float *x, float *y) {\n"
+    "  uint32_t s = rk_grid_dim_x() * rk_block_dim_x();\n"
+    "  for (uint32_t i = rk_global_idx_x(); i < (uint32_t)n; i += s)\n"
+    "    y[i] = tanhf(x[i]);\n"
+    "}\n"
+    "RK_KERNEL void ops_log(int n, const float *x, float *y) {\n"
+    "  uint32_t s = rk_grid_dim_x() * rk_block_dim_x();\n"
+    "  for (uint32_t i = rk_global_idx_x(); i < (uint32_t)n; i += s)\n"
+    "    y[i] = logf(x[i]);\n"
+    "}\n"
     "/* Reductions: one partial value per thread; n >= 1. */\n"
     "RK_KERNEL void ops_dot(int n, const float *x, const float *y,\n"
     "                       float *part) {\n"
@@ -191,7 +201,8 @@ static const char *const kNames[RK_OP_COUNT_] = {
     [RK_OP_MIN] = "ops_min",       [RK_OP_MAX] = "ops_max",
     [RK_OP_RELU] = "ops_relu",     [RK_OP_SIGMOID] = "ops_sigmoid",
     [RK_OP_EXP] = "ops_exp",       [RK_OP_MATVEC] = "ops_matvec",
-    [RK_OP_MATMUL] = "ops_matmul",
+    [RK_OP_MATMUL] = "ops_matmul", [RK_OP_TANH] = "ops_tanh",
+    [RK_OP_LOG] = "ops_log",
 };
 
 void rk__ops_gpu_destroy(rk__ops_gpu_t *gpu) {
@@ -313,6 +324,8 @@ static rk_status_t run_locked(rk__ops_gpu_t *gpu, const rk__ops_args_t *a,
     case RK_OP_RELU:
     case RK_OP_SIGMOID:
     case RK_OP_EXP:
+    case RK_OP_TANH:
+    case RK_OP_LOG:
       nin = 1;
       out_count = a->n;
       break;

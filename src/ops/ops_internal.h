@@ -40,7 +40,7 @@ typedef struct rk__ops_cpu {
   rk__ops_binary_fn add, sub, mul;
   rk__ops_alpha_fn scale, axpy;
   rk__ops_ternary_fn fma;
-  rk__ops_unary_fn relu, sigmoid, exp;
+  rk__ops_unary_fn relu, sigmoid, exp, tanh, log;
   rk__ops_reduce2_fn dot;
   rk__ops_reduce_fn sum, min, max; /* min/max of n == 0: +inf / -inf */
   /* Rows [0, m) of C = A B with A m x k (row stride lda), B k x n (ldb),
@@ -93,6 +93,17 @@ void rk__ops_blas_sgemm(size_t m, size_t n, size_t k, const float *a,
 /* y = A x, row-major, through cblas_sgemv. */
 void rk__ops_blas_sgemv(size_t m, size_t n, const float *a, const float *x,
                         float *y);
+
+/* ---- Vector math library ------------------------------------------------ */
+
+/* Functions of glibc's libmvec that the SIMD kernels call when it loads
+ * (ops_vecmath.c); NULL members are absent. */
+typedef struct rk__ops_vecmath {
+  const char *name; /* NULL: not loaded (or RK_VECMATH=none) */
+  void *tanh8;      /* _ZGVdN8v_tanhf: AVX2 */
+  void *tanh16;     /* _ZGVeN16v_tanhf: AVX-512 */
+} rk__ops_vecmath_t;
+const rk__ops_vecmath_t *rk__ops_vecmath(void);
 
 /* ---- GPU ---------------------------------------------------------------- */
 
