@@ -51,8 +51,7 @@ typedef struct rkb_sweep {
   int done;
 } rkb_sweep_t;
 
-static inline rkb_sweep_t rkb_sweep_begin(float lo, float hi,
-                                          uint32_t stride) {
+static inline rkb_sweep_t rkb_sweep_begin(float lo, float hi, uint32_t stride) {
   rkb_sweep_t s;
   s.next = rkb_float_key(lo);
   s.last = rkb_float_key(hi);

@@ -70,11 +70,11 @@ struct impl {
   char name[48];
   const char *isa;
   run_fn run;
-  void *fn;           /* a library's vector function */
-  int sigmoid;        /* compose 1 / (1 + fn(-x)) */
-  rk_ops_t *ops;      /* rk: a forced handle */
+  void *fn;      /* a library's vector function */
+  int sigmoid;   /* compose 1 / (1 + fn(-x)) */
+  rk_ops_t *ops; /* rk: a forced handle */
   fn_id_t f;
-  double ns[64];      /* per round */
+  double ns[64]; /* per round */
   rkb_ulp_t ulp;
 };
 
@@ -89,17 +89,15 @@ __attribute__((target("avx2,fma"))) static inline v8 sig8(v8 v, fn8_t f) {
   v8 num = (v8)((neg & (v8i)e) | (~neg & (v8i)(e * 0.0f + 1.0f)));
   return num / (1.0f + e);
 }
-__attribute__((target("avx512f"))) static inline v16 sig16(v16 v,
-                                                             fn16_t f) {
+__attribute__((target("avx512f"))) static inline v16 sig16(v16 v, fn16_t f) {
   v16 e = f((v16)((v16i)v | (int32_t)0x80000000));
   v16i neg = v < 0.0f;
   v16 num = (v16)((neg & (v16i)e) | (~neg & (v16i)(e * 0.0f + 1.0f)));
   return num / (1.0f + e);
 }
 
-__attribute__((target("avx2,fma"))) static void run8(const impl_t *im,
-                                                     size_t n, const float *x,
-                                                     float *y) {
+__attribute__((target("avx2,fma"))) static void run8(const impl_t *im, size_t n,
+                                                     const float *x, float *y) {
   fn8_t f = (fn8_t)im->fn;
   size_t i = 0;
   if (im->sigmoid) {
@@ -128,9 +126,8 @@ __attribute__((target("avx2,fma"))) static void run8(const impl_t *im,
   }
 }
 
-__attribute__((target("avx512f"))) static void run16(const impl_t *im,
-                                                     size_t n, const float *x,
-                                                     float *y) {
+__attribute__((target("avx512f"))) static void run16(const impl_t *im, size_t n,
+                                                     const float *x, float *y) {
   fn16_t f = (fn16_t)im->fn;
   size_t i = 0;
   if (im->sigmoid) {
@@ -182,7 +179,8 @@ static void run_rk(const impl_t *im, size_t n, const float *x, float *y) {
   }
 }
 
-/* ---- Candidates ----------------------------------------------------------- */
+/* ---- Candidates -----------------------------------------------------------
+ */
 
 static impl_t g_impl[MAX_IMPL];
 static int g_nimpl;
@@ -265,7 +263,8 @@ static void candidates(fn_id_t f, bool avx2, bool avx512) {
   }
 }
 
-/* ---- Measurement ---------------------------------------------------------- */
+/* ---- Measurement ----------------------------------------------------------
+ */
 
 static void fill_inputs(const fn_info_t *fi, float *x) {
   uint64_t s = 0x9E3779B97F4A7C15ull;
@@ -355,8 +354,8 @@ int main(int argc, char **argv) {
   g_mvec = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL);
   printf("bench_transcendental: N = %d floats, %d rounds, sweep stride %ld%s\n",
          N, rounds, stride, quick ? " (quick)" : "");
-  printf("  AVX2 %s, AVX-512 %s; SLEEF %s; libmvec %s\n",
-         avx2 ? "yes" : "no", avx512 ? "yes" : "no",
+  printf("  AVX2 %s, AVX-512 %s; SLEEF %s; libmvec %s\n", avx2 ? "yes" : "no",
+         avx512 ? "yes" : "no",
          g_sleef ? "libsleef.so.3" : "not found (Debian libsleef3)",
          g_mvec ? "libmvec.so.1" : "not found");
   if (json) {
@@ -375,12 +374,14 @@ int main(int argc, char **argv) {
     candidates((fn_id_t)f, avx2, avx512);
     time_all(fi, rounds, x, y);
     sweep_all(fi, (uint32_t)stride);
-    printf("\n%s: timing on [%g, %g]%s; accuracy over every %ld-th float of "
-           "[%g, %g] (%llu points)\n",
-           fi->name, fi->time_lo, fi->time_hi, fi->time_log ? " (log-uniform)" : "",
-           stride, fi->sweep_lo, fi->sweep_hi,
-           (unsigned long long)rkb_sweep_count(fi->sweep_lo, fi->sweep_hi,
-                                               (uint32_t)stride));
+    printf(
+        "\n%s: timing on [%g, %g]%s; accuracy over every %ld-th float of "
+        "[%g, %g] (%llu points)\n",
+        fi->name, fi->time_lo, fi->time_hi,
+        fi->time_log ? " (log-uniform)" : "", stride, fi->sweep_lo,
+        fi->sweep_hi,
+        (unsigned long long)rkb_sweep_count(fi->sweep_lo, fi->sweep_hi,
+                                            (uint32_t)stride));
     printf("  %-24s %-7s %22s %10s %14s\n", "implementation", "ISA",
            "ns/element [p10-p90]", "max ulp", "at x");
     for (int i = 0; i < g_nimpl; ++i) {

@@ -15,10 +15,12 @@
 #include "base/error.h"
 #include "base/sys.h"
 #include "base/trace.h"
+#include "hal/hal.h"
 #include "ops/ops_internal.h"
 
 enum {
   MAX_GPUS = 16,
+  MAX_USER_CONTEXTS = 16, /* callers' contexts with wrapped buffers */
   MAX_PREDICTIONS = 32,
   /* Elements per thread below which an element-wise op or reduction stays
    * on one thread: waking a worker costs a few microseconds. */
@@ -43,6 +45,14 @@ struct rk_ops {
   rk__ops_pool_t *pool; /* created on the first large op */
   gpu_slot_t gpus[MAX_GPUS];
   int ngpus;
+  /* Engines in callers' contexts (rk_ops_buffer_wrap), each alive while
+   * a wrapped buffer of its context is. Guarded by lock. */
+  struct {
+    rk_context_t *context;
+    rk__ops_gpu_t *gpu;
+    size_t buffers;
+  } users[MAX_USER_CONTEXTS];
+  int nusers;
   /* Compat: the best non-software GPU backend allowed, probed once. */
   bool gpu_probed;
   int best_gpu; /* index into gpus, or -1 */
@@ -265,6 +275,8 @@ rk_status_t rk_ops_create(const rk_ops_options_t *options, rk_ops_t **out) {
 void rk_ops_destroy(rk_ops_t *ops) {
   if (!ops) return;
   for (int i = 0; i < ops->ngpus; ++i) rk__ops_gpu_destroy(ops->gpus[i].gpu);
+  /* Wrapped buffers not destroyed: their contexts must still be alive. */
+  for (int i = 0; i < ops->nusers; ++i) rk__ops_gpu_destroy(ops->users[i].gpu);
   rk__ops_pool_destroy(ops->pool);
   rk_cost_model_destroy(ops->model);
   pthread_mutex_destroy(&ops->lock);
@@ -950,6 +962,8 @@ struct rk_ops_buffer {
   rk_exec_target_t target;
   rk_devptr_t ptr;
   size_t n;
+  rk_ops_t *ops; /* wrapped: the handle whose engine list holds gpu */
+  bool wrapped;  /* the caller's memory: never freed here */
 };
 
 rk_status_t rk_ops_buffer_create(rk_ops_t *ops, const rk_exec_target_t *target,
@@ -984,9 +998,90 @@ rk_status_t rk_ops_buffer_create(rk_ops_t *ops, const rk_exec_target_t *target,
   return RK_OK;
 }
 
+rk_status_t rk_ops_buffer_wrap(rk_ops_t *ops, rk_context_t *context,
+                               rk_devptr_t ptr, size_t n,
+                               rk_ops_buffer_t **out) {
+  if (!ops || !context || !out)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "ops buffer wrap: ops, context and out_buffer must not "
+                    "be NULL");
+  if (n == 0 || n > SIZE_MAX / sizeof(float))
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "ops buffer wrap: length %zu (it must be > 0 and fit in "
+                    "memory)",
+                    n);
+  rk_status_t s = context->vt->check_range(context, ptr, n * sizeof(float));
+  if (s != RK_OK)
+    return rk__fail_context(s,
+                            "ops buffer wrap: %zu floats at 0x%llx are not "
+                            "inside one allocation of the context",
+                            n, (unsigned long long)ptr);
+  rk_ops_buffer_t *b = calloc(1, sizeof *b);
+  if (!b) return rk__fail(RK_ERR_OUT_OF_MEMORY, "ops buffer wrap");
+  pthread_mutex_lock(&ops->lock);
+  int u = -1;
+  for (int i = 0; i < ops->nusers; ++i)
+    if (ops->users[i].context == context) u = i;
+  if (u < 0) {
+    if (ops->nusers == MAX_USER_CONTEXTS) {
+      s = rk__fail(RK_ERR_OUT_OF_MEMORY,
+                   "ops buffer wrap: wrapped buffers of %d contexts are "
+                   "alive; destroy some first",
+                   MAX_USER_CONTEXTS);
+    } else {
+      /* Compiles the kernels in the caller's context (the kernel cache
+       * makes this cheap after the first time). */
+      rk__ops_gpu_t *gpu = NULL;
+      s = rk__ops_gpu_create_in(context, &gpu);
+      if (s == RK_OK) {
+        u = ops->nusers++;
+        ops->users[u].context = context;
+        ops->users[u].gpu = gpu;
+        ops->users[u].buffers = 0;
+      }
+    }
+  }
+  if (s == RK_OK) {
+    ops->users[u].buffers++;
+    b->gpu = ops->users[u].gpu;
+  }
+  pthread_mutex_unlock(&ops->lock);
+  if (s != RK_OK) {
+    free(b);
+    return s;
+  }
+  b->target.kind = RK_EXEC_GPU;
+  b->target.isa = RK_ISA_NONE;
+  b->target.backend = rk_backend_kind(rk_context_backend(context));
+  b->target.device = context->device;
+  b->ptr = ptr;
+  b->n = n;
+  b->ops = ops;
+  b->wrapped = true;
+  *out = b;
+  return RK_OK;
+}
+
 void rk_ops_buffer_destroy(rk_ops_buffer_t *b) {
   if (!b) return;
-  rk_context_free(rk__ops_gpu_context(b->gpu), b->ptr);
+  if (!b->wrapped) {
+    rk_context_free(rk__ops_gpu_context(b->gpu), b->ptr);
+    free(b);
+    return;
+  }
+  rk_ops_t *ops = b->ops;
+  pthread_mutex_lock(&ops->lock);
+  for (int i = 0; i < ops->nusers; ++i) {
+    if (ops->users[i].gpu != b->gpu) continue;
+    if (--ops->users[i].buffers == 0) {
+      /* The last wrapped buffer of this context: the engine goes, so the
+       * context may be destroyed after this. */
+      rk__ops_gpu_destroy(ops->users[i].gpu);
+      ops->users[i] = ops->users[--ops->nusers];
+    }
+    break;
+  }
+  pthread_mutex_unlock(&ops->lock);
   free(b);
 }
 
@@ -1114,7 +1209,8 @@ rk_status_t rk_ops_run_resident(rk_ops_t *ops, const rk_op_desc_t *desc,
                       name, i);
     if (operands[i]->gpu != operands[0]->gpu)
       return rk__fail(RK_ERR_INVALID_ARGUMENT,
-                      "ops %s: buffers %zu and 0 are on different targets",
+                      "ops %s: buffers %zu and 0 are on different targets "
+                      "or in different contexts",
                       name, i);
     size_t need = (int)i < nin ? in_count[i] : out_count;
     if (operands[i]->n < need)
@@ -1146,7 +1242,11 @@ rk_status_t rk_ops_run_resident(rk_ops_t *ops, const rk_op_desc_t *desc,
   set_str(r->engine, sizeof r->engine,
           "kernel:", rk_backend_kind_name(first->target.backend));
   set_str(r->note, sizeof r->note,
-          "operands resident on the device: the policy is not consulted", NULL);
+          first->wrapped ? "operands in the caller's device memory: the "
+                           "policy is not consulted"
+                         : "operands resident on the device: the policy is "
+                           "not consulted",
+          NULL);
   if (ops->model) {
     rk_op_desc_t d = *desc;
     d.inputs = RK_RESIDENT_DEVICE;

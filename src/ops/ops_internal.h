@@ -112,6 +112,10 @@ typedef struct rk__ops_gpu rk__ops_gpu_t;
 /* Opens `backend`, creates a context on `device`, compiles the ops kernels. */
 rk_status_t rk__ops_gpu_create(rk_backend_kind_t backend, int device,
                                rk__ops_gpu_t **out);
+/* An engine in `context`, which the caller owns and must keep alive until
+ * the engine is destroyed: the kernels are compiled there, and destroying
+ * the engine frees its module and scratch memory but not the context. */
+rk_status_t rk__ops_gpu_create_in(rk_context_t *context, rk__ops_gpu_t **out);
 void rk__ops_gpu_destroy(rk__ops_gpu_t *gpu);
 /* Whether the device is a software emulation (never chosen automatically). */
 bool rk__ops_gpu_is_software(const rk__ops_gpu_t *gpu);

@@ -77,17 +77,21 @@ static void specials(rk_ops_t *ops, const char *where) {
     const char *name;
     float x[8], want[8];
   } t[] = {
-      {rk_ops_exp, "exp",
+      {rk_ops_exp,
+       "exp",
        {nan, inf, -inf, 0.0f, -0.0f, 88.8f, -104.0f, 88.72f},
        {nan, inf, 0.0f, 1.0f, 1.0f, inf, 0.0f, (float)exp(88.72f)}},
-      {rk_ops_sigmoid, "sigmoid",
+      {rk_ops_sigmoid,
+       "sigmoid",
        {nan, inf, -inf, 0.0f, -0.0f, 20.0f, -104.0f, -90.0f},
        {nan, 1.0f, 0.0f, 0.5f, 0.5f, 1.0f, 0.0f,
         (float)rkb_ref_sigmoid(-90.0)}},
-      {rk_ops_tanh, "tanh",
+      {rk_ops_tanh,
+       "tanh",
        {nan, inf, -inf, 0.0f, -0.0f, 9.6f, -30.0f, 1e-30f},
        {nan, 1.0f, -1.0f, 0.0f, -0.0f, 1.0f, -1.0f, 1e-30f}},
-      {rk_ops_log, "log",
+      {rk_ops_log,
+       "log",
        {nan, inf, -inf, 0.0f, -0.0f, -1.0f, 1.0f, 0x1p-149f},
        {nan, inf, nan, -inf, -inf, nan, 0.0f, (float)log(0x1p-149)}},
   };
@@ -98,8 +102,8 @@ static void specials(rk_ops_t *ops, const char *where) {
       float w = t[k].want[i];
       bool exact = isnan(w) || isinf(w) || w == 0.0f || isinf(t[k].x[i]);
       CHECK(exact ? same(y[i], w) : rkb_ulp_error(y[i], w) <= 1.0,
-            "%s %s(%g) = %.9g, want %.9g", where, t[k].name,
-            (double)t[k].x[i], (double)y[i], (double)w);
+            "%s %s(%g) = %.9g, want %.9g", where, t[k].name, (double)t[k].x[i],
+            (double)y[i], (double)w);
     }
   }
 }
@@ -110,8 +114,8 @@ static void negative_control(void) {
   rkb_ulp_init(&u);
   float x = 1.5f;
   float good = (float)exp(1.5);
-  float bad = nextafterf(nextafterf(nextafterf(good, INFINITY), INFINITY),
-                         INFINITY);
+  float bad =
+      nextafterf(nextafterf(nextafterf(good, INFINITY), INFINITY), INFINITY);
   rkb_ulp_add(&u, x, good, exp(1.5));
   CHECK(u.max <= 0.5, "a correctly rounded result is within 0.5 ulp");
   rkb_ulp_add(&u, x, bad, exp(1.5));
@@ -141,9 +145,8 @@ int main(void) {
                             : rk_isa_name(targets[t].isa);
     for (size_t c = 0; c < sizeof kCases / sizeof kCases[0]; ++c) {
       rkb_ulp_t u = sweep(ops, &kCases[c]);
-      double bound = targets[t].kind == RK_EXEC_SCALAR
-                         ? kCases[c].scalar_bound
-                         : kCases[c].simd_bound;
+      double bound = targets[t].kind == RK_EXEC_SCALAR ? kCases[c].scalar_bound
+                                                       : kCases[c].simd_bound;
       printf("%-7s %-8s max %.3f ulp at x = %.9g (%llu points; bound %.1f)\n",
              where, kCases[c].name, u.max, (double)u.worst_x,
              (unsigned long long)u.points, bound);
