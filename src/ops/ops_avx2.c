@@ -14,6 +14,8 @@
 
 #include <immintrin.h>
 #define RK_SIMD_MAX(a, b) ((vf)_mm256_max_ps((__m256)(a), (__m256)(b)))
+#define RK_SIMD_FMA(a, b, c) \
+  ((vf)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
 #define RK_SIMD_MIN(a, b) ((vf)_mm256_min_ps((__m256)(a), (__m256)(b)))
 #define RK_SIMD_ROUND(v)            \
   ((vf)_mm256_round_ps((__m256)(v), \

@@ -14,6 +14,8 @@
 
 #include <immintrin.h>
 #define RK_SIMD_MAX(a, b) ((vf)_mm512_max_ps((__m512)(a), (__m512)(b)))
+#define RK_SIMD_FMA(a, b, c) \
+  ((vf)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
 #define RK_SIMD_MIN(a, b) ((vf)_mm512_min_ps((__m512)(a), (__m512)(b)))
 #define RK_SIMD_ROUND(v)                 \
   ((vf)_mm512_roundscale_ps((__m512)(v), \

@@ -21,6 +21,8 @@
 #define VL RK_SIMD_LANES
 typedef float vf __attribute__((vector_size(VL * 4)));
 typedef int32_t vi __attribute__((vector_size(VL * 4)));
+/* Bit patterns, where shifts and wrap-around must be defined. */
+typedef uint32_t vu __attribute__((vector_size(VL * 4)));
 
 static inline vf ld(const float *p) {
   vf v;
@@ -50,6 +52,8 @@ static inline vf zero_if(vi m, vf x) { return (vf)(~m & (vi)x); }
  * ops_avx2.c, ops_avx512.c); the fallbacks have the same results:
  *   RK_SIMD_MAX(a, b), RK_SIMD_MIN(a, b)  a > b ? a : b (a < b ? a : b),
  *       b when either is NaN (x86's maxps/minps)
+ *   RK_SIMD_FMA(a, b, c)  a b + c rounded once (the fallback relies on
+ *       contraction; the corrections in sigmoid and tanh need it fused)
  *   RK_SIMD_ROUND(v)      v rounded to the nearest integer, |v| < 2^22
  *   RK_SIMD_LDEXP(p, nf)  p 2^nf for p in [1/2, 2], nf an integer in
  *       [-151, 129], overflow to +inf and underflow to subnormals rounded
@@ -61,6 +65,9 @@ static inline vf zero_if(vi m, vf x) { return (vf)(~m & (vi)x); }
 #ifndef RK_SIMD_MIN
 #define RK_SIMD_MIN(a, b) sel((a) < (b), (a), (b))
 #endif
+#ifndef RK_SIMD_FMA
+#define RK_SIMD_FMA(a, b, c) ((a) * (b) + (c))
+#endif
 #ifndef RK_SIMD_ROUND
 #define RK_SIMD_ROUND(v) (((v) + 12582912.0f) - 12582912.0f)
 #endif
@@ -68,8 +75,8 @@ static inline vf zero_if(vi m, vf x) { return (vf)(~m & (vi)x); }
 static inline vf ldexp_2(vf p, vf nf) {
   vi n = __builtin_convertvector(nf, vi);
   vi n1 = n >> 1;
-  vf s1 = (vf)((n1 + 127) << 23);
-  vf s2 = (vf)((n - n1 + 127) << 23);
+  vf s1 = (vf)((vu)(n1 + 127) << 23);
+  vf s2 = (vf)((vu)(n - n1 + 127) << 23);
   return p * s1 * s2;
 }
 #define RK_SIMD_LDEXP(p, nf) ldexp_2((p), (nf))
@@ -119,8 +126,8 @@ static inline vf v_sigmoid(vf x) {
   vf inv = 1.0f / d;
   vf q = num * inv;
   vf dd = (1.0f - d) + e;
-  vf res = (num - q * d) - q * dd;
-  return res * inv + q;
+  vf res = RK_SIMD_FMA(-q, d, num) - q * dd;
+  return RK_SIMD_FMA(res, inv, q);
 }
 
 /* tanh(x) = sign(x) e / (e + 2) with e = expm1(2|x|): no cancellation near
@@ -137,16 +144,16 @@ static inline vf v_tanh(vf x) {
   vf nf;
   vf r = reduce_ln2(u, &nf);
   vf em = expm1_tail(r) + r;
-  vf s = (vf)((__builtin_convertvector(nf, vi) + 127) << 23);
-  vf e = em * s + (s - 1.0f);
+  vf s = (vf)((vu)(__builtin_convertvector(nf, vi) + 127) << 23);
+  vf e = RK_SIMD_FMA(em, s, s - 1.0f);
   vf d = e + 2.0f;
   vf inv = 1.0f / d;
   vf q = e * inv;
   /* (e + 2) - d exactly: the larger of e and 2 minus d, plus the other. */
   vi big = e > 2.0f;
   vf dd = sel(big, (e - d) + 2.0f, (2.0f - d) + e);
-  vf res = (e - q * d) - q * dd;
-  vf t = res * inv + q;
+  vf res = RK_SIMD_FMA(-q, d, e) - q * dd;
+  vf t = RK_SIMD_FMA(res, inv, q);
   return (vf)((vi)t | sign);
 }
 
@@ -180,9 +187,9 @@ static inline vf v_log(vf x) {
 static inline vf v_log(vf x) {
   vi tiny = x < 1.17549435e-38f;
   vf xs = sel(tiny, x * 8388608.0f, x);
-  vi ix = (vi)xs - 0x3f3504f3;
-  vi k = (ix >> 23) - (tiny & 23);
-  vf f = (vf)((ix & 0x007fffff) + 0x3f3504f3) - 1.0f;
+  vu ix = (vu)xs - 0x3f3504f3u;
+  vi k = ((vi)ix >> 23) - (tiny & 23);
+  vf f = (vf)((ix & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
   vf f2 = f * f, f4 = f2 * f2;
   vf p01 = f * -0.25000306963920593f + 0.3333333134651184f;
   vf p23 = f * -0.16641247272491455f + 0.2000104784965515f;
