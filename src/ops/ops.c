@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/pool.h"
 #include "base/sys.h"
 #include "base/trace.h"
 #include "hal/hal.h"
@@ -42,7 +43,7 @@ struct rk_ops {
   rk_cost_model_t *model; /* RK_POLICY_CALIBRATED */
   int threads;
   pthread_mutex_t lock; /* guards pool creation and the GPU slots */
-  rk__ops_pool_t *pool; /* created on the first large op */
+  rk__pool_t *pool; /* the shared CPU pool, acquired on the first large op */
   gpu_slot_t gpus[MAX_GPUS];
   int ngpus;
   /* Engines in callers' contexts (rk_ops_buffer_wrap), each alive while
@@ -249,9 +250,13 @@ rk_status_t rk_ops_create(const rk_ops_options_t *options, rk_ops_t **out) {
     return rk__fail(RK_ERR_INVALID_ARGUMENT, "ops: threads is %d", opt.threads);
   int threads = opt.threads;
   if (threads == 0) {
+    /* RK_OPS_THREADS, else the CPU backend's RK_CPU_THREADS, else the
+     * CPUs: by default the ops library and the CPU backend share one pool
+     * (base/pool.c pools are shared by size). */
     int ids[1024];
     long env = rk__allowed_cpus(ids, 1024);
     if (env < 1) env = 1;
+    RK_RETURN_IF_ERROR(rk__env_long("RK_CPU_THREADS", 1, 1024, &env));
     RK_RETURN_IF_ERROR(rk__env_long("RK_OPS_THREADS", 1, 1024, &env));
     threads = (int)env;
   }
@@ -277,7 +282,7 @@ void rk_ops_destroy(rk_ops_t *ops) {
   for (int i = 0; i < ops->ngpus; ++i) rk__ops_gpu_destroy(ops->gpus[i].gpu);
   /* Wrapped buffers not destroyed: their contexts must still be alive. */
   for (int i = 0; i < ops->nusers; ++i) rk__ops_gpu_destroy(ops->users[i].gpu);
-  rk__ops_pool_destroy(ops->pool);
+  rk__pool_release(ops->pool);
   rk_cost_model_destroy(ops->model);
   pthread_mutex_destroy(&ops->lock);
   free(ops);
@@ -445,16 +450,16 @@ static rk_status_t choose(rk_ops_t *ops, const rk_op_desc_t *desc,
 
 /* ---- CPU execution ------------------------------------------------------ */
 
-static rk__ops_pool_t *get_pool(rk_ops_t *ops) {
+static rk__pool_t *get_pool(rk_ops_t *ops) {
   if (ops->threads <= 1) return NULL;
   pthread_mutex_lock(&ops->lock);
   if (!ops->pool) {
     char *saved = rk__error_save();
-    if (rk__ops_pool_create(ops->threads, &ops->pool) != RK_OK)
+    if (rk__pool_acquire(ops->threads, &ops->pool) != RK_OK)
       ops->pool = NULL; /* run on the calling thread */
     rk__error_restore(saved);
   }
-  rk__ops_pool_t *pool = ops->pool;
+  rk__pool_t *pool = ops->pool;
   pthread_mutex_unlock(&ops->lock);
   return pool;
 }
@@ -539,6 +544,11 @@ static void run_part(void *arg, int p) {
   }
 }
 
+/* Parts [first, end) of the job, as the shared pool hands them out. */
+static void run_parts(void *arg, uint64_t first, uint64_t end) {
+  for (uint64_t p = first; p < end; ++p) run_part(arg, (int)p);
+}
+
 static float reduce_parts(const cpu_job_t *j) {
   rk_op_t op = j->a->op;
   if (op == RK_OP_DOT || op == RK_OP_SUM) {
@@ -566,7 +576,7 @@ static int run_cpu(rk_ops_t *ops, const rk__ops_cpu_t *k,
   bool matrix = a->op == RK_OP_MATVEC || a->op == RK_OP_MATMUL;
   size_t total = matrix ? a->m : a->n;
   int parts = 1;
-  rk__ops_pool_t *pool = NULL;
+  rk__pool_t *pool = NULL;
   if (threaded && total > 1) {
     double work = matrix ? (double)a->m * (double)a->n *
                                (double)(a->op == RK_OP_MATMUL ? a->k : 1)
@@ -587,7 +597,7 @@ static int run_cpu(rk_ops_t *ops, const rk__ops_cpu_t *k,
   j.parts = parts;
   j.chunk = chunk ? chunk : 1;
   if (parts > 1)
-    rk__ops_pool_run(pool, parts, run_part, &j);
+    rk__pool_run(pool, (uint64_t)parts, 1, run_parts, &j);
   else
     run_part(&j, 0);
   if (a->result) *a->result = reduce_parts(&j);

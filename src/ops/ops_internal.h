@@ -4,8 +4,8 @@
  * of three engines:
  *   - a CPU kernel table (rk__ops_cpu_t): ops_scalar.c in plain C, and one
  *     table per ISA built from ops_simd_impl.h (ops_avx2.c, ops_avx512.c,
- *     ops_neon.c), split over the handle's thread pool (ops_pool.c) for large
- *     sizes;
+ *     ops_neon.c), split for large sizes over the process's shared CPU
+ *     worker pool (base/pool.c, the one the CPU backend launches on);
  *   - a CBLAS library loaded at run time for GEMM/GEMV (ops_blas.c);
  *   - kernels in the kernel language run through the HAL (ops_gpu.c).
  */
@@ -63,23 +63,6 @@ extern const rk__ops_cpu_t rk__ops_neon;
 
 /* The table for a supported ISA (RK_ISA_NONE: scalar); NULL otherwise. */
 const rk__ops_cpu_t *rk__ops_cpu_for(rk_isa_t isa);
-
-/* ---- Thread pool -------------------------------------------------------- */
-
-typedef struct rk__ops_pool rk__ops_pool_t;
-
-/* fn(arg, part) for part in [0, parts), in parallel; returns when all are
- * done. The calling thread takes part 0. */
-typedef void (*rk__ops_part_fn)(void *arg, int part);
-
-/* `threads` counts the calling thread; threads - 1 workers are started. */
-rk_status_t rk__ops_pool_create(int threads, rk__ops_pool_t **out);
-void rk__ops_pool_destroy(rk__ops_pool_t *pool);
-/* Threads that work on a job, the calling thread included. */
-int rk__ops_pool_threads(const rk__ops_pool_t *pool);
-/* Runs parts <= threads parts. Calls from several threads take turns. */
-void rk__ops_pool_run(rk__ops_pool_t *pool, int parts, rk__ops_part_fn fn,
-                      void *arg);
 
 /* ---- BLAS --------------------------------------------------------------- */
 
