@@ -25,7 +25,7 @@ enum {
   MAX_PREDICTIONS = 32,
   /* Elements per thread below which an element-wise op or reduction stays
    * on one thread: waking a worker costs a few microseconds. */
-  PAR_MIN_ELEMS = 1 << 16,
+  PAR_MIN_ELEMS = RK__OPS_PAR_MIN_ELEMS,
   /* Multiply-adds per thread below which matmul/matvec stay on one. */
   PAR_MIN_FLOPS = 1 << 18,
 };

@@ -77,6 +77,10 @@ void rk__ops_blas_sgemm(size_t m, size_t n, size_t k, const float *a,
 void rk__ops_blas_sgemv(size_t m, size_t n, const float *a, const float *x,
                         float *y);
 
+/* Elements per thread below which a vector op stays on one thread (so it
+ * runs on two from 2 * this many); `rk calibrate` measures on both sides. */
+#define RK__OPS_PAR_MIN_ELEMS (1 << 16)
+
 /* ---- Vector math library ------------------------------------------------ */
 
 /* Functions of glibc's libmvec that the SIMD kernels call when it loads
