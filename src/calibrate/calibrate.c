@@ -18,7 +18,8 @@
  * Robustness: each size's time is the median of several timed batches,
  * all sizes of an op interleaved pass by pass; a size far from the line
  * through its neighbours is timed again with twice the batches; times are
- * then made non-decreasing in n on each side of the thread switch. The
+ * then made non-decreasing in n on each side of the thread switch by
+ * lowering the slower of two disagreeing sizes (see robust_times). The
  * launch latency is 90% of the fastest call (n = 1 included); each size
  * gives a rate point (working-set bytes, FLOP/s, bytes/s) from the time
  * left after the launch (and, on a GPU, after the copies), so the
@@ -314,21 +315,32 @@ static int sizes_for(const plan_t *p, rk_op_t op, bool simd, size_t *out,
   return k;
 }
 
-/* Robustness of one curve's measured times (index 0 is n = 1):
+/* Robustness of one curve's measured times (index 0 is n = 1). Other work
+ * on the machine only ever adds time, so:
  *  - a point far (> 25%) from the log-log line through its neighbours on
- *    the same side of the thread switch is timed again with twice the
- *    batches, and the new median kept;
- *  - then times are made non-decreasing in n on each side of the switch
- *    (a larger call cannot be faster on the same threads), so no rate can
- *    dip at one size. */
+ *    the same side of the thread switch (the last point: from the line
+ *    through the two before it) is timed again with twice the batches, and
+ *    the new median kept;
+ *  - then times are made non-decreasing in n on each side of the switch (a
+ *    larger call cannot be faster on the same threads) by lowering a point
+ *    to the smallest time of the larger sizes after it, never by raising
+ *    one: where two points disagree, the faster is the one less disturbed.
+ *    So no rate can dip at one size, and one slow measurement (at n = 1,
+ *    say) does not spread to the sizes above it. */
 static rk_status_t robust_times(calib_t *cal, rk_ops_t *ops, rk_op_t op,
                                 const char *label, const size_t *ns, int count,
                                 int sw, double *secs) {
-  for (int i = 1; i + 1 < count; ++i) {
+  for (int i = 1; i < count; ++i) {
     if (sw && (i == sw - 1 || i == sw)) continue; /* a side's end */
-    double x0 = log((double)ns[i - 1]), x1 = log((double)ns[i]),
-           x2 = log((double)ns[i + 1]);
-    double y0 = log(secs[i - 1]), y2 = log(secs[i + 1]);
+    int lo = i - 1, hi = i + 1;
+    if (i + 1 >= count) { /* the last point: extrapolate */
+      if (i < 2 || (sw && i - 2 < sw && i - 1 >= sw)) continue;
+      lo = i - 2;
+      hi = i - 1;
+    }
+    double x0 = log((double)ns[lo]), x1 = log((double)ns[i]),
+           x2 = log((double)ns[hi]);
+    double y0 = log(secs[lo]), y2 = log(secs[hi]);
     double want = exp(y0 + (y2 - y0) * (x1 - x0) / (x2 - x0));
     double ratio = secs[i] / want;
     if (ratio < 1.25 && ratio > 0.8) continue;
@@ -340,8 +352,8 @@ static rk_status_t robust_times(calib_t *cal, rk_ops_t *ops, rk_op_t op,
                                   2 * cal->plan.batches, &again));
     secs[i] = again;
   }
-  for (int i = 1; i < count; ++i)
-    if (!(sw && i == sw) && secs[i] < secs[i - 1]) secs[i] = secs[i - 1];
+  for (int i = count - 2; i >= 0; --i)
+    if (!(sw && i == sw - 1) && secs[i] > secs[i + 1]) secs[i] = secs[i + 1];
   return RK_OK;
 }
 
