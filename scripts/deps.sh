@@ -37,6 +37,7 @@ TEST_LIBRARIES=(
   "libOpenCL.so.1|ocl-icd-libopencl1|the OpenCL ICD loader (OpenCL compile checks, tests/gpucompile)"
   "libvulkan.so.1|libvulkan1|the Vulkan loader (WGSL validation, codegen_wgsl_validate)"
   "libopenblas.so.0|libopenblas0-pthread|OpenBLAS, the CBLAS behind matmul (tests/ops, bench/ops; without it rk's own GEMM runs)"
+  "libsleef.so.3|libsleef3|SLEEF 3.5, the vector math library bench/ops/bench_transcendental compares rk's exp/sigmoid/tanh/log with (left out of the table without it)"
 )
 # Files: "glob|Debian packages|what needs it"; any match will do.
 TEST_FILES=(

@@ -127,6 +127,10 @@ static rk_status_t run_op(bench_t *b, rk_ops_t *ops, const rk_op_desc_t *d) {
       return rk_ops_sigmoid(ops, n, b->a, b->c, NULL);
     case RK_OP_EXP:
       return rk_ops_exp(ops, n, b->a, b->c, NULL);
+    case RK_OP_TANH:
+      return rk_ops_tanh(ops, n, b->a, b->c, NULL);
+    case RK_OP_LOG: /* on positive inputs (d is 0.25) */
+      return rk_ops_log(ops, n, b->d, b->c, NULL);
     case RK_OP_DOT:
       return rk_ops_dot(ops, n, b->a, b->b, &r, NULL);
     case RK_OP_SUM:
@@ -171,6 +175,8 @@ static layout_t layout_of(const rk_op_desc_t *d) {
     case RK_OP_RELU:
     case RK_OP_SIGMOID:
     case RK_OP_EXP:
+    case RK_OP_TANH:
+    case RK_OP_LOG:
       l = (layout_t){2, {n, n, 0, 0}, 1, 1};
       break;
     case RK_OP_AXPY: /* y is read and written */
@@ -237,7 +243,8 @@ static bool setup_buffers(bench_t *b, const rk_op_desc_t *d) {
       size_t n = l.elems[i] ? l.elems[i] : 1;
       if (rk_ops_buffer_create(b->ops[c], &b->cand[c].target, n,
                                &b->buf[c][i]) != RK_OK ||
-          rk_ops_buffer_write(b->buf[c][i], 0, b->a, n) != RK_OK)
+          rk_ops_buffer_write(b->buf[c][i], 0, d->op == RK_OP_LOG ? b->d : b->a,
+                              n) != RK_OK)
         return fail("device operands");
     }
   }
@@ -639,8 +646,8 @@ int main(int argc, char **argv) {
   }
 
   static const rk_op_t kFullVec[] = {
-      RK_OP_ADD, RK_OP_SCALE,   RK_OP_AXPY, RK_OP_FMA, RK_OP_RELU,
-      RK_OP_EXP, RK_OP_SIGMOID, RK_OP_DOT,  RK_OP_SUM, RK_OP_MAX};
+      RK_OP_ADD,     RK_OP_SCALE, RK_OP_AXPY, RK_OP_FMA, RK_OP_RELU, RK_OP_EXP,
+      RK_OP_SIGMOID, RK_OP_TANH,  RK_OP_LOG,  RK_OP_DOT, RK_OP_SUM,  RK_OP_MAX};
   static const rk_op_t kQuickVec[] = {RK_OP_ADD, RK_OP_EXP, RK_OP_DOT};
   static const rk_op_t kCurveVec[] = {RK_OP_ADD, RK_OP_SCALE, RK_OP_EXP,
                                       RK_OP_DOT, RK_OP_SUM};

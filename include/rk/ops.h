@@ -162,6 +162,12 @@ rk_status_t rk_ops_sigmoid(rk_ops_t *ops, size_t n, const float *x, float *y,
 /* y = exp(x) */
 rk_status_t rk_ops_exp(rk_ops_t *ops, size_t n, const float *x, float *y,
                        rk_op_report_t *report);
+/* y = tanh(x) */
+rk_status_t rk_ops_tanh(rk_ops_t *ops, size_t n, const float *x, float *y,
+                        rk_op_report_t *report);
+/* y = ln(x): -inf at 0, NaN below 0 */
+rk_status_t rk_ops_log(rk_ops_t *ops, size_t n, const float *x, float *y,
+                       rk_op_report_t *report);
 
 /* ---- Reductions into *out_result ---------------------------------------
  * Empty input: dot and sum give 0, min gives +infinity and max -infinity
@@ -212,7 +218,24 @@ typedef struct rk_ops_buffer rk_ops_buffer_t;
  * the backend and compiling the kernels on first use. */
 rk_status_t rk_ops_buffer_create(rk_ops_t *ops, const rk_exec_target_t *target,
                                  size_t n, rk_ops_buffer_t **out_buffer);
-/* NULL is ignored. */
+/* Wraps n (> 0) floats at `ptr` in the caller's own context `context` (from
+ * rk_backend_create_context; ptr from rk_context_allocate, possibly plus a
+ * byte offset) as a buffer, so that ops read their inputs from, and write
+ * their results to, memory the caller's own kernels use, with no copy
+ * through the host. [ptr, ptr + 4n) must lie inside one live allocation of
+ * the context (else RK_ERR_OUT_OF_RANGE or RK_ERR_INVALID_ARGUMENT). The
+ * buffer's target is the context's backend and device. The first wrapped
+ * buffer of a context compiles the ops kernels there; they stay until the
+ * last wrapped buffer of that context is destroyed. The memory stays the
+ * caller's: rk_ops_buffer_destroy does not free it. Ops on wrapped buffers
+ * are ordered after work the caller queued on the context's NULL stream and
+ * complete before they return. Destroy wrapped buffers before their context
+ * and before the handle; buffers of different contexts do not mix in one
+ * op (RK_ERR_INVALID_ARGUMENT). */
+rk_status_t rk_ops_buffer_wrap(rk_ops_t *ops, rk_context_t *context,
+                               rk_devptr_t ptr, size_t n,
+                               rk_ops_buffer_t **out_buffer);
+/* NULL is ignored. A wrapped buffer's memory is not freed. */
 void rk_ops_buffer_destroy(rk_ops_buffer_t *buffer);
 /* The length in floats; 0 for NULL. */
 size_t rk_ops_buffer_length(const rk_ops_buffer_t *buffer);

@@ -135,7 +135,9 @@ rk_compat_choice_t rk_compat_select_with_moe(const rk_compat_selector_t *s,
   X(SIGMOID, "sigmoid") \
   X(EXP, "exp")         \
   X(MATVEC, "matvec")   \
-  X(MATMUL, "matmul")
+  X(MATMUL, "matmul")   \
+  X(TANH, "tanh")       \
+  X(LOG, "log")
 
 typedef enum rk_op {
 #define RK_OP_ENUM_(name, text) RK_OP_##name,

@@ -2,30 +2,33 @@
  * sits above both the cost model (src/cost, which it feeds) and the ops
  * library (src/ops, whose ops it times); neither of those includes it.
  *
- * For every candidate (scalar, SIMD with the best ISA, each GPU device) and
- * every op class, one representative op runs forced onto that candidate
- * (rk/ops.h, RK_POLICY_FORCED) at several sizes:
+ * For every candidate (scalar, SIMD with the best ISA, each GPU device),
+ * every op runs forced onto that candidate (rk/ops.h, RK_POLICY_FORCED) at
+ * several sizes, and gets its own curve: the vector ops (add ... log, dot,
+ * sum, min, max) at n = 16, 16 s, 16 s^2, ... up to 1M / 16M / 64M
+ * elements (s = 4 for quick and default, 2 for thorough), matvec n x n
+ * doubling from 16 to 256 / 2048 / 4096, matmul n^3 doubling from 8 to
+ * 128 / 512 / 1024. On the SIMD candidate two more vector sizes straddle
+ * the point where the ops library splits an op over two threads (2^17 - 16
+ * and 2^17), so the curve steps there instead of blending across it. The
+ * first op of each class (add, sum, exp) also gives the class's curve.
+ * A candidate whose call takes longer than a level's limit (scalar GEMM)
+ * stops growing there.
  *
- *   class           op       largest size (quick / default / thorough)
- *   elementwise     add      n = 4M / 16M / 64M elements
- *   reduction       sum      n = 4M / 16M / 64M
- *   transcendental  exp      n = 1M / 4M / 16M
- *   matvec          matvec   n x n, n = 512 / 2048 / 4096
- *   matmul          matmul   n^3,   n = 256 / 512 / 1024
+ * Robustness: each size's time is the median of several timed batches,
+ * all sizes of an op interleaved pass by pass; a size far from the line
+ * through its neighbours is timed again with twice the batches; times are
+ * then made non-decreasing in n on each side of the thread switch by
+ * lowering the slower of two disagreeing sizes (see robust_times). The
+ * launch latency is 90% of the fastest call (n = 1 included); each size
+ * gives a rate point (working-set bytes, FLOP/s, bytes/s) from the time
+ * left after the launch (and, on a GPU, after the copies), so the
+ * prediction of every measured size is its (robust) measured time.
  *
- * Vector sizes start at 16 and grow by 4x (quick) or 2x; matrix sizes
- * double from 16 (matvec) or 8 (matmul). A candidate whose call takes
- * longer than a level's limit (scalar GEMM) stops growing there.
  * GPU candidates run on operands already on the device (rk_ops_buffer_t),
- * so a call is launch + kernel + synchronisation; their copies are measured
- * separately with plain HAL copies. The launch latency is 90% of the
- * fastest call (n = 1 included); each size gives a rate point (working-set
- * bytes, FLOP/s, bytes/s) computed from the time left after the launch (and, on
- * a GPU, after the copies), so the prediction of every measured size is its
- * measured time. The median of several
- * timed batches is kept. GPU candidates also get host<->device latency and
- * bandwidth from plain HAL copies. Thread scaling of the SIMD candidate is
- * measured with one thread and with all of them.
+ * so a call is launch + kernel + synchronisation; their host<->device
+ * latency and bandwidth come from plain HAL copies. Thread scaling of the
+ * SIMD candidate is measured with one thread and with all of them.
  */
 #include <errno.h>
 #include <math.h>
@@ -39,6 +42,7 @@
 #include "base/error.h"
 #include "base/sys.h"
 #include "cost/cost.h"
+#include "ops/ops_internal.h"
 #include "rk/ops.h"
 
 void rk_calibrate_options_init(rk_calibrate_options_t *options) {
@@ -51,9 +55,8 @@ typedef struct plan {
   double min_batch_s; /* each timed batch lasts at least this long */
   int batches;        /* median of this many batches */
   double max_call_s;  /* stop growing sizes past a call this long */
-  int vec_step;       /* vector sizes grow by this factor from 64 */
-  size_t max_vec;     /* add, sum: largest n */
-  size_t max_exp;     /* exp: largest n */
+  int vec_step;       /* vector sizes grow by this factor from 16 */
+  size_t max_vec;     /* vector ops: largest n */
   size_t max_mv;      /* matvec: largest n (n x n, from 16, doubling) */
   size_t max_mm;      /* matmul: largest n (n^3, from 8, doubling) */
 } plan_t;
@@ -62,27 +65,43 @@ static plan_t make_plan(rk_calibrate_level_t level) {
   plan_t p;
   switch (level) {
     case RK_CALIBRATE_QUICK:
-      p = (plan_t){0.005, 5, 0.05, 4, 4u << 20, 1u << 20, 512, 256};
+      p = (plan_t){0.0015, 3, 0.02, 4, 1u << 20, 256, 128};
       break;
     case RK_CALIBRATE_THOROUGH:
-      p = (plan_t){0.05, 9, 1.0, 2, 64u << 20, 16u << 20, 4096, 1024};
+      p = (plan_t){0.03, 9, 1.0, 2, 64u << 20, 4096, 1024};
       break;
     default:
-      p = (plan_t){0.02, 7, 0.25, 2, 16u << 20, 4u << 20, 2048, 512};
+      p = (plan_t){0.006, 5, 0.2, 4, 16u << 20, 2048, 512};
       break;
   }
   return p;
+}
+
+/* What is measured: every op. Vector ops get their own curve (and the
+ * first op of each class, add / sum / exp, also its class's curve, for
+ * readers that only know classes); matvec and matmul are their classes. */
+static const rk_op_t kUnits[] = {
+    RK_OP_ADD,  RK_OP_SUB, RK_OP_MUL,     RK_OP_SCALE,  RK_OP_AXPY,  RK_OP_FMA,
+    RK_OP_RELU, RK_OP_EXP, RK_OP_SIGMOID, RK_OP_TANH,   RK_OP_LOG,   RK_OP_SUM,
+    RK_OP_DOT,  RK_OP_MIN, RK_OP_MAX,     RK_OP_MATVEC, RK_OP_MATMUL};
+enum { NUNITS = sizeof kUnits / sizeof kUnits[0] };
+
+static bool is_matrix(rk_op_t op) {
+  return op == RK_OP_MATVEC || op == RK_OP_MATMUL;
+}
+static bool is_class_rep(rk_op_t op) {
+  return op == RK_OP_ADD || op == RK_OP_SUM || op == RK_OP_EXP || is_matrix(op);
 }
 
 typedef struct calib {
   const rk_calibrate_options_t *opt;
   plan_t plan;
   int step, steps;
-  float *a, *b, *c; /* operands, big enough for every size */
-  size_t cap;       /* floats in each */
+  float *a, *b, *c, *d; /* operands, big enough for every size (d: 0.25) */
+  size_t cap;           /* floats in each */
   /* GPU candidates: operands on the device (cap floats each), so that a
    * call times the launch, the kernel and the synchronisation only. */
-  rk_ops_buffer_t *dev[3];
+  rk_ops_buffer_t *dev[4];
   bool resident;
 } calib_t;
 
@@ -99,46 +118,94 @@ static void progress(calib_t *cal, const char *fmt, ...) {
   cal->opt->progress(cal->opt->user, f, what);
 }
 
-/* Runs one op of `cls` at size `n` (vectors: n elements; matrices: n x n
- * (x n)). */
-static rk_op_desc_t desc_for(rk__cost_class_t cls, size_t n);
-
-static rk_status_t run_op(calib_t *cal, rk_ops_t *ops, rk__cost_class_t cls,
-                          size_t n) {
-  float r;
-  if (cal->resident) {
-    static const size_t kOperands[RK__CLASS_COUNT] = {3, 1, 2, 3, 3};
-    rk_op_desc_t d = desc_for(cls, n);
-    return rk_ops_run_resident(ops, &d, 0.5f, cal->dev, kOperands[cls],
-                               cls == RK__CLASS_REDUCTION ? &r : NULL, NULL);
-  }
-  switch (cls) {
-    case RK__CLASS_ELEMENTWISE:
-      return rk_ops_add(ops, n, cal->a, cal->b, cal->c, NULL);
-    case RK__CLASS_REDUCTION:
-      return rk_ops_sum(ops, n, cal->a, &r, NULL);
-    case RK__CLASS_TRANSCENDENTAL:
-      return rk_ops_exp(ops, n, cal->a, cal->c, NULL);
-    case RK__CLASS_MATVEC:
-      return rk_ops_matvec(ops, n, n, cal->a, cal->b, cal->c, NULL);
-    case RK__CLASS_MATMUL:
-      return rk_ops_matmul(ops, n, n, n, cal->a, cal->b, cal->c, NULL);
-    default:
-      return rk__fail(RK_ERR_INTERNAL, "calibrate: bad class");
-  }
-}
-
-static rk_op_desc_t desc_for(rk__cost_class_t cls, size_t n) {
-  static const rk_op_t kOps[RK__CLASS_COUNT] = {RK_OP_ADD, RK_OP_SUM, RK_OP_EXP,
-                                                RK_OP_MATVEC, RK_OP_MATMUL};
+/* The op at size n (vectors: n elements; matrices: n x n (x n)). */
+static rk_op_desc_t desc_for(rk_op_t op, size_t n) {
   rk_op_desc_t d;
   memset(&d, 0, sizeof d);
-  d.op = kOps[cls];
+  d.op = op;
   d.n = n;
-  if (cls == RK__CLASS_MATVEC) d.m = n;
-  if (cls == RK__CLASS_MATMUL) d.m = d.k = n;
+  if (op == RK_OP_MATVEC) d.m = n;
+  if (op == RK_OP_MATMUL) d.m = d.k = n;
   d.result_on_host = true;
   return d;
+}
+
+/* One call of `op` at size n. log reads d (positive); fma's addend is d. */
+static rk_status_t run_op(calib_t *cal, rk_ops_t *ops, rk_op_t op, size_t n) {
+  float r;
+  if (cal->resident) {
+    rk_ops_buffer_t *const *dv = cal->dev;
+    rk_ops_buffer_t *opnds[4];
+    size_t count;
+    switch (op) {
+      case RK_OP_ADD:
+      case RK_OP_SUB:
+      case RK_OP_MUL:
+      case RK_OP_MATVEC:
+      case RK_OP_MATMUL:
+        opnds[0] = dv[0], opnds[1] = dv[1], opnds[2] = dv[2], count = 3;
+        break;
+      case RK_OP_FMA:
+        opnds[0] = dv[0], opnds[1] = dv[1], opnds[2] = dv[3];
+        opnds[3] = dv[2], count = 4;
+        break;
+      case RK_OP_DOT:
+        opnds[0] = dv[0], opnds[1] = dv[1], count = 2;
+        break;
+      case RK_OP_SUM:
+      case RK_OP_MIN:
+      case RK_OP_MAX:
+        opnds[0] = dv[0], count = 1;
+        break;
+      default: /* scale, axpy, relu, exp, sigmoid, tanh, log: x, y */
+        opnds[0] = op == RK_OP_LOG ? dv[3] : dv[0], opnds[1] = dv[2];
+        count = 2;
+        break;
+    }
+    rk_op_desc_t d = desc_for(op, n);
+    bool red = op == RK_OP_DOT || op == RK_OP_SUM || op == RK_OP_MIN ||
+               op == RK_OP_MAX;
+    return rk_ops_run_resident(ops, &d, op == RK_OP_AXPY ? 1e-3f : 0.5f, opnds,
+                               count, red ? &r : NULL, NULL);
+  }
+  switch (op) {
+    case RK_OP_ADD:
+      return rk_ops_add(ops, n, cal->a, cal->b, cal->c, NULL);
+    case RK_OP_SUB:
+      return rk_ops_sub(ops, n, cal->a, cal->b, cal->c, NULL);
+    case RK_OP_MUL:
+      return rk_ops_mul(ops, n, cal->a, cal->b, cal->c, NULL);
+    case RK_OP_SCALE:
+      return rk_ops_scale(ops, n, 0.5f, cal->a, cal->c, NULL);
+    case RK_OP_AXPY:
+      return rk_ops_axpy(ops, n, 1e-3f, cal->a, cal->c, NULL);
+    case RK_OP_FMA:
+      return rk_ops_fma(ops, n, cal->a, cal->b, cal->d, cal->c, NULL);
+    case RK_OP_RELU:
+      return rk_ops_relu(ops, n, cal->a, cal->c, NULL);
+    case RK_OP_SIGMOID:
+      return rk_ops_sigmoid(ops, n, cal->a, cal->c, NULL);
+    case RK_OP_EXP:
+      return rk_ops_exp(ops, n, cal->a, cal->c, NULL);
+    case RK_OP_TANH:
+      return rk_ops_tanh(ops, n, cal->a, cal->c, NULL);
+    case RK_OP_LOG:
+      return rk_ops_log(ops, n, cal->d, cal->c, NULL);
+    case RK_OP_DOT:
+      return rk_ops_dot(ops, n, cal->a, cal->b, &r, NULL);
+    case RK_OP_SUM:
+      return rk_ops_sum(ops, n, cal->a, &r, NULL);
+    case RK_OP_MIN:
+      return rk_ops_min(ops, n, cal->a, &r, NULL);
+    case RK_OP_MAX:
+      return rk_ops_max(ops, n, cal->a, &r, NULL);
+    case RK_OP_MATVEC:
+      return rk_ops_matvec(ops, n, n, cal->a, cal->b, cal->c, NULL);
+    case RK_OP_MATMUL:
+      return rk_ops_matmul(ops, n, n, n, cal->a, cal->b, cal->c, NULL);
+    default:
+      return rk__fail(RK_ERR_INTERNAL, "calibrate: bad op");
+  }
 }
 
 static int cmp_double(const void *x, const void *y) {
@@ -147,21 +214,21 @@ static int cmp_double(const void *x, const void *y) {
 }
 
 /* Seconds per call of `reps` calls. */
-static rk_status_t time_batch(calib_t *cal, rk_ops_t *ops, rk__cost_class_t cls,
-                              size_t n, long reps, double *out_s) {
+static rk_status_t time_batch(calib_t *cal, rk_ops_t *ops, rk_op_t op, size_t n,
+                              long reps, double *out_s) {
   uint64_t t0 = rk__now_ns();
-  for (long r = 0; r < reps; ++r) RK_RETURN_IF_ERROR(run_op(cal, ops, cls, n));
+  for (long r = 0; r < reps; ++r) RK_RETURN_IF_ERROR(run_op(cal, ops, op, n));
   *out_s = (double)(rk__now_ns() - t0) * 1e-9 / (double)reps;
   return RK_OK;
 }
 
 /* Warms up (first-use work: GPU kernels compile, pages fault in) and sizes
  * a batch from one timed call, which is also returned. */
-static rk_status_t size_batch(calib_t *cal, rk_ops_t *ops, rk__cost_class_t cls,
-                              size_t n, long *out_reps, double *out_one) {
-  RK_RETURN_IF_ERROR(run_op(cal, ops, cls, n));
+static rk_status_t size_batch(calib_t *cal, rk_ops_t *ops, rk_op_t op, size_t n,
+                              long *out_reps, double *out_one) {
+  RK_RETURN_IF_ERROR(run_op(cal, ops, op, n));
   double one;
-  RK_RETURN_IF_ERROR(time_batch(cal, ops, cls, n, 1, &one));
+  RK_RETURN_IF_ERROR(time_batch(cal, ops, op, n, 1, &one));
   long reps = one > 0 ? (long)(cal->plan.min_batch_s / one) : 1000;
   if (reps < 1) reps = 1;
   if (reps > 1000000) reps = 1000000;
@@ -170,24 +237,23 @@ static rk_status_t size_batch(calib_t *cal, rk_ops_t *ops, rk__cost_class_t cls,
   return RK_OK;
 }
 
-/* Median seconds per call over the plan's batches, for `count` sizes at
+/* Median seconds per call over `batches` batches, for `count` sizes at
  * once: every pass times one batch of each size, so a slow phase of the
  * machine spreads over all sizes instead of bending the curve at one.
  * A size whose single call exceeds the plan's limit is timed once and ends
  * the list (*out_count shrinks). */
-static rk_status_t time_sizes(calib_t *cal, rk_ops_t *ops, rk__cost_class_t cls,
+static rk_status_t time_sizes(calib_t *cal, rk_ops_t *ops, rk_op_t op,
                               const char *label, const size_t *ns,
-                              int *inout_count, double *out_s) {
+                              int *inout_count, int batches, double *out_s) {
   enum { kMax = RK__COST_MAX_POINTS + 1 };
   long reps[kMax];
   double samples[kMax][32];
   bool slow[kMax];
-  int count = *inout_count, batches = cal->plan.batches;
+  int count = *inout_count;
   if (batches > 32) batches = 32;
   for (int i = 0; i < count; ++i) {
-    progress(cal, "%s: n=%zu", label, ns[i]);
     double one;
-    RK_RETURN_IF_ERROR(size_batch(cal, ops, cls, ns[i], &reps[i], &one));
+    RK_RETURN_IF_ERROR(size_batch(cal, ops, op, ns[i], &reps[i], &one));
     slow[i] = one > cal->plan.max_call_s;
     if (slow[i]) {
       samples[i][0] = one;
@@ -196,7 +262,7 @@ static rk_status_t time_sizes(calib_t *cal, rk_ops_t *ops, rk__cost_class_t cls,
       break;
     }
     RK_RETURN_IF_ERROR(
-        time_batch(cal, ops, cls, ns[i], reps[i], &samples[i][0]));
+        time_batch(cal, ops, op, ns[i], reps[i], &samples[i][0]));
     ++cal->step;
   }
   for (int b = 1; b < batches; ++b) {
@@ -204,7 +270,7 @@ static rk_status_t time_sizes(calib_t *cal, rk_ops_t *ops, rk__cost_class_t cls,
     for (int i = 0; i < count; ++i) {
       if (slow[i]) continue;
       RK_RETURN_IF_ERROR(
-          time_batch(cal, ops, cls, ns[i], reps[i], &samples[i][b]));
+          time_batch(cal, ops, op, ns[i], reps[i], &samples[i][b]));
       ++cal->step;
     }
   }
@@ -216,32 +282,79 @@ static rk_status_t time_sizes(calib_t *cal, rk_ops_t *ops, rk__cost_class_t cls,
   return RK_OK;
 }
 
-/* Size number i of class `cls` in the plan, or 0 past the end. */
-static size_t size_at(const plan_t *p, rk__cost_class_t cls, int i) {
-  size_t n, max;
-  switch (cls) {
-    case RK__CLASS_ELEMENTWISE:
-    case RK__CLASS_REDUCTION:
-    case RK__CLASS_TRANSCENDENTAL:
-      n = 16;
-      max = cls == RK__CLASS_TRANSCENDENTAL ? p->max_exp : p->max_vec;
-      for (int j = 0; j < i && n <= max; ++j) n *= (size_t)p->vec_step;
-      return n <= max ? n : 0;
-    case RK__CLASS_MATVEC:
-    case RK__CLASS_MATMUL:
-      n = cls == RK__CLASS_MATVEC ? 16 : 8;
-      max = cls == RK__CLASS_MATVEC ? p->max_mv : p->max_mm;
-      for (int j = 0; j < i && n <= max; ++j) n *= 2;
-      return n <= max ? n : 0;
-    default:
-      return 0;
+/* The sizes of `op` on a target, ascending, after n = 1 (the launch probe)
+ * at out[0]; returns how many (at most cap). Vector sizes: 16, 16 step,
+ * ... up to max_vec; on a SIMD target also the two sizes around the point
+ * where the ops library starts splitting over two threads (the last size
+ * on one thread and the first on two), so the curve has the step there
+ * instead of a blend across it. Matrices: doubling from 16 (matvec) or 8
+ * (matmul). *out_switch is the index of the first size on two threads, or
+ * 0. */
+static int sizes_for(const plan_t *p, rk_op_t op, bool simd, size_t *out,
+                     int cap, int *out_switch) {
+  int k = 0;
+  *out_switch = 0;
+  out[k++] = 1;
+  if (is_matrix(op)) {
+    size_t max = op == RK_OP_MATVEC ? p->max_mv : p->max_mm;
+    for (size_t n = op == RK_OP_MATVEC ? 16 : 8; n <= max && k < cap; n *= 2)
+      out[k++] = n;
+    return k;
   }
+  const size_t sw = 2 * (size_t)RK__OPS_PAR_MIN_ELEMS;
+  bool added = !simd || sw > p->max_vec;
+  for (size_t n = 16; n <= p->max_vec && k < cap; n *= (size_t)p->vec_step) {
+    if (!added && n >= sw - 16 && k + 2 < cap) {
+      if (n > sw - 16) out[k++] = sw - 16;
+      *out_switch = k;
+      if (n > sw) out[k++] = sw;
+      added = true;
+    }
+    out[k++] = n;
+  }
+  return k;
 }
 
-static int sizes_in(const plan_t *p, rk__cost_class_t cls) {
-  int i = 0;
-  while (size_at(p, cls, i)) ++i;
-  return i;
+/* Robustness of one curve's measured times (index 0 is n = 1). Other work
+ * on the machine only ever adds time, so:
+ *  - a point far (> 25%) from the log-log line through its neighbours on
+ *    the same side of the thread switch (the last point: from the line
+ *    through the two before it) is timed again with twice the batches, and
+ *    the new median kept;
+ *  - then times are made non-decreasing in n on each side of the switch (a
+ *    larger call cannot be faster on the same threads) by lowering a point
+ *    to the smallest time of the larger sizes after it, never by raising
+ *    one: where two points disagree, the faster is the one less disturbed.
+ *    So no rate can dip at one size, and one slow measurement (at n = 1,
+ *    say) does not spread to the sizes above it. */
+static rk_status_t robust_times(calib_t *cal, rk_ops_t *ops, rk_op_t op,
+                                const char *label, const size_t *ns, int count,
+                                int sw, double *secs) {
+  for (int i = 1; i < count; ++i) {
+    if (sw && (i == sw - 1 || i == sw)) continue; /* a side's end */
+    int lo = i - 1, hi = i + 1;
+    if (i + 1 >= count) { /* the last point: extrapolate */
+      if (i < 2 || (sw && i - 2 < sw && i - 1 >= sw)) continue;
+      lo = i - 2;
+      hi = i - 1;
+    }
+    double x0 = log((double)ns[lo]), x1 = log((double)ns[i]),
+           x2 = log((double)ns[hi]);
+    double y0 = log(secs[lo]), y2 = log(secs[hi]);
+    double want = exp(y0 + (y2 - y0) * (x1 - x0) / (x2 - x0));
+    double ratio = secs[i] / want;
+    if (ratio < 1.25 && ratio > 0.8) continue;
+    int one = 1;
+    double again;
+    char what[96];
+    snprintf(what, sizeof what, "%s: n=%zu again", label, ns[i]);
+    RK_RETURN_IF_ERROR(time_sizes(cal, ops, op, what, &ns[i], &one,
+                                  2 * cal->plan.batches, &again));
+    secs[i] = again;
+  }
+  for (int i = count - 2; i >= 0; --i)
+    if (!(sw && i == sw - 1) && secs[i] > secs[i + 1]) secs[i] = secs[i + 1];
+  return RK_OK;
 }
 
 /* Host<->device latency and bandwidth through the HAL. */
@@ -301,43 +414,48 @@ static rk_status_t measure_target(calib_t *cal, rk__cost_target_t *t) {
      * copies taken out. */
     char *saved = rk__error_save();
     cal->resident = s == RK_OK;
-    for (int i = 0; i < 3 && cal->resident; ++i)
+    for (int i = 0; i < 4 && cal->resident; ++i)
       cal->resident =
           rk_ops_buffer_create(ops, &t->target, cal->cap, &cal->dev[i]) ==
               RK_OK &&
-          rk_ops_buffer_write(cal->dev[i], 0, cal->a, cal->cap) == RK_OK;
+          rk_ops_buffer_write(cal->dev[i], 0, i == 3 ? cal->d : cal->a,
+                              cal->cap) == RK_OK;
     rk__error_restore(saved);
   }
-  for (int c = 0; c < RK__CLASS_COUNT && s == RK_OK; ++c) {
-    rk__cost_class_t cls = (rk__cost_class_t)c;
-    rk__cost_curve_t *curve = &t->curves[c];
-    const char *cn = rk__cost_class_name(cls);
-    /* Every size first (n = 1 is the launch probe), then the fit: the
-     * launch latency is 90% of the fastest call less its copies, so that
-     * the prediction of each measured size is its measured time (an engine
-     * that changes with size, e.g. a BLAS only for larger GEMMs, can make
-     * n = 1 slower than n = 8). */
+  bool simd = t->target.kind == RK_EXEC_SIMD;
+  for (int u = 0; u < NUNITS && s == RK_OK; ++u) {
+    rk_op_t op = kUnits[u];
+    rk__cost_class_t cls = rk__op_class(op);
+    /* Every size first (n = 1 is the launch probe), made robust, then the
+     * fit: the launch latency is 90% of the fastest call less its copies,
+     * so that the prediction of each measured size is its measured time
+     * (an engine that changes with size, e.g. a BLAS only for larger
+     * GEMMs, can make n = 1 slower than n = 8). */
     size_t ns[RK__COST_MAX_POINTS + 1];
     double secs[RK__COST_MAX_POINTS + 1], copies[RK__COST_MAX_POINTS + 1];
-    int count = sizes_in(&cal->plan, cls);
-    if (count > RK__COST_MAX_POINTS) count = RK__COST_MAX_POINTS;
-    ns[0] = 1;
-    for (int i = 0; i < count; ++i) ns[i + 1] = size_at(&cal->plan, cls, i);
-    int measured = count + 1;
+    int sw = 0;
+    int measured =
+        sizes_for(&cal->plan, op, simd, ns, RK__COST_MAX_POINTS + 1, &sw);
+    int planned = measured;
     char label[80];
-    snprintf(label, sizeof label, "%s %s", t->key, cn);
-    s = time_sizes(cal, ops, cls, label, ns, &measured, secs);
+    snprintf(label, sizeof label, "%s %s", t->key, rk_op_name(op));
+    progress(cal, "%s", label);
+    s = time_sizes(cal, ops, op, label, ns, &measured, cal->plan.batches, secs);
+    if (s == RK_OK) {
+      if (sw >= measured) sw = 0;
+      s = robust_times(cal, ops, op, label, ns, measured, sw, secs);
+    }
     /* Steps of sizes a slow candidate skipped. */
-    cal->step += (count + 1 - measured) * cal->plan.batches;
-    for (int i = 0; i < measured && s == RK_OK; ++i) {
-      rk_op_desc_t d = desc_for(cls, ns[i]);
+    cal->step += (planned - measured) * cal->plan.batches;
+    if (s != RK_OK) break;
+    for (int i = 0; i < measured; ++i) {
+      rk_op_desc_t d = desc_for(op, ns[i]);
       uint64_t in, out;
       rk__op_io_bytes(&d, &in, &out);
       copies[i] = gpu && !cal->resident ? link_s(&t->h2d, (double)in) +
                                               link_s(&t->d2h, (double)out)
                                         : 0.0;
     }
-    if (s != RK_OK) break;
     double fixed = 1e30;
     for (int i = 0; i < measured; ++i) {
       double f = secs[i] - copies[i];
@@ -349,7 +467,7 @@ static rk_status_t measure_target(calib_t *cal, rk__cost_target_t *t) {
     fresh.launch_s = measured ? 0.9 * fixed : 0.0;
     fresh.measured = true;
     for (int i = 1; i < measured; ++i) {
-      rk_op_desc_t d = desc_for(cls, ns[i]);
+      rk_op_desc_t d = desc_for(op, ns[i]);
       double work = secs[i] - copies[i] - fresh.launch_s;
       /* Never let the fixed costs swallow the whole call. */
       if (work < 0.05 * secs[i]) work = 0.05 * secs[i];
@@ -362,9 +480,14 @@ static rk_status_t measure_target(calib_t *cal, rk__cost_target_t *t) {
         pt->bandwidth = bytes / work;
       }
     }
-    if (s == RK_OK && fresh.count > 0) *curve = fresh;
+    if (fresh.count == 0) continue;
+    if (is_matrix(op))
+      t->curves[cls] = fresh;
+    else
+      t->ops[op] = fresh;
+    if (!is_matrix(op) && is_class_rep(op)) t->curves[cls] = fresh;
   }
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     rk_ops_buffer_destroy(cal->dev[i]);
     cal->dev[i] = NULL;
   }
@@ -397,8 +520,8 @@ static void measure_threads(calib_t *cal, rk_cost_model_t *model, char *note,
     if (rk_ops_add(ops, n, cal->a, cal->b, cal->c, &r) == RK_OK && k == 1)
       threads_all = r.threads;
     int one_size = 1;
-    if (time_sizes(cal, ops, RK__CLASS_ELEMENTWISE, "simd: thread scaling", &n,
-                   &one_size, &secs[k]) != RK_OK)
+    if (time_sizes(cal, ops, RK_OP_ADD, "simd: thread scaling", &n, &one_size,
+                   cal->plan.batches, &secs[k]) != RK_OK)
       secs[k] = 0;
     rk_ops_destroy(ops);
   }
@@ -476,16 +599,19 @@ rk_status_t rk_cost_calibrate(const rk_calibrate_options_t *options,
   cal.a = malloc(cal.cap * sizeof(float));
   cal.b = malloc(cal.cap * sizeof(float));
   cal.c = malloc(cal.cap * sizeof(float));
-  if (!cal.a || !cal.b || !cal.c) {
+  cal.d = malloc(cal.cap * sizeof(float));
+  if (!cal.a || !cal.b || !cal.c || !cal.d) {
     s = rk__fail(RK_ERR_OUT_OF_MEMORY,
-                 "calibrate: cannot allocate 3 x %zu floats", cal.cap);
+                 "calibrate: cannot allocate 4 x %zu floats", cal.cap);
     goto done;
   }
   for (size_t i = 0; i < cal.cap; ++i) {
-    /* Small values: exp and GEMM stay finite, no denormals. */
+    /* Small values: exp and GEMM stay finite, no denormals; d > 0 for
+     * log. */
     cal.a[i] = (float)((i * 7919u) % 1000u) * 1e-3f - 0.5f;
     cal.b[i] = (float)((i * 104729u) % 1000u) * 1e-3f - 0.5f;
     cal.c[i] = 0.0f;
+    cal.d[i] = 0.25f;
   }
 
   size_t measured = 0;
@@ -494,9 +620,14 @@ rk_status_t rk_cost_calibrate(const rk_calibrate_options_t *options,
     if (!t->candidate) continue;
     ++measured;
     cal.steps += t->target.kind == RK_EXEC_GPU ? 1 : 0;
-    for (int c = 0; c < RK__CLASS_COUNT; ++c)
+    for (int u = 0; u < NUNITS; ++u) {
+      size_t ns[RK__COST_MAX_POINTS + 1];
+      int sw;
       cal.steps +=
-          (1 + sizes_in(&cal.plan, (rk__cost_class_t)c)) * cal.plan.batches;
+          sizes_for(&cal.plan, kUnits[u], t->target.kind == RK_EXEC_SIMD, ns,
+                    RK__COST_MAX_POINTS + 1, &sw) *
+          cal.plan.batches;
+    }
   }
   cal.steps += 2 * cal.plan.batches; /* thread scaling */
   uint64_t start = rk__now_ns();
@@ -544,6 +675,7 @@ done:
   free(cal.a);
   free(cal.b);
   free(cal.c);
+  free(cal.d);
   if (s == RK_OK && out_model)
     *out_model = model;
   else

@@ -188,6 +188,8 @@ rk_compat_choice_t rk_compat_select_for_op(const rk_compat_selector_t *s,
     case RK_OP_RELU:
     case RK_OP_SIGMOID:
     case RK_OP_EXP:
+    case RK_OP_TANH:
+    case RK_OP_LOG:
       return rk_compat_select_for_elementwise(s, d->n);
     default:
       return RK_COMPAT_SCALAR;

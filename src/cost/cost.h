@@ -60,6 +60,10 @@ typedef struct rk__cost_target {
   bool candidate; /* offered by predict (software only when included) */
   rk__cost_link_t h2d, d2h; /* GPU only */
   rk__cost_curve_t curves[RK__CLASS_COUNT];
+  /* Per-op curves measured by `rk calibrate` (every op of a class has its
+   * own speed); count 0: the op uses its class's curve. Never set for
+   * matvec and matmul, whose class curve is theirs. */
+  rk__cost_curve_t ops[RK_OP_COUNT_];
 } rk__cost_target_t;
 
 /* What the machine is: the fingerprint hashes `description`. */
@@ -120,6 +124,10 @@ size_t rk__cost_apply_env(rk_cost_model_t *model);
 /* The default profile path for a fingerprint. */
 rk_status_t rk__cost_default_path(const char *fingerprint, char *out,
                                   size_t cap);
+
+/* The curve that describes `op` on `target`: its own, else its class's. */
+const rk__cost_curve_t *rk__cost_curve_for(const rk__cost_target_t *target,
+                                           rk_op_t op);
 
 /* Rates at `bytes`: log-log interpolation between curve points, clamped
  * outside them. */

@@ -65,7 +65,14 @@ static const default_rates_t kSoftwareGpuDefaults[RK__CLASS_COUNT] = {
     {5e-5, 1e10, 1e10}, {8e-5, 2e10, 1e10},
 };
 
+const rk__cost_curve_t *rk__cost_curve_for(const rk__cost_target_t *t,
+                                           rk_op_t op) {
+  if ((unsigned)op < RK_OP_COUNT_ && t->ops[op].count > 0) return &t->ops[op];
+  return &t->curves[rk__op_class(op)];
+}
+
 void rk__cost_target_defaults(rk__cost_target_t *t) {
+  memset(t->ops, 0, sizeof t->ops);
   const default_rates_t *rates = kScalarDefaults;
   if (t->target.kind == RK_EXEC_SIMD) rates = kSimdDefaults;
   if (t->target.kind == RK_EXEC_GPU)
@@ -639,7 +646,7 @@ static void predict_one(const rk_cost_model_t *model,
   uint64_t in_bytes, out_bytes;
   rk__op_io_bytes(desc, &in_bytes, &out_bytes);
   double bytes = (double)rk_op_bytes(desc), flops = (double)rk_op_flops(desc);
-  const rk__cost_curve_t *curve = &t->curves[rk__op_class(desc->op)];
+  const rk__cost_curve_t *curve = rk__cost_curve_for(t, desc->op);
   double flop_rate, bandwidth;
   rk__cost_curve_rates(curve, bytes, &flop_rate, &bandwidth);
 

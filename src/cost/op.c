@@ -12,6 +12,8 @@
  *   relu              in 4n  out 4n   flops n
  *   exp               in 4n  out 4n   flops 10n  (exp counted as 10)
  *   sigmoid           in 4n  out 4n   flops 12n  (exp, add, divide)
+ *   tanh              in 4n  out 4n   flops 14n  (expm1, add, divide)
+ *   log               in 4n  out 4n   flops 10n  (log counted as 10)
  *   matvec (m x n)    in 4(mn + n)  out 4m    flops 2mn
  *   matmul (mk, kn)   in 4(mk + kn) out 4mn   flops 2mnk
  */
@@ -44,7 +46,7 @@ rk_status_t rk_op_from_name(const char *name, rk_op_t *out_op) {
   return rk__fail(RK_ERR_NOT_FOUND,
                   "unknown operation '%s' (known: add, sub, mul, scale, axpy, "
                   "fma, dot, sum, min, max, relu, sigmoid, exp, matvec, "
-                  "matmul)",
+                  "matmul, tanh, log)",
                   name);
 }
 
@@ -67,6 +69,8 @@ rk__cost_class_t rk__op_class(rk_op_t op) {
       return RK__CLASS_REDUCTION;
     case RK_OP_SIGMOID:
     case RK_OP_EXP:
+    case RK_OP_TANH:
+    case RK_OP_LOG:
       return RK__CLASS_TRANSCENDENTAL;
     case RK_OP_MATVEC:
       return RK__CLASS_MATVEC;
@@ -96,6 +100,8 @@ void rk__op_io_bytes(const rk_op_desc_t *d, uint64_t *out_in,
     case RK_OP_RELU:
     case RK_OP_EXP:
     case RK_OP_SIGMOID:
+    case RK_OP_TANH:
+    case RK_OP_LOG:
       in = rk__sat_mul(n, 4);
       out = in;
       break;
@@ -150,7 +156,10 @@ uint64_t rk_op_flops(const rk_op_desc_t *desc) {
     case RK_OP_DOT:
       return rk__sat_mul(n, 2);
     case RK_OP_EXP:
+    case RK_OP_LOG:
       return rk__sat_mul(n, 10);
+    case RK_OP_TANH:
+      return rk__sat_mul(n, 14);
     case RK_OP_SIGMOID:
       return rk__sat_mul(n, 12);
     case RK_OP_MATVEC:

@@ -112,18 +112,42 @@ static bool parse_entry(rk__cost_target_t *targets, size_t ntargets,
     link->bandwidth = bw;
     return true;
   }
-  const char *dot2 = strchr(rest, '.');
-  if (!dot2) return why_set(why, cap, "unknown key '%s'", line);
-  int cls = find_class(rest, (size_t)(dot2 - rest));
-  if (cls < 0)
-    return why_set(why, cap, "unknown op class '%.*s'", (int)(dot2 - rest),
-                   rest);
-  rk__cost_curve_t *curve = &t->curves[cls];
-  if (!seen[ti][cls]) {
-    /* The first line of a curve replaces the defaults. */
-    seen[ti][cls] = true;
-    curve->count = 0;
+  rk__cost_curve_t *curve;
+  const char *dot2;
+  if (strncmp(rest, "op.", 3) == 0) {
+    /* <target>.op.<op>.launch / .rate: one op's own curve (they start
+     * empty, so there are no defaults to replace). */
+    const char *name = rest + 3;
+    dot2 = strchr(name, '.');
+    if (!dot2) return why_set(why, cap, "unknown key '%s'", line);
+    char opname[32];
+    size_t len = (size_t)(dot2 - name);
+    rk_op_t op;
+    if (len >= sizeof opname)
+      return why_set(why, cap, "unknown op in '%s'", line);
+    memcpy(opname, name, len);
+    opname[len] = '\0';
+    char *saved = rk__error_save();
+    bool known = rk_op_from_name(opname, &op) == RK_OK;
+    rk__error_restore(saved);
+    if (!known || op == RK_OP_MATVEC || op == RK_OP_MATMUL)
+      return why_set(why, cap, "unknown op '%s' in '%s'", opname, line);
+    curve = &t->ops[op];
     curve->measured = true;
+  } else {
+    dot2 = strchr(rest, '.');
+    if (!dot2) return why_set(why, cap, "unknown key '%s'", line);
+    int cls = find_class(rest, (size_t)(dot2 - rest));
+    if (cls < 0)
+      return why_set(why, cap, "unknown op class '%.*s'", (int)(dot2 - rest),
+                     rest);
+    curve = &t->curves[cls];
+    if (!seen[ti][cls]) {
+      /* The first line of a curve replaces the defaults. */
+      seen[ti][cls] = true;
+      curve->count = 0;
+      curve->measured = true;
+    }
   }
   const char *field = dot2 + 1;
   if (strcmp(field, "launch") == 0) {
@@ -272,13 +296,20 @@ bool rk__cost_profile_parse(rk_cost_model_t *model, const char *text, char *why,
     why_set(why, cap, "is corrupt: truncated (no 'end' line)");
     goto done;
   }
-  for (size_t i = 0; i < ntargets; ++i)
+  for (size_t i = 0; i < ntargets; ++i) {
     for (int c = 0; c < RK__CLASS_COUNT; ++c)
       if (seen[i][c] && targets[i].curves[c].count == 0) {
         why_set(why, cap, "is corrupt: %s.%s has a launch time but no rates",
                 targets[i].key, rk__cost_class_name((rk__cost_class_t)c));
         goto done;
       }
+    for (int o = 0; o < RK_OP_COUNT_; ++o)
+      if (targets[i].ops[o].measured && targets[i].ops[o].count == 0) {
+        why_set(why, cap, "is corrupt: %s.op.%s has a launch time but no rates",
+                targets[i].key, rk_op_name((rk_op_t)o));
+        goto done;
+      }
+  }
   /* Text with embedded NULs ends early; that is a truncation too, caught
    * above by the missing "end". */
   memcpy(model->machine.targets, targets, sizeof model->machine.targets);
@@ -318,6 +349,8 @@ char *rk__cost_profile_format(const rk_cost_model_t *model,
   rk__strbuf_printf(&sb,
                     "#\n"
                     "# <target>.<class>.launch = seconds per call\n"
+                    "# <target>.op.<op>.launch, .rate = the same for one op "
+                    "(used instead of its class's)\n"
                     "# <target>.<class>.rate = working-set-bytes FLOP/s "
                     "bytes/s   (one line per size)\n"
                     "# <target>.h2d, .d2h = latency-seconds bytes/s   (GPU "
@@ -350,6 +383,17 @@ char *rk__cost_profile_format(const rk_cost_model_t *model,
                         curve->launch_s);
       for (size_t p = 0; p < curve->count; ++p)
         rk__strbuf_printf(&sb, "%s.%s.rate = %.0f %.6g %.6g\n", t->key, cn,
+                          curve->points[p].bytes, curve->points[p].flop_rate,
+                          curve->points[p].bandwidth);
+    }
+    for (int o = 0; o < RK_OP_COUNT_; ++o) {
+      const rk__cost_curve_t *curve = &t->ops[o];
+      if (curve->count == 0) continue;
+      const char *on = rk_op_name((rk_op_t)o);
+      rk__strbuf_printf(&sb, "%s.op.%s.launch = %.6g\n", t->key, on,
+                        curve->launch_s);
+      for (size_t p = 0; p < curve->count; ++p)
+        rk__strbuf_printf(&sb, "%s.op.%s.rate = %.0f %.6g %.6g\n", t->key, on,
                           curve->points[p].bytes, curve->points[p].flop_rate,
                           curve->points[p].bandwidth);
     }
@@ -488,6 +532,7 @@ size_t rk__cost_apply_env(rk_cost_model_t *model) {
     for (int c = 0; c < RK__CLASS_COUNT; ++c) {
       rk__cost_curve_t *curve = &t->curves[c];
       const char *cn = rk__cost_class_name((rk__cost_class_t)c);
+      size_t before = applied;
       env_name(name, sizeof name, t->key, cn, "launch");
       if (env_number(model, name, true, &v)) {
         curve->launch_s = v;
@@ -505,6 +550,11 @@ size_t rk__cost_apply_env(rk_cost_model_t *model) {
           curve->points[p].bandwidth = v;
         ++applied;
       }
+      /* An override of a class describes all its ops: their own measured
+       * curves give way to it. */
+      if (applied != before)
+        for (int o = 0; o < RK_OP_COUNT_; ++o)
+          if ((int)rk__op_class((rk_op_t)o) == c) t->ops[o].count = 0;
     }
     if (t->target.kind != RK_EXEC_GPU) continue;
     for (int l = 0; l < 2; ++l) {

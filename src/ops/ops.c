@@ -13,16 +13,19 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/pool.h"
 #include "base/sys.h"
 #include "base/trace.h"
+#include "hal/hal.h"
 #include "ops/ops_internal.h"
 
 enum {
   MAX_GPUS = 16,
+  MAX_USER_CONTEXTS = 16, /* callers' contexts with wrapped buffers */
   MAX_PREDICTIONS = 32,
   /* Elements per thread below which an element-wise op or reduction stays
    * on one thread: waking a worker costs a few microseconds. */
-  PAR_MIN_ELEMS = 1 << 16,
+  PAR_MIN_ELEMS = RK__OPS_PAR_MIN_ELEMS,
   /* Multiply-adds per thread below which matmul/matvec stay on one. */
   PAR_MIN_FLOPS = 1 << 18,
 };
@@ -40,9 +43,17 @@ struct rk_ops {
   rk_cost_model_t *model; /* RK_POLICY_CALIBRATED */
   int threads;
   pthread_mutex_t lock; /* guards pool creation and the GPU slots */
-  rk__ops_pool_t *pool; /* created on the first large op */
+  rk__pool_t *pool; /* the shared CPU pool, acquired on the first large op */
   gpu_slot_t gpus[MAX_GPUS];
   int ngpus;
+  /* Engines in callers' contexts (rk_ops_buffer_wrap), each alive while
+   * a wrapped buffer of its context is. Guarded by lock. */
+  struct {
+    rk_context_t *context;
+    rk__ops_gpu_t *gpu;
+    size_t buffers;
+  } users[MAX_USER_CONTEXTS];
+  int nusers;
   /* Compat: the best non-software GPU backend allowed, probed once. */
   bool gpu_probed;
   int best_gpu; /* index into gpus, or -1 */
@@ -239,9 +250,13 @@ rk_status_t rk_ops_create(const rk_ops_options_t *options, rk_ops_t **out) {
     return rk__fail(RK_ERR_INVALID_ARGUMENT, "ops: threads is %d", opt.threads);
   int threads = opt.threads;
   if (threads == 0) {
+    /* RK_OPS_THREADS, else the CPU backend's RK_CPU_THREADS, else the
+     * CPUs: by default the ops library and the CPU backend share one pool
+     * (base/pool.c pools are shared by size). */
     int ids[1024];
     long env = rk__allowed_cpus(ids, 1024);
     if (env < 1) env = 1;
+    RK_RETURN_IF_ERROR(rk__env_long("RK_CPU_THREADS", 1, 1024, &env));
     RK_RETURN_IF_ERROR(rk__env_long("RK_OPS_THREADS", 1, 1024, &env));
     threads = (int)env;
   }
@@ -265,7 +280,9 @@ rk_status_t rk_ops_create(const rk_ops_options_t *options, rk_ops_t **out) {
 void rk_ops_destroy(rk_ops_t *ops) {
   if (!ops) return;
   for (int i = 0; i < ops->ngpus; ++i) rk__ops_gpu_destroy(ops->gpus[i].gpu);
-  rk__ops_pool_destroy(ops->pool);
+  /* Wrapped buffers not destroyed: their contexts must still be alive. */
+  for (int i = 0; i < ops->nusers; ++i) rk__ops_gpu_destroy(ops->users[i].gpu);
+  rk__pool_release(ops->pool);
   rk_cost_model_destroy(ops->model);
   pthread_mutex_destroy(&ops->lock);
   free(ops);
@@ -433,16 +450,16 @@ static rk_status_t choose(rk_ops_t *ops, const rk_op_desc_t *desc,
 
 /* ---- CPU execution ------------------------------------------------------ */
 
-static rk__ops_pool_t *get_pool(rk_ops_t *ops) {
+static rk__pool_t *get_pool(rk_ops_t *ops) {
   if (ops->threads <= 1) return NULL;
   pthread_mutex_lock(&ops->lock);
   if (!ops->pool) {
     char *saved = rk__error_save();
-    if (rk__ops_pool_create(ops->threads, &ops->pool) != RK_OK)
+    if (rk__pool_acquire(ops->threads, &ops->pool) != RK_OK)
       ops->pool = NULL; /* run on the calling thread */
     rk__error_restore(saved);
   }
-  rk__ops_pool_t *pool = ops->pool;
+  rk__pool_t *pool = ops->pool;
   pthread_mutex_unlock(&ops->lock);
   return pool;
 }
@@ -497,6 +514,12 @@ static void run_part(void *arg, int p) {
     case RK_OP_EXP:
       k->exp(len, a->a + lo, a->out + lo);
       break;
+    case RK_OP_TANH:
+      k->tanh(len, a->a + lo, a->out + lo);
+      break;
+    case RK_OP_LOG:
+      k->log(len, a->a + lo, a->out + lo);
+      break;
     case RK_OP_DOT:
       j->part[p] = k->dot(len, a->a + lo, a->b + lo);
       break;
@@ -519,6 +542,11 @@ static void run_part(void *arg, int p) {
     default:
       break;
   }
+}
+
+/* Parts [first, end) of the job, as the shared pool hands them out. */
+static void run_parts(void *arg, uint64_t first, uint64_t end) {
+  for (uint64_t p = first; p < end; ++p) run_part(arg, (int)p);
 }
 
 static float reduce_parts(const cpu_job_t *j) {
@@ -548,7 +576,7 @@ static int run_cpu(rk_ops_t *ops, const rk__ops_cpu_t *k,
   bool matrix = a->op == RK_OP_MATVEC || a->op == RK_OP_MATMUL;
   size_t total = matrix ? a->m : a->n;
   int parts = 1;
-  rk__ops_pool_t *pool = NULL;
+  rk__pool_t *pool = NULL;
   if (threaded && total > 1) {
     double work = matrix ? (double)a->m * (double)a->n *
                                (double)(a->op == RK_OP_MATMUL ? a->k : 1)
@@ -569,7 +597,7 @@ static int run_cpu(rk_ops_t *ops, const rk__ops_cpu_t *k,
   j.parts = parts;
   j.chunk = chunk ? chunk : 1;
   if (parts > 1)
-    rk__ops_pool_run(pool, parts, run_part, &j);
+    rk__pool_run(pool, (uint64_t)parts, 1, run_parts, &j);
   else
     run_part(&j, 0);
   if (a->result) *a->result = reduce_parts(&j);
@@ -854,6 +882,8 @@ BINARY_OP(rk_ops_mul, MUL)
 UNARY_OP(rk_ops_relu, RELU)
 UNARY_OP(rk_ops_sigmoid, SIGMOID)
 UNARY_OP(rk_ops_exp, EXP)
+UNARY_OP(rk_ops_tanh, TANH)
+UNARY_OP(rk_ops_log, LOG)
 
 rk_status_t rk_ops_scale(rk_ops_t *ops, size_t n, float alpha, const float *x,
                          float *y, rk_op_report_t *report) {
@@ -942,6 +972,8 @@ struct rk_ops_buffer {
   rk_exec_target_t target;
   rk_devptr_t ptr;
   size_t n;
+  rk_ops_t *ops; /* wrapped: the handle whose engine list holds gpu */
+  bool wrapped;  /* the caller's memory: never freed here */
 };
 
 rk_status_t rk_ops_buffer_create(rk_ops_t *ops, const rk_exec_target_t *target,
@@ -976,9 +1008,90 @@ rk_status_t rk_ops_buffer_create(rk_ops_t *ops, const rk_exec_target_t *target,
   return RK_OK;
 }
 
+rk_status_t rk_ops_buffer_wrap(rk_ops_t *ops, rk_context_t *context,
+                               rk_devptr_t ptr, size_t n,
+                               rk_ops_buffer_t **out) {
+  if (!ops || !context || !out)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "ops buffer wrap: ops, context and out_buffer must not "
+                    "be NULL");
+  if (n == 0 || n > SIZE_MAX / sizeof(float))
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "ops buffer wrap: length %zu (it must be > 0 and fit in "
+                    "memory)",
+                    n);
+  rk_status_t s = context->vt->check_range(context, ptr, n * sizeof(float));
+  if (s != RK_OK)
+    return rk__fail_context(s,
+                            "ops buffer wrap: %zu floats at 0x%llx are not "
+                            "inside one allocation of the context",
+                            n, (unsigned long long)ptr);
+  rk_ops_buffer_t *b = calloc(1, sizeof *b);
+  if (!b) return rk__fail(RK_ERR_OUT_OF_MEMORY, "ops buffer wrap");
+  pthread_mutex_lock(&ops->lock);
+  int u = -1;
+  for (int i = 0; i < ops->nusers; ++i)
+    if (ops->users[i].context == context) u = i;
+  if (u < 0) {
+    if (ops->nusers == MAX_USER_CONTEXTS) {
+      s = rk__fail(RK_ERR_OUT_OF_MEMORY,
+                   "ops buffer wrap: wrapped buffers of %d contexts are "
+                   "alive; destroy some first",
+                   MAX_USER_CONTEXTS);
+    } else {
+      /* Compiles the kernels in the caller's context (the kernel cache
+       * makes this cheap after the first time). */
+      rk__ops_gpu_t *gpu = NULL;
+      s = rk__ops_gpu_create_in(context, &gpu);
+      if (s == RK_OK) {
+        u = ops->nusers++;
+        ops->users[u].context = context;
+        ops->users[u].gpu = gpu;
+        ops->users[u].buffers = 0;
+      }
+    }
+  }
+  if (s == RK_OK) {
+    ops->users[u].buffers++;
+    b->gpu = ops->users[u].gpu;
+  }
+  pthread_mutex_unlock(&ops->lock);
+  if (s != RK_OK) {
+    free(b);
+    return s;
+  }
+  b->target.kind = RK_EXEC_GPU;
+  b->target.isa = RK_ISA_NONE;
+  b->target.backend = rk_backend_kind(rk_context_backend(context));
+  b->target.device = context->device;
+  b->ptr = ptr;
+  b->n = n;
+  b->ops = ops;
+  b->wrapped = true;
+  *out = b;
+  return RK_OK;
+}
+
 void rk_ops_buffer_destroy(rk_ops_buffer_t *b) {
   if (!b) return;
-  rk_context_free(rk__ops_gpu_context(b->gpu), b->ptr);
+  if (!b->wrapped) {
+    rk_context_free(rk__ops_gpu_context(b->gpu), b->ptr);
+    free(b);
+    return;
+  }
+  rk_ops_t *ops = b->ops;
+  pthread_mutex_lock(&ops->lock);
+  for (int i = 0; i < ops->nusers; ++i) {
+    if (ops->users[i].gpu != b->gpu) continue;
+    if (--ops->users[i].buffers == 0) {
+      /* The last wrapped buffer of this context: the engine goes, so the
+       * context may be destroyed after this. */
+      rk__ops_gpu_destroy(ops->users[i].gpu);
+      ops->users[i] = ops->users[--ops->nusers];
+    }
+    break;
+  }
+  pthread_mutex_unlock(&ops->lock);
   free(b);
 }
 
@@ -1106,7 +1219,8 @@ rk_status_t rk_ops_run_resident(rk_ops_t *ops, const rk_op_desc_t *desc,
                       name, i);
     if (operands[i]->gpu != operands[0]->gpu)
       return rk__fail(RK_ERR_INVALID_ARGUMENT,
-                      "ops %s: buffers %zu and 0 are on different targets",
+                      "ops %s: buffers %zu and 0 are on different targets "
+                      "or in different contexts",
                       name, i);
     size_t need = (int)i < nin ? in_count[i] : out_count;
     if (operands[i]->n < need)
@@ -1138,7 +1252,11 @@ rk_status_t rk_ops_run_resident(rk_ops_t *ops, const rk_op_desc_t *desc,
   set_str(r->engine, sizeof r->engine,
           "kernel:", rk_backend_kind_name(first->target.backend));
   set_str(r->note, sizeof r->note,
-          "operands resident on the device: the policy is not consulted", NULL);
+          first->wrapped ? "operands in the caller's device memory: the "
+                           "policy is not consulted"
+                         : "operands resident on the device: the policy is "
+                           "not consulted",
+          NULL);
   if (ops->model) {
     rk_op_desc_t d = *desc;
     d.inputs = RK_RESIDENT_DEVICE;

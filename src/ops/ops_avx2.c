@@ -12,6 +12,14 @@
 #pragma GCC optimize("fp-contract=fast")
 #endif
 
+#include <immintrin.h>
+#define RK_SIMD_MAX(a, b) ((vf)_mm256_max_ps((__m256)(a), (__m256)(b)))
+#define RK_SIMD_FMA(a, b, c) \
+  ((vf)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
+#define RK_SIMD_MIN(a, b) ((vf)_mm256_min_ps((__m256)(a), (__m256)(b)))
+#define RK_SIMD_ROUND(v)            \
+  ((vf)_mm256_round_ps((__m256)(v), \
+                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
 #define RK_SIMD_LANES 8
 #define RK_SIMD_TABLE rk__ops_avx2
 #define RK_SIMD_NAME "avx2"

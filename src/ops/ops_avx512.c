@@ -12,6 +12,20 @@
 #pragma GCC optimize("fp-contract=fast")
 #endif
 
+#include <immintrin.h>
+#define RK_SIMD_MAX(a, b) ((vf)_mm512_max_ps((__m512)(a), (__m512)(b)))
+#define RK_SIMD_FMA(a, b, c) \
+  ((vf)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
+#define RK_SIMD_MIN(a, b) ((vf)_mm512_min_ps((__m512)(a), (__m512)(b)))
+#define RK_SIMD_ROUND(v)                 \
+  ((vf)_mm512_roundscale_ps((__m512)(v), \
+                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))
+#define RK_SIMD_LDEXP(p, nf) ((vf)_mm512_scalef_ps((__m512)(p), (__m512)(nf)))
+#define RK_SIMD_HAS_GETMANT
+#define RK_SIMD_GETEXP(v) ((vf)_mm512_getexp_ps((__m512)(v)))
+#define RK_SIMD_GETMANT(v) \
+  ((vf)_mm512_getmant_ps((__m512)(v), _MM_MANT_NORM_p75_1p5, _MM_MANT_SIGN_nan))
+#define RK_SIMD_MVEC_TANH tanh16
 #define RK_SIMD_LANES 16
 #define RK_SIMD_TABLE rk__ops_avx512
 #define RK_SIMD_NAME "avx512"

@@ -79,6 +79,16 @@ static const char kOpsKernels[] =
     "  for (uint32_t i = rk_global_idx_x(); i < (uint32_t)n; i += s)\n"
     "    y[i] = expf(x[i]);\n"
     "}\n"
+    "RK_KERNEL void ops_tanh(int n, const float *x, float *y) {\n"
+    "  uint32_t s = rk_grid_dim_x() * rk_block_dim_x();\n"
+    "  for (uint32_t i = rk_global_idx_x(); i < (uint32_t)n; i += s)\n"
+    "    y[i] = tanhf(x[i]);\n"
+    "}\n"
+    "RK_KERNEL void ops_log(int n, const float *x, float *y) {\n"
+    "  uint32_t s = rk_grid_dim_x() * rk_block_dim_x();\n"
+    "  for (uint32_t i = rk_global_idx_x(); i < (uint32_t)n; i += s)\n"
+    "    y[i] = logf(x[i]);\n"
+    "}\n"
     "/* Reductions: one partial value per thread; n >= 1. */\n"
     "RK_KERNEL void ops_dot(int n, const float *x, const float *y,\n"
     "                       float *part) {\n"
@@ -177,6 +187,7 @@ struct rk__ops_gpu {
   rk_module_t *module;
   rk_function_t *fn[RK_OP_COUNT_];
   bool software;
+  bool borrowed;        /* the context (and backend) belong to the caller */
   pthread_mutex_t lock; /* one op at a time on the scratch buffers */
   rk_devptr_t buf[NBUF];
   size_t cap[NBUF];
@@ -191,7 +202,8 @@ static const char *const kNames[RK_OP_COUNT_] = {
     [RK_OP_MIN] = "ops_min",       [RK_OP_MAX] = "ops_max",
     [RK_OP_RELU] = "ops_relu",     [RK_OP_SIGMOID] = "ops_sigmoid",
     [RK_OP_EXP] = "ops_exp",       [RK_OP_MATVEC] = "ops_matvec",
-    [RK_OP_MATMUL] = "ops_matmul",
+    [RK_OP_MATMUL] = "ops_matmul", [RK_OP_TANH] = "ops_tanh",
+    [RK_OP_LOG] = "ops_log",
 };
 
 void rk__ops_gpu_destroy(rk__ops_gpu_t *gpu) {
@@ -200,13 +212,15 @@ void rk__ops_gpu_destroy(rk__ops_gpu_t *gpu) {
     for (int i = 0; i < NBUF; ++i)
       if (gpu->buf[i]) rk_context_free(gpu->context, gpu->buf[i]);
     rk_module_destroy(gpu->module);
-    rk_context_destroy(gpu->context);
+    if (!gpu->borrowed) rk_context_destroy(gpu->context);
   }
-  rk_backend_destroy(gpu->backend);
+  if (!gpu->borrowed) rk_backend_destroy(gpu->backend);
   pthread_mutex_destroy(&gpu->lock);
   free(gpu->partials);
   free(gpu);
 }
+
+static rk_status_t compile_kernels(rk__ops_gpu_t *gpu);
 
 rk_status_t rk__ops_gpu_create(rk_backend_kind_t kind, int device,
                                rk__ops_gpu_t **out) {
@@ -236,24 +250,51 @@ rk_status_t rk__ops_gpu_create(rk_backend_kind_t kind, int device,
     gpu->software = (info.caps & RK_CAP_SOFTWARE) != 0;
   s = rk_backend_create_context(gpu->backend, device, &gpu->context);
   if (s != RK_OK) goto fail;
-  rk_compile_options_t co;
-  rk_compile_options_init(&co);
-  co.source_name = "rk_ops_kernels.c";
-  s = rk_context_compile(gpu->context, kOpsKernels, &co, &gpu->module);
-  if (s != RK_OK) {
-    s = rk__fail_context(s, "ops: compiling the ops kernels for %s",
-                         rk_backend_kind_name(kind));
-    goto fail;
-  }
-  for (int op = 0; op < RK_OP_COUNT_; ++op) {
-    s = rk_module_get_function(gpu->module, kNames[op], &gpu->fn[op]);
-    if (s != RK_OK) goto fail;
-  }
+  s = compile_kernels(gpu);
+  if (s != RK_OK) goto fail;
   *out = gpu;
   return RK_OK;
 fail:
   rk__ops_gpu_destroy(gpu);
   return s;
+}
+
+rk_status_t rk__ops_gpu_create_in(rk_context_t *context, rk__ops_gpu_t **out) {
+  rk__ops_gpu_t *gpu = calloc(1, sizeof *gpu);
+  if (!gpu) return rk__fail(RK_ERR_OUT_OF_MEMORY, "ops: gpu engine");
+  pthread_mutex_init(&gpu->lock, NULL);
+  gpu->borrowed = true;
+  gpu->context = context;
+  gpu->backend = rk_context_backend(context);
+  rk_status_t s = RK_OK;
+  gpu->partials = malloc(sizeof(float) * RED_MAX_BLOCKS * EW_BLOCK);
+  if (!gpu->partials) {
+    s = rk__fail(RK_ERR_OUT_OF_MEMORY, "ops: gpu engine");
+    goto fail;
+  }
+  s = compile_kernels(gpu);
+  if (s != RK_OK) goto fail;
+  *out = gpu;
+  return RK_OK;
+fail:
+  rk__ops_gpu_destroy(gpu);
+  return s;
+}
+
+/* The ops kernels into gpu->context. */
+static rk_status_t compile_kernels(rk__ops_gpu_t *gpu) {
+  rk_status_t s;
+  rk_compile_options_t co;
+  rk_compile_options_init(&co);
+  co.source_name = "rk_ops_kernels.c";
+  s = rk_context_compile(gpu->context, kOpsKernels, &co, &gpu->module);
+  if (s != RK_OK)
+    return rk__fail_context(s, "ops: compiling the ops kernels for %s",
+                            rk_backend_name(gpu->backend));
+  for (int op = 0; op < RK_OP_COUNT_; ++op)
+    RK_RETURN_IF_ERROR(
+        rk_module_get_function(gpu->module, kNames[op], &gpu->fn[op]));
+  return RK_OK;
 }
 
 bool rk__ops_gpu_is_software(const rk__ops_gpu_t *gpu) { return gpu->software; }
@@ -313,6 +354,8 @@ static rk_status_t run_locked(rk__ops_gpu_t *gpu, const rk__ops_args_t *a,
     case RK_OP_RELU:
     case RK_OP_SIGMOID:
     case RK_OP_EXP:
+    case RK_OP_TANH:
+    case RK_OP_LOG:
       nin = 1;
       out_count = a->n;
       break;

@@ -4,8 +4,8 @@
  * of three engines:
  *   - a CPU kernel table (rk__ops_cpu_t): ops_scalar.c in plain C, and one
  *     table per ISA built from ops_simd_impl.h (ops_avx2.c, ops_avx512.c,
- *     ops_neon.c), split over the handle's thread pool (ops_pool.c) for large
- *     sizes;
+ *     ops_neon.c), split for large sizes over the process's shared CPU
+ *     worker pool (base/pool.c, the one the CPU backend launches on);
  *   - a CBLAS library loaded at run time for GEMM/GEMV (ops_blas.c);
  *   - kernels in the kernel language run through the HAL (ops_gpu.c).
  */
@@ -40,7 +40,7 @@ typedef struct rk__ops_cpu {
   rk__ops_binary_fn add, sub, mul;
   rk__ops_alpha_fn scale, axpy;
   rk__ops_ternary_fn fma;
-  rk__ops_unary_fn relu, sigmoid, exp;
+  rk__ops_unary_fn relu, sigmoid, exp, tanh, log;
   rk__ops_reduce2_fn dot;
   rk__ops_reduce_fn sum, min, max; /* min/max of n == 0: +inf / -inf */
   /* Rows [0, m) of C = A B with A m x k (row stride lda), B k x n (ldb),
@@ -64,23 +64,6 @@ extern const rk__ops_cpu_t rk__ops_neon;
 /* The table for a supported ISA (RK_ISA_NONE: scalar); NULL otherwise. */
 const rk__ops_cpu_t *rk__ops_cpu_for(rk_isa_t isa);
 
-/* ---- Thread pool -------------------------------------------------------- */
-
-typedef struct rk__ops_pool rk__ops_pool_t;
-
-/* fn(arg, part) for part in [0, parts), in parallel; returns when all are
- * done. The calling thread takes part 0. */
-typedef void (*rk__ops_part_fn)(void *arg, int part);
-
-/* `threads` counts the calling thread; threads - 1 workers are started. */
-rk_status_t rk__ops_pool_create(int threads, rk__ops_pool_t **out);
-void rk__ops_pool_destroy(rk__ops_pool_t *pool);
-/* Threads that work on a job, the calling thread included. */
-int rk__ops_pool_threads(const rk__ops_pool_t *pool);
-/* Runs parts <= threads parts. Calls from several threads take turns. */
-void rk__ops_pool_run(rk__ops_pool_t *pool, int parts, rk__ops_part_fn fn,
-                      void *arg);
-
 /* ---- BLAS --------------------------------------------------------------- */
 
 /* Loads a CBLAS once per process (RK_BLAS_LIB, then the usual sonames);
@@ -94,6 +77,21 @@ void rk__ops_blas_sgemm(size_t m, size_t n, size_t k, const float *a,
 void rk__ops_blas_sgemv(size_t m, size_t n, const float *a, const float *x,
                         float *y);
 
+/* Elements per thread below which a vector op stays on one thread (so it
+ * runs on two from 2 * this many); `rk calibrate` measures on both sides. */
+#define RK__OPS_PAR_MIN_ELEMS (1 << 16)
+
+/* ---- Vector math library ------------------------------------------------ */
+
+/* Functions of glibc's libmvec that the SIMD kernels call when it loads
+ * (ops_vecmath.c); NULL members are absent. */
+typedef struct rk__ops_vecmath {
+  const char *name; /* NULL: not loaded (or RK_VECMATH=none) */
+  void *tanh8;      /* _ZGVdN8v_tanhf: AVX2 */
+  void *tanh16;     /* _ZGVeN16v_tanhf: AVX-512 */
+} rk__ops_vecmath_t;
+const rk__ops_vecmath_t *rk__ops_vecmath(void);
+
 /* ---- GPU ---------------------------------------------------------------- */
 
 typedef struct rk__ops_gpu rk__ops_gpu_t;
@@ -101,6 +99,10 @@ typedef struct rk__ops_gpu rk__ops_gpu_t;
 /* Opens `backend`, creates a context on `device`, compiles the ops kernels. */
 rk_status_t rk__ops_gpu_create(rk_backend_kind_t backend, int device,
                                rk__ops_gpu_t **out);
+/* An engine in `context`, which the caller owns and must keep alive until
+ * the engine is destroyed: the kernels are compiled there, and destroying
+ * the engine frees its module and scratch memory but not the context. */
+rk_status_t rk__ops_gpu_create_in(rk_context_t *context, rk__ops_gpu_t **out);
 void rk__ops_gpu_destroy(rk__ops_gpu_t *gpu);
 /* Whether the device is a software emulation (never chosen automatically). */
 bool rk__ops_gpu_is_software(const rk__ops_gpu_t *gpu);

@@ -53,12 +53,26 @@ static void s_relu(size_t n, const float *x, float *y) {
 
 static void s_sigmoid(size_t n, const float *x, float *y) {
   RK__NOVEC
-  for (size_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + expf(-x[i]));
+  for (size_t i = 0; i < n; ++i) {
+    /* e^-|x| <= 1: no overflow, and tiny results keep their digits. */
+    float e = expf(-fabsf(x[i]));
+    y[i] = (x[i] < 0.0f ? e : 1.0f) / (1.0f + e);
+  }
 }
 
 static void s_exp(size_t n, const float *x, float *y) {
   RK__NOVEC
   for (size_t i = 0; i < n; ++i) y[i] = expf(x[i]);
+}
+
+static void s_tanh(size_t n, const float *x, float *y) {
+  RK__NOVEC
+  for (size_t i = 0; i < n; ++i) y[i] = tanhf(x[i]);
+}
+
+static void s_log(size_t n, const float *x, float *y) {
+  RK__NOVEC
+  for (size_t i = 0; i < n; ++i) y[i] = logf(x[i]);
 }
 
 static double s_dot(size_t n, const float *x, const float *y) {
@@ -127,6 +141,8 @@ const rk__ops_cpu_t rk__ops_scalar = {
     .relu = s_relu,
     .sigmoid = s_sigmoid,
     .exp = s_exp,
+    .tanh = s_tanh,
+    .log = s_log,
     .dot = s_dot,
     .sum = s_sum,
     .min = s_min,

@@ -21,6 +21,8 @@
 #define VL RK_SIMD_LANES
 typedef float vf __attribute__((vector_size(VL * 4)));
 typedef int32_t vi __attribute__((vector_size(VL * 4)));
+/* Bit patterns, where shifts and wrap-around must be defined. */
+typedef uint32_t vu __attribute__((vector_size(VL * 4)));
 
 static inline vf ld(const float *p) {
   vf v;
@@ -34,40 +36,174 @@ static inline vf sel(vi m, vf a, vf b) {
   return (vf)((m & (vi)a) | (~m & (vi)b));
 }
 
-/* exp(x): x = n ln2 + r with |r| <= ln2/2 (ln2 split in two so n ln2 is
- * exact), e^r by its Taylor polynomial to r^7 (truncation < 1e-8 relative),
- * then 2^n applied as two power-of-two factors so that results down to the
- * smallest subnormal and up to FLT_MAX come out right. Overflow gives +inf,
- * underflow 0, NaN stays NaN. */
-static inline vf v_exp(vf x) {
-  const float hi = 88.72283935546875f, lo = -103.97208404541015625f;
-  vf xc = sel(x > hi, splat(hi), x);
-  xc = sel(xc < lo, splat(lo), xc);
-  xc = sel(x != x, splat(0.0f), xc);
-  vf t = xc * 1.44269504088896341f;
-  vf nf = (t + 12582912.0f) - 12582912.0f; /* round to nearest */
-  vf r = xc - nf * 0.693145751953125f;
-  r = r - nf * 1.428606765330187045e-06f;
-  vf p = splat(1.0f / 5040.0f);
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+/* ---- Transcendental functions -------------------------------------------
+ * Each is branch-free: special inputs (NaN, infinities, the ends of the
+ * range) are masked in after the polynomial, so every lane costs the same.
+ * Polynomials are evaluated in Estrin's scheme (pairs of terms combined by
+ * powers of r) so that the dependency chain is short and the FMA units stay
+ * busy. Measured accuracy (max ulp over a dense sweep) is in docs/ops.md and
+ * checked by tests/ops/test_ops_ulp.c. */
+
+static inline vf vabs(vf x) { return (vf)((vi)x & 0x7fffffff); }
+/* m ? 0 : x */
+static inline vf zero_if(vi m, vf x) { return (vf)(~m & (vi)x); }
+
+/* A translation unit may define these with one instruction each (see
+ * ops_avx2.c, ops_avx512.c); the fallbacks have the same results:
+ *   RK_SIMD_MAX(a, b), RK_SIMD_MIN(a, b)  a > b ? a : b (a < b ? a : b),
+ *       b when either is NaN (x86's maxps/minps)
+ *   RK_SIMD_FMA(a, b, c)  a b + c rounded once (the fallback relies on
+ *       contraction; the corrections in sigmoid and tanh need it fused)
+ *   RK_SIMD_ROUND(v)      v rounded to the nearest integer, |v| < 2^22
+ *   RK_SIMD_LDEXP(p, nf)  p 2^nf for p in [1/2, 2], nf an integer in
+ *       [-151, 129], overflow to +inf and underflow to subnormals rounded
+ *       once (or twice, in the fallback, which rounds p 2^ceil(nf/2) first:
+ *       still exact for p 2^nf >= 2^-126) */
+#ifndef RK_SIMD_MAX
+#define RK_SIMD_MAX(a, b) sel((a) > (b), (a), (b))
+#endif
+#ifndef RK_SIMD_MIN
+#define RK_SIMD_MIN(a, b) sel((a) < (b), (a), (b))
+#endif
+#ifndef RK_SIMD_FMA
+#define RK_SIMD_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+#ifndef RK_SIMD_ROUND
+#define RK_SIMD_ROUND(v) (((v) + 12582912.0f) - 12582912.0f)
+#endif
+#ifndef RK_SIMD_LDEXP
+static inline vf ldexp_2(vf p, vf nf) {
   vi n = __builtin_convertvector(nf, vi);
   vi n1 = n >> 1;
-  vi n2 = n - n1;
-  vf s1 = (vf)((n1 + 127) << 23);
-  vf s2 = (vf)((n2 + 127) << 23);
-  vf y = p * s1 * s2;
-  y = sel(x > hi, splat(INFINITY), y);
-  y = sel(x < lo, splat(0.0f), y);
-  return sel(x != x, x, y);
+  vf s1 = (vf)((vu)(n1 + 127) << 23);
+  vf s2 = (vf)((vu)(n - n1 + 127) << 23);
+  return p * s1 * s2;
+}
+#define RK_SIMD_LDEXP(p, nf) ldexp_2((p), (nf))
+#endif
+
+/* x = nf ln2 + r with |r| <= ln2/2 and nf an integer (ln2 split in two so
+ * nf ln2 is exact). */
+static inline vf reduce_ln2(vf x, vf *nf) {
+  vf n = RK_SIMD_ROUND(x * 1.44269504088896341f);
+  vf r = x - n * 0.693145751953125f;
+  *nf = n;
+  return r - n * 1.428606765330187045e-06f;
 }
 
-static inline vf v_sigmoid(vf x) { return 1.0f / (1.0f + v_exp(-x)); }
+/* e^r - 1 - r for |r| <= ln2/2: r^2 Q(r) with Q a degree-4 near-minimax
+ * fit of (e^r - 1 - r) / r^2 (coefficients rounded to float; relative error
+ * of 1 + r + r^2 Q below 0.2 ulp). */
+static inline vf expm1_tail(vf r) {
+  vf r2 = r * r;
+  vf q01 = r * 0.16666576266288757f + 0.5f;
+  vf q23 = r * 0.008363190107047558f + 0.041666556149721146f;
+  vf q = (r2 * 0.0013926198007538915f + q23) * r2 + q01;
+  return q * r2;
+}
+
+/* exp(x): e^r as 1 + (r + r^2 Q(r)), times 2^n. x is first clamped to
+ * [-104, 89] (so NaN passes through the clamp and the arithmetic, +inf
+ * becomes 2^128 = +inf and -inf 0); results down to the smallest subnormal
+ * and up to FLT_MAX come out right. */
+static inline vf v_exp(vf x) {
+  vf xc = RK_SIMD_MIN(splat(89.0f), RK_SIMD_MAX(splat(-104.0f), x));
+  vf nf;
+  vf r = reduce_ln2(xc, &nf);
+  vf p = (expm1_tail(r) + r) + 1.0f;
+  return RK_SIMD_LDEXP(p, nf);
+}
+
+/* sigmoid(x) = 1 / (1 + e^-x) for x >= 0 and e^x / (1 + e^x) below, with
+ * e = e^-|x| <= 1 in both: nothing overflows, and results for x < -87
+ * keep their subnormal digits instead of becoming 0. */
+static inline vf v_sigmoid(vf x) {
+  vf e = v_exp((vf)((vi)x | (int32_t)0x80000000)); /* e^-|x| */
+  vf num = sel(x < 0.0f, e, splat(1.0f));
+  /* num / (1 + e), corrected once for the rounding of 1 + e (its error dd
+   * is exact since e <= 1) and of the division, as in v_tanh. */
+  vf d = 1.0f + e;
+  vf inv = 1.0f / d;
+  vf q = num * inv;
+  vf dd = (1.0f - d) + e;
+  vf res = RK_SIMD_FMA(-q, d, num) - q * dd;
+  return RK_SIMD_FMA(res, inv, q);
+}
+
+/* tanh(x) = sign(x) e / (e + 2) with e = expm1(2|x|): no cancellation near
+ * 0 (e is computed without forming e^2|x| - 1), and |x| is clamped at 9.5,
+ * past which tanh rounds to 1. expm1(u) = 2^n expm1(r) + (2^n - 1), with
+ * 2^n - 1 exact for the n < 28 that occur. The quotient is corrected once
+ * for the rounding of e + 2 and of the division (with d = e + 2 rounded
+ * and its error dd found exactly, t = q + (e - q d - q dd) / d), so only
+ * e's own error, damped by 2 / (e + 2), remains. NaN stays NaN. */
+static inline vf v_tanh(vf x) {
+  vf a = vabs(x);
+  vi sign = (vi)x ^ (vi)a;                 /* the sign bit */
+  vf u = RK_SIMD_MIN(splat(19.0f), a + a); /* NaN stays NaN */
+  vf nf;
+  vf r = reduce_ln2(u, &nf);
+  vf em = expm1_tail(r) + r;
+  vf s = (vf)((vu)(__builtin_convertvector(nf, vi) + 127) << 23);
+  vf e = RK_SIMD_FMA(em, s, s - 1.0f);
+  vf d = e + 2.0f;
+  vf inv = 1.0f / d;
+  vf q = e * inv;
+  /* (e + 2) - d exactly: the larger of e and 2 minus d, plus the other. */
+  vi big = e > 2.0f;
+  vf dd = sel(big, (e - d) + 2.0f, (2.0f - d) + e);
+  vf res = RK_SIMD_FMA(-q, d, e) - q * dd;
+  vf t = RK_SIMD_FMA(res, inv, q);
+  return (vf)((vi)t | sign);
+}
+
+/* ln(x): x = 2^k m with m in [sqrt(1/2), sqrt(2)) (subnormals scaled by
+ * 2^23 first), f = m - 1 (exact), ln(1 + f) = f - f^2/2 + f^3 P(f) with P
+ * a degree-7 near-minimax fit (relative error below 0.35 ulp), and k ln2
+ * added in two parts. 0 gives -inf, +inf gives +inf, negatives and NaN
+ * give NaN. */
+#ifdef RK_SIMD_HAS_GETMANT
+/* With instructions that split a float into exponent and mantissa
+ * (AVX-512's getexp/getmant, which also take subnormals, zeros, infinities,
+ * negatives and NaN to the right results through the formula below):
+ * x = 2^k m with m in [3/4, 3/2), k = getexp(x) (+1 when m < 1), f = m - 1 in
+ * [-1/4, 1/2), and P of degree 8 fitted to that interval (relative error
+ * below 0.15 ulp). */
+static inline vf v_log(vf x) {
+  vf m = RK_SIMD_GETMANT(x);
+  vf kf = RK_SIMD_GETEXP(x) + (vf)((m < 1.0f) & (vi)splat(1.0f));
+  vf f = m - 1.0f;
+  vf f2 = f * f, f4 = f2 * f2;
+  vf p01 = f * -0.25000056624412537f + 0.3333333432674408f;
+  vf p23 = f * -0.16660809516906738f + 0.20000141859054565f;
+  vf p45 = f * -0.1263936161994934f + 0.14268255233764648f;
+  vf p67 = f * -0.09562506526708603f + 0.11681360751390457f;
+  vf p = ((p23 * f2 + p01) + (p67 * f2 + p45) * f4) +
+         (f4 * f4) * 0.04287724941968918f;
+  vf lo = (p * f - 0.5f) * f2 + kf * 1.428606765330187045e-06f;
+  return kf * 0.693145751953125f + (f + lo);
+}
+#else
+static inline vf v_log(vf x) {
+  vi tiny = x < 1.17549435e-38f;
+  vf xs = sel(tiny, x * 8388608.0f, x);
+  vu ix = (vu)xs - 0x3f3504f3u;
+  vi k = ((vi)ix >> 23) - (tiny & 23);
+  vf f = (vf)((ix & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
+  vf f2 = f * f, f4 = f2 * f2;
+  vf p01 = f * -0.25000306963920593f + 0.3333333134651184f;
+  vf p23 = f * -0.16641247272491455f + 0.2000104784965515f;
+  vf p45 = f * -0.12998490035533905f + 0.14214356243610382f;
+  vf p67 = f * -0.07903643697500229f + 0.1262373924255371f;
+  vf p = (p23 * f2 + p01) + (p67 * f2 + p45) * f4;
+  vf kf = __builtin_convertvector(k, vf);
+  vf lo = (p * f - 0.5f) * f2 + kf * 1.428606765330187045e-06f;
+  vf y = kf * 0.693145751953125f + (f + lo);
+  y = sel(x == INFINITY, x, y);
+  y = sel(x == 0.0f, splat(-INFINITY), y);
+  return sel(x >= 0.0f, y, splat(NAN)); /* negatives and NaN */
+}
+#endif
 
 /* ---- Element-wise ------------------------------------------------------- */
 
@@ -123,6 +259,30 @@ static inline vf v_relu1(vf x) { return sel(x > 0.0f, x, splat(0.0f)); }
 RK_SIMD_UNARY(v_relu, v_relu1)
 RK_SIMD_UNARY(v_sigm, v_sigmoid)
 RK_SIMD_UNARY(v_expk, v_exp)
+RK_SIMD_UNARY(v_tanh_own, v_tanh)
+
+/* tanh: libmvec's where the translation unit names its function
+ * (RK_SIMD_MVEC_TANH, a member of rk__ops_vecmath_t with this width) and
+ * it loaded, else rk's own. */
+static void v_tanhk(size_t n, const float *x, float *y) {
+#ifdef RK_SIMD_MVEC_TANH
+  vf (*f)(vf);
+  *(void **)&f = rk__ops_vecmath()->RK_SIMD_MVEC_TANH;
+  if (f) {
+    size_t i = 0;
+    for (; i + VL <= n; i += VL) st(y + i, f(ld(x + i)));
+    if (i < n) {
+      float tx[VL] = {0}, ty[VL];
+      memcpy(tx, x + i, (n - i) * sizeof(float));
+      st(ty, f(ld(tx)));
+      memcpy(y + i, ty, (n - i) * sizeof(float));
+    }
+    return;
+  }
+#endif
+  v_tanh_own(n, x, y);
+}
+RK_SIMD_UNARY(v_logk, v_log)
 
 static void v_scale(size_t n, float alpha, const float *x, float *y) {
   vf s = splat(alpha);
@@ -352,6 +512,8 @@ const rk__ops_cpu_t RK_SIMD_TABLE = {
     .relu = v_relu,
     .sigmoid = v_sigm,
     .exp = v_expk,
+    .tanh = v_tanhk,
+    .log = v_logk,
     .dot = v_dot,
     .sum = v_sum,
     .min = v_min,

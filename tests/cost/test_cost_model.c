@@ -627,6 +627,92 @@ static void test_extremes(const char *dir) {
   rk_cost_model_destroy(m);
 }
 
+/* Per-op curves (`<target>.op.<op>.*`): an op with its own curve is
+ * predicted from it, others from their class; a class override replaces the
+ * op curves of its class; op lines are checked like class lines. */
+static void test_op_curves(const char *dir) {
+  char missing[512];
+  snprintf(missing, sizeof missing, "%s/none2.profile", dir);
+  rk_cost_model_t *m = open_quiet(missing);
+  if (!m) return;
+  char *text = NULL;
+  if (!CHECK_OK(rk_cost_model_format(m, &text))) return;
+  rk_cost_model_destroy(m);
+  CHECK(!rk_test_contains(text, "\nscalar.op.") &&
+            !rk_test_contains(text, "\nsimd.op."),
+        "defaults have no op curves");
+  /* scale gets a slow SIMD curve of its own: 1 ms launch. */
+  char *with =
+      replace(text, "end\n",
+              "simd.op.scale.launch = 1e-3\nsimd.op.scale.rate = 1024 1e9 "
+              "1e10\nend\n");
+  if (!CHECK(with != NULL, "no end line")) return;
+  char path[512];
+  snprintf(path, sizeof path, "%s/ops.profile", dir);
+  write_text(path, with, strlen(with));
+  m = open_quiet(path);
+  if (m) {
+    rk_prediction_t p[RK__COST_MAX_TARGETS];
+    size_t count = 0, best = 0;
+    rk_op_desc_t d = {.op = RK_OP_SCALE, .n = 64, .result_on_host = true};
+    CHECK_OK(
+        rk_cost_model_predict(m, &d, p, RK__COST_MAX_TARGETS, &count, &best));
+    CHECK(count >= 2 && near(p[1].launch_s, 1e-3),
+          "scale uses its own curve (launch %g)",
+          count >= 2 ? p[1].launch_s : -1.0);
+    /* Negative control: add, same class, keeps the class curve. */
+    d.op = RK_OP_ADD;
+    CHECK_OK(
+        rk_cost_model_predict(m, &d, p, RK__COST_MAX_TARGETS, &count, &best));
+    CHECK(count >= 2 && p[1].launch_s < 1e-4, "add keeps its class (%g)",
+          count >= 2 ? p[1].launch_s : -1.0);
+    /* It reads back through the model's own formatter. */
+    char *again = NULL;
+    if (CHECK_OK(rk_cost_model_format(m, &again)))
+      CHECK(rk_test_contains(again, "simd.op.scale.launch = 0.001"),
+            "op curve written back");
+    free(again);
+    rk_cost_model_destroy(m);
+  }
+  /* A class override replaces the op curves of that class. */
+  setenv("RK_COST_PROFILE", path, 1);
+  setenv("RK_COST_SIMD_ELEMENTWISE_LAUNCH", "2e-3", 1);
+  rk_cost_model_options_t o;
+  rk_cost_model_options_init(&o);
+  o.quiet = true;
+  if (CHECK_OK(rk_cost_model_open_with(&o, &m))) {
+    rk_prediction_t p[RK__COST_MAX_TARGETS];
+    size_t count = 0, best = 0;
+    rk_op_desc_t d = {.op = RK_OP_SCALE, .n = 64, .result_on_host = true};
+    CHECK_OK(
+        rk_cost_model_predict(m, &d, p, RK__COST_MAX_TARGETS, &count, &best));
+    CHECK(count >= 2 && near(p[1].launch_s, 2e-3),
+          "the override wins over scale's own curve (%g)",
+          count >= 2 ? p[1].launch_s : -1.0);
+    rk_cost_model_destroy(m);
+  }
+  unsetenv("RK_COST_SIMD_ELEMENTWISE_LAUNCH");
+  unsetenv("RK_COST_PROFILE");
+  /* Corrupt op lines. */
+  const char *const edits[][2] = {
+      {"simd.op.scale.rate = 1024 1e9 1e10\n", ""}, /* launch, no rates */
+      {"simd.op.scale.launch", "simd.op.scal.launch"},
+      {"simd.op.scale.launch", "simd.op.matmul.launch"},
+      {"simd.op.scale.rate = 1024", "simd.op.scale.rate = -1"},
+  };
+  char note[1700];
+  for (size_t i = 0; i < sizeof edits / sizeof edits[0]; ++i) {
+    char *bad = replace(with, edits[i][0], edits[i][1]);
+    if (!CHECK(bad != NULL, "edit %zu applies", i)) continue;
+    CHECK(!accepts(dir, bad, strlen(bad), note, sizeof note),
+          "op edit %zu accepted", i);
+    CHECK(rk_test_contains(note, "corrupt"), "op edit %zu note: %s", i, note);
+    free(bad);
+  }
+  free(with);
+  free(text);
+}
+
 int main(void) {
   rk_test_use_temp_cache();
   unsetenv("RK_COST_PROFILE");
@@ -635,6 +721,7 @@ int main(void) {
   test_ops();
   test_interpolation();
   test_profiles(dir);
+  test_op_curves(dir);
   test_env(dir);
   test_gpu_terms(dir);
   test_extremes(dir);

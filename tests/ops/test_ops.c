@@ -5,6 +5,8 @@
  *   axpy, fma                              2 eps (|a x| + |y|)
  *   exp                                    4 eps |y| (GPU: (4 + 2|x|) eps)
  *   sigmoid                                8 eps |y| (GPU: (8 + 2|x|) eps)
+ *   tanh                                   4 eps |y| (GPU: 8 eps |y| + 2^-21)
+ *   log                                    4 eps |y| (GPU: + 2^-21)
  *   dot, sum                               eps (C sum|terms| + |result|),
  *                                          C = 260 on the CPU, n/16384 + 4
  *                                          on a GPU
@@ -132,6 +134,15 @@ static void check_vector_ops(target_case_t *tc, size_t n, size_t off) {
            ((is_gpu(tc) ? 2 * fabs(a[i]) : 0) + 4) * eps * fabs(ref) + 1e-37);
   EW_CHECK(rk_ops_sigmoid(ops, n, a, o, &r), 1.0 / (1.0 + exp(-(double)a[i])),
            ((is_gpu(tc) ? 2 * fabs(a[i]) : 0) + 8) * eps * fabs(ref) + 1e-37);
+  /* tanh over [-10, 10], log over (0, 1e6]. GPU: the backend's tanhf/logf
+   * (WGSL allows an absolute error of 2^-21 near 1, so that is added). */
+  fill(a, n, -10.0f, 10.0f);
+  EW_CHECK(
+      rk_ops_tanh(ops, n, a, o, &r), tanh((double)a[i]),
+      (is_gpu(tc) ? 8 : 4) * eps * fabs(ref) + (is_gpu(tc) ? 0x1p-21 : 1e-37));
+  for (size_t i = 0; i < n; ++i) a[i] = expf(frand(-80.0f, 14.0f));
+  EW_CHECK(rk_ops_log(ops, n, a, o, &r), log((double)a[i]),
+           4 * eps * fabs(ref) + (is_gpu(tc) ? 0x1p-21 : 1e-37));
   /* in place: out == input */
   fill(a, n, -1.0f, 1.0f);
   memcpy(o, a, n * sizeof(float));

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/pool.h"
 #include "hal/alloc_table.h"
 #include "hal/hal.h"
 #include "hal/pending.h"
@@ -61,7 +62,8 @@ void rk__cpu_fiber_yield(cpu_fiber_set_t *set);
 
 /* ---- Worker pool -------------------------------------------------------- */
 
-typedef struct cpu_pool cpu_pool_t;
+/* The shared pool (base/pool.h), acquired per context. */
+typedef rk__pool_t cpu_pool_t;
 
 typedef struct cpu_launch {
   const rk__kentry_t *entry;
