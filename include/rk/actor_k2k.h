@@ -82,6 +82,9 @@ typedef struct rk_actor_k2k_stats {
    * its inbox. */
   uint64_t undelivered;
   uint64_t inbox_depth, inbox_capacity;
+  /* Hybrid-logical-clock stamps (rk/hlc.h) of the last message its handler
+   * sent and of the last inbox message it handled; 0: none yet. */
+  uint64_t last_sent_timestamp, last_received_timestamp;
 } rk_actor_k2k_stats_t;
 
 /* A snapshot of the actor's K2K counters. */

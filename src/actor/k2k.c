@@ -74,6 +74,8 @@ struct rk__k2k {
   uint64_t sent, refused_full, refused_unconnected; /* atomic */
   uint64_t undelivered; /* atomic: queued for a receiver released since */
   uint64_t received, received_errors; /* atomic */
+  /* The stamps of the last message sent and the last one handled. */
+  uint64_t last_sent_ts, last_received_ts; /* atomic */
 };
 
 /* ---- Creation ------------------------------------------------------------ */
@@ -250,10 +252,8 @@ static void wake(rk__k2k_t *d) {
   if (d->in_ring) rk__ring_signal_data(d->in_ring);
 }
 
-void rk__k2k_deliver(rk__k2k_t *k) {
+void rk__k2k_deliver(rk__k2k_t *k, uint64_t stamp) {
   uint64_t sent = 0, full = 0, unconnected = 0;
-  const uint64_t clock =
-      k->control ? LOAD_RELAXED(&k->control->clock) : (uint64_t)0;
   for (uint32_t p = 0; p < k->nports; ++p) {
     port_t *pt = &k->ports[p];
     uint32_t *w = &k->ctl[p * RK__K2K_PORT_WORDS];
@@ -280,7 +280,7 @@ void rk__k2k_deliver(rk__k2k_t *k) {
       }
       for (uint32_t m = 0; m < n; ++m) {
         rk_abi_msg_t h = {.correlation_id = l->sent + 1,
-                          .timestamp = clock,
+                          .timestamp = stamp,
                           .type = RK__ABI_MSG_K2K,
                           .size = pt->size,
                           .status = l->index,
@@ -298,7 +298,10 @@ void rk__k2k_deliver(rk__k2k_t *k) {
       __atomic_fetch_sub(&l->dst->busy, 1u, __ATOMIC_RELEASE);
     }
   }
-  if (sent) ADD_RELAXED(&k->sent, sent);
+  if (sent) {
+    __atomic_store_n(&k->last_sent_ts, stamp, __ATOMIC_RELAXED);
+    ADD_RELAXED(&k->sent, sent);
+  }
   if (full) ADD_RELAXED(&k->refused_full, full);
   if (unconnected) ADD_RELAXED(&k->refused_unconnected, unconnected);
 }
@@ -311,6 +314,11 @@ uint32_t rk__k2k_inbox_available(rk__k2k_t *k) {
   return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
+uint64_t rk__k2k_inbox_timestamp(rk__k2k_t *k, uint32_t i) {
+  const rk_abi_msg_t *h = rk__ring_peek(&k->inbox->c, i);
+  return h ? h->timestamp : 0;
+}
+
 const void *rk__k2k_inbox_payload(rk__k2k_t *k, uint32_t i) {
   const unsigned char *s = rk__ring_peek(&k->inbox->c, i);
   return s ? s + RK_ABI_MSG_HEADER : NULL;
@@ -321,6 +329,10 @@ void rk__k2k_inbox_release(rk__k2k_t *k, uint32_t n, uint32_t errors) {
   /* Whose credit comes back: read before the slots are freed. */
   uint32_t idx[256];
   uint32_t done = 0;
+  if (n) {
+    const rk_abi_msg_t *last = rk__ring_peek(&b->c, n - 1);
+    __atomic_store_n(&k->last_received_ts, last->timestamp, __ATOMIC_RELAXED);
+  }
   while (done < n) {
     uint32_t chunk = n - done < 256 ? n - done : 256;
     for (uint32_t i = 0; i < chunk; ++i) {
@@ -457,6 +469,8 @@ void rk__k2k_stats(const rk__k2k_t *k, rk_actor_k2k_stats_t *o) {
   o->received = LOAD_RELAXED(&k->received);
   o->received_errors = LOAD_RELAXED(&k->received_errors);
   o->undelivered = LOAD_RELAXED(&k->undelivered);
+  o->last_sent_timestamp = LOAD_RELAXED(&k->last_sent_ts);
+  o->last_received_timestamp = LOAD_RELAXED(&k->last_received_ts);
   if (k->inbox) {
     o->inbox_capacity = k->inbox->capacity;
     o->inbox_depth = rk__ring_depth(k->inbox->hdr);
