@@ -49,9 +49,11 @@ enum {
  * have the size of dst's request. Errors (nothing changes):
  * RK_ERR_INVALID_ARGUMENT (NULL, a port the handler never sends to, a size
  * mismatch, the same link twice, more senders than dst's inbox has slots),
- * RK_ERR_INVALID_STATE (either actor activated before, traditional mode).
- * Actors of different contexts may be connected: the messages go through
- * host memory, as they do for relaunch actors. */
+ * RK_ERR_INVALID_STATE (either actor activated before, traditional mode),
+ * RK_ERR_UNIMPLEMENTED (dst runs in a resident CUDA kernel, which reads no
+ * inbox yet: launch it with RK_ACTOR_RELAUNCH=1). Actors of different contexts
+ * may be connected: the messages go through host memory, as they do for
+ * relaunch actors. */
 rk_status_t rk_actor_connect(rk_actor_t *src, uint32_t port, rk_actor_t *dst);
 
 /* How messages between actors travel. */

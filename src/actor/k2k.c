@@ -63,6 +63,8 @@ struct rk__k2k {
   uint32_t inbox_capacity;
   char in_type[kTypeName];
   bool resident, forwarded;
+  /* A resident GPU kernel: its device side reads no inbox (yet). */
+  bool gpu_resident;
   rk_abi_control_t *control;
   rk_abi_ring_t *in_ring; /* where the device side parks */
   uint32_t nports;
@@ -122,6 +124,7 @@ rk_status_t rk__k2k_create(const rk_entry_t *e, uint32_t in_size,
   k->in_size = in_size;
   k->inbox_capacity = inbox_capacity;
   k->resident = execution == RK_ACTOR_EXEC_RESIDENT;
+  k->gpu_resident = k->resident && polled;
   if (e->param_count) base_type(e->params[0].type, k->in_type, kTypeName);
   for (size_t i = 0; i < e->param_count; ++i) {
     const rk_entry_param_t *pa = &e->params[i];
@@ -392,6 +395,12 @@ rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
                     "actor_connect: '%s' never sends to port %u (its handler "
                     "sends to %u port%s)",
                     src_name, port, src->nports, src->nports == 1 ? "" : "s");
+  if (dst->gpu_resident)
+    return rk__fail(RK_ERR_UNIMPLEMENTED,
+                    "actor_connect: '%s' runs in a resident GPU kernel, which "
+                    "does not read messages from other actors yet; run it by "
+                    "relaunch (RK_ACTOR_RELAUNCH=1)",
+                    dst_name);
   port_t *pt = &src->ports[port];
   if (pt->size != dst->in_size || strcmp(pt->type, dst->in_type) != 0)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
