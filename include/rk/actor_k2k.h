@@ -49,9 +49,11 @@ enum {
  * have the size of dst's request. Errors (nothing changes):
  * RK_ERR_INVALID_ARGUMENT (NULL, a port the handler never sends to, a size
  * mismatch, the same link twice, more senders than dst's inbox has slots),
- * RK_ERR_INVALID_STATE (either actor activated before, traditional mode).
- * Actors of different contexts may be connected: the messages go through
- * host memory, as they do for relaunch actors. */
+ * RK_ERR_INVALID_STATE (either actor activated before, traditional mode),
+ * RK_ERR_UNIMPLEMENTED (dst runs in a resident CUDA kernel, which reads no
+ * inbox yet: launch it with RK_ACTOR_RELAUNCH=1). Actors of different contexts
+ * may be connected: the messages go through host memory, as they do for
+ * relaunch actors. */
 rk_status_t rk_actor_connect(rk_actor_t *src, uint32_t port, rk_actor_t *dst);
 
 /* How messages between actors travel. */
@@ -82,6 +84,9 @@ typedef struct rk_actor_k2k_stats {
    * its inbox. */
   uint64_t undelivered;
   uint64_t inbox_depth, inbox_capacity;
+  /* Hybrid-logical-clock stamps (rk/hlc.h) of the last message its handler
+   * sent and of the last inbox message it handled; 0: none yet. */
+  uint64_t last_sent_timestamp, last_received_timestamp;
 } rk_actor_k2k_stats_t;
 
 /* A snapshot of the actor's K2K counters. */

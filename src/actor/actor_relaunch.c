@@ -105,8 +105,9 @@ static rk_status_t run_batch(rk__relaunch_t *r, uint32_t n) {
         st, ctl, r->d_ports, (size_t)r->nports * RK__K2K_PORT_WORDS * 4));
   }
   RK_RETURN_IF_ERROR(rk_stream_synchronize(st));
-  /* Delivered before any receiver's next batch can start. */
-  if (r->nports) rk__k2k_deliver(r->k2k);
+  /* Delivered before any receiver's next batch can start, stamped after
+   * the batch's requests or messages (the caller merged them). */
+  if (r->nports) rk__k2k_deliver(r->k2k, rk__hlc_tick(&r->dev.control->clock));
   return RK_OK;
 }
 
@@ -125,6 +126,16 @@ static uint32_t run_locked(rk__relaunch_t *r, rk__ring_end_t *in,
     ++k;
   }
   if (k == 0) return 0;
+  if (r->nports) {
+    /* The batch's sends are later than its requests (their responses are
+     * stamped after the launch, as every actor's are). */
+    uint64_t latest = 0;
+    for (uint32_t m = 0; m < k; ++m) {
+      const rk_abi_msg_t *req = (const rk_abi_msg_t *)rk__ring_peek(in, m);
+      if (req->timestamp > latest) latest = req->timestamp;
+    }
+    rk__hlc_merge(&c->clock, latest);
+  }
   const bool traced = rk__trace_on();
   rk__trace_span_t span;
   if (traced) rk__trace_span_begin(&span, "handler");
@@ -202,11 +213,18 @@ static uint32_t handle_inbox(void *ctx, uint32_t max) {
   uint32_t n = rk__k2k_inbox_available(r->k2k);
   if (n > max) n = max;
   if (n > r->batch) n = r->batch;
-  for (uint32_t m = 0; m < n; ++m)
+  uint64_t latest = 0;
+  for (uint32_t m = 0; m < n; ++m) {
     memcpy(r->h_in + (size_t)m * r->in_size, rk__k2k_inbox_payload(r->k2k, m),
            r->in_size);
+    const uint64_t ts = rk__k2k_inbox_timestamp(r->k2k, m);
+    if (ts > latest) latest = ts;
+  }
   uint32_t errors = 0;
   if (n) {
+    /* A receive event for the messages: the handler's sends and the
+     * responses to later requests are later than each of them. */
+    rk__hlc_merge(&r->dev.control->clock, latest);
     rk_status_t s = run_batch(r, n);
     for (uint32_t m = 0; m < n; ++m)
       errors += s != RK_OK || r->h_status[m] != 0;

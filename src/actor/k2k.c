@@ -63,6 +63,8 @@ struct rk__k2k {
   uint32_t inbox_capacity;
   char in_type[kTypeName];
   bool resident, forwarded;
+  /* A resident GPU kernel: its device side reads no inbox (yet). */
+  bool gpu_resident;
   rk_abi_control_t *control;
   rk_abi_ring_t *in_ring; /* where the device side parks */
   uint32_t nports;
@@ -74,6 +76,8 @@ struct rk__k2k {
   uint64_t sent, refused_full, refused_unconnected; /* atomic */
   uint64_t undelivered; /* atomic: queued for a receiver released since */
   uint64_t received, received_errors; /* atomic */
+  /* The stamps of the last message sent and the last one handled. */
+  uint64_t last_sent_ts, last_received_ts; /* atomic */
 };
 
 /* ---- Creation ------------------------------------------------------------ */
@@ -120,6 +124,7 @@ rk_status_t rk__k2k_create(const rk_entry_t *e, uint32_t in_size,
   k->in_size = in_size;
   k->inbox_capacity = inbox_capacity;
   k->resident = execution == RK_ACTOR_EXEC_RESIDENT;
+  k->gpu_resident = k->resident && polled;
   if (e->param_count) base_type(e->params[0].type, k->in_type, kTypeName);
   for (size_t i = 0; i < e->param_count; ++i) {
     const rk_entry_param_t *pa = &e->params[i];
@@ -250,10 +255,8 @@ static void wake(rk__k2k_t *d) {
   if (d->in_ring) rk__ring_signal_data(d->in_ring);
 }
 
-void rk__k2k_deliver(rk__k2k_t *k) {
+void rk__k2k_deliver(rk__k2k_t *k, uint64_t stamp) {
   uint64_t sent = 0, full = 0, unconnected = 0;
-  const uint64_t clock =
-      k->control ? LOAD_RELAXED(&k->control->clock) : (uint64_t)0;
   for (uint32_t p = 0; p < k->nports; ++p) {
     port_t *pt = &k->ports[p];
     uint32_t *w = &k->ctl[p * RK__K2K_PORT_WORDS];
@@ -280,7 +283,7 @@ void rk__k2k_deliver(rk__k2k_t *k) {
       }
       for (uint32_t m = 0; m < n; ++m) {
         rk_abi_msg_t h = {.correlation_id = l->sent + 1,
-                          .timestamp = clock,
+                          .timestamp = stamp,
                           .type = RK__ABI_MSG_K2K,
                           .size = pt->size,
                           .status = l->index,
@@ -298,7 +301,10 @@ void rk__k2k_deliver(rk__k2k_t *k) {
       __atomic_fetch_sub(&l->dst->busy, 1u, __ATOMIC_RELEASE);
     }
   }
-  if (sent) ADD_RELAXED(&k->sent, sent);
+  if (sent) {
+    __atomic_store_n(&k->last_sent_ts, stamp, __ATOMIC_RELAXED);
+    ADD_RELAXED(&k->sent, sent);
+  }
   if (full) ADD_RELAXED(&k->refused_full, full);
   if (unconnected) ADD_RELAXED(&k->refused_unconnected, unconnected);
 }
@@ -311,6 +317,11 @@ uint32_t rk__k2k_inbox_available(rk__k2k_t *k) {
   return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
+uint64_t rk__k2k_inbox_timestamp(rk__k2k_t *k, uint32_t i) {
+  const rk_abi_msg_t *h = rk__ring_peek(&k->inbox->c, i);
+  return h ? h->timestamp : 0;
+}
+
 const void *rk__k2k_inbox_payload(rk__k2k_t *k, uint32_t i) {
   const unsigned char *s = rk__ring_peek(&k->inbox->c, i);
   return s ? s + RK_ABI_MSG_HEADER : NULL;
@@ -321,6 +332,10 @@ void rk__k2k_inbox_release(rk__k2k_t *k, uint32_t n, uint32_t errors) {
   /* Whose credit comes back: read before the slots are freed. */
   uint32_t idx[256];
   uint32_t done = 0;
+  if (n) {
+    const rk_abi_msg_t *last = rk__ring_peek(&b->c, n - 1);
+    __atomic_store_n(&k->last_received_ts, last->timestamp, __ATOMIC_RELAXED);
+  }
   while (done < n) {
     uint32_t chunk = n - done < 256 ? n - done : 256;
     for (uint32_t i = 0; i < chunk; ++i) {
@@ -380,6 +395,12 @@ rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
                     "actor_connect: '%s' never sends to port %u (its handler "
                     "sends to %u port%s)",
                     src_name, port, src->nports, src->nports == 1 ? "" : "s");
+  if (dst->gpu_resident)
+    return rk__fail(RK_ERR_UNIMPLEMENTED,
+                    "actor_connect: '%s' runs in a resident GPU kernel, which "
+                    "does not read messages from other actors yet; run it by "
+                    "relaunch (RK_ACTOR_RELAUNCH=1)",
+                    dst_name);
   port_t *pt = &src->ports[port];
   if (pt->size != dst->in_size || strcmp(pt->type, dst->in_type) != 0)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
@@ -457,6 +478,8 @@ void rk__k2k_stats(const rk__k2k_t *k, rk_actor_k2k_stats_t *o) {
   o->received = LOAD_RELAXED(&k->received);
   o->received_errors = LOAD_RELAXED(&k->received_errors);
   o->undelivered = LOAD_RELAXED(&k->undelivered);
+  o->last_sent_timestamp = LOAD_RELAXED(&k->last_sent_ts);
+  o->last_received_timestamp = LOAD_RELAXED(&k->last_received_ts);
   if (k->inbox) {
     o->inbox_capacity = k->inbox->capacity;
     o->inbox_depth = rk__ring_depth(k->inbox->hdr);

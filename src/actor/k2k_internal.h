@@ -90,8 +90,12 @@ uint32_t rk__k2k_port_size(const rk__k2k_t *k, uint32_t port);
 /* Sets every port's credit (at most `max`), count 0 and refusal. */
 void rk__k2k_prepare(rk__k2k_t *k, uint32_t max);
 /* Copies the messages the handler queued (the counts in the control
- * words) into the receivers' inboxes, in order, and wakes them. */
-void rk__k2k_deliver(rk__k2k_t *k);
+ * words) into the receivers' inboxes, in order, and wakes them. `stamp`
+ * is the send event's timestamp: a tick of the sender's clock taken after
+ * the stamps of the messages that triggered the sends were merged into it
+ * (every message of one handler call, or of one relaunch batch, carries
+ * it). */
+void rk__k2k_deliver(rk__k2k_t *k, uint64_t stamp);
 /* The relaunch driver forwards (a host hop): for the stats. */
 void rk__k2k_set_forwarded(rk__k2k_t *k);
 
@@ -99,6 +103,9 @@ void rk__k2k_set_forwarded(rk__k2k_t *k);
 
 /* Messages waiting in the inbox (0 without one). */
 uint32_t rk__k2k_inbox_available(rk__k2k_t *k);
+/* Message i (< available) of the inbox: its timestamp, which the
+ * receiver merges into its clock before its handler runs on it. */
+uint64_t rk__k2k_inbox_timestamp(rk__k2k_t *k, uint32_t i);
 /* Message i (< available) of the inbox: its payload. */
 const void *rk__k2k_inbox_payload(rk__k2k_t *k, uint32_t i);
 /* The first n messages were handled (`errors` of them failed): frees their

@@ -1,5 +1,6 @@
 /* Actors that send to actors (K2K): pipelines, fan-in, fan-out, a full
- * channel, an unconnected port, and the wiring errors; on the CPU backend
+ * channel, an unconnected port, the wiring errors, causal timestamps
+ * across a hop, and a receiver its supervisor restarted; on the CPU backend
  * (resident: direct channels), with --relaunch, and on OpenCL and WebGPU
  * (relaunch: host-forwarded). Every message must be handled exactly once
  * and in order per (sender, receiver) pair. */
@@ -9,8 +10,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "actor/actor_internal.h"
 #include "actor_test_util.h"
 #include "base/sys.h"
+#include "rk/hlc.h"
+#include "rk/supervisor.h"
 #include "rk_test.h"
 
 /* A token: which source it came from, its number there, a value each stage
@@ -75,6 +79,18 @@ static const char kSource[] =
     "  out->count = s->count;\n"
     "  out->disorder = s->disorder;\n"
     "  out->sum = s->sum;\n"
+    "}\n"
+    "\n"
+    "/* Counts tokens; source 7 asks for the count, source 9 fails (a\n"
+    " * fault for its supervisor). */\n"
+    "RK_HANDLER int fragile(const tok_t *in, ack_t *out, sink_t *s) {\n"
+    "  if (in->src == 9u) return 3;\n"
+    "  if (in->src != 7u) s->count++;\n"
+    "  out->r = 0;\n"
+    "  out->count = s->count;\n"
+    "  out->disorder = 0;\n"
+    "  out->sum = 0;\n"
+    "  return 0;\n"
     "}\n"
     "\n"
     "/* Takes an ack_t: a receiver of the wrong type. */\n"
@@ -380,6 +396,140 @@ static void test_across_contexts(void) {
   CHECK_OK(rk_backend_destroy(cbe));
 }
 
+static rk_actor_k2k_stats_t k2k_stats(rk_actor_t *a) {
+  rk_actor_k2k_stats_t st;
+  memset(&st, 0, sizeof st);
+  CHECK_OK(rk_actor_k2k_stats(a, &st));
+  return st;
+}
+
+/* Waits (up to 20 s) until `b`'s handler has taken `n` inbox messages; it
+ * asks b nothing, so the host's clock learns nothing from it. */
+static bool wait_received(rk_actor_t *b, uint64_t n) {
+  uint64_t until = rk__now_ns() + 20000000000ull;
+  while (k2k_stats(b).received < n) {
+    if (rk__now_ns() > until) {
+      CHECK(false, "the receiver took %llu of %llu messages in 20 s",
+            (unsigned long long)k2k_stats(b).received, (unsigned long long)n);
+      return false;
+    }
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
+  }
+  return true;
+}
+
+static uint64_t wall_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Causality across a hop A -> K2K -> B: A's message is later than the
+ * request that made A send it and earlier than A's response to it; B,
+ * once it took the message, answers every later request after it -- also
+ * when A's clock runs 2 s ahead and the host has heard nothing from A. */
+static void test_clock(void) {
+  rk_actor_t *a = launch("stage", 16), *b = launch("sink", 16);
+  CHECK_OK(rk_actor_connect(a, 0, b));
+  CHECK_OK(rk_actor_activate(b));
+  CHECK_OK(rk_actor_activate(a));
+
+  /* A fresh sender: its clock is behind the host's. */
+  const uint64_t before = rk_hlc_peek(rk_hlc_host());
+  tok_t t = {0, 1, 1};
+  CHECK_OK(rk_actor_send(a, &t, sizeof t, RK_TIMEOUT_INFINITE, NULL));
+  if (!wait_received(b, 1)) return;
+  rk_actor_k2k_stats_t sa = k2k_stats(a), sb = k2k_stats(b);
+  CHECK(sa.last_sent_timestamp > before,
+        "A's message (%llu) is later than the request that made A send it "
+        "(after %llu)",
+        (unsigned long long)sa.last_sent_timestamp, (unsigned long long)before);
+  CHECK(sb.last_received_timestamp == sa.last_sent_timestamp,
+        "B took the stamp A sent: %llu, %llu",
+        (unsigned long long)sb.last_received_timestamp,
+        (unsigned long long)sa.last_sent_timestamp);
+  ack_t back;
+  rk_actor_message_t info;
+  CHECK_OK(rk_actor_receive(a, &back, sizeof back, RK_TIMEOUT_INFINITE, &info));
+  CHECK(info.timestamp > sa.last_sent_timestamp,
+        "A's response (%llu) is later than its message (%llu)",
+        (unsigned long long)info.timestamp,
+        (unsigned long long)sa.last_sent_timestamp);
+
+  /* A's clock 2 s ahead (a peer or device with a fast clock): only the
+   * message can tell B. */
+  const uint64_t ahead = rk_hlc_pack(wall_ns() + 2000000000u, 0);
+  __atomic_store_n(&rk__actor_control(a)->clock, ahead, __ATOMIC_RELAXED);
+  t.seq = 2;
+  CHECK_OK(rk_actor_send(a, &t, sizeof t, RK_TIMEOUT_INFINITE, NULL));
+  if (!wait_received(b, 2)) return;
+  sa = k2k_stats(a);
+  CHECK(sa.last_sent_timestamp > ahead,
+        "A's message (%llu) is later than A's clock (%llu)",
+        (unsigned long long)sa.last_sent_timestamp, (unsigned long long)ahead);
+  /* The control: the host has not seen A's clock, so only B's merge of
+   * the message can order B's next answer after it. */
+  CHECK(rk_hlc_peek(rk_hlc_host()) < ahead,
+        "the host's clock is still behind A's");
+  tok_t q = {7, 0, 0};
+  CHECK_OK(rk_actor_call(b, &q, sizeof q, &back, sizeof back,
+                         RK_TIMEOUT_INFINITE, &info));
+  CHECK(back.count == 2, "B counted %d tokens", back.count);
+  CHECK(info.timestamp > sa.last_sent_timestamp,
+        "B's answer to a later request (%llu) is later than the message it "
+        "took before (%llu)",
+        (unsigned long long)info.timestamp,
+        (unsigned long long)sa.last_sent_timestamp);
+  CHECK_OK(rk_actor_receive(a, &back, sizeof back, RK_TIMEOUT_INFINITE, &info));
+  CHECK(info.timestamp > sa.last_sent_timestamp,
+        "A's second response is later than its message");
+  printf("  clock: a message 2 s ahead orders the receiver's next answer\n");
+  stop(a);
+  stop(b);
+}
+
+/* A receiver restarted by its supervisor (fresh state) takes the sender's
+ * messages again: rk__actor_restart reopens its inbox. */
+static void test_supervised_receiver(void) {
+  rk_actor_t *a = launch("stage", 16), *f = launch("fragile", 16);
+  CHECK_OK(rk_actor_connect(a, 0, f));
+  rk_supervisor_options_t so;
+  rk_supervisor_options_init(&so);
+  so.stop_timeout_ns = 10000000000ull;
+  CHECK_OK(rk_actor_supervise(f, &so));
+  CHECK_OK(rk_actor_activate(f));
+  CHECK_OK(rk_actor_activate(a));
+  feed(a, 0, 3, RK_SEND_QUEUED);
+  ack_t r = wait_count(f, 3);
+  CHECK(r.count == 3, "before the fault: %d", r.count);
+  tok_t bad = {9, 0, 0};
+  ack_t back;
+  CHECK_STATUS(rk_actor_call(f, &bad, sizeof bad, &back, sizeof back,
+                             RK_TIMEOUT_INFINITE, NULL),
+               RK_ERR_HANDLER);
+  uint64_t until = rk__now_ns() + 10000000000ull;
+  rk_actor_stats_t st;
+  memset(&st, 0, sizeof st);
+  while (rk_actor_stats(f, &st) == RK_OK && st.restarts < 1 &&
+         rk__now_ns() < until) {
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
+  }
+  CHECK(st.restarts == 1, "the supervisor restarted the receiver: %llu",
+        (unsigned long long)st.restarts);
+  /* Fresh state: the count starts again, from the sender's messages. */
+  feed(a, 0, 4, RK_SEND_QUEUED);
+  r = wait_count(f, 4);
+  rk_actor_k2k_stats_t sa = k2k_stats(a);
+  CHECK(r.count == 4 && sa.refused_unconnected == 0,
+        "after the restart: count %d (want 4), %llu sends refused", r.count,
+        (unsigned long long)sa.refused_unconnected);
+  printf("  a restarted receiver takes messages again: %d\n", r.count);
+  stop(a);
+  stop(f);
+}
+
 int main(int argc, char **argv) {
   rk_backend_kind_t kind = RK_BACKEND_CPU;
   for (int i = 1; i < argc; ++i) {
@@ -412,6 +562,10 @@ int main(int argc, char **argv) {
   test_unconnected_and_errors();
   actor_test_watch("receiver gone", 60);
   test_receiver_gone();
+  actor_test_watch("clock", 60);
+  test_clock();
+  actor_test_watch("supervised receiver", 60);
+  test_supervised_receiver();
   actor_test_watch("across contexts", 60);
   test_across_contexts();
   actor_test_watch("done", 60);

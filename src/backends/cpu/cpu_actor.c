@@ -61,6 +61,14 @@ static unsigned handler_args(rk__actor_worker_t *w, void **args, void **in_p,
   return k;
 }
 
+/* A receive event on a local copy of the clock: max(clock + 1, received +
+ * 1, physical now). */
+static uint64_t local_merge(uint64_t clock, uint64_t received, uint64_t phys) {
+  uint64_t t = clock + 1;
+  if (received + 1 > t) t = received + 1;
+  return phys > t ? phys : t;
+}
+
 /* Runs the handler on up to `n` published requests, in place in the
  * slots; returns how many (see rk__actor_batch_fn). */
 static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
@@ -92,10 +100,14 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
     const bool traced = rk__trace_on();
     rk__trace_span_t span;
     if (traced) rk__trace_span_begin(&span, "handler");
-    /* Sends go straight into the receivers' inboxes after the call. */
-    if (w->nports) rk__k2k_prepare(w->k2k, RK__K2K_OUTBOX);
+    /* Sends go straight into the receivers' inboxes after the call,
+     * stamped after the request (merged first). */
+    if (w->nports) {
+      clock = local_merge(clock, req->timestamp, phys);
+      rk__k2k_prepare(w->k2k, RK__K2K_OUTBOX);
+    }
     w->entry->run_blocks(&kl, 0, 1, args);
-    if (w->nports) rk__k2k_deliver(w->k2k);
+    if (w->nports) rk__k2k_deliver(w->k2k, ++clock);
     rk__actor_respond_local(c, req, resp, code, &clock, phys);
     if (traced)
       rk__actor_trace_handled(&span, rk_function_name(w->dev.function), &req, 1,
@@ -119,7 +131,14 @@ static uint32_t handle_inbox(void *ctx, uint32_t max) {
   if (n > max) n = max;
   const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL};
   uint32_t errors = 0;
+  rk_abi_control_t *c = w->dev.control;
+  const uint64_t phys = rk__hlc_physical(); /* once per batch */
+  /* The worker is the clock's only writer: tick a copy, store it once. */
+  uint64_t clock = __atomic_load_n(&c->clock, __ATOMIC_RELAXED);
   for (uint32_t i = 0; i < n; ++i) {
+    /* A receive event: what the handler does next (its sends, the
+     * responses to later requests) is later than the message. */
+    clock = local_merge(clock, rk__k2k_inbox_timestamp(w->k2k, i), phys);
     int32_t code = 0;
     void *in_p = (void *)rk__k2k_inbox_payload(w->k2k, i);
     void *out_p = w->scratch;
@@ -129,9 +148,10 @@ static uint32_t handle_inbox(void *ctx, uint32_t max) {
     handler_args(w, args, &in_p, &out_p, &state_p, &status_p);
     if (w->nports) rk__k2k_prepare(w->k2k, RK__K2K_OUTBOX);
     w->entry->run_blocks(&kl, 0, 1, args);
-    if (w->nports) rk__k2k_deliver(w->k2k);
+    if (w->nports) rk__k2k_deliver(w->k2k, ++clock);
     errors += code != 0;
   }
+  __atomic_store_n(&c->clock, clock, __ATOMIC_RELAXED);
   rk__k2k_inbox_release(w->k2k, n, errors);
   return n;
 }

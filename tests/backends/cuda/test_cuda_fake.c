@@ -17,7 +17,8 @@
  *   7. actors: a persistent kernel's launch and the memory it is given, a
  *      grid too large to be co-resident, a kernel that never stops; with a
  *      launch hook playing the device, calls answered in persistent and
- *      traditional mode and a clean termination.
+ *      traditional mode and a clean termination; a handler that sends
+ *      refused at launch and a resident receiver refused at connect.
  *
  *   cuda_fake [--no-pools]    --no-pools: a device without the
  *                             stream-ordered allocator throughout
@@ -225,6 +226,21 @@ static const char kBadSource[] =
     "RK_KERNEL void k(int *p) {\n"
     "  p[0] = 1;\n"
     "  p[0] = q;\n"
+    "}\n";
+
+/* A handler that sends (rk_send) and one that could receive. */
+static const char kK2KSource[] =
+    "#include <rk/kernel.h>\n"
+    "typedef struct { int v; } req_t;\n"
+    "typedef struct { int v; } resp_t;\n"
+    "RK_HANDLER int fwd(const req_t *in, resp_t *out) {\n"
+    "  req_t m;\n"
+    "  m.v = in->v;\n"
+    "  out->v = rk_send(0, &m);\n"
+    "  return 0;\n"
+    "}\n"
+    "RK_HANDLER void add_one(const req_t *in, resp_t *out) {\n"
+    "  out->v = in->v + 1;\n"
     "}\n";
 
 /* ---- Helpers ------------------------------------------------------------ */
@@ -1052,6 +1068,54 @@ static void check_actor_params(bool has_state, int32_t initial) {
   }
 }
 
+/* Actors that talk to actors and a resident CUDA kernel, which neither
+ * sends nor reads an inbox yet: a sending handler is refused at launch and
+ * a resident receiver at connect (never wired to messages nobody would
+ * handle). The sender on the other end runs on the CPU backend (links
+ * across contexts go through host memory); the control: the same sender
+ * connects to a CPU receiver. */
+static void check_k2k_refused(rk_context_t *ctx) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.auto_activate = false;
+  o.source_name = "k2k.c";
+  rk_actor_t *snd = NULL, *rcv = NULL, *cpu_rcv = NULL;
+  CHECK_STATUS(rk_actor_launch(ctx, kK2KSource, "fwd", &o, &snd),
+               RK_ERR_UNIMPLEMENTED);
+  CHECK_ERROR_HAS("resident GPU kernel");
+  CHECK(snd == NULL, "a refused launch set the actor");
+  rk_backend_t *cbe = NULL;
+  rk_context_t *cctx = NULL;
+  if (!CHECK_OK(rk_backend_open(RK_BACKEND_CPU, &cbe))) return;
+  if (CHECK_OK(rk_backend_create_context(cbe, 0, &cctx)) &&
+      CHECK_OK(rk_actor_launch(cctx, kK2KSource, "fwd", &o, &snd)) &&
+      CHECK_OK(rk_actor_launch(cctx, kK2KSource, "add_one", &o, &cpu_rcv))) {
+    if (CHECK_OK(rk_actor_launch(ctx, kK2KSource, "add_one", &o, &rcv))) {
+      CHECK_STATUS(rk_actor_connect(snd, 0, rcv), RK_ERR_UNIMPLEMENTED);
+      CHECK_ERROR_HAS("does not read messages from other actors");
+      rk_actor_k2k_stats_t st;
+      if (CHECK_OK(rk_actor_k2k_stats(rcv, &st)))
+        CHECK(st.senders_in == 0 && st.inbox_capacity == 0,
+              "the refused receiver got %u senders, an inbox of %llu",
+              st.senders_in, (unsigned long long)st.inbox_capacity);
+      /* Like every kernel here, it never stops. */
+      CHECK_STATUS(rk_actor_terminate(rcv, 20 * 1000 * 1000), RK_ERR_TIMEOUT);
+      rk_actor_destroy(rcv);
+    }
+    CHECK_OK(rk_actor_connect(snd, 0, cpu_rcv));
+  }
+  if (snd) {
+    CHECK_OK(rk_actor_terminate(snd, 1000 * 1000 * 1000));
+    rk_actor_destroy(snd);
+  }
+  if (cpu_rcv) {
+    CHECK_OK(rk_actor_terminate(cpu_rcv, 1000 * 1000 * 1000));
+    rk_actor_destroy(cpu_rcv);
+  }
+  if (cctx) CHECK_OK(rk_context_destroy(cctx));
+  CHECK_OK(rk_backend_destroy(cbe));
+}
+
 static void test_actor_resident(void) {
   rk_backend_t *be = open_cuda();
   if (!be) return;
@@ -1143,6 +1207,7 @@ static void test_actor_resident(void) {
           mid2.modules, now.modules);
   }
   CHECK(stat_of("launches") == mid2.launches, "a refused grid was launched");
+  check_k2k_refused(ctx);
 
   /* The stuck kernels keep the context: destroying it says so, and the
    * primary context stays retained. */
