@@ -141,7 +141,9 @@ rk_status_t rk_backend_create_context(rk_backend_t *backend, int device,
 
 /* Releases the context and everything it still owns (memory, modules,
  * functions, streams; pending stream work is finished first). Returns the
- * first unreported asynchronous error, if any. NULL is accepted. */
+ * first unreported asynchronous error, if any. NULL is accepted.
+ * RK_ERR_INVALID_STATE, nothing released, while a destroyed actor's handler
+ * that never returned still runs on the context (rk/actor.h). */
 rk_status_t rk_context_destroy(rk_context_t *context);
 rk_backend_t *rk_context_backend(const rk_context_t *context);
 

@@ -289,8 +289,11 @@ static void *driver_main(void *arg) {
   rk__actor_loop_run(&loop);
   rk__k2k_stopped(r->k2k);
   if (__atomic_exchange_n(&r->abandoned, 1u, __ATOMIC_ACQ_REL)) {
+    /* Abandoned by rk__relaunch_release, which held the context. */
     pthread_detach(pthread_self());
+    rk_context_t *ctx = r->context;
     relaunch_free(r);
+    rk__context_unhold(ctx);
   }
   return NULL;
 }
@@ -459,9 +462,19 @@ void rk__relaunch_release(rk__relaunch_t *r, bool stopped) {
     relaunch_free(r);
     return;
   }
-  if (stopped || __atomic_exchange_n(&r->abandoned, 1u, __ATOMIC_ACQ_REL)) {
+  if (stopped) {
     pthread_join(r->thread, NULL);
     relaunch_free(r);
+    return;
+  }
+  /* Still in a batch: whoever comes second (this or the driver leaving its
+   * loop) frees it; until then the driver holds the context. */
+  rk_context_t *ctx = r->context;
+  rk__context_hold(ctx);
+  if (__atomic_exchange_n(&r->abandoned, 1u, __ATOMIC_ACQ_REL)) {
+    pthread_join(r->thread, NULL);
+    relaunch_free(r);
+    rk__context_unhold(ctx);
   }
 }
 

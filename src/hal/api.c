@@ -262,8 +262,23 @@ rk_status_t rk_backend_create_context(rk_backend_t *backend, int device,
       return rk__fail(RK_ERR_INVALID_ARGUMENT, what ": context is NULL"); \
   } while (0)
 
+void rk__context_hold(rk_context_t *context) {
+  __atomic_add_fetch(&context->holds, 1u, __ATOMIC_ACQ_REL);
+}
+
+void rk__context_unhold(rk_context_t *context) {
+  __atomic_sub_fetch(&context->holds, 1u, __ATOMIC_ACQ_REL);
+}
+
 rk_status_t rk_context_destroy(rk_context_t *context) {
   if (!context) return RK_OK;
+  const uint32_t holds = __atomic_load_n(&context->holds, __ATOMIC_ACQUIRE);
+  if (holds)
+    return rk__fail(RK_ERR_INVALID_STATE,
+                    "context_destroy: %u destroyed actor(s) of this context "
+                    "still run a handler that has not returned; the context "
+                    "(their code, streams and buffers) stays until they do",
+                    holds);
   rk_status_t first = RK_OK;
   char first_msg[1024] = "";
   /* Streams first (they finish queued work that may use modules). */

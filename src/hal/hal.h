@@ -37,7 +37,16 @@ struct rk_context {
   pthread_mutex_t lock; /* guards the lists below */
   rk_module_t *modules;
   rk_stream_t *streams;
+  /* Atomic: device sides of destroyed actors still running a handler on
+   * this context (rk__context_hold); rk_context_destroy refuses while any
+   * is left, since their code, streams and buffers belong to it. */
+  uint32_t holds;
 };
+
+/* A thread that outlives its actor (a handler that has not returned by the
+ * time the actor is destroyed) keeps the context alive until it leaves. */
+void rk__context_hold(rk_context_t *context);
+void rk__context_unhold(rk_context_t *context);
 
 /* A kernel parameter as declared in the source. */
 typedef struct rk__param {

@@ -45,6 +45,15 @@ const char kDivSource[] =
     "  return 0;\n"
     "}\n";
 
+rk_status_t actor_test_context_destroy(rk_context_t *ctx) {
+  for (;;) {
+    rk_status_t s = rk_context_destroy(ctx);
+    if (s != RK_ERR_INVALID_STATE) return s;
+    const struct timespec ts = {0, 10000000L};
+    nanosleep(&ts, NULL);
+  }
+}
+
 rk_context_t *actor_test_context(rk_backend_t **out_backend) {
   return actor_test_context_on(RK_BACKEND_CPU, out_backend);
 }

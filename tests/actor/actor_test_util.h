@@ -37,6 +37,11 @@ rk_context_t *actor_test_context(rk_backend_t **out_backend);
 rk_context_t *actor_test_context_on(rk_backend_kind_t kind,
                                     rk_backend_t **out_backend);
 
+/* Destroys `ctx`, first waiting (the watchdog bounds it) while a
+ * destroyed actor's handler still runs on it (rk_context_destroy refuses
+ * with RK_ERR_INVALID_STATE until then); RK_OK or the failure. */
+rk_status_t actor_test_context_destroy(rk_context_t *ctx);
+
 /* A watchdog for tests whose device side might never answer: once
  * started, a thread fails the run (exit 1, naming the case) when the case
  * named last by actor_test_watch has not finished in its time. */

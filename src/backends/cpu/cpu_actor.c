@@ -188,8 +188,12 @@ static void *worker_main(void *arg) {
   rk__actor_loop_run(&loop);
   rk__k2k_stopped(w->k2k);
   if (__atomic_exchange_n(&w->abandoned, 1u, __ATOMIC_ACQ_REL)) {
+    /* Abandoned by rk__cpu_actor_release, which held the context (the
+     * handler's code is one of its modules). */
     pthread_detach(pthread_self());
+    rk_context_t *ctx = w->dev.function->module->context;
     worker_free(w);
+    rk__context_unhold(ctx);
   }
   return NULL;
 }
@@ -262,10 +266,13 @@ void rk__cpu_actor_release(rk__actor_worker_t *w, bool stopped) {
     return;
   }
   /* Still in a handler: whoever comes second (this or the worker leaving
-   * its loop) frees the worker. */
+   * its loop) frees the worker; until then it holds the context. */
+  rk_context_t *ctx = w->dev.function->module->context;
+  rk__context_hold(ctx);
   if (__atomic_exchange_n(&w->abandoned, 1u, __ATOMIC_ACQ_REL)) {
     pthread_join(w->thread, NULL);
     worker_free(w);
+    rk__context_unhold(ctx);
   }
 }
 
