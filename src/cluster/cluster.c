@@ -25,6 +25,8 @@
  */
 #include "rk/cluster.h"
 
+#include "rk/registry.h"
+
 #if RK_HAVE_UCX
 
 #include <errno.h>
@@ -39,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "actor/actor_internal.h"
 #include "base/error.h"
 #include "base/hlc.h"
 #include "base/strbuf.h"
@@ -99,7 +102,6 @@ typedef struct export_ {
   rk_actor_t *actor;
   size_t request_size, response_size;
   uint32_t window;
-  uint64_t clock;
   pthread_mutex_t mu;
   /* Routes of requests in the actor, in the order it took them. */
   route_t *routes;
@@ -142,9 +144,12 @@ struct rk_remote_actor {
   uint32_t outstanding; /* sent and not yet received */
   _Atomic int state;    /* rk_actor_state_t */
   char cause[TEXT_MAX];
-  uint64_t clock;
   waiter_t *waiters;
   answer_t *rq, *rq_tail;
+  char name[RK_WIRE_ACTOR_NAME_MAX]; /* the remote actor's export name */
+  /* Local actors linked to it (rk_cluster_link): told when it FAILS. */
+  rk_actor_t **links;
+  uint32_t nlinks, caplinks;
 };
 
 typedef struct lookup {
@@ -155,6 +160,7 @@ typedef struct lookup {
   bool found;
   uint32_t peer;
   rk_wire_lookup_reply_t reply;
+  char note[TEXT_MAX]; /* a peer that has the name registered, not exported */
 } lookup_t;
 
 typedef struct outmsg {
@@ -209,6 +215,8 @@ struct rk_cluster {
 
   pthread_t progress;
   atomic_bool stop;
+
+  bool hooked; /* on_actor_destroy is registered */
 
   /* The MPI launcher path: the library, whether rk initialized MPI (and
    * finalizes it), this rank. */
@@ -457,6 +465,18 @@ static rk_remote_actor_t *handle_at(rk_cluster_t *c, uint32_t slot,
   return h && h->gen == gen ? h : NULL;
 }
 
+/* Called with h->mu held as h becomes FAILED: each linked local actor
+ * faults (RK_ACTOR_FAULT_LINK; the supervision thread restarts or fails
+ * it), once. */
+static void tell_links(rk_remote_actor_t *h, const char *cause) {
+  char why[TEXT_MAX + RK_WIRE_ACTOR_NAME_MAX + 32];
+  snprintf(why, sizeof why, "remote actor '%s' failed (%.200s)", h->name,
+           cause);
+  for (uint32_t i = 0; i < h->nlinks; ++i)
+    (void)rk__supervise_link_fault(h->links[i], why);
+  h->nlinks = 0;
+}
+
 /* Called with c->mu held: every handle to peer `index` stops. */
 static void stop_handles_of(rk_cluster_t *c, uint32_t index,
                             rk_actor_state_t state, const char *cause) {
@@ -468,6 +488,7 @@ static void stop_handles_of(rk_cluster_t *c, uint32_t index,
     if (s != RK_ACTOR_FAILED && s != RK_ACTOR_TERMINATED) {
       copy_name(h->cause, sizeof h->cause, cause);
       atomic_store(&h->state, (int)state);
+      if (state == RK_ACTOR_FAILED) tell_links(h, cause);
     }
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
@@ -788,6 +809,7 @@ static void refuse(rk_cluster_t *c, const rk_wire_req_t *h, rk_status_t s,
   m.r.handle = h->handle;
   m.r.handle_gen = h->handle_gen;
   m.r.request_id = h->request_id;
+  m.r.timestamp = rk__hlc_tick(&rk__hlc_host.value);
   m.r.status = (int32_t)s;
   m.r.state = (uint32_t)state;
   m.r.text_size = (uint32_t)tn;
@@ -879,7 +901,15 @@ static void deliver_req(rk_cluster_t *c, const rk_wire_req_t *h,
   }
   pthread_mutex_lock(&e->mu);
   pthread_mutex_unlock(&c->mu);
-  rk__hlc_merge(&e->clock, h->timestamp);
+  /* The request's stamp into this process's clock (with the skew check):
+   * the actor's copy of it is stamped after it. */
+  if (rk_hlc_update(rk_hlc_host(), h->timestamp, NULL) == RK_ERR_CLOCK_SKEW) {
+    char t[TEXT_MAX];
+    snprintf(t, sizeof t, "on member '%s': %s", c->name, rk_last_error());
+    refuse(c, h, RK_ERR_CLOCK_SKEW, rk_actor_state(e->actor), t);
+    pthread_mutex_unlock(&e->mu);
+    return;
+  }
   if (e->pending || !admit(e, h, data, size)) {
     pending_req_t *q = malloc(sizeof *q + size);
     if (q) {
@@ -977,7 +1007,8 @@ static unsigned forward_once(export_t *e) {
     route_t r = {0};
     pthread_mutex_lock(&e->mu);
     bool mine = route_take(e, info[i].correlation_id, &r);
-    uint64_t ts = mine ? rk__hlc_merge(&e->clock, info[i].timestamp) : 0;
+    uint64_t ts =
+        mine ? rk__hlc_merge(&rk__hlc_host.value, info[i].timestamp) : 0;
     pthread_mutex_unlock(&e->mu);
     if (!mine) {
       e->dropped_local++;
@@ -1061,9 +1092,20 @@ static ucs_status_t on_lookup(void *arg, const void *header, size_t hlen,
     }
   }
   pthread_mutex_unlock(&c->mu);
-  if (r.status != RK_OK)
-    snprintf(r.text, sizeof r.text, "'%s' has no actor exported as '%s'",
-             c->name, q.name);
+  rk_actor_t *registered = NULL;
+  if (r.status != RK_OK) {
+    char *saved = rk__error_save();
+    const bool named = rk_actor_lookup(q.name, &registered) == RK_OK;
+    rk__error_restore(saved);
+    if (named) r.state = RK_WIRE_REGISTERED_ONLY;
+    if (named)
+      snprintf(r.text, sizeof r.text,
+               "'%s' has an actor registered as '%s' but does not export it",
+               c->name, q.name);
+    else
+      snprintf(r.text, sizeof r.text, "'%s' has no actor exported as '%s'",
+               c->name, q.name);
+  }
   outbox_push(c, q.from, RK_AM_LOOKUP_REPLY, &r, sizeof r);
   return UCS_OK;
 }
@@ -1085,6 +1127,8 @@ static ucs_status_t on_lookup_reply(void *arg, const void *header, size_t hlen,
     if (l->id != r.lookup_id || !l->asked[r.from]) continue;
     l->asked[r.from] = false;
     l->waiting--;
+    if (r.status != RK_OK && r.state == RK_WIRE_REGISTERED_ONLY && !l->note[0])
+      copy_name(l->note, sizeof l->note, r.text);
     if (r.status == RK_OK && !l->found) {
       l->found = true;
       l->peer = r.from;
@@ -1109,10 +1153,24 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
   pthread_mutex_lock(&h->mu);
   pthread_mutex_unlock(&c->mu);
   rk_status_t s = (rk_status_t)r->status;
-  bool answered = s == RK_OK || s == RK_ERR_HANDLER;
   rk_actor_message_t info;
   info.correlation_id = r->request_id;
-  info.timestamp = rk__hlc_merge(&h->clock, r->timestamp);
+  /* The answer's stamp into this process's clock, with the skew check: a
+   * request sent after this answer is received is stamped later. An answer
+   * from too far in the future is not delivered (RK_ERR_CLOCK_SKEW). */
+  char skew[TEXT_MAX];
+  if (rk_hlc_update(rk_hlc_host(), r->timestamp, &info.timestamp) ==
+      RK_ERR_CLOCK_SKEW) {
+    snprintf(skew, sizeof skew,
+             "by this member: the answer from '%s' is stamped too far "
+             "ahead (%s)",
+             c->peers[h->peer].name, rk_last_error());
+    info.timestamp = rk__hlc_tick(&rk__hlc_host.value);
+    s = RK_ERR_CLOCK_SKEW;
+    data = skew;
+    size = strlen(skew);
+  }
+  bool answered = s == RK_OK || s == RK_ERR_HANDLER;
   info.size = answered ? size : 0;
   info.status = s;
   info.handler_code = r->handler_code;
@@ -1123,6 +1181,7 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
       snprintf(h->cause, sizeof h->cause, "the remote actor is %s",
                rk_actor_state_name((rk_actor_state_t)r->state));
       atomic_store(&h->state, (int)r->state);
+      if (r->state == RK_ACTOR_FAILED) tell_links(h, h->cause);
     }
   }
   waiter_t *w = h->waiters;
@@ -1535,13 +1594,46 @@ static void free_handle(rk_remote_actor_t *h) {
     free(a);
     a = next;
   }
+  free(h->links);
   pthread_mutex_destroy(&h->mu);
   pthread_cond_destroy(&h->cv);
   free(h);
 }
 
+/* rk_actor_destroy's hook: the actor's exports are withdrawn (as by
+ * rk_cluster_unexport) and its remote links dropped, before it is freed. */
+static void on_actor_destroy(rk_actor_t *actor, void *user) {
+  rk_cluster_t *c = user;
+  for (;;) {
+    char name[RK_WIRE_ACTOR_NAME_MAX] = "";
+    pthread_mutex_lock(&c->mu);
+    for (uint32_t i = 0; i < MAX_EXPORTS && !name[0]; ++i)
+      if (c->exports[i] && c->exports[i]->actor == actor)
+        copy_name(name, sizeof name, c->exports[i]->name);
+    pthread_mutex_unlock(&c->mu);
+    if (!name[0]) break;
+    char *saved = rk__error_save();
+    (void)rk_cluster_unexport(c, name);
+    rk__error_restore(saved);
+  }
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; i < c->handle_cap; ++i) {
+    rk_remote_actor_t *h = c->handles[i];
+    if (!h) continue;
+    pthread_mutex_lock(&h->mu);
+    for (uint32_t k = 0; k < h->nlinks;)
+      if (h->links[k] == actor)
+        h->links[k] = h->links[--h->nlinks];
+      else
+        ++k;
+    pthread_mutex_unlock(&h->mu);
+  }
+  pthread_mutex_unlock(&c->mu);
+}
+
 void rk_cluster_destroy(rk_cluster_t *c) {
   if (!c) return;
+  if (c->hooked) rk__actor_destroy_hook_remove(on_actor_destroy, c);
   if (c->worker) {
     /* Goodbye to every live peer: their handles become TERMINATED. */
     pthread_mutex_lock(&c->mu);
@@ -1700,6 +1792,10 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
       c->waddr_size = 0; /* too long to send: one endpoint per peer */
   }
   if (s == RK_OK) s = set_handlers(c);
+  if (s == RK_OK) {
+    s = rk__actor_destroy_hook_add(on_actor_destroy, c);
+    c->hooked = s == RK_OK;
+  }
   if (s == RK_OK && listen_at) s = start_listener(c, listen_at);
   if (s == RK_OK && pthread_create(&c->progress, NULL, progress_main, c) != 0)
     s = rk__fail(RK_ERR_INTERNAL, "cluster: cannot start the progress thread");
@@ -1755,6 +1851,19 @@ rk_status_t rk_cluster_wait_peers(rk_cluster_t *c, size_t count,
 
 rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
                               const char *name) {
+  /* On top of the registry: no actor means the one registered as `name`,
+   * no name the actor's registered one. */
+  char registered[RK_ACTOR_NAME_MAX + 1];
+  if (c && !actor && name) {
+    if (rk_actor_lookup(name, &actor) != RK_OK)
+      return rk__fail(RK_ERR_NOT_FOUND, "cluster: export: %s", rk_last_error());
+  } else if (c && actor && !name) {
+    if (rk_actor_name(actor, registered, sizeof registered) != RK_OK)
+      return rk__fail(RK_ERR_NOT_FOUND,
+                      "cluster: export without a name needs an actor "
+                      "registered by name (rk_actor_register)");
+    name = registered;
+  }
   if (!c || !actor || !name || !*name || strlen(name) >= RK_WIRE_ACTOR_NAME_MAX)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "cluster: export needs an actor and a name of 1 to %d "
@@ -1915,6 +2024,7 @@ rk_status_t rk_cluster_lookup(rk_cluster_t *c, const char *name,
       h->request_size = l->reply.request_size;
       h->response_size = l->reply.response_size;
       h->window = l->reply.window ? l->reply.window : 1;
+      copy_name(h->name, sizeof h->name, name);
       pthread_mutex_init(&h->mu, NULL);
       cond_init(&h->cv);
       h->state = RK_ACTOR_ACTIVE;
@@ -1933,8 +2043,9 @@ rk_status_t rk_cluster_lookup(rk_cluster_t *c, const char *name,
         rk__strbuf_printf(&names, "%s'%s'", names.data ? ", " : "",
                           c->peers[i].name);
     s = rk__fail(RK_ERR_NOT_FOUND,
-                 "cluster: no peer exports an actor named '%s' (asked: %s)",
-                 name, names.data ? names.data : "none left");
+                 "cluster: no peer exports an actor named '%s' (asked: %s)%s%s",
+                 name, names.data ? names.data : "none left",
+                 l->note[0] ? "; " : "", l->note);
     rk__strbuf_free(&names);
   }
   pthread_mutex_unlock(&c->mu);
@@ -2055,7 +2166,7 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
   r.handle_gen = h->gen;
   r.export_id = h->export_id;
   r.request_id = id;
-  r.timestamp = rk__hlc_tick(&h->clock);
+  r.timestamp = rk__hlc_tick(&rk__hlc_host.value);
   pthread_mutex_unlock(&h->mu);
   s = post(c, &c->peers[h->peer], RK_AM_REQ, &r, sizeof r, request, size,
            false);
@@ -2201,6 +2312,58 @@ void rk_remote_actor_info(const rk_remote_actor_t *h, size_t *out_request_size,
   if (out_response_size) *out_response_size = h->response_size;
   if (out_window) *out_window = h->window;
   if (out_peer) *out_peer = h->c->peers[h->peer].name;
+}
+
+rk_status_t rk_cluster_link(rk_remote_actor_t *h, rk_actor_t *local) {
+  if (!h || !local)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "cluster_link: a remote handle and a local actor are "
+                    "required");
+  rk_status_t s = RK_OK;
+  pthread_mutex_lock(&h->mu);
+  for (uint32_t i = 0; i < h->nlinks; ++i)
+    if (h->links[i] == local) s = RK_ERR_ALREADY_EXISTS;
+  if (s != RK_OK) {
+    pthread_mutex_unlock(&h->mu);
+    return rk__fail(s, "cluster_link: linked already");
+  }
+  if (atomic_load(&h->state) == RK_ACTOR_FAILED) {
+    /* Failed already: the link is told at once. */
+    char why[TEXT_MAX + RK_WIRE_ACTOR_NAME_MAX + 32];
+    snprintf(why, sizeof why, "remote actor '%s' failed (%.200s)", h->name,
+             h->cause);
+    pthread_mutex_unlock(&h->mu);
+    return rk__supervise_link_fault(local, why);
+  }
+  if (h->nlinks == h->caplinks) {
+    const uint32_t cap = h->caplinks ? h->caplinks * 2 : 4;
+    rk_actor_t **grown = realloc(h->links, cap * sizeof *grown);
+    if (!grown) {
+      pthread_mutex_unlock(&h->mu);
+      return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster_link");
+    }
+    h->links = grown;
+    h->caplinks = cap;
+  }
+  h->links[h->nlinks++] = local;
+  pthread_mutex_unlock(&h->mu);
+  return RK_OK;
+}
+
+rk_status_t rk_cluster_unlink(rk_remote_actor_t *h, rk_actor_t *local) {
+  if (!h || !local)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "cluster_unlink: a remote handle and a local actor are "
+                    "required");
+  bool was = false;
+  pthread_mutex_lock(&h->mu);
+  for (uint32_t i = 0; i < h->nlinks && !was; ++i)
+    if (h->links[i] == local) {
+      h->links[i] = h->links[--h->nlinks];
+      was = true;
+    }
+  pthread_mutex_unlock(&h->mu);
+  return was ? RK_OK : rk__fail(RK_ERR_NOT_FOUND, "cluster_unlink: not linked");
 }
 
 void rk_remote_actor_release(rk_remote_actor_t *h) {

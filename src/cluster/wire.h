@@ -22,6 +22,7 @@
 #define RK_WIRE_ACTOR_NAME_MAX 128
 #define RK_WIRE_TOKEN_MAX 128
 #define RK_WIRE_TEXT_MAX 256
+#define RK_WIRE_REGISTERED_ONLY 1u
 
 enum {
   RK_AM_HELLO = 1,
@@ -77,7 +78,9 @@ typedef struct rk_wire_lookup_reply {
   uint64_t export_id;
   uint64_t request_size, response_size;
   uint32_t window;
-  uint32_t state; /* rk_actor_state_t when found */
+  uint32_t state; /* rk_actor_state_t when found; when not found,
+                   * RK_WIRE_REGISTERED_ONLY when the name is registered
+                   * there (rk_actor_register) but not exported */
   char text[RK_WIRE_TEXT_MAX];
 } rk_wire_lookup_reply_t;
 
