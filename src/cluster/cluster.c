@@ -147,10 +147,13 @@ struct rk_remote_actor {
   waiter_t *waiters;
   answer_t *rq, *rq_tail;
   char name[RK_WIRE_ACTOR_NAME_MAX]; /* the remote actor's export name */
-  /* Local actors linked to it (rk_cluster_link): told when it FAILS. */
-  rk_actor_t **links;
-  uint32_t nlinks, caplinks;
 };
+
+/* rk_cluster_link: a local actor told when the remote one FAILS. */
+typedef struct rlink {
+  rk_remote_actor_t *h;
+  rk_actor_t *local;
+} rlink_t;
 
 typedef struct lookup {
   struct lookup *next;
@@ -217,6 +220,17 @@ struct rk_cluster {
   atomic_bool stop;
 
   bool hooked; /* on_actor_destroy is registered */
+  /* Links (rk_cluster_link). links_mu is taken with no other cluster lock
+   * held, and is held while the supervisor is told (rk__supervise_link_fault
+   * takes the supervision lock): so a linked actor is not destroyed meanwhile
+   * (on_actor_destroy takes links_mu), and no cluster lock is ever held
+   * under the supervision lock's waiters' feet (on_event may send). */
+  pthread_mutex_t links_mu;
+  rlink_t *links;
+  uint32_t nlinks, caplinks;
+  /* A handle may have FAILED: tell_links is due after the worker's turn
+   * (never from inside UCX's callbacks, which hold the worker). */
+  atomic_bool links_due;
 
   /* The MPI launcher path: the library, whether rk initialized MPI (and
    * finalizes it), this rank. */
@@ -449,10 +463,23 @@ static void outbox_drain(rk_cluster_t *c) {
   }
 }
 
+static void tell_links(rk_cluster_t *c);
+
+/* Marks tell_links due and wakes the progress thread to do it. */
+static void links_due(rk_cluster_t *c) {
+  atomic_store(&c->links_due, true);
+  c->u->ucp_worker_signal(c->worker);
+}
+
 /* One turn of the worker from any thread. */
 static unsigned pump(rk_cluster_t *c) {
   unsigned n = c->u->ucp_worker_progress(c->worker);
   outbox_drain(c);
+  if (atomic_load_explicit(&c->links_due, memory_order_relaxed) &&
+      atomic_exchange(&c->links_due, false)) {
+    tell_links(c);
+    n++;
+  }
   return n;
 }
 
@@ -465,16 +492,27 @@ static rk_remote_actor_t *handle_at(rk_cluster_t *c, uint32_t slot,
   return h && h->gen == gen ? h : NULL;
 }
 
-/* Called with h->mu held as h becomes FAILED: each linked local actor
- * faults (RK_ACTOR_FAULT_LINK; the supervision thread restarts or fails
- * it), once. */
-static void tell_links(rk_remote_actor_t *h, const char *cause) {
-  char why[TEXT_MAX + RK_WIRE_ACTOR_NAME_MAX + 32];
-  snprintf(why, sizeof why, "remote actor '%s' failed (%.200s)", h->name,
-           cause);
-  for (uint32_t i = 0; i < h->nlinks; ++i)
-    (void)rk__supervise_link_fault(h->links[i], why);
-  h->nlinks = 0;
+/* Called with no cluster lock held, after handles may have become
+ * FAILED: each local actor linked to a FAILED handle faults
+ * (RK_ACTOR_FAULT_LINK; the supervision thread restarts or fails it), and
+ * the link goes. A handle's cause is written before its state. */
+static void tell_links(rk_cluster_t *c) {
+  pthread_mutex_lock(&c->links_mu);
+  for (uint32_t i = 0; i < c->nlinks;) {
+    rk_remote_actor_t *h = c->links[i].h;
+    if (atomic_load(&h->state) != RK_ACTOR_FAILED) {
+      ++i;
+      continue;
+    }
+    char why[TEXT_MAX + RK_WIRE_ACTOR_NAME_MAX + 32];
+    pthread_mutex_lock(&h->mu);
+    snprintf(why, sizeof why, "remote actor '%s' failed (%.200s)", h->name,
+             h->cause);
+    pthread_mutex_unlock(&h->mu);
+    (void)rk__supervise_link_fault(c->links[i].local, why);
+    c->links[i] = c->links[--c->nlinks];
+  }
+  pthread_mutex_unlock(&c->links_mu);
 }
 
 /* Called with c->mu held: every handle to peer `index` stops. */
@@ -488,7 +526,6 @@ static void stop_handles_of(rk_cluster_t *c, uint32_t index,
     if (s != RK_ACTOR_FAILED && s != RK_ACTOR_TERMINATED) {
       copy_name(h->cause, sizeof h->cause, cause);
       atomic_store(&h->state, (int)state);
-      if (state == RK_ACTOR_FAILED) tell_links(h, cause);
     }
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
@@ -531,6 +568,7 @@ static void peer_down(rk_cluster_t *c, peer_t *p, peer_state_t to,
   release_lookups_of(c, p->index);
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
+  if (to == P_FAILED) links_due(c);
 }
 
 static void on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
@@ -1181,7 +1219,6 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
       snprintf(h->cause, sizeof h->cause, "the remote actor is %s",
                rk_actor_state_name((rk_actor_state_t)r->state));
       atomic_store(&h->state, (int)r->state);
-      if (r->state == RK_ACTOR_FAILED) tell_links(h, h->cause);
     }
   }
   waiter_t *w = h->waiters;
@@ -1213,8 +1250,10 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
       h->rq_tail = a;
     }
   }
+  const bool failed = atomic_load(&h->state) == RK_ACTOR_FAILED;
   pthread_cond_broadcast(&h->cv);
   pthread_mutex_unlock(&h->mu);
+  if (failed && !answered) links_due(c);
 }
 
 static ucs_status_t on_resp(void *arg, const void *header, size_t hlen,
@@ -1262,7 +1301,9 @@ static void *progress_main(void *arg) {
     }
     ucs_status_t st = c->u->ucp_worker_arm(c->worker);
     if (st == UCS_ERR_BUSY) continue;
-    if (atomic_load(&c->out_any) || atomic_load(&c->in_flight)) continue;
+    if (atomic_load(&c->out_any) || atomic_load(&c->in_flight) ||
+        atomic_load(&c->links_due))
+      continue;
     struct pollfd pfd = {.fd = c->efd, .events = POLLIN};
     (void)poll(&pfd, 1, 100);
     idle_since = rk__now_ns();
@@ -1594,7 +1635,6 @@ static void free_handle(rk_remote_actor_t *h) {
     free(a);
     a = next;
   }
-  free(h->links);
   pthread_mutex_destroy(&h->mu);
   pthread_cond_destroy(&h->cv);
   free(h);
@@ -1616,19 +1656,13 @@ static void on_actor_destroy(rk_actor_t *actor, void *user) {
     (void)rk_cluster_unexport(c, name);
     rk__error_restore(saved);
   }
-  pthread_mutex_lock(&c->mu);
-  for (uint32_t i = 0; i < c->handle_cap; ++i) {
-    rk_remote_actor_t *h = c->handles[i];
-    if (!h) continue;
-    pthread_mutex_lock(&h->mu);
-    for (uint32_t k = 0; k < h->nlinks;)
-      if (h->links[k] == actor)
-        h->links[k] = h->links[--h->nlinks];
-      else
-        ++k;
-    pthread_mutex_unlock(&h->mu);
-  }
-  pthread_mutex_unlock(&c->mu);
+  pthread_mutex_lock(&c->links_mu);
+  for (uint32_t i = 0; i < c->nlinks;)
+    if (c->links[i].local == actor)
+      c->links[i] = c->links[--c->nlinks];
+    else
+      ++i;
+  pthread_mutex_unlock(&c->links_mu);
 }
 
 void rk_cluster_destroy(rk_cluster_t *c) {
@@ -1681,6 +1715,8 @@ void rk_cluster_destroy(rk_cluster_t *c) {
     if (!done) c->mpi->MPI_Finalize();
   }
   free(c->failed_names);
+  free(c->links);
+  pthread_mutex_destroy(&c->links_mu);
   pthread_mutex_destroy(&c->mu);
   pthread_mutex_destroy(&c->out_mu);
   pthread_mutex_destroy(&c->exports_mu);
@@ -1723,6 +1759,7 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
   pthread_mutex_init(&c->mu, NULL);
   pthread_mutex_init(&c->out_mu, NULL);
   pthread_mutex_init(&c->exports_mu, NULL);
+  pthread_mutex_init(&c->links_mu, NULL);
   cond_init(&c->cv);
   if (name) {
     copy_name(c->name, sizeof c->name, name);
@@ -2319,35 +2356,27 @@ rk_status_t rk_cluster_link(rk_remote_actor_t *h, rk_actor_t *local) {
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "cluster_link: a remote handle and a local actor are "
                     "required");
+  rk_cluster_t *c = h->c;
   rk_status_t s = RK_OK;
-  pthread_mutex_lock(&h->mu);
-  for (uint32_t i = 0; i < h->nlinks; ++i)
-    if (h->links[i] == local) s = RK_ERR_ALREADY_EXISTS;
-  if (s != RK_OK) {
-    pthread_mutex_unlock(&h->mu);
-    return rk__fail(s, "cluster_link: linked already");
-  }
-  if (atomic_load(&h->state) == RK_ACTOR_FAILED) {
-    /* Failed already: the link is told at once. */
-    char why[TEXT_MAX + RK_WIRE_ACTOR_NAME_MAX + 32];
-    snprintf(why, sizeof why, "remote actor '%s' failed (%.200s)", h->name,
-             h->cause);
-    pthread_mutex_unlock(&h->mu);
-    return rk__supervise_link_fault(local, why);
-  }
-  if (h->nlinks == h->caplinks) {
-    const uint32_t cap = h->caplinks ? h->caplinks * 2 : 4;
-    rk_actor_t **grown = realloc(h->links, cap * sizeof *grown);
-    if (!grown) {
-      pthread_mutex_unlock(&h->mu);
-      return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster_link");
+  pthread_mutex_lock(&c->links_mu);
+  for (uint32_t i = 0; i < c->nlinks && s == RK_OK; ++i)
+    if (c->links[i].h == h && c->links[i].local == local)
+      s = rk__fail(RK_ERR_ALREADY_EXISTS, "cluster_link: linked already");
+  if (s == RK_OK && c->nlinks == c->caplinks) {
+    const uint32_t cap = c->caplinks ? c->caplinks * 2 : 8;
+    rlink_t *grown = realloc(c->links, cap * sizeof *grown);
+    if (grown) {
+      c->links = grown;
+      c->caplinks = cap;
+    } else {
+      s = rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster_link");
     }
-    h->links = grown;
-    h->caplinks = cap;
   }
-  h->links[h->nlinks++] = local;
-  pthread_mutex_unlock(&h->mu);
-  return RK_OK;
+  if (s == RK_OK) c->links[c->nlinks++] = (rlink_t){h, local};
+  pthread_mutex_unlock(&c->links_mu);
+  /* FAILED already: told at once. */
+  if (s == RK_OK) tell_links(c);
+  return s;
 }
 
 rk_status_t rk_cluster_unlink(rk_remote_actor_t *h, rk_actor_t *local) {
@@ -2355,20 +2384,28 @@ rk_status_t rk_cluster_unlink(rk_remote_actor_t *h, rk_actor_t *local) {
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "cluster_unlink: a remote handle and a local actor are "
                     "required");
+  rk_cluster_t *c = h->c;
   bool was = false;
-  pthread_mutex_lock(&h->mu);
-  for (uint32_t i = 0; i < h->nlinks && !was; ++i)
-    if (h->links[i] == local) {
-      h->links[i] = h->links[--h->nlinks];
+  pthread_mutex_lock(&c->links_mu);
+  for (uint32_t i = 0; i < c->nlinks && !was; ++i)
+    if (c->links[i].h == h && c->links[i].local == local) {
+      c->links[i] = c->links[--c->nlinks];
       was = true;
     }
-  pthread_mutex_unlock(&h->mu);
+  pthread_mutex_unlock(&c->links_mu);
   return was ? RK_OK : rk__fail(RK_ERR_NOT_FOUND, "cluster_unlink: not linked");
 }
 
 void rk_remote_actor_release(rk_remote_actor_t *h) {
   if (!h) return;
   rk_cluster_t *c = h->c;
+  pthread_mutex_lock(&c->links_mu);
+  for (uint32_t i = 0; i < c->nlinks;)
+    if (c->links[i].h == h)
+      c->links[i] = c->links[--c->nlinks];
+    else
+      ++i;
+  pthread_mutex_unlock(&c->links_mu);
   pthread_mutex_lock(&c->mu);
   c->handles[h->slot] = NULL;
   pthread_mutex_unlock(&c->mu);

@@ -130,14 +130,14 @@ static void serve(rk_cluster_t *c, void (*on)(char, void *), void *user) {
   }
 }
 
-#define EXPECT(cond, code, ...)      \
-  do {                               \
-    if (!(cond)) {                   \
-      printf("member: " __VA_ARGS__); \
+#define EXPECT(cond, code, ...)           \
+  do {                                    \
+    if (!(cond)) {                        \
+      printf("member: " __VA_ARGS__);     \
       printf(" (%s)\n", rk_last_error()); \
-      fflush(stdout);                \
-      return code;                   \
-    }                                \
+      fflush(stdout);                     \
+      return code;                        \
+    }                                     \
   } while (0)
 
 /* ---- member roles ------------------------------------------------------- */
@@ -155,8 +155,8 @@ static int role_clock(const char *addr, const char *name) {
   EXPECT(h, 10, "no hub/add");
   imsg_t q = {41}, r = {0};
   rk_actor_message_t info;
-  EXPECT(rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 10 * SEC,
-                              &info) == RK_OK &&
+  EXPECT(rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 10 * SEC, &info) ==
+                 RK_OK &&
              r.v == 42,
          11, "remote call");
   const uint64_t R = info.timestamp;
@@ -172,8 +172,8 @@ static int role_clock(const char *addr, const char *name) {
          (unsigned long long)info.timestamp, (unsigned long long)R);
   EXPECT(rk_hlc_update(rk_hlc_host(), wall_plus(20 * SEC), NULL) == RK_OK, 16,
          "clock jump");
-  EXPECT(rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 10 * SEC,
-                              &info) == RK_OK,
+  EXPECT(rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 10 * SEC, &info) ==
+             RK_OK,
          17, "remote call after the jump");
   rk_remote_actor_release(h);
   rk_cluster_destroy(c);
@@ -337,15 +337,15 @@ static void test_names(rk_cluster_t *c) {
     return;
   }
   imsg_t q = {5}, r = {0};
-  CHECK_OK(rk_remote_actor_call(add, &q, sizeof q, &r, sizeof r, 10 * SEC,
-                                NULL));
+  CHECK_OK(
+      rk_remote_actor_call(add, &q, sizeof q, &r, sizeof r, 10 * SEC, NULL));
   CHECK(r.v == 6, "reg/add answers %d", r.v);
   rk_remote_actor_t *h = NULL;
   CHECK_STATUS(rk_cluster_lookup(c, "reg/hidden", 5 * SEC, &h),
                RK_ERR_NOT_FOUND);
   CHECK_ERROR_HAS("registered as 'reg/hidden' but does not export it");
-  CHECK_OK(rk_remote_actor_call(doomed, &q, sizeof q, &r, sizeof r, 10 * SEC,
-                                NULL));
+  CHECK_OK(
+      rk_remote_actor_call(doomed, &q, sizeof q, &r, sizeof r, 10 * SEC, NULL));
   /* Destroyed in the member: the export goes with it. */
   CHECK(write(m.in, "x", 1) == 1, "command");
   rk_status_t s = RK_OK;
@@ -358,9 +358,9 @@ static void test_names(rk_cluster_t *c) {
   }
   CHECK(s == RK_ERR_NOT_FOUND, "reg/doomed after its destruction: %s",
         rk_status_name(s));
-  CHECK_STATUS(rk_remote_actor_call(doomed, &q, sizeof q, &r, sizeof r,
-                                    10 * SEC, NULL),
-               RK_ERR_INVALID_STATE);
+  CHECK_STATUS(
+      rk_remote_actor_call(doomed, &q, sizeof q, &r, sizeof r, 10 * SEC, NULL),
+      RK_ERR_INVALID_STATE);
   CHECK_ERROR_HAS("no longer exported");
   /* A link to a member that leaves: not a failure. */
   rk_actor_t *quiet = launch();
