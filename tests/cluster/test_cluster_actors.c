@@ -382,7 +382,7 @@ static void test_names(rk_cluster_t *c) {
 typedef struct streamer {
   rk_remote_actor_t *h;
   _Atomic uint32_t answered;
-  rk_status_t last;
+  _Atomic int last; /* rk_status_t */
 } streamer_t;
 
 static void *stream(void *arg) {
@@ -435,7 +435,7 @@ static void test_supervision(rk_cluster_t *c) {
   kill(v.pid, SIGKILL);
   pthread_join(t, NULL);
   CHECK(s.last == RK_ERR_INVALID_STATE, "the stream: %s",
-        rk_status_name(s.last));
+        rk_status_name((rk_status_t)s.last));
   CHECK(wait_state(plain, RK_ACTOR_FAILED), "linked, unsupervised: %s",
         rk_actor_state_name(rk_actor_state(plain)));
   printf("  killed after %u answers; the linked actor FAILED after %.3f s\n",
