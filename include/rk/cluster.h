@@ -222,7 +222,8 @@ void rk_remote_actor_info(const rk_remote_actor_t *actor,
  * A member that leaves (TERMINATED) is not a failure. A handle FAILED
  * already faults the actor at once. One way only: a local failure is not
  * sent to the remote side. The link goes with rk_remote_actor_release,
- * rk_cluster_destroy and rk_actor_destroy of the local actor. Errors:
+ * rk_cluster_destroy and rk_actor_destroy of the local actor. Not from a
+ * supervisor's on_event (it holds the supervision lock). Errors:
  * RK_ERR_ALREADY_EXISTS (linked already), RK_ERR_INVALID_ARGUMENT (NULL);
  * unlink: RK_ERR_NOT_FOUND. */
 rk_status_t rk_cluster_link(rk_remote_actor_t *remote, rk_actor_t *local);
