@@ -229,6 +229,22 @@ void rk_remote_actor_info(const rk_remote_actor_t *actor,
 rk_status_t rk_cluster_link(rk_remote_actor_t *remote, rk_actor_t *local);
 rk_status_t rk_cluster_unlink(rk_remote_actor_t *remote, rk_actor_t *local);
 
+/* Remote K2K ports: wires output port `port` of the local actor `src`
+ * (persistent, not yet activated; see rk/actor_k2k.h) to the remote actor:
+ * each message its handler sends there (rk_send / rk_try_send) is handled
+ * by the remote handler exactly once while the owner lives, in the order
+ * sent; its response is dropped. The port's credit is a local bridge
+ * inbox of 64 messages (RK_SEND_FULL when it is full), emptied by this
+ * member's progress thread while the handle has window room. The handle is
+ * the port's from then on: answers on it are dropped, so do not call or
+ * receive on it (look the name up again for a handle of your own). When
+ * the remote actor stops or its member fails, the port answers
+ * RK_SEND_UNCONNECTED and what it had queued is dropped. One receiver per
+ * (src, port) and handle; the message size must be the remote request
+ * size. Errors as rk_actor_connect. */
+rk_status_t rk_cluster_connect(rk_actor_t *src, uint32_t port,
+                               rk_remote_actor_t *remote);
+
 /* Releases the handle: answers that still come are dropped. Threads must
  * not be blocked on it. NULL is ignored. */
 void rk_remote_actor_release(rk_remote_actor_t *actor);

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "actor/actor_internal.h"
+#include "actor/k2k_internal.h"
 #include "base/error.h"
 #include "base/hlc.h"
 #include "base/strbuf.h"
@@ -147,7 +148,19 @@ struct rk_remote_actor {
   waiter_t *waiters;
   answer_t *rq, *rq_tail;
   char name[RK_WIRE_ACTOR_NAME_MAX]; /* the remote actor's export name */
+  bool discard; /* a port's bridge sends on it: answers are dropped */
 };
+
+/* rk_cluster_connect: a local actor's port wired to a remote actor. The
+ * port's messages go into the bridge's inbox (the K2K layer's credit); the
+ * progress thread takes them out while the handle has window room and
+ * sends each as a request whose answer is dropped. */
+#define MAX_BRIDGES 64
+#define BRIDGE_CAPACITY 64
+typedef struct bridge {
+  rk_remote_actor_t *h;
+  rk__k2k_t *k;
+} bridge_t;
 
 /* rk_cluster_link: a local actor told when the remote one FAILS. */
 typedef struct rlink {
@@ -212,6 +225,8 @@ struct rk_cluster {
   export_t *export_list[MAX_EXPORTS];
   uint32_t export_count;
   _Atomic uint64_t in_flight;
+  bridge_t bridges[MAX_BRIDGES]; /* exports_mu */
+  _Atomic uint32_t nbridges;
   /* User threads driving the worker while they wait: the progress thread
    * stands aside meanwhile. */
   _Atomic uint32_t drivers;
@@ -1086,12 +1101,54 @@ static unsigned forward_once(export_t *e) {
   return did;
 }
 
+static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
+                                size_t size, uint64_t deadline,
+                                uint64_t *out_id, waiter_t *w);
+static bool stopped(const rk_remote_actor_t *h);
+static void drop_bridges(rk_cluster_t *c, const rk_remote_actor_t *h);
+
+/* One bridge's turn: its port's messages out while the window has room.
+ * Called with exports_mu held. */
+static unsigned bridge_once(bridge_t *b) {
+  rk_remote_actor_t *h = b->h;
+  const uint32_t n = rk__k2k_inbox_available(b->k);
+  uint32_t sent = 0;
+  bool dead = false;
+  while (sent < n) {
+    pthread_mutex_lock(&h->mu);
+    dead = stopped(h);
+    const bool room = !dead && h->outstanding < h->window;
+    pthread_mutex_unlock(&h->mu);
+    if (!room) break;
+    char *saved = rk__error_save();
+    const rk_status_t s =
+        post_request(h, rk__k2k_inbox_payload(b->k, sent), h->request_size,
+                     deadline_after(0), NULL, NULL);
+    rk__error_restore(saved);
+    if (s != RK_OK) break;
+    sent++;
+  }
+  if (sent) rk__k2k_inbox_release(b->k, sent, 0);
+  if (dead) {
+    /* The remote actor is gone: later sends answer RK_SEND_UNCONNECTED,
+     * and what the port queued is dropped (counted as failed). */
+    rk__k2k_stopped(b->k);
+    const uint32_t left = rk__k2k_inbox_available(b->k);
+    if (left) rk__k2k_inbox_release(b->k, left, left);
+  }
+  return sent;
+}
+
 static unsigned forward_all(rk_cluster_t *c) {
-  if (!atomic_load_explicit(&c->in_flight, memory_order_relaxed)) return 0;
+  if (!atomic_load_explicit(&c->in_flight, memory_order_relaxed) &&
+      !atomic_load_explicit(&c->nbridges, memory_order_relaxed))
+    return 0;
   unsigned did = 0;
   pthread_mutex_lock(&c->exports_mu);
   for (uint32_t i = 0; i < c->export_count; ++i)
     did += forward_once(c->export_list[i]);
+  for (uint32_t i = 0; i < atomic_load(&c->nbridges); ++i)
+    did += bridge_once(&c->bridges[i]);
   pthread_mutex_unlock(&c->exports_mu);
   return did;
 }
@@ -1234,6 +1291,8 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
       w->text[n] = '\0';
     }
     w->done = true;
+  } else if (h->discard) {
+    h->outstanding--; /* a port's message: nobody asked for the answer */
   } else {
     answer_t *a = malloc(sizeof *a + size + 1);
     if (a) {
@@ -1293,7 +1352,7 @@ static void *progress_main(void *arg) {
       continue;
     }
     if (rk__now_ns() - idle_since < (uint64_t)c->spin_us * 1000u) continue;
-    if (atomic_load(&c->in_flight) || c->efd < 0) {
+    if (atomic_load(&c->in_flight) || atomic_load(&c->nbridges) || c->efd < 0) {
       struct timespec ts = {0, (long)nap_ns};
       nanosleep(&ts, NULL);
       if (nap_ns < 1000000) nap_ns *= 2;
@@ -1685,6 +1744,7 @@ void rk_cluster_destroy(rk_cluster_t *c) {
     c->u->ucp_worker_signal(c->worker);
     pthread_join(c->progress, NULL);
   }
+  drop_bridges(c, NULL);
   for (uint32_t i = 0; i < MAX_EXPORTS; ++i)
     if (c->exports[i]) {
       free_export(c, c->exports[i]);
@@ -2396,9 +2456,56 @@ rk_status_t rk_cluster_unlink(rk_remote_actor_t *h, rk_actor_t *local) {
   return was ? RK_OK : rk__fail(RK_ERR_NOT_FOUND, "cluster_unlink: not linked");
 }
 
+rk_status_t rk_cluster_connect(rk_actor_t *src, uint32_t port,
+                               rk_remote_actor_t *h) {
+  if (!src || !h)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "cluster_connect: a local actor and a remote handle are "
+                    "required");
+  rk_cluster_t *c = h->c;
+  rk__k2k_t *k;
+  RK_RETURN_IF_ERROR(
+      rk__k2k_bridge_create((uint32_t)h->request_size, BRIDGE_CAPACITY, &k));
+  pthread_mutex_lock(&c->exports_mu);
+  rk_status_t s = RK_OK;
+  if (atomic_load(&c->nbridges) == MAX_BRIDGES)
+    s = rk__fail(RK_ERR_OUT_OF_RANGE,
+                 "cluster_connect: more than %d remote "
+                 "ports",
+                 MAX_BRIDGES);
+  if (s == RK_OK) s = rk__k2k_bridge_connect(src, port, k, h->name);
+  if (s == RK_OK) {
+    pthread_mutex_lock(&h->mu);
+    h->discard = true;
+    pthread_mutex_unlock(&h->mu);
+    c->bridges[atomic_load(&c->nbridges)] = (bridge_t){h, k};
+    atomic_fetch_add(&c->nbridges, 1);
+  }
+  pthread_mutex_unlock(&c->exports_mu);
+  if (s != RK_OK) rk__k2k_release(k);
+  return s;
+}
+
+/* Takes the bridges of handle h (all when h is NULL) away. */
+static void drop_bridges(rk_cluster_t *c, const rk_remote_actor_t *h) {
+  pthread_mutex_lock(&c->exports_mu);
+  for (uint32_t i = 0; i < atomic_load(&c->nbridges);) {
+    if (h && c->bridges[i].h != h) {
+      ++i;
+      continue;
+    }
+    rk__k2k_release(c->bridges[i].k);
+    const uint32_t last = atomic_load(&c->nbridges) - 1;
+    c->bridges[i] = c->bridges[last];
+    atomic_store(&c->nbridges, last);
+  }
+  pthread_mutex_unlock(&c->exports_mu);
+}
+
 void rk_remote_actor_release(rk_remote_actor_t *h) {
   if (!h) return;
   rk_cluster_t *c = h->c;
+  drop_bridges(c, h);
   pthread_mutex_lock(&c->links_mu);
   for (uint32_t i = 0; i < c->nlinks;)
     if (c->links[i].h == h)

@@ -119,6 +119,13 @@ rk_status_t rk_cluster_link(rk_remote_actor_t *r, rk_actor_t *a) {
   (void)a;
   return unavailable();
 }
+rk_status_t rk_cluster_connect(rk_actor_t *a, uint32_t p,
+                               rk_remote_actor_t *r) {
+  (void)a;
+  (void)p;
+  (void)r;
+  return unavailable();
+}
 rk_status_t rk_cluster_unlink(rk_remote_actor_t *r, rk_actor_t *a) {
   (void)r;
   (void)a;

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "base/sys.h"
+#include "rk/actor_k2k.h"
 #include "rk/cluster.h"
 #include "rk/hlc.h"
 #include "rk/registry.h"
@@ -50,6 +51,46 @@ static const char kAddSource[] =
 typedef struct {
   int v;
 } imsg_t;
+
+/* K2K: a stage passes tokens on through port 0; a sink counts them and
+ * checks their order (a token from source 7 asks for the totals). */
+static const char kK2kSource[] =
+    "#include <rk/kernel.h>\n"
+    "typedef struct { uint32_t src, seq; int v; } tok_t;\n"
+    "typedef struct { int r; int count, disorder, sum; } ack_t;\n"
+    "typedef struct { int count, disorder, sum; uint32_t last[8]; } sink_t;\n"
+    "RK_HANDLER int stage(const tok_t *in, ack_t *out) {\n"
+    "  tok_t t;\n"
+    "  t.src = in->src;\n"
+    "  t.seq = in->seq;\n"
+    "  t.v = in->v + 1;\n"
+    "  int r = rk_send(0, &t);\n"
+    "  out->r = r;\n"
+    "  out->count = 0;\n"
+    "  out->disorder = 0;\n"
+    "  out->sum = 0;\n"
+    "  return 0;\n"
+    "}\n"
+    "RK_HANDLER void sink(const tok_t *in, ack_t *out, sink_t *s) {\n"
+    "  out->r = 0;\n"
+    "  if (in->src != 7u) {\n"
+    "    if (in->seq != s->last[in->src] + 1u) s->disorder++;\n"
+    "    s->last[in->src] = in->seq;\n"
+    "    s->count++;\n"
+    "    s->sum += in->v;\n"
+    "  }\n"
+    "  out->count = s->count;\n"
+    "  out->disorder = s->disorder;\n"
+    "  out->sum = s->sum;\n"
+    "}\n";
+typedef struct {
+  uint32_t src, seq;
+  int v;
+} tok_t;
+typedef struct {
+  int r;
+  int count, disorder, sum;
+} ack_t;
 
 static rk_context_t *g_ctx;
 static const char *g_self;
@@ -243,6 +284,21 @@ static int role_names(const char *addr, const char *name) {
   rk_actor_destroy(hidden);
   rk_actor_destroy(doomed);
   rk_actor_destroy(unnamed);
+  return 0;
+}
+
+static int role_sink(const char *addr, const char *name) {
+  g_ctx = cpu_context();
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  rk_actor_t *sink = NULL;
+  EXPECT(rk_actor_launch(g_ctx, kK2kSource, "sink", &o, &sink) == RK_OK, 50,
+         "launch sink");
+  rk_cluster_t *c = member_join(addr, name);
+  EXPECT(rk_cluster_export(c, sink, "remote/sink") == RK_OK, 51, "export");
+  serve(c, NULL, NULL);
+  rk_cluster_destroy(c);
+  rk_actor_destroy(sink);
   return 0;
 }
 
@@ -481,12 +537,96 @@ static void test_supervision(rk_cluster_t *c) {
   rk_actor_destroy(late);
 }
 
+/* A local stage's port 0 wired to a sink in another process. */
+static void test_remote_port(rk_cluster_t *c) {
+  child_t m = spawn("sink", "sinker");
+  rk_remote_actor_t *port = find(c, "remote/sink");
+  rk_remote_actor_t *ask = find(c, "remote/sink");
+  CHECK(port && ask, "remote/sink");
+  if (!port || !ask) {
+    reap(&m, 5);
+    return;
+  }
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.auto_activate = false;
+  rk_actor_t *stage = NULL;
+  if (!CHECK_OK(rk_actor_launch(g_ctx, kK2kSource, "stage", &o, &stage))) {
+    reap(&m, 5);
+    return;
+  }
+  CHECK_STATUS(rk_cluster_connect(stage, 3, port), RK_ERR_INVALID_ARGUMENT);
+  CHECK_OK(rk_cluster_connect(stage, 0, port));
+  CHECK_OK(rk_actor_activate(stage));
+  CHECK_STATUS(rk_cluster_connect(stage, 0, ask), RK_ERR_INVALID_STATE);
+  enum { N = 2000 };
+  int full = 0, bad = 0, sum = 0;
+  for (uint32_t i = 1; i <= N; ++i) {
+    tok_t q = {1, i, (int)i};
+    ack_t r;
+    for (;;) {
+      if (rk_actor_call(stage, &q, sizeof q, &r, sizeof r, 10 * SEC, NULL) !=
+          RK_OK) {
+        bad++;
+        break;
+      }
+      if (r.r != 1) break; /* RK_SEND_FULL: try again */
+      full++;
+      usleep(100);
+    }
+    if (r.r != 0) bad++;
+    sum += (int)i + 1;
+  }
+  CHECK(bad == 0, "%d sends not queued", bad);
+  ack_t r = {0};
+  const uint64_t end = rk__now_ns() + 10 * SEC;
+  do {
+    tok_t q = {7, 0, 0};
+    if (!CHECK_OK(rk_remote_actor_call(ask, &q, sizeof q, &r, sizeof r,
+                                       10 * SEC, NULL)))
+      break;
+    if (r.count >= N) break;
+    usleep(1000);
+  } while (rk__now_ns() < end);
+  printf(
+      "  remote port: %d messages handled in the other process (%d sends "
+      "found the port full)\n",
+      r.count, full);
+  CHECK(r.count == N, "the remote sink handled %d of %d", r.count, N);
+  CHECK(r.disorder == 0, "%d out of order", r.disorder);
+  CHECK(r.sum == sum, "sum %d, expected %d", r.sum, sum);
+  rk_actor_k2k_stats_t ks;
+  CHECK_OK(rk_actor_k2k_stats(stage, &ks));
+  CHECK(ks.sent == N && ks.links_out == 1, "stage stats: sent %llu, links %u",
+        (unsigned long long)ks.sent, ks.links_out);
+  /* The member killed: the port answers RK_SEND_UNCONNECTED. */
+  kill(m.pid, SIGKILL);
+  int unconnected = 0;
+  const uint64_t end2 = rk__now_ns() + 10 * SEC;
+  for (uint32_t i = N + 1; !unconnected && rk__now_ns() < end2; ++i) {
+    tok_t q = {1, i, 0};
+    ack_t a;
+    if (rk_actor_call(stage, &q, sizeof q, &a, sizeof a, 10 * SEC, NULL) ==
+            RK_OK &&
+        a.r == 2)
+      unconnected = 1;
+    else
+      usleep(1000);
+  }
+  CHECK(unconnected, "the port is unconnected once the member is gone");
+  rk_actor_destroy(stage);
+  rk_remote_actor_release(port);
+  rk_remote_actor_release(ask);
+  reap(&m, 5);
+}
+
 int main(int argc, char **argv) {
   if (argc >= 5 && !strcmp(argv[1], "--role")) {
     if (!strcmp(argv[2], "clock")) return role_clock(argv[3], argv[4]);
     if (!strcmp(argv[2], "skew")) return role_skew(argv[3], argv[4]);
     if (!strcmp(argv[2], "names")) return role_names(argv[3], argv[4]);
     if (!strcmp(argv[2], "victim")) return role_victim(argv[3], argv[4]);
+    if (!strcmp(argv[2], "sink")) return role_sink(argv[3], argv[4]);
     return 2;
   }
   const char *version;
@@ -514,6 +654,7 @@ int main(int argc, char **argv) {
   CHECK_OK(rk_cluster_export(c, add, "hub/add"));
   test_names(c);
   test_supervision(c);
+  test_remote_port(c);
   test_clocks(); /* last: it moves this process's clock ahead */
   rk_cluster_destroy(c);
   rk_actor_destroy(add);
