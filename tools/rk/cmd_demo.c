@@ -199,6 +199,7 @@ static int run(int argc, char **argv) {
   bool saxpy = argc > 1 && strcmp(argv[1], "saxpy") == 0;
   bool halo = argc > 1 && strcmp(argv[1], "halo") == 0;
   bool json = false, quick = false, n_given = false, split = false;
+  const char *member_of = NULL;
   for (int i = saxpy || halo ? 2 : 1; i < argc; ++i) {
     const char *value;
     if (tool_is_help(argv[i])) {
@@ -224,6 +225,11 @@ static int run(int argc, char **argv) {
       quick = true;
     } else if (strcmp(argv[i], "--split") == 0) {
       split = true;
+    } else if (tool_match_option(argc, argv, &i, "--split-member", &value)) {
+      /* Internal: the second process of --split, joining `value`. */
+      if (!value || !*value)
+        return tool_usage_error("demo", "--split-member needs an address");
+      member_of = value;
     } else if (argv[i][0] == '-') {
       return tool_usage_error("demo", "unknown option '%s'", argv[i]);
     } else {
@@ -234,7 +240,7 @@ static int run(int argc, char **argv) {
     return tool_usage_error("demo",
                             "--json and --quick are for the actor "
                             "demo, not saxpy");
-  if (split && !halo)
+  if ((split || member_of) && !halo)
     return tool_usage_error("demo", "--split is for 'rk demo halo'");
   if (!saxpy && n_given)
     return tool_usage_error("demo", "--n is for 'rk demo saxpy'");
@@ -243,7 +249,7 @@ static int run(int argc, char **argv) {
   int result = TOOL_EXIT_FAILURE;
   if (!open_backend(backend_name, &be, &result)) return result;
   result = saxpy  ? run_on(be, n)
-           : halo ? tool_demo_halo(be, json, quick, split)
+           : halo ? tool_demo_halo(be, json, quick, split, member_of)
                   : tool_demo_actors(be, json, quick);
   if (!check(rk_backend_destroy(be), "releasing the backend"))
     result = TOOL_EXIT_FAILURE;

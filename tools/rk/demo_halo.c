@@ -454,38 +454,33 @@ static int split_member(rk_backend_t *be, const char *addr,
 static bool run_tiles_split(rk_backend_t *be, rk_context_t *ctx,
                             halo_result_t *r, float *grid) {
   const int n = r->ntx * r->nty;
-  /* The second process is forked before UCX starts here (a UCX context
-   * does not survive fork); it reads the hub's address from a pipe. */
-  int fds[2];
-  if (pipe(fds) != 0) return ok(RK_ERR_INTERNAL, "pipe");
-  fflush(NULL);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[1]);
-    char addr[128] = "";
-    size_t got = 0;
-    for (ssize_t k; got < sizeof addr - 1 &&
-                    (k = read(fds[0], addr + got, sizeof addr - 1 - got)) > 0;)
-      got += (size_t)k;
-    addr[got] = '\0';
-    _exit(got ? split_member(be, addr, r) : 1);
-  }
-  close(fds[0]);
   rk_cluster_options_t co;
   rk_cluster_options_init(&co);
   co.listen = "127.0.0.1:0";
   co.name = "halo-left";
   rk_cluster_t *c = NULL;
   char addr[128];
-  bool up = ok(rk_cluster_create(&co, &c), "starting the hub") &&
-            ok(rk_cluster_address(c, addr, sizeof addr), "address");
-  if (up && write(fds[1], addr, strlen(addr)) != (ssize_t)strlen(addr))
-    up = false;
-  close(fds[1]);
-  if (!up) {
+  if (!ok(rk_cluster_create(&co, &c), "starting the hub")) return false;
+  if (!ok(rk_cluster_address(c, addr, sizeof addr), "address")) {
     rk_cluster_destroy(c);
-    if (pid > 0) waitpid(pid, NULL, 0);
     return false;
+  }
+  /* The second process: this program again (fork and exec, so that it
+   * starts with a clean UCX and one thread), told the hub's address. */
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) {
+    rk_cluster_destroy(c);
+    return ok(RK_ERR_UNAVAILABLE, "finding this program (/proc/self/exe)");
+  }
+  self[len] = '\0';
+  fflush(NULL);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl(self, self, "demo", "halo", "--backend", rk_backend_name(be),
+          r->ntx == 2 ? "--quick" : "--split", "--split-member", addr,
+          (char *)NULL);
+    _exit(127);
   }
   rk_actor_t **tiles = calloc((size_t)n, sizeof *tiles);
   tile_ref_t *refs = calloc((size_t)n, sizeof *refs);
@@ -650,7 +645,8 @@ static rate_t rate_of(double *v, int n) {
   return r;
 }
 
-int tool_demo_halo(rk_backend_t *be, bool json, bool quick, bool split) {
+int tool_demo_halo(rk_backend_t *be, bool json, bool quick, bool split,
+                   const char *member_of) {
   rk_device_info_t info;
   if (!ok(rk_backend_device_info(be, 0, &info), "reading device 0"))
     return TOOL_EXIT_FAILURE;
@@ -668,6 +664,8 @@ int tool_demo_halo(rk_backend_t *be, bool json, bool quick, bool split) {
   /* More tile workers than CPUs: a worker spinning for its neighbours'
    * halos takes the CPU they need to send them. */
   if (!getenv("RK_ACTOR_SPIN_US")) setenv("RK_ACTOR_SPIN_US", "0", 1);
+  if (member_of) /* --split's second process */
+    return split_member(be, member_of, &r) ? TOOL_EXIT_FAILURE : TOOL_EXIT_OK;
   rk_context_t *ctx = NULL;
   if (!ok(rk_backend_create_context(be, 0, &ctx), "creating a context"))
     return TOOL_EXIT_FAILURE;

@@ -51,8 +51,10 @@ int tool_demo_actors(rk_backend_t *backend, bool json, bool quick);
 
 /* `rk demo halo` (demo_halo.c): tile actors exchanging halos through K2K
  * channels against one stencil kernel per step; `split`: half the tiles in
- * a second process, the ports across the cut through the cluster. */
-int tool_demo_halo(rk_backend_t *backend, bool json, bool quick, bool split);
+ * a second process (this program again, run with member_of: the hub's
+ * address), the ports across the cut through the cluster. */
+int tool_demo_halo(rk_backend_t *backend, bool json, bool quick, bool split,
+                   const char *member_of);
 
 /* ---- Helpers (util.c) --------------------------------------------------- */
 
