@@ -87,6 +87,7 @@ typedef struct route {
   uint32_t peer, handle;
   uint64_t handle_gen, request_id;
   bool done;
+  bool no_data; /* RK_WIRE_REQ_NO_DATA */
 } route_t;
 
 typedef struct pending_req {
@@ -892,6 +893,7 @@ static bool route_push(export_t *e, uint64_t local_id, const rk_wire_req_t *h) {
   r->handle_gen = h->handle_gen;
   r->request_id = h->request_id;
   r->done = false;
+  r->no_data = (h->flags & RK_WIRE_REQ_NO_DATA) != 0;
   atomic_fetch_add(&e->c->in_flight, 1);
   return true;
 }
@@ -1080,7 +1082,7 @@ static unsigned forward_once(export_t *e) {
     m.status = (int32_t)info[i].status;
     m.handler_code = info[i].handler_code;
     (void)post(c, p, RK_AM_RESP, &m, sizeof m, e->buf + i * e->response_size,
-               info[i].size, false);
+               r.no_data ? 0 : info[i].size, false);
     e->forwarded++;
   }
   pthread_mutex_lock(&e->mu);
@@ -2264,6 +2266,8 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
   r.export_id = h->export_id;
   r.request_id = id;
   r.timestamp = rk__hlc_tick(&rk__hlc_host.value);
+  r.flags = h->discard ? RK_WIRE_REQ_NO_DATA : 0u;
+  r.reserved = 0;
   pthread_mutex_unlock(&h->mu);
   s = post(c, &c->peers[h->peer], RK_AM_REQ, &r, sizeof r, request, size,
            false);
