@@ -140,13 +140,19 @@ rk_status_t rk_cluster_wait_peers(rk_cluster_t *cluster, size_t count,
                                   uint64_t timeout_ns);
 
 /* Makes `actor` reachable from other members as `name` (1..127 bytes, any
- * characters but NUL; unique in this member). The cluster forwards remote
+ * characters but NUL; unique in this member). On top of the process's
+ * registry (rk/registry.h): with actor NULL, the actor registered as
+ * `name` is exported under that name; with name NULL, the actor is
+ * exported under its registered name (RK_ERR_NOT_FOUND when there is no
+ * such actor, or it has no name). Registering alone exports nothing: a
+ * remote lookup of a name registered here but not exported is
+ * RK_ERR_NOT_FOUND, its message saying so. rk_actor_destroy withdraws the
+ * actor's exports first (as rk_cluster_unexport). The cluster forwards remote
  * requests into the actor's input ring and takes the responses to them
  * from its output ring: local code may still rk_actor_call the actor, but
  * rk_actor_receive on an exported actor competes with the cluster for
  * responses (a response to a local rk_actor_send may be taken and counted
- * as dropped). The actor must outlive the export (rk_cluster_unexport or
- * rk_cluster_destroy). Errors: RK_ERR_INVALID_ARGUMENT (a name in use, bad
+ * as dropped). Errors: RK_ERR_INVALID_ARGUMENT (a name in use, bad
  * name). */
 rk_status_t rk_cluster_export(rk_cluster_t *cluster, rk_actor_t *actor,
                               const char *name);
@@ -176,8 +182,14 @@ rk_status_t rk_cluster_lookup(rk_cluster_t *cluster, const char *name,
  * RK_ERR_INVALID_STATE and rk_last_error() names the peer and the cause;
  * when it leaves, TERMINATED. A request the remote actor refused (not
  * ACTIVE there) is answered RK_ERR_INVALID_STATE with the remote reason.
- * Response timestamps are merged into the handle's hybrid logical clock on
- * receipt (rk_actor_message_t.timestamp is the merged value). */
+ * Clocks: requests are stamped from the process clock (rk_hlc_host()); the
+ * owner merges each request's stamp into its process clock with
+ * rk_hlc_update's skew check, and a stamp too far ahead is refused
+ * (RK_ERR_CLOCK_SKEW, the owner's reason). Each answer's stamp is merged
+ * into this process's clock the same way before the caller sees it
+ * (rk_actor_message_t.timestamp is the merged value), so a request sent
+ * after an answer was received is stamped later; an answer stamped too far
+ * ahead is not delivered (RK_ERR_CLOCK_SKEW). */
 rk_status_t rk_remote_actor_send(rk_remote_actor_t *actor, const void *request,
                                  size_t size, uint64_t timeout_ns,
                                  uint64_t *out_correlation_id);
@@ -199,6 +211,39 @@ rk_actor_state_t rk_remote_actor_state(const rk_remote_actor_t *actor);
 void rk_remote_actor_info(const rk_remote_actor_t *actor,
                           size_t *out_request_size, size_t *out_response_size,
                           uint32_t *out_window, const char **out_peer);
+
+/* Supervision across processes: when the remote actor FAILS -- its member
+ * fails (dies, its connection breaks) or the actor itself is reported
+ * FAILED -- the local actor faults with RK_ACTOR_FAULT_LINK, as if linked
+ * with rk_actor_link to a local actor that failed (rk/supervisor.h): a
+ * supervised one restarts under its policy, another is stopped and FAILED
+ * (its reason naming the remote actor and the cause) and its own links are
+ * told in turn. Within about a millisecond of the failure being noticed.
+ * A member that leaves (TERMINATED) is not a failure. A handle FAILED
+ * already faults the actor at once. One way only: a local failure is not
+ * sent to the remote side. The link goes with rk_remote_actor_release,
+ * rk_cluster_destroy and rk_actor_destroy of the local actor. Not from a
+ * supervisor's on_event (it holds the supervision lock). Errors:
+ * RK_ERR_ALREADY_EXISTS (linked already), RK_ERR_INVALID_ARGUMENT (NULL);
+ * unlink: RK_ERR_NOT_FOUND. */
+rk_status_t rk_cluster_link(rk_remote_actor_t *remote, rk_actor_t *local);
+rk_status_t rk_cluster_unlink(rk_remote_actor_t *remote, rk_actor_t *local);
+
+/* Remote K2K ports: wires output port `port` of the local actor `src`
+ * (persistent, not yet activated; see rk/actor_k2k.h) to the remote actor:
+ * each message its handler sends there (rk_send / rk_try_send) is handled
+ * by the remote handler exactly once while the owner lives, in the order
+ * sent; its response is dropped. The port's credit is a local bridge
+ * inbox of 64 messages (RK_SEND_FULL when it is full), emptied by this
+ * member's progress thread while the handle has window room. The handle is
+ * the port's from then on: answers on it are dropped, so do not call or
+ * receive on it (look the name up again for a handle of your own). When
+ * the remote actor stops or its member fails, the port answers
+ * RK_SEND_UNCONNECTED and what it had queued is dropped. One receiver per
+ * (src, port) and handle; the message size must be the remote request
+ * size. Errors as rk_actor_connect. */
+rk_status_t rk_cluster_connect(rk_actor_t *src, uint32_t port,
+                               rk_remote_actor_t *remote);
 
 /* Releases the handle: answers that still come are dropped. Threads must
  * not be blocked on it. NULL is ignored. */

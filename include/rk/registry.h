@@ -5,8 +5,10 @@
  *   if (rk_actor_lookup("halo/tile-3-4", &a) == RK_OK) rk_actor_send(a, ...);
  *
  * One registry per process: a name means the same actor to every thread and
- * every context of the process (names are how ports, tools and the future
- * multi-process layer address actors, and a process is one node of it).
+ * every context of the process (names are how ports, tools and clusters
+ * address actors: rk_cluster_export(c, NULL, name) in rk/cluster.h makes a
+ * registered actor reachable from other processes; registering alone
+ * does not).
  * An actor has at most one name; a name belongs to at most one actor.
  * rk_actor_destroy unregisters the actor.
  *

@@ -66,8 +66,9 @@
  *
  * Thread safety: all functions may be called from any thread, except that
  * on_event runs on the supervision thread and must not call
- * rk_supervisor_*, rk_actor_supervise, rk_actor_link/unlink or
- * rk_actor_destroy (it may send, receive, read stats). activate,
+ * rk_supervisor_*, rk_actor_supervise, rk_actor_link/unlink,
+ * rk_cluster_link/unlink or rk_actor_destroy (it may send, receive, read
+ * stats, remote actors' included). activate,
  * deactivate and terminate wait for a restart in progress to finish.
  * rk_actor_destroy removes the actor from its group and its links first.
  */

@@ -769,7 +769,9 @@ static void release(rk_actor_t *a) {
 void rk_actor_destroy(rk_actor_t *actor) {
   if (!actor) return;
   /* Out of its group, its links and the registry first: nothing starts
-   * a restart or finds it by name from here on. */
+   * a restart or finds it by name from here on. The hooks before them:
+   * a cluster withdraws its exports of the actor and its remote links. */
+  rk__actor_destroy_hooks_run(actor);
   rk__supervise_forget(actor);
   rk__registry_forget(actor);
   if (!stopped_state(get_state(actor))) {

@@ -65,6 +65,21 @@ rk_status_t rk__actor_inject_device_fault(rk_actor_t *actor,
 /* supervise.c and registry.c: called first by rk_actor_destroy. */
 void rk__supervise_forget(rk_actor_t *actor);
 void rk__registry_forget(const rk_actor_t *actor);
+/* registry.c: process-wide hooks rk_actor_destroy calls first, before the
+ * actor leaves its links, group and name (the cluster layer withdraws its
+ * exports and remote links there). A hook runs on the destroying thread and
+ * must not add or remove hooks; rk__actor_destroy_hook_remove waits for
+ * running hooks to return. */
+typedef void (*rk__actor_destroy_hook_fn)(rk_actor_t *actor, void *user);
+rk_status_t rk__actor_destroy_hook_add(rk__actor_destroy_hook_fn fn,
+                                       void *user);
+void rk__actor_destroy_hook_remove(rk__actor_destroy_hook_fn fn, void *user);
+void rk__actor_destroy_hooks_run(rk_actor_t *actor);
+/* supervise.c: `actor` faults with RK_ACTOR_FAULT_LINK because `why` (a
+ * linked actor in another process failed): a supervised actor restarts
+ * under its policy; another is stopped and FAILED, and its own links are
+ * told. Done by the supervision thread within about a millisecond. */
+rk_status_t rk__supervise_link_fault(rk_actor_t *actor, const char *why);
 /* supervise.c: the supervision fields of rk_actor_stats. */
 void rk__supervise_stats(const rk_actor_t *actor, rk_actor_stats_t *stats);
 /* registry.c: "'name'" or the address, into buf. */

@@ -65,6 +65,7 @@ struct rk__k2k {
   bool resident, forwarded;
   /* A resident GPU kernel: its device side reads no inbox (yet). */
   bool gpu_resident;
+  bool bridge; /* rk__k2k_bridge_create: the cluster's, takes any type */
   rk_abi_control_t *control;
   rk_abi_ring_t *in_ring; /* where the device side parks */
   uint32_t nports;
@@ -402,7 +403,8 @@ rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
                     "relaunch (RK_ACTOR_RELAUNCH=1)",
                     dst_name);
   port_t *pt = &src->ports[port];
-  if (pt->size != dst->in_size || strcmp(pt->type, dst->in_type) != 0)
+  if (pt->size != dst->in_size ||
+      (!dst->bridge && strcmp(pt->type, dst->in_type) != 0))
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_connect: port %u of '%s' sends %s (%u bytes), but "
                     "'%s' takes %s (%u bytes)",
@@ -511,6 +513,40 @@ rk_status_t rk_actor_connect(rk_actor_t *src, uint32_t port, rk_actor_t *dst) {
                       n, rk_actor_state_name(st));
   }
   return rk__k2k_connect(rk__actor_k2k(src), sn, port, rk__actor_k2k(dst), dn);
+}
+
+rk_status_t rk__k2k_bridge_create(uint32_t in_size, uint32_t capacity,
+                                  rk__k2k_t **out) {
+  rk__k2k_t *k =
+      aligned_alloc(RK_ABI_LINE, sizeof(rk__k2k_t) + RK_ABI_LINE -
+                                     sizeof(rk__k2k_t) % RK_ABI_LINE);
+  if (!k) return rk__fail(RK_ERR_OUT_OF_MEMORY, "K2K bridge");
+  memset(k, 0, sizeof *k);
+  k->refs = 1;
+  k->in_size = in_size;
+  k->inbox_capacity = capacity;
+  k->bridge = true;
+  *out = k;
+  return RK_OK;
+}
+
+rk_status_t rk__k2k_bridge_connect(rk_actor_t *src, uint32_t port,
+                                   rk__k2k_t *bridge, const char *dst_name) {
+  if (!src)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT, "cluster_connect: src is NULL");
+  const char *sn = rk__actor_handler_name(src);
+  if (rk__actor_mode(src) != RK_ACTOR_PERSISTENT)
+    return rk__fail(RK_ERR_INVALID_STATE,
+                    "cluster_connect: '%s' is in traditional mode; actors "
+                    "that talk to actors are persistent",
+                    sn);
+  const rk_actor_state_t st = rk_actor_state(src);
+  if (st != RK_ACTOR_LAUNCHED)
+    return rk__fail(RK_ERR_INVALID_STATE,
+                    "cluster_connect: '%s' is %s; connect it before "
+                    "activating it (launch with auto_activate = false)",
+                    sn, rk_actor_state_name(st));
+  return rk__k2k_connect(rk__actor_k2k(src), sn, port, bridge, dst_name);
 }
 
 rk_status_t rk_actor_k2k_stats(rk_actor_t *actor,

@@ -118,4 +118,16 @@ rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
                             rk__k2k_t *dst, const char *dst_name);
 void rk__k2k_stats(const rk__k2k_t *k, rk_actor_k2k_stats_t *out);
 
+/* ---- Bridges (the cluster's remote ports) -------------------------------- */
+
+/* A receiver with an inbox and no actor: messages of `in_size` bytes of any
+ * type (the remote end checks the size); `capacity` a power of two. Its
+ * owner consumes the inbox (rk__k2k_inbox_*) from a host thread and
+ * releases it with rk__k2k_release. No wake-up: the owner polls. */
+rk_status_t rk__k2k_bridge_create(uint32_t in_size, uint32_t capacity,
+                                  rk__k2k_t **out);
+/* Wires port `port` of `src` (persistent, not yet activated) to it. */
+rk_status_t rk__k2k_bridge_connect(rk_actor_t *src, uint32_t port,
+                                   rk__k2k_t *bridge, const char *dst_name);
+
 #endif /* RK_ACTOR_K2K_INTERNAL_H_ */

@@ -173,3 +173,48 @@ bool rk__registry_describe(const rk_actor_t *actor, char *buf, size_t cap) {
   pthread_mutex_unlock(&g_lock);
   return e != NULL;
 }
+
+/* ---- Destroy hooks --------------------------------------------------------
+ * Run under a read lock, so that a hook's owner that removes it (a cluster
+ * being destroyed) waits for every running call to return. */
+
+typedef struct hook {
+  rk__actor_destroy_hook_fn fn;
+  void *user;
+} hook_t;
+
+static pthread_rwlock_t g_hooks_lock = PTHREAD_RWLOCK_INITIALIZER;
+static hook_t *g_hooks;
+static size_t g_nhooks;
+
+rk_status_t rk__actor_destroy_hook_add(rk__actor_destroy_hook_fn fn,
+                                       void *user) {
+  pthread_rwlock_wrlock(&g_hooks_lock);
+  hook_t *grown = realloc(g_hooks, (g_nhooks + 1) * sizeof *grown);
+  if (grown) {
+    g_hooks = grown;
+    g_hooks[g_nhooks++] = (hook_t){fn, user};
+  }
+  pthread_rwlock_unlock(&g_hooks_lock);
+  return grown ? RK_OK : rk__fail(RK_ERR_OUT_OF_MEMORY, "destroy hook");
+}
+
+void rk__actor_destroy_hook_remove(rk__actor_destroy_hook_fn fn, void *user) {
+  pthread_rwlock_wrlock(&g_hooks_lock);
+  for (size_t i = 0; i < g_nhooks; ++i)
+    if (g_hooks[i].fn == fn && g_hooks[i].user == user) {
+      g_hooks[i] = g_hooks[--g_nhooks];
+      break;
+    }
+  if (g_nhooks == 0) {
+    free(g_hooks);
+    g_hooks = NULL;
+  }
+  pthread_rwlock_unlock(&g_hooks_lock);
+}
+
+void rk__actor_destroy_hooks_run(rk_actor_t *actor) {
+  pthread_rwlock_rdlock(&g_hooks_lock);
+  for (size_t i = 0; i < g_nhooks; ++i) g_hooks[i].fn(actor, g_hooks[i].user);
+  pthread_rwlock_unlock(&g_hooks_lock);
+}

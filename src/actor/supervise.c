@@ -141,7 +141,7 @@ static bool linked(const rk_actor_t *a, const rk_actor_t *b) {
 static bool watching(void) {
   if (g_nlinks) return true;
   for (size_t i = 0; i < g_ntracked; ++i)
-    if (g_tracked[i]->group) return true;
+    if (g_tracked[i]->group || g_tracked[i]->link_fault) return true;
   return false;
 }
 
@@ -335,6 +335,18 @@ static void check(tracked_t *t, uint64_t now) {
           give_up(m, RK_ACTOR_FAULT_GROUP, 0, why);
       }
     }
+    return;
+  }
+  if (!t->group && t->link_fault) {
+    /* Told of a remote failure (rk__supervise_link_fault), unsupervised:
+     * stopped and FAILED, and its own links told. */
+    t->link_fault = false;
+    if (!running(a)) return;
+    char why[kWhy];
+    snprintf(why, sizeof why, "%s", t->link_why);
+    note_fault(t, RK_ACTOR_FAULT_LINK, 0, false);
+    rk__actor_stop_and_fail(a, kLinkStopNs, why);
+    failed(t, RK_ACTOR_FAULT_LINK, 0, why);
     return;
   }
   if (!t->group || !running(a)) return;
@@ -590,6 +602,22 @@ rk_status_t rk_actor_unlink(rk_actor_t *a, rk_actor_t *b) {
 }
 
 /* ---- Hooks of the actor layer -------------------------------------------- */
+
+rk_status_t rk__supervise_link_fault(rk_actor_t *actor, const char *why) {
+  pthread_mutex_lock(&g_lock);
+  tracked_t *t = find_or_add(actor);
+  rk_status_t s = RK_OK;
+  if (!t) {
+    s = rk__fail(RK_ERR_OUT_OF_MEMORY, "supervisor: link fault");
+  } else {
+    t->link_fault = true;
+    snprintf(t->link_why, sizeof t->link_why, "%s", why);
+    s = ensure_thread();
+    pthread_cond_signal(&g_wake);
+  }
+  pthread_mutex_unlock(&g_lock);
+  return s;
+}
 
 void rk__supervise_forget(rk_actor_t *actor) {
   pthread_mutex_lock(&g_lock);

@@ -25,6 +25,8 @@
  */
 #include "rk/cluster.h"
 
+#include "rk/registry.h"
+
 #if RK_HAVE_UCX
 
 #include <errno.h>
@@ -39,6 +41,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "actor/actor_internal.h"
+#include "actor/k2k_internal.h"
 #include "base/error.h"
 #include "base/hlc.h"
 #include "base/strbuf.h"
@@ -83,6 +87,7 @@ typedef struct route {
   uint32_t peer, handle;
   uint64_t handle_gen, request_id;
   bool done;
+  bool no_data; /* RK_WIRE_REQ_NO_DATA */
 } route_t;
 
 typedef struct pending_req {
@@ -99,7 +104,6 @@ typedef struct export_ {
   rk_actor_t *actor;
   size_t request_size, response_size;
   uint32_t window;
-  uint64_t clock;
   pthread_mutex_t mu;
   /* Routes of requests in the actor, in the order it took them. */
   route_t *routes;
@@ -142,10 +146,28 @@ struct rk_remote_actor {
   uint32_t outstanding; /* sent and not yet received */
   _Atomic int state;    /* rk_actor_state_t */
   char cause[TEXT_MAX];
-  uint64_t clock;
   waiter_t *waiters;
   answer_t *rq, *rq_tail;
+  char name[RK_WIRE_ACTOR_NAME_MAX]; /* the remote actor's export name */
+  bool discard; /* a port's bridge sends on it: answers are dropped */
 };
+
+/* rk_cluster_connect: a local actor's port wired to a remote actor. The
+ * port's messages go into the bridge's inbox (the K2K layer's credit); the
+ * progress thread takes them out while the handle has window room and
+ * sends each as a request whose answer is dropped. */
+#define MAX_BRIDGES 64
+#define BRIDGE_CAPACITY 64
+typedef struct bridge {
+  rk_remote_actor_t *h;
+  rk__k2k_t *k;
+} bridge_t;
+
+/* rk_cluster_link: a local actor told when the remote one FAILS. */
+typedef struct rlink {
+  rk_remote_actor_t *h;
+  rk_actor_t *local;
+} rlink_t;
 
 typedef struct lookup {
   struct lookup *next;
@@ -155,6 +177,7 @@ typedef struct lookup {
   bool found;
   uint32_t peer;
   rk_wire_lookup_reply_t reply;
+  char note[TEXT_MAX]; /* a peer that has the name registered, not exported */
 } lookup_t;
 
 typedef struct outmsg {
@@ -203,12 +226,27 @@ struct rk_cluster {
   export_t *export_list[MAX_EXPORTS];
   uint32_t export_count;
   _Atomic uint64_t in_flight;
+  bridge_t bridges[MAX_BRIDGES]; /* exports_mu */
+  _Atomic uint32_t nbridges;
   /* User threads driving the worker while they wait: the progress thread
    * stands aside meanwhile. */
   _Atomic uint32_t drivers;
 
   pthread_t progress;
   atomic_bool stop;
+
+  bool hooked; /* on_actor_destroy is registered */
+  /* Links (rk_cluster_link). links_mu is taken with no other cluster lock
+   * held, and is held while the supervisor is told (rk__supervise_link_fault
+   * takes the supervision lock): so a linked actor is not destroyed meanwhile
+   * (on_actor_destroy takes links_mu), and no cluster lock is ever held
+   * under the supervision lock's waiters' feet (on_event may send). */
+  pthread_mutex_t links_mu;
+  rlink_t *links;
+  uint32_t nlinks, caplinks;
+  /* A handle may have FAILED: tell_links is due after the worker's turn
+   * (never from inside UCX's callbacks, which hold the worker). */
+  atomic_bool links_due;
 
   /* The MPI launcher path: the library, whether rk initialized MPI (and
    * finalizes it), this rank. */
@@ -441,10 +479,23 @@ static void outbox_drain(rk_cluster_t *c) {
   }
 }
 
+static void tell_links(rk_cluster_t *c);
+
+/* Marks tell_links due and wakes the progress thread to do it. */
+static void links_due(rk_cluster_t *c) {
+  atomic_store(&c->links_due, true);
+  c->u->ucp_worker_signal(c->worker);
+}
+
 /* One turn of the worker from any thread. */
 static unsigned pump(rk_cluster_t *c) {
   unsigned n = c->u->ucp_worker_progress(c->worker);
   outbox_drain(c);
+  if (atomic_load_explicit(&c->links_due, memory_order_relaxed) &&
+      atomic_exchange(&c->links_due, false)) {
+    tell_links(c);
+    n++;
+  }
   return n;
 }
 
@@ -455,6 +506,29 @@ static rk_remote_actor_t *handle_at(rk_cluster_t *c, uint32_t slot,
   if (slot >= c->handle_cap) return NULL;
   rk_remote_actor_t *h = c->handles[slot];
   return h && h->gen == gen ? h : NULL;
+}
+
+/* Called with no cluster lock held, after handles may have become
+ * FAILED: each local actor linked to a FAILED handle faults
+ * (RK_ACTOR_FAULT_LINK; the supervision thread restarts or fails it), and
+ * the link goes. A handle's cause is written before its state. */
+static void tell_links(rk_cluster_t *c) {
+  pthread_mutex_lock(&c->links_mu);
+  for (uint32_t i = 0; i < c->nlinks;) {
+    rk_remote_actor_t *h = c->links[i].h;
+    if (atomic_load(&h->state) != RK_ACTOR_FAILED) {
+      ++i;
+      continue;
+    }
+    char why[TEXT_MAX + RK_WIRE_ACTOR_NAME_MAX + 32];
+    pthread_mutex_lock(&h->mu);
+    snprintf(why, sizeof why, "remote actor '%s' failed (%.200s)", h->name,
+             h->cause);
+    pthread_mutex_unlock(&h->mu);
+    (void)rk__supervise_link_fault(c->links[i].local, why);
+    c->links[i] = c->links[--c->nlinks];
+  }
+  pthread_mutex_unlock(&c->links_mu);
 }
 
 /* Called with c->mu held: every handle to peer `index` stops. */
@@ -510,6 +584,7 @@ static void peer_down(rk_cluster_t *c, peer_t *p, peer_state_t to,
   release_lookups_of(c, p->index);
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
+  if (to == P_FAILED) links_due(c);
 }
 
 static void on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
@@ -788,6 +863,7 @@ static void refuse(rk_cluster_t *c, const rk_wire_req_t *h, rk_status_t s,
   m.r.handle = h->handle;
   m.r.handle_gen = h->handle_gen;
   m.r.request_id = h->request_id;
+  m.r.timestamp = rk__hlc_tick(&rk__hlc_host.value);
   m.r.status = (int32_t)s;
   m.r.state = (uint32_t)state;
   m.r.text_size = (uint32_t)tn;
@@ -817,6 +893,7 @@ static bool route_push(export_t *e, uint64_t local_id, const rk_wire_req_t *h) {
   r->handle_gen = h->handle_gen;
   r->request_id = h->request_id;
   r->done = false;
+  r->no_data = (h->flags & RK_WIRE_REQ_NO_DATA) != 0;
   atomic_fetch_add(&e->c->in_flight, 1);
   return true;
 }
@@ -879,7 +956,15 @@ static void deliver_req(rk_cluster_t *c, const rk_wire_req_t *h,
   }
   pthread_mutex_lock(&e->mu);
   pthread_mutex_unlock(&c->mu);
-  rk__hlc_merge(&e->clock, h->timestamp);
+  /* The request's stamp into this process's clock (with the skew check):
+   * the actor's copy of it is stamped after it. */
+  if (rk_hlc_update(rk_hlc_host(), h->timestamp, NULL) == RK_ERR_CLOCK_SKEW) {
+    char t[TEXT_MAX];
+    snprintf(t, sizeof t, "on member '%s': %s", c->name, rk_last_error());
+    refuse(c, h, RK_ERR_CLOCK_SKEW, rk_actor_state(e->actor), t);
+    pthread_mutex_unlock(&e->mu);
+    return;
+  }
   if (e->pending || !admit(e, h, data, size)) {
     pending_req_t *q = malloc(sizeof *q + size);
     if (q) {
@@ -977,7 +1062,8 @@ static unsigned forward_once(export_t *e) {
     route_t r = {0};
     pthread_mutex_lock(&e->mu);
     bool mine = route_take(e, info[i].correlation_id, &r);
-    uint64_t ts = mine ? rk__hlc_merge(&e->clock, info[i].timestamp) : 0;
+    uint64_t ts =
+        mine ? rk__hlc_merge(&rk__hlc_host.value, info[i].timestamp) : 0;
     pthread_mutex_unlock(&e->mu);
     if (!mine) {
       e->dropped_local++;
@@ -996,7 +1082,7 @@ static unsigned forward_once(export_t *e) {
     m.status = (int32_t)info[i].status;
     m.handler_code = info[i].handler_code;
     (void)post(c, p, RK_AM_RESP, &m, sizeof m, e->buf + i * e->response_size,
-               info[i].size, false);
+               r.no_data ? 0 : info[i].size, false);
     e->forwarded++;
   }
   pthread_mutex_lock(&e->mu);
@@ -1017,12 +1103,54 @@ static unsigned forward_once(export_t *e) {
   return did;
 }
 
+static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
+                                size_t size, uint64_t deadline,
+                                uint64_t *out_id, waiter_t *w);
+static bool stopped(const rk_remote_actor_t *h);
+static void drop_bridges(rk_cluster_t *c, const rk_remote_actor_t *h);
+
+/* One bridge's turn: its port's messages out while the window has room.
+ * Called with exports_mu held. */
+static unsigned bridge_once(bridge_t *b) {
+  rk_remote_actor_t *h = b->h;
+  const uint32_t n = rk__k2k_inbox_available(b->k);
+  uint32_t sent = 0;
+  bool dead = false;
+  while (sent < n) {
+    pthread_mutex_lock(&h->mu);
+    dead = stopped(h);
+    const bool room = !dead && h->outstanding < h->window;
+    pthread_mutex_unlock(&h->mu);
+    if (!room) break;
+    char *saved = rk__error_save();
+    const rk_status_t s =
+        post_request(h, rk__k2k_inbox_payload(b->k, sent), h->request_size,
+                     deadline_after(0), NULL, NULL);
+    rk__error_restore(saved);
+    if (s != RK_OK) break;
+    sent++;
+  }
+  if (sent) rk__k2k_inbox_release(b->k, sent, 0);
+  if (dead) {
+    /* The remote actor is gone: later sends answer RK_SEND_UNCONNECTED,
+     * and what the port queued is dropped (counted as failed). */
+    rk__k2k_stopped(b->k);
+    const uint32_t left = rk__k2k_inbox_available(b->k);
+    if (left) rk__k2k_inbox_release(b->k, left, left);
+  }
+  return sent;
+}
+
 static unsigned forward_all(rk_cluster_t *c) {
-  if (!atomic_load_explicit(&c->in_flight, memory_order_relaxed)) return 0;
+  if (!atomic_load_explicit(&c->in_flight, memory_order_relaxed) &&
+      !atomic_load_explicit(&c->nbridges, memory_order_relaxed))
+    return 0;
   unsigned did = 0;
   pthread_mutex_lock(&c->exports_mu);
   for (uint32_t i = 0; i < c->export_count; ++i)
     did += forward_once(c->export_list[i]);
+  for (uint32_t i = 0; i < atomic_load(&c->nbridges); ++i)
+    did += bridge_once(&c->bridges[i]);
   pthread_mutex_unlock(&c->exports_mu);
   return did;
 }
@@ -1061,9 +1189,20 @@ static ucs_status_t on_lookup(void *arg, const void *header, size_t hlen,
     }
   }
   pthread_mutex_unlock(&c->mu);
-  if (r.status != RK_OK)
-    snprintf(r.text, sizeof r.text, "'%s' has no actor exported as '%s'",
-             c->name, q.name);
+  rk_actor_t *registered = NULL;
+  if (r.status != RK_OK) {
+    char *saved = rk__error_save();
+    const bool named = rk_actor_lookup(q.name, &registered) == RK_OK;
+    rk__error_restore(saved);
+    if (named) r.state = RK_WIRE_REGISTERED_ONLY;
+    if (named)
+      snprintf(r.text, sizeof r.text,
+               "'%s' has an actor registered as '%s' but does not export it",
+               c->name, q.name);
+    else
+      snprintf(r.text, sizeof r.text, "'%s' has no actor exported as '%s'",
+               c->name, q.name);
+  }
   outbox_push(c, q.from, RK_AM_LOOKUP_REPLY, &r, sizeof r);
   return UCS_OK;
 }
@@ -1085,6 +1224,8 @@ static ucs_status_t on_lookup_reply(void *arg, const void *header, size_t hlen,
     if (l->id != r.lookup_id || !l->asked[r.from]) continue;
     l->asked[r.from] = false;
     l->waiting--;
+    if (r.status != RK_OK && r.state == RK_WIRE_REGISTERED_ONLY && !l->note[0])
+      copy_name(l->note, sizeof l->note, r.text);
     if (r.status == RK_OK && !l->found) {
       l->found = true;
       l->peer = r.from;
@@ -1109,10 +1250,24 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
   pthread_mutex_lock(&h->mu);
   pthread_mutex_unlock(&c->mu);
   rk_status_t s = (rk_status_t)r->status;
-  bool answered = s == RK_OK || s == RK_ERR_HANDLER;
   rk_actor_message_t info;
   info.correlation_id = r->request_id;
-  info.timestamp = rk__hlc_merge(&h->clock, r->timestamp);
+  /* The answer's stamp into this process's clock, with the skew check: a
+   * request sent after this answer is received is stamped later. An answer
+   * from too far in the future is not delivered (RK_ERR_CLOCK_SKEW). */
+  char skew[TEXT_MAX];
+  if (rk_hlc_update(rk_hlc_host(), r->timestamp, &info.timestamp) ==
+      RK_ERR_CLOCK_SKEW) {
+    snprintf(skew, sizeof skew,
+             "by this member: the answer from '%s' is stamped too far "
+             "ahead (%s)",
+             c->peers[h->peer].name, rk_last_error());
+    info.timestamp = rk__hlc_tick(&rk__hlc_host.value);
+    s = RK_ERR_CLOCK_SKEW;
+    data = skew;
+    size = strlen(skew);
+  }
+  bool answered = s == RK_OK || s == RK_ERR_HANDLER;
   info.size = answered ? size : 0;
   info.status = s;
   info.handler_code = r->handler_code;
@@ -1138,6 +1293,8 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
       w->text[n] = '\0';
     }
     w->done = true;
+  } else if (h->discard) {
+    h->outstanding--; /* a port's message: nobody asked for the answer */
   } else {
     answer_t *a = malloc(sizeof *a + size + 1);
     if (a) {
@@ -1154,8 +1311,10 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
       h->rq_tail = a;
     }
   }
+  const bool failed = atomic_load(&h->state) == RK_ACTOR_FAILED;
   pthread_cond_broadcast(&h->cv);
   pthread_mutex_unlock(&h->mu);
+  if (failed && !answered) links_due(c);
 }
 
 static ucs_status_t on_resp(void *arg, const void *header, size_t hlen,
@@ -1195,7 +1354,7 @@ static void *progress_main(void *arg) {
       continue;
     }
     if (rk__now_ns() - idle_since < (uint64_t)c->spin_us * 1000u) continue;
-    if (atomic_load(&c->in_flight) || c->efd < 0) {
+    if (atomic_load(&c->in_flight) || atomic_load(&c->nbridges) || c->efd < 0) {
       struct timespec ts = {0, (long)nap_ns};
       nanosleep(&ts, NULL);
       if (nap_ns < 1000000) nap_ns *= 2;
@@ -1203,7 +1362,9 @@ static void *progress_main(void *arg) {
     }
     ucs_status_t st = c->u->ucp_worker_arm(c->worker);
     if (st == UCS_ERR_BUSY) continue;
-    if (atomic_load(&c->out_any) || atomic_load(&c->in_flight)) continue;
+    if (atomic_load(&c->out_any) || atomic_load(&c->in_flight) ||
+        atomic_load(&c->links_due))
+      continue;
     struct pollfd pfd = {.fd = c->efd, .events = POLLIN};
     (void)poll(&pfd, 1, 100);
     idle_since = rk__now_ns();
@@ -1540,8 +1701,34 @@ static void free_handle(rk_remote_actor_t *h) {
   free(h);
 }
 
+/* rk_actor_destroy's hook: the actor's exports are withdrawn (as by
+ * rk_cluster_unexport) and its remote links dropped, before it is freed. */
+static void on_actor_destroy(rk_actor_t *actor, void *user) {
+  rk_cluster_t *c = user;
+  for (;;) {
+    char name[RK_WIRE_ACTOR_NAME_MAX] = "";
+    pthread_mutex_lock(&c->mu);
+    for (uint32_t i = 0; i < MAX_EXPORTS && !name[0]; ++i)
+      if (c->exports[i] && c->exports[i]->actor == actor)
+        copy_name(name, sizeof name, c->exports[i]->name);
+    pthread_mutex_unlock(&c->mu);
+    if (!name[0]) break;
+    char *saved = rk__error_save();
+    (void)rk_cluster_unexport(c, name);
+    rk__error_restore(saved);
+  }
+  pthread_mutex_lock(&c->links_mu);
+  for (uint32_t i = 0; i < c->nlinks;)
+    if (c->links[i].local == actor)
+      c->links[i] = c->links[--c->nlinks];
+    else
+      ++i;
+  pthread_mutex_unlock(&c->links_mu);
+}
+
 void rk_cluster_destroy(rk_cluster_t *c) {
   if (!c) return;
+  if (c->hooked) rk__actor_destroy_hook_remove(on_actor_destroy, c);
   if (c->worker) {
     /* Goodbye to every live peer: their handles become TERMINATED. */
     pthread_mutex_lock(&c->mu);
@@ -1559,6 +1746,7 @@ void rk_cluster_destroy(rk_cluster_t *c) {
     c->u->ucp_worker_signal(c->worker);
     pthread_join(c->progress, NULL);
   }
+  drop_bridges(c, NULL);
   for (uint32_t i = 0; i < MAX_EXPORTS; ++i)
     if (c->exports[i]) {
       free_export(c, c->exports[i]);
@@ -1589,6 +1777,8 @@ void rk_cluster_destroy(rk_cluster_t *c) {
     if (!done) c->mpi->MPI_Finalize();
   }
   free(c->failed_names);
+  free(c->links);
+  pthread_mutex_destroy(&c->links_mu);
   pthread_mutex_destroy(&c->mu);
   pthread_mutex_destroy(&c->out_mu);
   pthread_mutex_destroy(&c->exports_mu);
@@ -1631,6 +1821,7 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
   pthread_mutex_init(&c->mu, NULL);
   pthread_mutex_init(&c->out_mu, NULL);
   pthread_mutex_init(&c->exports_mu, NULL);
+  pthread_mutex_init(&c->links_mu, NULL);
   cond_init(&c->cv);
   if (name) {
     copy_name(c->name, sizeof c->name, name);
@@ -1700,6 +1891,10 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
       c->waddr_size = 0; /* too long to send: one endpoint per peer */
   }
   if (s == RK_OK) s = set_handlers(c);
+  if (s == RK_OK) {
+    s = rk__actor_destroy_hook_add(on_actor_destroy, c);
+    c->hooked = s == RK_OK;
+  }
   if (s == RK_OK && listen_at) s = start_listener(c, listen_at);
   if (s == RK_OK && pthread_create(&c->progress, NULL, progress_main, c) != 0)
     s = rk__fail(RK_ERR_INTERNAL, "cluster: cannot start the progress thread");
@@ -1755,6 +1950,19 @@ rk_status_t rk_cluster_wait_peers(rk_cluster_t *c, size_t count,
 
 rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
                               const char *name) {
+  /* On top of the registry: no actor means the one registered as `name`,
+   * no name the actor's registered one. */
+  char registered[RK_ACTOR_NAME_MAX + 1];
+  if (c && !actor && name) {
+    if (rk_actor_lookup(name, &actor) != RK_OK)
+      return rk__fail(RK_ERR_NOT_FOUND, "cluster: export: %s", rk_last_error());
+  } else if (c && actor && !name) {
+    if (rk_actor_name(actor, registered, sizeof registered) != RK_OK)
+      return rk__fail(RK_ERR_NOT_FOUND,
+                      "cluster: export without a name needs an actor "
+                      "registered by name (rk_actor_register)");
+    name = registered;
+  }
   if (!c || !actor || !name || !*name || strlen(name) >= RK_WIRE_ACTOR_NAME_MAX)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "cluster: export needs an actor and a name of 1 to %d "
@@ -1915,6 +2123,7 @@ rk_status_t rk_cluster_lookup(rk_cluster_t *c, const char *name,
       h->request_size = l->reply.request_size;
       h->response_size = l->reply.response_size;
       h->window = l->reply.window ? l->reply.window : 1;
+      copy_name(h->name, sizeof h->name, name);
       pthread_mutex_init(&h->mu, NULL);
       cond_init(&h->cv);
       h->state = RK_ACTOR_ACTIVE;
@@ -1933,8 +2142,9 @@ rk_status_t rk_cluster_lookup(rk_cluster_t *c, const char *name,
         rk__strbuf_printf(&names, "%s'%s'", names.data ? ", " : "",
                           c->peers[i].name);
     s = rk__fail(RK_ERR_NOT_FOUND,
-                 "cluster: no peer exports an actor named '%s' (asked: %s)",
-                 name, names.data ? names.data : "none left");
+                 "cluster: no peer exports an actor named '%s' (asked: %s)%s%s",
+                 name, names.data ? names.data : "none left",
+                 l->note[0] ? "; " : "", l->note);
     rk__strbuf_free(&names);
   }
   pthread_mutex_unlock(&c->mu);
@@ -2055,7 +2265,9 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
   r.handle_gen = h->gen;
   r.export_id = h->export_id;
   r.request_id = id;
-  r.timestamp = rk__hlc_tick(&h->clock);
+  r.timestamp = rk__hlc_tick(&rk__hlc_host.value);
+  r.flags = h->discard ? RK_WIRE_REQ_NO_DATA : 0u;
+  r.reserved = 0;
   pthread_mutex_unlock(&h->mu);
   s = post(c, &c->peers[h->peer], RK_AM_REQ, &r, sizeof r, request, size,
            false);
@@ -2203,9 +2415,108 @@ void rk_remote_actor_info(const rk_remote_actor_t *h, size_t *out_request_size,
   if (out_peer) *out_peer = h->c->peers[h->peer].name;
 }
 
+rk_status_t rk_cluster_link(rk_remote_actor_t *h, rk_actor_t *local) {
+  if (!h || !local)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "cluster_link: a remote handle and a local actor are "
+                    "required");
+  rk_cluster_t *c = h->c;
+  rk_status_t s = RK_OK;
+  pthread_mutex_lock(&c->links_mu);
+  for (uint32_t i = 0; i < c->nlinks && s == RK_OK; ++i)
+    if (c->links[i].h == h && c->links[i].local == local)
+      s = rk__fail(RK_ERR_ALREADY_EXISTS, "cluster_link: linked already");
+  if (s == RK_OK && c->nlinks == c->caplinks) {
+    const uint32_t cap = c->caplinks ? c->caplinks * 2 : 8;
+    rlink_t *grown = realloc(c->links, cap * sizeof *grown);
+    if (grown) {
+      c->links = grown;
+      c->caplinks = cap;
+    } else {
+      s = rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster_link");
+    }
+  }
+  if (s == RK_OK) c->links[c->nlinks++] = (rlink_t){h, local};
+  pthread_mutex_unlock(&c->links_mu);
+  /* FAILED already: told at once. */
+  if (s == RK_OK) tell_links(c);
+  return s;
+}
+
+rk_status_t rk_cluster_unlink(rk_remote_actor_t *h, rk_actor_t *local) {
+  if (!h || !local)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "cluster_unlink: a remote handle and a local actor are "
+                    "required");
+  rk_cluster_t *c = h->c;
+  bool was = false;
+  pthread_mutex_lock(&c->links_mu);
+  for (uint32_t i = 0; i < c->nlinks && !was; ++i)
+    if (c->links[i].h == h && c->links[i].local == local) {
+      c->links[i] = c->links[--c->nlinks];
+      was = true;
+    }
+  pthread_mutex_unlock(&c->links_mu);
+  return was ? RK_OK : rk__fail(RK_ERR_NOT_FOUND, "cluster_unlink: not linked");
+}
+
+rk_status_t rk_cluster_connect(rk_actor_t *src, uint32_t port,
+                               rk_remote_actor_t *h) {
+  if (!src || !h)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "cluster_connect: a local actor and a remote handle are "
+                    "required");
+  rk_cluster_t *c = h->c;
+  rk__k2k_t *k;
+  RK_RETURN_IF_ERROR(
+      rk__k2k_bridge_create((uint32_t)h->request_size, BRIDGE_CAPACITY, &k));
+  pthread_mutex_lock(&c->exports_mu);
+  rk_status_t s = RK_OK;
+  if (atomic_load(&c->nbridges) == MAX_BRIDGES)
+    s = rk__fail(RK_ERR_OUT_OF_RANGE,
+                 "cluster_connect: more than %d remote "
+                 "ports",
+                 MAX_BRIDGES);
+  if (s == RK_OK) s = rk__k2k_bridge_connect(src, port, k, h->name);
+  if (s == RK_OK) {
+    pthread_mutex_lock(&h->mu);
+    h->discard = true;
+    pthread_mutex_unlock(&h->mu);
+    c->bridges[atomic_load(&c->nbridges)] = (bridge_t){h, k};
+    atomic_fetch_add(&c->nbridges, 1);
+  }
+  pthread_mutex_unlock(&c->exports_mu);
+  if (s != RK_OK) rk__k2k_release(k);
+  return s;
+}
+
+/* Takes the bridges of handle h (all when h is NULL) away. */
+static void drop_bridges(rk_cluster_t *c, const rk_remote_actor_t *h) {
+  pthread_mutex_lock(&c->exports_mu);
+  for (uint32_t i = 0; i < atomic_load(&c->nbridges);) {
+    if (h && c->bridges[i].h != h) {
+      ++i;
+      continue;
+    }
+    rk__k2k_release(c->bridges[i].k);
+    const uint32_t last = atomic_load(&c->nbridges) - 1;
+    c->bridges[i] = c->bridges[last];
+    atomic_store(&c->nbridges, last);
+  }
+  pthread_mutex_unlock(&c->exports_mu);
+}
+
 void rk_remote_actor_release(rk_remote_actor_t *h) {
   if (!h) return;
   rk_cluster_t *c = h->c;
+  drop_bridges(c, h);
+  pthread_mutex_lock(&c->links_mu);
+  for (uint32_t i = 0; i < c->nlinks;)
+    if (c->links[i].h == h)
+      c->links[i] = c->links[--c->nlinks];
+    else
+      ++i;
+  pthread_mutex_unlock(&c->links_mu);
   pthread_mutex_lock(&c->mu);
   c->handles[h->slot] = NULL;
   pthread_mutex_unlock(&c->mu);

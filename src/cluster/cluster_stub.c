@@ -114,6 +114,23 @@ void rk_remote_actor_info(const rk_remote_actor_t *a, size_t *q, size_t *r,
   if (p) *p = "";
 }
 void rk_remote_actor_release(rk_remote_actor_t *a) { (void)a; }
+rk_status_t rk_cluster_link(rk_remote_actor_t *r, rk_actor_t *a) {
+  (void)r;
+  (void)a;
+  return unavailable();
+}
+rk_status_t rk_cluster_connect(rk_actor_t *a, uint32_t p,
+                               rk_remote_actor_t *r) {
+  (void)a;
+  (void)p;
+  (void)r;
+  return unavailable();
+}
+rk_status_t rk_cluster_unlink(rk_remote_actor_t *r, rk_actor_t *a) {
+  (void)r;
+  (void)a;
+  return unavailable();
+}
 uint64_t rk__cluster_dropped_local(rk_cluster_t *c, const char *n) {
   (void)c;
   (void)n;

@@ -17,11 +17,12 @@
 #include <stdint.h>
 
 #define RK_WIRE_MAGIC 0x726b636cu /* "rkcl" */
-#define RK_WIRE_VERSION 1u
+#define RK_WIRE_VERSION 2u
 #define RK_WIRE_NAME_MAX 64
 #define RK_WIRE_ACTOR_NAME_MAX 128
 #define RK_WIRE_TOKEN_MAX 128
 #define RK_WIRE_TEXT_MAX 256
+#define RK_WIRE_REGISTERED_ONLY 1u
 
 enum {
   RK_AM_HELLO = 1,
@@ -77,7 +78,9 @@ typedef struct rk_wire_lookup_reply {
   uint64_t export_id;
   uint64_t request_size, response_size;
   uint32_t window;
-  uint32_t state; /* rk_actor_state_t when found */
+  uint32_t state; /* rk_actor_state_t when found; when not found,
+                   * RK_WIRE_REGISTERED_ONLY when the name is registered
+                   * there (rk_actor_register) but not exported */
   char text[RK_WIRE_TEXT_MAX];
 } rk_wire_lookup_reply_t;
 
@@ -88,7 +91,13 @@ typedef struct rk_wire_req {
   uint64_t export_id;  /* slot and generation of the owner's export */
   uint64_t request_id; /* the handle's correlation id */
   uint64_t timestamp;  /* the requester's clock at the send */
+  uint32_t flags;      /* RK_WIRE_REQ_NO_DATA */
+  uint32_t reserved;
 } rk_wire_req_t;
+
+/* A remote port's message (rk_cluster_connect): the answer goes back
+ * without its payload (nobody keeps it; it only returns window room). */
+#define RK_WIRE_REQ_NO_DATA 1u
 
 typedef struct rk_wire_resp {
   uint32_t from;

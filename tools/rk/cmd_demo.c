@@ -198,7 +198,8 @@ static int run(int argc, char **argv) {
   int n = kDefaultN;
   bool saxpy = argc > 1 && strcmp(argv[1], "saxpy") == 0;
   bool halo = argc > 1 && strcmp(argv[1], "halo") == 0;
-  bool json = false, quick = false, n_given = false;
+  bool json = false, quick = false, n_given = false, split = false;
+  const char *member_of = NULL;
   for (int i = saxpy || halo ? 2 : 1; i < argc; ++i) {
     const char *value;
     if (tool_is_help(argv[i])) {
@@ -222,6 +223,13 @@ static int run(int argc, char **argv) {
       json = true;
     } else if (strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (strcmp(argv[i], "--split") == 0) {
+      split = true;
+    } else if (tool_match_option(argc, argv, &i, "--split-member", &value)) {
+      /* Internal: the second process of --split, joining `value`. */
+      if (!value || !*value)
+        return tool_usage_error("demo", "--split-member needs an address");
+      member_of = value;
     } else if (argv[i][0] == '-') {
       return tool_usage_error("demo", "unknown option '%s'", argv[i]);
     } else {
@@ -232,6 +240,8 @@ static int run(int argc, char **argv) {
     return tool_usage_error("demo",
                             "--json and --quick are for the actor "
                             "demo, not saxpy");
+  if ((split || member_of) && !halo)
+    return tool_usage_error("demo", "--split is for 'rk demo halo'");
   if (!saxpy && n_given)
     return tool_usage_error("demo", "--n is for 'rk demo saxpy'");
 
@@ -239,7 +249,7 @@ static int run(int argc, char **argv) {
   int result = TOOL_EXIT_FAILURE;
   if (!open_backend(backend_name, &be, &result)) return result;
   result = saxpy  ? run_on(be, n)
-           : halo ? tool_demo_halo(be, json, quick)
+           : halo ? tool_demo_halo(be, json, quick, split, member_of)
                   : tool_demo_actors(be, json, quick);
   if (!check(rk_backend_destroy(be), "releasing the backend"))
     result = TOOL_EXIT_FAILURE;
@@ -247,57 +257,61 @@ static int run(int argc, char **argv) {
 }
 
 static void help(FILE *out) {
-  fprintf(out,
-          "Usage: rk demo [--backend NAME] [--json] [--quick]\n"
-          "       rk demo halo [--backend NAME] [--json] [--quick]\n"
-          "       rk demo saxpy [--backend NAME] [--n N]\n"
-          "\n"
-          "rk demo launches one actor (a simulated body driven by commands:\n"
-          "set a force, step, query) in traditional mode (one kernel launch\n"
-          "per command) and in persistent mode (the handler stays resident\n"
-          "and polls a ring), measures both the same way and prints them\n"
-          "side by side:\n"
-          "  inject a command         rk_actor_send returning\n"
-          "  single compute step      rk_actor_call: sent, handled, answer\n"
-          "                           seen by the host\n"
-          "  mixed workload, 300 ops  two commands sent per query called,\n"
-          "                           until every answer is in\n"
-          "  round trip p50/p99       over the single steps\n"
-          "  messages per second      pipelined, 256 in flight\n"
-          "then a guide to which mode suits which work. Both actors must end\n"
-          "in the state the host computes for the same commands.\n"
-          "  --json   one JSON object instead of the table\n"
-          "  --quick  fewer samples (a smoke run)\n"
-          "\n"
-          "rk demo halo runs a 2D heat simulation split into a grid of tile\n"
-          "actors (3 x 3 tiles of 32 x 32 cells, 5 timed rounds of 40 steps;\n"
-          "--quick: 2 x 2, 3 of 10). Each step every tile sends its edges to\n"
-          "its neighbours\n"
-          "through K2K channels (rk_send) and computes once their halos are\n"
-          "in; the host only sends \"advance N steps\" and reads the tiles\n"
-          "back. The result must match the same simulation run as one\n"
-          "stencil kernel launched per step on the same backend, within an\n"
-          "absolute 1e-3 (temperatures 0 to 100); it prints steps per second\n"
-          "for both, the median over rounds with the lowest and highest\n"
-          "(--json: matches_reference, max_abs_diff, ...).\n"
-          "\n"
-          "rk demo saxpy compiles the saxpy kernel below (y = a*x + y), runs\n"
-          "it on N\n"
-          "elements and checks every element against the same computation\n"
-          "done here on the host. It is the quickest check that a backend\n"
-          "and its kernel compiler work.\n"
-          "\n"
-          "Options:\n"
-          "  --backend NAME  cpu, cuda, metal, webgpu, opencl or auto; wins\n"
-          "                  over RK_BACKEND. Default: automatic selection\n"
-          "                  (RK_BACKEND if set; see 'rk help devices').\n"
-          "  --n N           number of elements, 1 to %d;\n"
-          "                  default: %d\n"
-          "  -h, --help      show this help\n"
-          "\n"
-          "The kernel, in the rk kernel language:\n"
-          "\n",
-          INT_MAX, kDefaultN);
+  fprintf(
+      out,
+      "Usage: rk demo [--backend NAME] [--json] [--quick]\n"
+      "       rk demo halo [--backend NAME] [--json] [--quick] [--split]\n"
+      "       rk demo saxpy [--backend NAME] [--n N]\n"
+      "\n"
+      "rk demo launches one actor (a simulated body driven by commands:\n"
+      "set a force, step, query) in traditional mode (one kernel launch\n"
+      "per command) and in persistent mode (the handler stays resident\n"
+      "and polls a ring), measures both the same way and prints them\n"
+      "side by side:\n"
+      "  inject a command         rk_actor_send returning\n"
+      "  single compute step      rk_actor_call: sent, handled, answer\n"
+      "                           seen by the host\n"
+      "  mixed workload, 300 ops  two commands sent per query called,\n"
+      "                           until every answer is in\n"
+      "  round trip p50/p99       over the single steps\n"
+      "  messages per second      pipelined, 256 in flight\n"
+      "then a guide to which mode suits which work. Both actors must end\n"
+      "in the state the host computes for the same commands.\n"
+      "  --json   one JSON object instead of the table\n"
+      "  --quick  fewer samples (a smoke run)\n"
+      "\n"
+      "rk demo halo runs a 2D heat simulation split into a grid of tile\n"
+      "actors (3 x 3 tiles of 32 x 32 cells, 5 timed rounds of 40 steps;\n"
+      "--quick: 2 x 2, 3 of 10). Each step every tile sends its edges to\n"
+      "its neighbours\n"
+      "through K2K channels (rk_send) and computes once their halos are\n"
+      "in; the host only sends \"advance N steps\" and reads the tiles\n"
+      "back. The result must match the same simulation run as one\n"
+      "stencil kernel launched per step on the same backend, within an\n"
+      "absolute 1e-3 (temperatures 0 to 100); it prints steps per second\n"
+      "for both, the median over rounds with the lowest and highest\n"
+      "(--json: matches_reference, max_abs_diff, ...).\n"
+      "--split runs the right half of the tiles in a second process joined\n"
+      "to this one as a cluster (UCX); the ports across the cut go through\n"
+      "rk_cluster_connect, and the result must still match.\n"
+      "\n"
+      "rk demo saxpy compiles the saxpy kernel below (y = a*x + y), runs\n"
+      "it on N\n"
+      "elements and checks every element against the same computation\n"
+      "done here on the host. It is the quickest check that a backend\n"
+      "and its kernel compiler work.\n"
+      "\n"
+      "Options:\n"
+      "  --backend NAME  cpu, cuda, metal, webgpu, opencl or auto; wins\n"
+      "                  over RK_BACKEND. Default: automatic selection\n"
+      "                  (RK_BACKEND if set; see 'rk help devices').\n"
+      "  --n N           number of elements, 1 to %d;\n"
+      "                  default: %d\n"
+      "  -h, --help      show this help\n"
+      "\n"
+      "The kernel, in the rk kernel language:\n"
+      "\n",
+      INT_MAX, kDefaultN);
   for (const char *line = kSource; *line;) {
     size_t len = strcspn(line, "\n");
     fprintf(out, len ? "    %.*s\n" : "%.*s\n", (int)len, line);

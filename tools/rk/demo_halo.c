@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rk/rk.h"
 #include "tool.h"
@@ -184,6 +186,7 @@ typedef struct {
   bool matches;
   const char *path;
   uint64_t k2k_messages;
+  bool split; /* --split: the right half of the tiles in a second process */
 } halo_result_t;
 
 /* Sends "advance `steps`" to every tile and waits until all are there,
@@ -317,6 +320,262 @@ static bool run_tiles(rk_context_t *ctx, halo_result_t *r, float *grid) {
   return good;
 }
 
+/* ---- --split: two processes, one cluster ----------------------------------
+ * The tiles of columns tx < ntx/2 stay in this process (the hub), the rest
+ * go to a child process that joins it. Each side launches its tiles,
+ * exports them as "halo/tile-<i>", wires every port: to a tile on its side
+ * with rk_actor_connect, across the cut with rk_cluster_connect; then
+ * activates them. The hub drives all tiles (its own with rk_actor_call,
+ * the others with rk_remote_actor_call) exactly as run_tiles does. */
+
+typedef struct {
+  rk_actor_t *a;        /* a tile on this side */
+  rk_remote_actor_t *h; /* or one on the other */
+} tile_ref_t;
+
+static bool split_mine(const halo_result_t *r, int i, bool hub) {
+  return ((i % r->ntx) < r->ntx / 2) == hub;
+}
+
+static rk_status_t ref_call(tile_ref_t *t, const tile_msg_t *q,
+                            tile_view_t *v) {
+  return t->a ? rk_actor_call(t->a, q, sizeof *q, v, sizeof *v,
+                              RK_TIMEOUT_INFINITE, NULL)
+              : rk_remote_actor_call(t->h, q, sizeof *q, v, sizeof *v,
+                                     60000000000ull, NULL);
+}
+
+static rk_remote_actor_t *split_find(rk_cluster_t *c, int i) {
+  char name[64];
+  snprintf(name, sizeof name, "halo/tile-%d", i);
+  const double give_up = tool_now_seconds() + 30.0;
+  for (;;) {
+    rk_remote_actor_t *h = NULL;
+    const rk_status_t s = rk_cluster_lookup(c, name, 5000000000ull, &h);
+    if (s == RK_OK) return h;
+    if ((s != RK_ERR_NOT_FOUND && s != RK_ERR_UNAVAILABLE) ||
+        tool_now_seconds() > give_up) {
+      ok(s, "looking a tile up in the other process");
+      return NULL;
+    }
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* One side: launch, export and wire its tiles, activate them. `tiles`
+ * gets this side's actors (NULL elsewhere). */
+static bool split_setup(rk_context_t *ctx, rk_cluster_t *c,
+                        const halo_result_t *r, bool hub, rk_actor_t **tiles) {
+  const int n = r->ntx * r->nty;
+  tile_t *init = calloc(1, sizeof *init);
+  bool good = init != NULL;
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.auto_activate = false;
+  o.input_capacity = 64;
+  o.output_capacity = 8;
+  o.initial_state_size = sizeof *init;
+  o.initial_state = init;
+  o.source_name = "halo.c";
+  for (int i = 0; good && i < n; ++i) {
+    if (!split_mine(r, i, hub)) continue;
+    memset(init, 0, sizeof *init);
+    init->tx = i % r->ntx;
+    init->ty = i / r->ntx;
+    init->ntx = r->ntx;
+    init->nty = r->nty;
+    init->sent = -1;
+    init->k = kK;
+    for (int y = 0; y < kT; ++y)
+      for (int x = 0; x < kT; ++x)
+        init->u[0][y][x] =
+            initial(init->tx * kT + x, init->ty * kT + y, r->nx, r->ny);
+    good = ok(rk_actor_launch(ctx, kSource, "tile", &o, &tiles[i]),
+              "launching a tile actor");
+    char name[64];
+    snprintf(name, sizeof name, "halo/tile-%d", i);
+    if (good) good = ok(rk_cluster_export(c, tiles[i], name), "exporting");
+  }
+  free(init);
+  for (int i = 0; good && i < n; ++i) {
+    if (!tiles[i]) continue;
+    const int tx = i % r->ntx, ty = i / r->ntx;
+    const int to[4] = {ty > 0 ? i - r->ntx : -1,
+                       ty < r->nty - 1 ? i + r->ntx : -1, tx > 0 ? i - 1 : -1,
+                       tx < r->ntx - 1 ? i + 1 : -1};
+    for (uint32_t p = 0; good && p < 4; ++p) {
+      if (to[p] < 0) continue;
+      if (tiles[to[p]]) {
+        good = ok(rk_actor_connect(tiles[i], p, tiles[to[p]]), "connecting");
+      } else {
+        rk_remote_actor_t *h = split_find(c, to[p]);
+        /* The handle is the port's (released with the cluster). */
+        good = h && ok(rk_cluster_connect(tiles[i], p, h),
+                       "connecting across processes");
+      }
+    }
+  }
+  for (int i = 0; good && i < n; ++i)
+    if (tiles[i]) good = ok(rk_actor_activate(tiles[i]), "activating a tile");
+  return good;
+}
+
+/* The child: its half, until the hub leaves. */
+static int split_member(rk_backend_t *be, const char *addr,
+                        const halo_result_t *r) {
+  rk_context_t *ctx = NULL;
+  if (!ok(rk_backend_create_context(be, 0, &ctx), "creating a context"))
+    return 1;
+  rk_cluster_options_t co;
+  rk_cluster_options_init(&co);
+  co.connect = addr;
+  co.name = "halo-right";
+  rk_cluster_t *c = NULL;
+  if (!ok(rk_cluster_create(&co, &c), "joining the hub")) return 1;
+  const int n = r->ntx * r->nty;
+  rk_actor_t **tiles = calloc((size_t)n, sizeof *tiles);
+  bool good = tiles && split_setup(ctx, c, r, false, tiles);
+  while (good && rk_cluster_peer_count(c) > 0) {
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+  }
+  rk_cluster_destroy(c);
+  for (int i = 0; tiles && i < n; ++i)
+    if (tiles[i]) {
+      (void)rk_actor_terminate(tiles[i], 10000000000ull);
+      rk_actor_destroy(tiles[i]);
+    }
+  free(tiles);
+  rk_context_destroy(ctx);
+  return good ? 0 : 1;
+}
+
+static bool run_tiles_split(rk_backend_t *be, rk_context_t *ctx,
+                            halo_result_t *r, float *grid) {
+  const int n = r->ntx * r->nty;
+  rk_cluster_options_t co;
+  rk_cluster_options_init(&co);
+  co.listen = "127.0.0.1:0";
+  co.name = "halo-left";
+  rk_cluster_t *c = NULL;
+  char addr[128];
+  if (!ok(rk_cluster_create(&co, &c), "starting the hub")) return false;
+  if (!ok(rk_cluster_address(c, addr, sizeof addr), "address")) {
+    rk_cluster_destroy(c);
+    return false;
+  }
+  /* The second process: this program again (fork and exec, so that it
+   * starts with a clean UCX and one thread), told the hub's address. */
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) {
+    rk_cluster_destroy(c);
+    return ok(RK_ERR_UNAVAILABLE, "finding this program (/proc/self/exe)");
+  }
+  self[len] = '\0';
+  fflush(NULL);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl(self, self, "demo", "halo", "--backend", rk_backend_name(be),
+          r->ntx == 2 ? "--quick" : "--split", "--split-member", addr,
+          (char *)NULL);
+    _exit(127);
+  }
+  rk_actor_t **tiles = calloc((size_t)n, sizeof *tiles);
+  tile_ref_t *refs = calloc((size_t)n, sizeof *refs);
+  tile_view_t *view = malloc(sizeof *view);
+  bool good =
+      pid > 0 && tiles && refs && view && split_setup(ctx, c, r, true, tiles);
+  /* Handles of our own for the other side's tiles; each answers a no-op
+   * once it is active. */
+  tile_msg_t q;
+  memset(&q, 0, sizeof q);
+  q.kind = 3;
+  for (int i = 0; good && i < n; ++i) {
+    refs[i].a = tiles[i];
+    if (tiles[i]) continue;
+    refs[i].h = split_find(c, i);
+    good = refs[i].h != NULL;
+    const double give_up = tool_now_seconds() + 30.0;
+    while (good && ref_call(&refs[i], &q, view) != RK_OK) {
+      if (tool_now_seconds() > give_up) {
+        good = ok(RK_ERR_TIMEOUT, "waiting for the other process's tiles");
+        break;
+      }
+      struct timespec ts = {0, 10000000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  for (int round = -1; round < r->rounds && good; ++round) {
+    const int steps = round < 0 ? kWarmup : r->per_round;
+    const double t0 = tool_now_seconds();
+    tile_msg_t cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.kind = 0;
+    cmd.n = steps;
+    for (int i = 0; good && i < n; ++i)
+      good = ok(ref_call(&refs[i], &cmd, view), "advance");
+    for (int i = 0; good && i < n; ++i) {
+      const double give_up = tool_now_seconds() + 300.0;
+      long pause_ns = 20000;
+      for (;;) {
+        good = ok(ref_call(&refs[i], &q, view), "asking a tile");
+        if (!good || view->pending <= 0) break;
+        if (tool_now_seconds() > give_up) {
+          fprintf(stderr, "rk demo halo: tile %d stopped at step %d\n", i,
+                  view->step);
+          good = false;
+          break;
+        }
+        struct timespec ts = {0, pause_ns};
+        nanosleep(&ts, NULL);
+        if (pause_ns < 2000000) pause_ns *= 2;
+      }
+    }
+    if (round >= 0) r->actor_s[round] = tool_now_seconds() - t0;
+  }
+  q.kind = 2;
+  for (int i = 0; good && i < n; ++i) {
+    good = ok(ref_call(&refs[i], &q, view), "reading a tile back");
+    if (!good) break;
+    r->errors += view->errors;
+    const int tx = i % r->ntx, ty = i / r->ntx;
+    for (int y = 0; y < kT; ++y)
+      memcpy(&grid[(size_t)(ty * kT + y) * r->nx + tx * kT], view->u[y],
+             sizeof view->u[y]);
+    if (view->step != r->steps + kWarmup) good = false;
+  }
+  if (good) {
+    rk_actor_k2k_stats_t st;
+    for (int i = 0; i < n; ++i) {
+      if (!tiles[i]) continue;
+      if (!ok(rk_actor_k2k_stats(tiles[i], &st), "K2K stats")) break;
+      r->k2k_messages += st.sent; /* this side's sends */
+    }
+    r->path = "cluster (UCX) across the cut";
+  }
+  for (int i = 0; refs && i < n; ++i)
+    if (refs[i].h) rk_remote_actor_release(refs[i].h);
+  rk_cluster_destroy(c); /* the child leaves when it sees the hub go */
+  int st = 0;
+  if (pid > 0 &&
+      (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)) {
+    fprintf(stderr, "rk demo halo: the second process failed\n");
+    good = false;
+  }
+  for (int i = 0; tiles && i < n; ++i)
+    if (tiles[i]) {
+      if (!ok(rk_actor_terminate(tiles[i], 10000000000ull), "terminating"))
+        good = false;
+      rk_actor_destroy(tiles[i]);
+    }
+  free(tiles);
+  free(refs);
+  free(view);
+  return good;
+}
+
 /* The same simulation as one kernel launched per step. */
 static bool run_kernel(rk_context_t *ctx, halo_result_t *r, float *grid) {
   const int w = r->nx + 2, h = r->ny + 2;
@@ -386,7 +645,8 @@ static rate_t rate_of(double *v, int n) {
   return r;
 }
 
-int tool_demo_halo(rk_backend_t *be, bool json, bool quick) {
+int tool_demo_halo(rk_backend_t *be, bool json, bool quick, bool split,
+                   const char *member_of) {
   rk_device_info_t info;
   if (!ok(rk_backend_device_info(be, 0, &info), "reading device 0"))
     return TOOL_EXIT_FAILURE;
@@ -400,15 +660,21 @@ int tool_demo_halo(rk_backend_t *be, bool json, bool quick) {
   r.nx = r.ntx * kT;
   r.ny = r.nty * kT;
   r.path = "none";
+  r.split = split;
   /* More tile workers than CPUs: a worker spinning for its neighbours'
    * halos takes the CPU they need to send them. */
   if (!getenv("RK_ACTOR_SPIN_US")) setenv("RK_ACTOR_SPIN_US", "0", 1);
+  if (member_of) /* --split's second process */
+    return split_member(be, member_of, &r) ? TOOL_EXIT_FAILURE : TOOL_EXIT_OK;
   rk_context_t *ctx = NULL;
   if (!ok(rk_backend_create_context(be, 0, &ctx), "creating a context"))
     return TOOL_EXIT_FAILURE;
   float *a = calloc((size_t)r.nx * r.ny, sizeof(float));
   float *k = calloc((size_t)r.nx * r.ny, sizeof(float));
-  bool good = a && k && run_tiles(ctx, &r, a) && run_kernel(ctx, &r, k);
+  bool good =
+      a && k &&
+      (split ? run_tiles_split(be, ctx, &r, a) : run_tiles(ctx, &r, a)) &&
+      run_kernel(ctx, &r, k);
   if (good) {
     for (size_t i = 0; i < (size_t)r.nx * r.ny; ++i) {
       double d = fabs((double)a[i] - (double)k[i]);
@@ -435,8 +701,8 @@ int tool_demo_halo(rk_backend_t *be, bool json, bool quick) {
     tool_json_string(stdout, info.name);
     printf(
         ",\"grid\":[%d,%d],\"tiles\":[%d,%d],\"tile\":%d,\"steps\":%d,"
-        "\"rounds\":%d,\"k2k_path\":",
-        r.nx, r.ny, r.ntx, r.nty, kT, r.steps, r.rounds);
+        "\"rounds\":%d,\"processes\":%d,\"k2k_path\":",
+        r.nx, r.ny, r.ntx, r.nty, kT, r.steps, r.rounds, split ? 2 : 1);
     tool_json_string(stdout, r.path);
     printf(
         ",\"k2k_messages\":%llu,\"tile_actors_steps_per_s\":{\"median\":%.1f,"
@@ -452,8 +718,14 @@ int tool_demo_halo(rk_backend_t *be, bool json, bool quick) {
     printf(
         "grid      %d x %d cells, %d x %d tile actors of %d x %d, %d steps\n",
         r.nx, r.ny, r.ntx, r.nty, kT, kT, r.steps);
-    printf("halos     %llu K2K messages, path %s\n",
-           (unsigned long long)r.k2k_messages, r.path);
+    printf("halos     %llu K2K messages%s, path %s\n",
+           (unsigned long long)r.k2k_messages,
+           split ? " (sent by this process's tiles)" : "", r.path);
+    if (split)
+      printf(
+          "processes 2 (tile columns 0..%d here, the rest in a second "
+          "process; one cluster over UCX)\n",
+          r.ntx / 2 - 1);
     printf("tile actors          %10.1f steps/s  (%.1f-%.1f)\n",
            actor_rate.median, actor_rate.min, actor_rate.max);
     printf("one kernel per step  %10.1f steps/s  (%.1f-%.1f)\n",

@@ -50,8 +50,11 @@ extern const tool_command_t tool_cmd_cluster;
 int tool_demo_actors(rk_backend_t *backend, bool json, bool quick);
 
 /* `rk demo halo` (demo_halo.c): tile actors exchanging halos through K2K
- * channels against one stencil kernel per step. */
-int tool_demo_halo(rk_backend_t *backend, bool json, bool quick);
+ * channels against one stencil kernel per step; `split`: half the tiles in
+ * a second process (this program again, run with member_of: the hub's
+ * address), the ports across the cut through the cluster. */
+int tool_demo_halo(rk_backend_t *backend, bool json, bool quick, bool split,
+                   const char *member_of);
 
 /* ---- Helpers (util.c) --------------------------------------------------- */
 

@@ -1,0 +1,663 @@
+/* Remote actors and the rest of the actor layer, across processes on this
+ * machine (UCX_TLS=tcp): the test process is the hub and starts members with
+ * fork+exec of itself (`--role clock|skew|names|victim`). It checks:
+ *   - clocks: a remote request's stamp is merged into the owning process's
+ *     clock and an answer's into the caller's, so that a message sent after
+ *     a remote answer was received carries a later stamp (both ways); a
+ *     stamp too far in the future is refused with RK_ERR_CLOCK_SKEW, a
+ *     request by its owner and an answer by its caller, clocks unchanged;
+ *   - names: exporting an actor by its registered name (and a registered
+ *     actor under its own name); a name registered but not exported is not
+ *     found remotely, and says so; destroying an exported actor withdraws
+ *     the export (in the member and in the hub);
+ *   - supervision: local actors linked to a remote handle (rk_cluster_link)
+ *     when the member that owns it is killed mid-stream: an unsupervised one
+ *     is FAILED naming the member, its own local link too, a supervised one
+ *     restarts and answers again, an unlinked one is untouched, and one
+ *     linked after the failure fails at once; a member that leaves is not a
+ *     failure.
+ * Exits 77 where UCX cannot be loaded. */
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/sys.h"
+#include "rk/actor_k2k.h"
+#include "rk/cluster.h"
+#include "rk/hlc.h"
+#include "rk/registry.h"
+#include "rk/supervisor.h"
+#define RK_TEST_IMPLEMENTATION
+#include "rk_test.h"
+
+#define SEC 1000000000ull
+#define MS 1000000ull
+
+static const char kAddSource[] =
+    "#include <rk/kernel.h>\n"
+    "typedef struct { int v; } imsg_t;\n"
+    "RK_HANDLER int add_one(const imsg_t *in, imsg_t *out) {\n"
+    "  out->v = in->v + 1;\n"
+    "  return in->v < 0 ? 7 : 0;\n"
+    "}\n";
+typedef struct {
+  int v;
+} imsg_t;
+
+/* K2K: a stage passes tokens on through port 0; a sink counts them and
+ * checks their order (a token from source 7 asks for the totals). */
+static const char kK2kSource[] =
+    "#include <rk/kernel.h>\n"
+    "typedef struct { uint32_t src, seq; int v; } tok_t;\n"
+    "typedef struct { int r; int count, disorder, sum; } ack_t;\n"
+    "typedef struct { int count, disorder, sum; uint32_t last[8]; } sink_t;\n"
+    "RK_HANDLER int stage(const tok_t *in, ack_t *out) {\n"
+    "  tok_t t;\n"
+    "  t.src = in->src;\n"
+    "  t.seq = in->seq;\n"
+    "  t.v = in->v + 1;\n"
+    "  int r = rk_send(0, &t);\n"
+    "  out->r = r;\n"
+    "  out->count = 0;\n"
+    "  out->disorder = 0;\n"
+    "  out->sum = 0;\n"
+    "  return 0;\n"
+    "}\n"
+    "RK_HANDLER void sink(const tok_t *in, ack_t *out, sink_t *s) {\n"
+    "  out->r = 0;\n"
+    "  if (in->src != 7u) {\n"
+    "    if (in->seq != s->last[in->src] + 1u) s->disorder++;\n"
+    "    s->last[in->src] = in->seq;\n"
+    "    s->count++;\n"
+    "    s->sum += in->v;\n"
+    "  }\n"
+    "  out->count = s->count;\n"
+    "  out->disorder = s->disorder;\n"
+    "  out->sum = s->sum;\n"
+    "}\n";
+typedef struct {
+  uint32_t src, seq;
+  int v;
+} tok_t;
+typedef struct {
+  int r;
+  int count, disorder, sum;
+} ack_t;
+
+static rk_context_t *g_ctx;
+static const char *g_self;
+static char g_addr[128];
+
+static rk_context_t *cpu_context(void) {
+  rk_backend_t *be;
+  rk_context_t *ctx;
+  if (rk_backend_open(RK_BACKEND_CPU, &be) != RK_OK ||
+      rk_backend_create_context(be, 0, &ctx) != RK_OK) {
+    printf("CPU backend: %s\n", rk_last_error());
+    exit(1);
+  }
+  return ctx;
+}
+
+static rk_actor_t *launch(void) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  rk_actor_t *a = NULL;
+  if (rk_actor_launch(g_ctx, kAddSource, "add_one", &o, &a) != RK_OK) {
+    printf("launch: %s\n", rk_last_error());
+    exit(1);
+  }
+  return a;
+}
+
+/* The wall clock as a timestamp, `ahead_ns` later. */
+static uint64_t wall_plus(uint64_t ahead_ns) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return rk_hlc_pack(
+      (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec + ahead_ns, 0);
+}
+
+static rk_cluster_t *member_join(const char *addr, const char *name) {
+  rk_cluster_options_t o;
+  rk_cluster_options_init(&o);
+  o.connect = addr;
+  o.name = name;
+  o.connect_timeout_ns = 10 * SEC;
+  rk_cluster_t *c;
+  if (rk_cluster_create(&o, &c) != RK_OK) {
+    printf("join: %s\n", rk_last_error());
+    exit(3);
+  }
+  return c;
+}
+
+static rk_remote_actor_t *find(rk_cluster_t *c, const char *name) {
+  rk_remote_actor_t *h = NULL;
+  const uint64_t end = rk__now_ns() + 20 * SEC;
+  while (rk__now_ns() < end) {
+    const rk_status_t s = rk_cluster_lookup(c, name, 5 * SEC, &h);
+    if (s == RK_OK) return h;
+    /* The member joins, then exports: retry until it has. */
+    if (s != RK_ERR_NOT_FOUND && s != RK_ERR_UNAVAILABLE) break;
+    usleep(20000);
+  }
+  printf("lookup %s: %s\n", name, rk_last_error());
+  return NULL;
+}
+
+/* Waits until stdin closes (or the hub leaves), calling `on` per byte. */
+static void serve(rk_cluster_t *c, void (*on)(char, void *), void *user) {
+  printf("ready\n");
+  fflush(stdout);
+  for (;;) {
+    struct pollfd p = {.fd = 0, .events = POLLIN};
+    if (poll(&p, 1, 20) > 0) {
+      char b[16];
+      const ssize_t n = read(0, b, sizeof b);
+      if (n <= 0) break;
+      for (ssize_t i = 0; i < n; ++i)
+        if (on) on(b[i], user);
+    }
+    if (rk_cluster_peer_count(c) == 0) break;
+  }
+}
+
+#define EXPECT(cond, code, ...)           \
+  do {                                    \
+    if (!(cond)) {                        \
+      printf("member: " __VA_ARGS__);     \
+      printf(" (%s)\n", rk_last_error()); \
+      fflush(stdout);                     \
+      return code;                        \
+    }                                     \
+  } while (0)
+
+/* ---- member roles ------------------------------------------------------- */
+
+/* The hub's clock runs 2 s ahead (it accepts up to 60 s): an answer from it
+ * moves this process's clock past its stamp, so that a later request to a
+ * local actor is stamped later; then this clock jumps 20 s ahead and a
+ * request carries that to the hub (which checks its own clock after). */
+static int role_clock(const char *addr, const char *name) {
+  g_ctx = cpu_context();
+  rk_hlc_set_max_skew(rk_hlc_host(), 60 * SEC);
+  rk_actor_t *local = launch();
+  rk_cluster_t *c = member_join(addr, name);
+  rk_remote_actor_t *h = find(c, "hub/add");
+  EXPECT(h, 10, "no hub/add");
+  imsg_t q = {41}, r = {0};
+  rk_actor_message_t info;
+  EXPECT(rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 10 * SEC, &info) ==
+                 RK_OK &&
+             r.v == 42,
+         11, "remote call");
+  const uint64_t R = info.timestamp;
+  EXPECT(R > wall_plus(SEC), 12, "the answer's stamp is not the hub's clock");
+  EXPECT(rk_hlc_peek(rk_hlc_host()) >= R, 13,
+         "the process clock did not take the answer's stamp");
+  EXPECT(rk_actor_call(local, &q, sizeof q, &r, sizeof r, 10 * SEC, &info) ==
+             RK_OK,
+         14, "local call");
+  EXPECT(info.timestamp > R, 15,
+         "a local request after the remote answer is stamped earlier "
+         "(%llu <= %llu)",
+         (unsigned long long)info.timestamp, (unsigned long long)R);
+  EXPECT(rk_hlc_update(rk_hlc_host(), wall_plus(20 * SEC), NULL) == RK_OK, 16,
+         "clock jump");
+  EXPECT(rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 10 * SEC, &info) ==
+             RK_OK,
+         17, "remote call after the jump");
+  rk_remote_actor_release(h);
+  rk_cluster_destroy(c);
+  rk_actor_destroy(local);
+  return 0;
+}
+
+/* The hub's clock is 20 s ahead and its bound back to 500 ms. With this
+ * process's default bound the hub's answer is refused (the clock
+ * unchanged); with a bound of 60 s and a clock 40 s ahead, the hub refuses
+ * the request. */
+static int role_skew(const char *addr, const char *name) {
+  rk_cluster_t *c = member_join(addr, name);
+  rk_remote_actor_t *h = find(c, "hub/add");
+  EXPECT(h, 10, "no hub/add");
+  imsg_t q = {1}, r = {0};
+  const uint64_t before = rk_hlc_peek(rk_hlc_host());
+  rk_status_t s =
+      rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 10 * SEC, NULL);
+  EXPECT(s == RK_ERR_CLOCK_SKEW, 20, "an answer 20 s ahead: %s",
+         rk_status_name(s));
+  EXPECT(strstr(rk_last_error(), "too far ahead"), 21, "the reason");
+  EXPECT(rk_hlc_peek(rk_hlc_host()) < wall_plus(SEC) &&
+             rk_hlc_peek(rk_hlc_host()) >= before,
+         22, "the clock moved towards a refused stamp");
+  rk_hlc_set_max_skew(rk_hlc_host(), 60 * SEC);
+  EXPECT(rk_hlc_update(rk_hlc_host(), wall_plus(40 * SEC), NULL) == RK_OK, 23,
+         "clock jump");
+  s = rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 10 * SEC, NULL);
+  EXPECT(s == RK_ERR_CLOCK_SKEW, 24, "a request 40 s ahead: %s",
+         rk_status_name(s));
+  EXPECT(strstr(rk_last_error(), "on member 'hub'"), 25, "the owner's reason");
+  EXPECT(rk_remote_actor_state(h) == RK_ACTOR_ACTIVE, 26, "the handle stays");
+  rk_remote_actor_release(h);
+  rk_cluster_destroy(c);
+  return 0;
+}
+
+static void names_cmd(char b, void *user) {
+  rk_actor_t **doomed = user;
+  if (b == 'x' && *doomed) {
+    rk_actor_destroy(*doomed); /* exported: the export goes with it */
+    *doomed = NULL;
+  }
+}
+
+/* Exports by registered name; 'x' destroys reg/doomed. */
+static int role_names(const char *addr, const char *name) {
+  g_ctx = cpu_context();
+  rk_actor_t *add = launch(), *hidden = launch(), *doomed = launch(),
+             *unnamed = launch();
+  rk_cluster_t *c = member_join(addr, name);
+  EXPECT(rk_actor_register(add, "reg/add") == RK_OK, 30, "register");
+  EXPECT(rk_actor_register(hidden, "reg/hidden") == RK_OK, 30, "register");
+  EXPECT(rk_actor_register(doomed, "reg/doomed") == RK_OK, 30, "register");
+  EXPECT(rk_cluster_export(c, NULL, "reg/add") == RK_OK, 31,
+         "export by registered name");
+  EXPECT(rk_cluster_export(c, doomed, NULL) == RK_OK, 32,
+         "export under the registered name");
+  EXPECT(rk_cluster_export(c, NULL, "reg/none") == RK_ERR_NOT_FOUND, 33,
+         "export of a name nobody registered");
+  EXPECT(rk_cluster_export(c, unnamed, NULL) == RK_ERR_NOT_FOUND, 34,
+         "export of an unnamed actor without a name");
+  serve(c, names_cmd, &doomed);
+  rk_cluster_destroy(c);
+  rk_actor_destroy(add);
+  rk_actor_destroy(hidden);
+  rk_actor_destroy(doomed);
+  rk_actor_destroy(unnamed);
+  return 0;
+}
+
+static int role_sink(const char *addr, const char *name) {
+  g_ctx = cpu_context();
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  rk_actor_t *sink = NULL;
+  EXPECT(rk_actor_launch(g_ctx, kK2kSource, "sink", &o, &sink) == RK_OK, 50,
+         "launch sink");
+  rk_cluster_t *c = member_join(addr, name);
+  EXPECT(rk_cluster_export(c, sink, "remote/sink") == RK_OK, 51, "export");
+  serve(c, NULL, NULL);
+  rk_cluster_destroy(c);
+  rk_actor_destroy(sink);
+  return 0;
+}
+
+static int role_victim(const char *addr, const char *name) {
+  g_ctx = cpu_context();
+  rk_actor_t *add = launch();
+  rk_cluster_t *c = member_join(addr, name);
+  EXPECT(rk_cluster_export(c, add, "victim/add") == RK_OK, 40, "export");
+  serve(c, NULL, NULL);
+  rk_cluster_destroy(c);
+  rk_actor_destroy(add);
+  return 0;
+}
+
+/* ---- the hub's side ------------------------------------------------------ */
+
+typedef struct child {
+  pid_t pid;
+  int in;
+} child_t;
+
+static child_t spawn(const char *role, const char *name) {
+  int fds[2];
+  child_t ch = {-1, -1};
+  if (pipe(fds) != 0) return ch;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[0], 0);
+    close(fds[0]);
+    close(fds[1]);
+    execl(g_self, g_self, "--role", role, g_addr, name, (char *)NULL);
+    _exit(127);
+  }
+  close(fds[0]);
+  ch.pid = pid;
+  ch.in = fds[1];
+  return ch;
+}
+
+static int reap(child_t *ch, unsigned seconds) {
+  if (ch->in >= 0) close(ch->in);
+  ch->in = -1;
+  const uint64_t end = rk__now_ns() + seconds * SEC;
+  int st = 0;
+  for (;;) {
+    const pid_t r = waitpid(ch->pid, &st, WNOHANG);
+    if (r == ch->pid) break;
+    if (rk__now_ns() > end) {
+      kill(ch->pid, SIGKILL);
+      waitpid(ch->pid, &st, 0);
+      return -1;
+    }
+    usleep(10000);
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void test_clocks(void) {
+  /* This process 2 s ahead: the member sees it in the answer. */
+  rk_hlc_set_max_skew(rk_hlc_host(), 60 * SEC);
+  CHECK_OK(rk_hlc_update(rk_hlc_host(), wall_plus(2 * SEC), NULL));
+  child_t m = spawn("clock", "clock");
+  int code = reap(&m, 60);
+  CHECK(code == 0, "the clock member: exit %d", code);
+  /* Its request, 20 s ahead, moved this process's clock. */
+  CHECK(rk_hlc_peek(rk_hlc_host()) > wall_plus(15 * SEC),
+        "the owner's clock took the request's stamp");
+  rk_hlc_set_max_skew(rk_hlc_host(), RK_HLC_DEFAULT_MAX_SKEW_NS);
+  m = spawn("skew", "skew");
+  code = reap(&m, 60);
+  CHECK(code == 0, "the skew member: exit %d", code);
+  CHECK(rk_hlc_peek(rk_hlc_host()) < wall_plus(30 * SEC),
+        "a refused request left the owner's clock alone");
+}
+
+static void test_names(rk_cluster_t *c) {
+  /* Locally: an exported actor destroyed is unexported. */
+  rk_actor_t *tmp = launch();
+  CHECK_OK(rk_actor_register(tmp, "hub/tmp"));
+  CHECK_OK(rk_cluster_export(c, tmp, NULL));
+  CHECK_STATUS(rk_cluster_export(c, NULL, "hub/tmp"),
+               RK_ERR_INVALID_ARGUMENT); /* exported already */
+  rk_actor_destroy(tmp);
+  CHECK_STATUS(rk_cluster_unexport(c, "hub/tmp"), RK_ERR_NOT_FOUND);
+
+  child_t m = spawn("names", "names");
+  rk_remote_actor_t *add = find(c, "reg/add");
+  rk_remote_actor_t *doomed = find(c, "reg/doomed");
+  CHECK(add && doomed, "exported by registered name");
+  if (!add || !doomed) {
+    reap(&m, 5);
+    return;
+  }
+  imsg_t q = {5}, r = {0};
+  CHECK_OK(
+      rk_remote_actor_call(add, &q, sizeof q, &r, sizeof r, 10 * SEC, NULL));
+  CHECK(r.v == 6, "reg/add answers %d", r.v);
+  rk_remote_actor_t *h = NULL;
+  CHECK_STATUS(rk_cluster_lookup(c, "reg/hidden", 5 * SEC, &h),
+               RK_ERR_NOT_FOUND);
+  CHECK_ERROR_HAS("registered as 'reg/hidden' but does not export it");
+  CHECK_OK(
+      rk_remote_actor_call(doomed, &q, sizeof q, &r, sizeof r, 10 * SEC, NULL));
+  /* Destroyed in the member: the export goes with it. */
+  CHECK(write(m.in, "x", 1) == 1, "command");
+  rk_status_t s = RK_OK;
+  const uint64_t end = rk__now_ns() + 10 * SEC;
+  while (rk__now_ns() < end) {
+    s = rk_cluster_lookup(c, "reg/doomed", 5 * SEC, &h);
+    if (s != RK_OK) break;
+    rk_remote_actor_release(h);
+    usleep(10000);
+  }
+  CHECK(s == RK_ERR_NOT_FOUND, "reg/doomed after its destruction: %s",
+        rk_status_name(s));
+  CHECK_STATUS(
+      rk_remote_actor_call(doomed, &q, sizeof q, &r, sizeof r, 10 * SEC, NULL),
+      RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("no longer exported");
+  /* A link to a member that leaves: not a failure. */
+  rk_actor_t *quiet = launch();
+  CHECK_OK(rk_cluster_link(add, quiet));
+  CHECK_STATUS(rk_cluster_link(add, quiet), RK_ERR_ALREADY_EXISTS);
+  const int code = reap(&m, 20);
+  CHECK(code == 0, "the names member: exit %d", code);
+  usleep(50000);
+  CHECK(rk_remote_actor_state(add) == RK_ACTOR_TERMINATED, "left: %s",
+        rk_actor_state_name(rk_remote_actor_state(add)));
+  CHECK(rk_actor_state(quiet) == RK_ACTOR_ACTIVE,
+        "linked to a member that left: %s",
+        rk_actor_state_name(rk_actor_state(quiet)));
+  rk_remote_actor_release(add);
+  rk_remote_actor_release(doomed);
+  rk_actor_destroy(quiet);
+}
+
+typedef struct streamer {
+  rk_remote_actor_t *h;
+  _Atomic uint32_t answered;
+  _Atomic int last; /* rk_status_t */
+} streamer_t;
+
+static void *stream(void *arg) {
+  streamer_t *s = arg;
+  for (int i = 0;; ++i) {
+    imsg_t q = {i & 0xffff}, r;
+    const rk_status_t st =
+        rk_remote_actor_call(s->h, &q, sizeof q, &r, sizeof r, 30 * SEC, NULL);
+    if (st != RK_OK) {
+      s->last = st;
+      return NULL;
+    }
+    atomic_fetch_add(&s->answered, 1);
+  }
+}
+
+static bool wait_state(rk_actor_t *a, rk_actor_state_t want) {
+  const uint64_t end = rk__now_ns() + 5 * SEC;
+  while (rk_actor_state(a) != want && rk__now_ns() < end) usleep(1000);
+  return rk_actor_state(a) == want;
+}
+
+static void test_supervision(rk_cluster_t *c) {
+  child_t v = spawn("victim", "victim");
+  rk_remote_actor_t *h = find(c, "victim/add");
+  CHECK(h != NULL, "victim/add");
+  if (!h) {
+    reap(&v, 5);
+    return;
+  }
+  rk_actor_t *plain = launch(), *chained = launch(), *sup = launch(),
+             *bystander = launch(), *late = launch();
+  rk_supervisor_options_t so;
+  rk_supervisor_options_init(&so);
+  CHECK_OK(rk_actor_supervise(sup, &so));
+  CHECK_OK(rk_cluster_link(h, plain));
+  CHECK_OK(rk_cluster_link(h, sup));
+  CHECK_OK(rk_actor_link(plain, chained));
+  CHECK_OK(rk_cluster_link(h, late));
+  CHECK_OK(rk_cluster_unlink(h, late));
+  CHECK_STATUS(rk_cluster_unlink(h, late), RK_ERR_NOT_FOUND);
+
+  streamer_t s;
+  memset(&s, 0, sizeof s);
+  s.h = h;
+  pthread_t t;
+  pthread_create(&t, NULL, stream, &s);
+  while (atomic_load(&s.answered) < 100 && s.last == RK_OK) usleep(1000);
+  const uint64_t killed = rk__now_ns();
+  kill(v.pid, SIGKILL);
+  pthread_join(t, NULL);
+  CHECK(s.last == RK_ERR_INVALID_STATE, "the stream: %s",
+        rk_status_name((rk_status_t)s.last));
+  CHECK(wait_state(plain, RK_ACTOR_FAILED), "linked, unsupervised: %s",
+        rk_actor_state_name(rk_actor_state(plain)));
+  printf("  killed after %u answers; the linked actor FAILED after %.3f s\n",
+         atomic_load(&s.answered), (double)(rk__now_ns() - killed) / 1e9);
+  imsg_t q = {1}, r = {0};
+  CHECK_STATUS(rk_actor_call(plain, &q, sizeof q, &r, sizeof r, SEC, NULL),
+               RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("victim/add");
+  CHECK_ERROR_HAS("victim");
+  CHECK(wait_state(chained, RK_ACTOR_FAILED), "its local link: %s",
+        rk_actor_state_name(rk_actor_state(chained)));
+  /* The supervised one restarted and answers. */
+  rk_actor_stats_t st;
+  uint64_t end = rk__now_ns() + 5 * SEC;
+  do {
+    CHECK_OK(rk_actor_stats(sup, &st));
+    if (st.restarts_by_cause[RK_ACTOR_FAULT_LINK] > 0) break;
+    usleep(1000);
+  } while (rk__now_ns() < end);
+  CHECK(st.restarts_by_cause[RK_ACTOR_FAULT_LINK] == 1,
+        "supervised: %llu restarts for the link",
+        (unsigned long long)st.restarts_by_cause[RK_ACTOR_FAULT_LINK]);
+  CHECK(rk_actor_state(sup) == RK_ACTOR_ACTIVE, "supervised: %s",
+        rk_actor_state_name(rk_actor_state(sup)));
+  CHECK_OK(rk_actor_call(sup, &q, sizeof q, &r, sizeof r, 10 * SEC, NULL));
+  CHECK(r.v == 2, "supervised answers %d", r.v);
+  /* Unlinked ones are untouched; a link to a FAILED handle fails at once. */
+  CHECK(rk_actor_state(bystander) == RK_ACTOR_ACTIVE, "bystander: %s",
+        rk_actor_state_name(rk_actor_state(bystander)));
+  CHECK(rk_actor_state(late) == RK_ACTOR_ACTIVE, "unlinked: %s",
+        rk_actor_state_name(rk_actor_state(late)));
+  CHECK_OK(rk_actor_stats(bystander, &st));
+  CHECK(st.restarts == 0, "bystander restarts");
+  CHECK_OK(rk_cluster_link(h, late));
+  CHECK(wait_state(late, RK_ACTOR_FAILED), "linked after the failure: %s",
+        rk_actor_state_name(rk_actor_state(late)));
+  rk_remote_actor_release(h);
+  reap(&v, 5);
+  rk_actor_destroy(plain);
+  rk_actor_destroy(chained);
+  rk_actor_destroy(sup);
+  rk_actor_destroy(bystander);
+  rk_actor_destroy(late);
+}
+
+/* A local stage's port 0 wired to a sink in another process. */
+static void test_remote_port(rk_cluster_t *c) {
+  child_t m = spawn("sink", "sinker");
+  rk_remote_actor_t *port = find(c, "remote/sink");
+  rk_remote_actor_t *ask = find(c, "remote/sink");
+  CHECK(port && ask, "remote/sink");
+  if (!port || !ask) {
+    reap(&m, 5);
+    return;
+  }
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.auto_activate = false;
+  rk_actor_t *stage = NULL;
+  if (!CHECK_OK(rk_actor_launch(g_ctx, kK2kSource, "stage", &o, &stage))) {
+    reap(&m, 5);
+    return;
+  }
+  CHECK_STATUS(rk_cluster_connect(stage, 3, port), RK_ERR_INVALID_ARGUMENT);
+  CHECK_OK(rk_cluster_connect(stage, 0, port));
+  CHECK_OK(rk_actor_activate(stage));
+  CHECK_STATUS(rk_cluster_connect(stage, 0, ask), RK_ERR_INVALID_STATE);
+  enum { N = 2000 };
+  int full = 0, bad = 0, sum = 0;
+  const uint64_t give_up = rk__now_ns() + 20 * SEC;
+  for (uint32_t i = 1; i <= N && rk__now_ns() < give_up; ++i) {
+    tok_t q = {1, i, (int)i};
+    ack_t r = {.r = 1};
+    while (rk__now_ns() < give_up) {
+      if (rk_actor_call(stage, &q, sizeof q, &r, sizeof r, 10 * SEC, NULL) !=
+          RK_OK) {
+        bad++;
+        break;
+      }
+      if (r.r != 1) break; /* RK_SEND_FULL: try again */
+      full++;
+      usleep(100);
+    }
+    if (r.r != 0) bad++;
+    sum += (int)i + 1;
+  }
+  CHECK(bad == 0, "%d sends not queued", bad);
+  ack_t r = {0};
+  const uint64_t end = rk__now_ns() + 10 * SEC;
+  do {
+    tok_t q = {7, 0, 0};
+    if (!CHECK_OK(rk_remote_actor_call(ask, &q, sizeof q, &r, sizeof r,
+                                       10 * SEC, NULL)))
+      break;
+    if (r.count >= N) break;
+    usleep(1000);
+  } while (rk__now_ns() < end);
+  printf(
+      "  remote port: %d messages handled in the other process (%d sends "
+      "found the port full)\n",
+      r.count, full);
+  CHECK(r.count == N, "the remote sink handled %d of %d", r.count, N);
+  CHECK(r.disorder == 0, "%d out of order", r.disorder);
+  CHECK(r.sum == sum, "sum %d, expected %d", r.sum, sum);
+  rk_actor_k2k_stats_t ks;
+  CHECK_OK(rk_actor_k2k_stats(stage, &ks));
+  CHECK(ks.sent == N && ks.links_out == 1, "stage stats: sent %llu, links %u",
+        (unsigned long long)ks.sent, ks.links_out);
+  /* The member killed: the port answers RK_SEND_UNCONNECTED. */
+  kill(m.pid, SIGKILL);
+  int unconnected = 0;
+  const uint64_t end2 = rk__now_ns() + 10 * SEC;
+  for (uint32_t i = N + 1; !unconnected && rk__now_ns() < end2; ++i) {
+    tok_t q = {1, i, 0};
+    ack_t a;
+    if (rk_actor_call(stage, &q, sizeof q, &a, sizeof a, 10 * SEC, NULL) ==
+            RK_OK &&
+        a.r == 2)
+      unconnected = 1;
+    else
+      usleep(1000);
+  }
+  CHECK(unconnected, "the port is unconnected once the member is gone");
+  rk_actor_destroy(stage);
+  rk_remote_actor_release(port);
+  rk_remote_actor_release(ask);
+  reap(&m, 5);
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 5 && !strcmp(argv[1], "--role")) {
+    if (!strcmp(argv[2], "clock")) return role_clock(argv[3], argv[4]);
+    if (!strcmp(argv[2], "skew")) return role_skew(argv[3], argv[4]);
+    if (!strcmp(argv[2], "names")) return role_names(argv[3], argv[4]);
+    if (!strcmp(argv[2], "victim")) return role_victim(argv[3], argv[4]);
+    if (!strcmp(argv[2], "sink")) return role_sink(argv[3], argv[4]);
+    return 2;
+  }
+  const char *version;
+  if (rk_cluster_available(&version) != RK_OK)
+    RK_TEST_SKIP("%s", rk_last_error());
+  static char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  g_self = "/proc/self/exe";
+  if (n > 0) {
+    self[n] = '\0';
+    g_self = self;
+  }
+  rk_test_use_temp_cache(); /* inherited by the members: one compile each */
+  g_ctx = cpu_context();
+  rk_cluster_options_t o;
+  rk_cluster_options_init(&o);
+  o.listen = "127.0.0.1:0";
+  o.name = "hub";
+  o.token = "";
+  setenv("RK_CLUSTER_TOKEN", "", 1);
+  rk_cluster_t *c;
+  if (!CHECK_OK(rk_cluster_create(&o, &c))) return rk_test_finish("cluster");
+  CHECK_OK(rk_cluster_address(c, g_addr, sizeof g_addr));
+  rk_actor_t *add = launch();
+  CHECK_OK(rk_cluster_export(c, add, "hub/add"));
+  test_names(c);
+  test_supervision(c);
+  test_remote_port(c);
+  test_clocks(); /* last: it moves this process's clock ahead */
+  rk_cluster_destroy(c);
+  rk_actor_destroy(add);
+  return rk_test_finish("cluster_actors");
+}
