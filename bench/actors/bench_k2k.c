@@ -90,8 +90,8 @@ static void check(rk_status_t s, const char *what) {
 /* ---- (a) The floor: a cache line ping-ponged between two CPUs ----------- */
 
 typedef struct {
-  _Alignas(128) volatile uint64_t line;
-  _Alignas(128) volatile uint32_t stop;
+  _Alignas(128) uint64_t line; /* atomic */
+  _Alignas(128) uint32_t stop; /* atomic */
   int cpu;
 } floor_t;
 
@@ -113,7 +113,7 @@ static void *floor_echo(void *arg) {
   floor_t *f = arg;
   pin(f->cpu);
   uint64_t seen = 0;
-  while (!f->stop) {
+  while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
     uint64_t v = __atomic_load_n(&f->line, __ATOMIC_ACQUIRE);
     if (v != seen && (v & 1)) {
       seen = v + 1;
@@ -128,7 +128,7 @@ static void *floor_echo(void *arg) {
 static double floor_round(floor_t *f, long n, int host_cpu) {
   pthread_t echo;
   pin(host_cpu);
-  f->stop = 0;
+  __atomic_store_n(&f->stop, 0u, __ATOMIC_RELAXED); /* before the thread */
   if (pthread_create(&echo, NULL, floor_echo, f) != 0)
     die("cannot start the echo thread");
   uint64_t v = __atomic_load_n(&f->line, __ATOMIC_ACQUIRE);
@@ -145,7 +145,7 @@ static double floor_round(floor_t *f, long n, int host_cpu) {
     v += 2;
   }
   const double ns = (double)(rkb_now_ns() - t0) / (double)n / 2.0;
-  f->stop = 1;
+  __atomic_store_n(&f->stop, 1u, __ATOMIC_RELEASE);
   pthread_join(echo, NULL);
   unpin();
   return ns;
