@@ -580,6 +580,9 @@ static void echo_init(echo_t *e, int cpu, uint32_t ring_size) {
   e->rk_resp_slots = xaligned(rk__ring_slot_bytes(ring_size, slot));
   RK_CHECK(rk__ring_init(e->rk_req, ring_size, slot));
   RK_CHECK(rk__ring_init(e->rk_resp, ring_size, slot));
+  /* Slot marks, as an actor's rings on the CPU backend have them. */
+  rk__ring_mark_slots(e->rk_req);
+  rk__ring_mark_slots(e->rk_resp);
   rk__ring_attach(&e->host_out, e->rk_req, e->rk_req_slots, true);
   rk__ring_attach(&e->host_in, e->rk_resp, e->rk_resp_slots, false);
   pthread_mutex_init(&e->mu, NULL);

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RK_ABI_VERSION 1u
+#define RK_ABI_VERSION 2u
 #define RK_ABI_RING_MAGIC 0x474e4952u    /* "RING" */
 #define RK_ABI_CONTROL_MAGIC 0x4c54434bu /* "KCTL" */
 
@@ -50,14 +50,28 @@
  * wake sequence; the other side, after publishing, fences and, if the count
  * is non-zero, increments its wake sequence and wakes it. Both fences make
  * the store-then-load pairs sequentially consistent, so a wake-up is never
- * lost (the io_uring NEED_WAKEUP idea, in both directions). */
+ * lost (the io_uring NEED_WAKEUP idea, in both directions).
+ *
+ * Slot marks (RK_ABI_RING_SLOT_SEQ in `flags`, set at creation when every
+ * producer of the ring writes them). A producer also stores, after the
+ * slot's contents and before tail, the low 32 bits of (index + 1) into the
+ * slot header's `seq` with release. A consumer may then find slot i
+ * published by an acquire load of that mark (== i + 1) instead of loading
+ * tail: a message then costs the consumer one cache line (the slot's), not
+ * two (tail's and the slot's), and tail's line stays with the producer. A
+ * mark from the previous lap reads i + 1 - capacity, never i + 1 (capacity
+ * < 2^32). Consumers that ignore the flag (a GPU kernel) read tail as
+ * before; tail is always published. A consumer that went by the mark may
+ * release slots before tail covers them, so head can be ahead of tail for
+ * a moment: depth and space checks compare as signed. */
 typedef struct rk_abi_ring {
   /* Set once before either side starts. */
   uint32_t magic;
   uint32_t version;
   uint32_t capacity;  /* slots, a power of two */
   uint32_t slot_size; /* bytes, a multiple of RK_ABI_SLOT_ALIGN */
-  uint8_t pad0[RK_ABI_LINE - 16];
+  uint32_t flags;     /* RK_ABI_RING_* */
+  uint8_t pad0[RK_ABI_LINE - 20];
 
   /* Producer: written on every publish. */
   uint64_t tail;
@@ -80,9 +94,13 @@ typedef struct rk_abi_ring {
   uint8_t pad4[RK_ABI_LINE - 8];
 } rk_abi_ring_t;
 
+/* rk_abi_ring_t.flags: every producer marks its slots (`seq`). */
+#define RK_ABI_RING_SLOT_SEQ 1u
+
 _Static_assert(sizeof(rk_abi_ring_t) == 5 * RK_ABI_LINE, "ring header size");
 _Static_assert(offsetof(rk_abi_ring_t, capacity) == 8, "ring capacity");
 _Static_assert(offsetof(rk_abi_ring_t, slot_size) == 12, "ring slot_size");
+_Static_assert(offsetof(rk_abi_ring_t, flags) == 16, "ring flags");
 _Static_assert(offsetof(rk_abi_ring_t, tail) == 1 * RK_ABI_LINE, "ring tail");
 _Static_assert(offsetof(rk_abi_ring_t, head) == 2 * RK_ABI_LINE, "ring head");
 _Static_assert(offsetof(rk_abi_ring_t, data_seq) == 3 * RK_ABI_LINE,
@@ -122,17 +140,22 @@ typedef enum rk_abi_msg_status {
 typedef struct rk_abi_msg {
   uint64_t correlation_id; /* a response carries its request's id */
   uint64_t timestamp;      /* hybrid logical clock, see above */
-  uint32_t type;           /* rk_abi_msg_type_t */
+  uint16_t type;           /* rk_abi_msg_type_t */
+  uint16_t status;         /* rk_abi_msg_status_t, responses only */
   uint32_t size;           /* payload bytes */
-  uint32_t status;         /* rk_abi_msg_status_t, responses only */
-  int32_t code;            /* handler return value, 0 when it has none */
+  /* The slot's publication mark: the low 32 bits of (ring index + 1),
+   * stored last, with release, by a producer of a ring whose header has
+   * RK_ABI_RING_SLOT_SEQ (see the ring above). */
+  uint32_t seq;
+  int32_t code; /* handler return value, 0 when it has none */
 } rk_abi_msg_t;
 
 _Static_assert(sizeof(rk_abi_msg_t) == RK_ABI_MSG_HEADER, "message header");
 _Static_assert(offsetof(rk_abi_msg_t, timestamp) == 8, "msg timestamp");
 _Static_assert(offsetof(rk_abi_msg_t, type) == 16, "msg type");
+_Static_assert(offsetof(rk_abi_msg_t, status) == 18, "msg status");
 _Static_assert(offsetof(rk_abi_msg_t, size) == 20, "msg size");
-_Static_assert(offsetof(rk_abi_msg_t, status) == 24, "msg status");
+_Static_assert(offsetof(rk_abi_msg_t, seq) == 24, "msg seq");
 _Static_assert(offsetof(rk_abi_msg_t, code) == 28, "msg code");
 
 /* The slot size for a payload: header plus payload, rounded up to

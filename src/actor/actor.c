@@ -424,6 +424,13 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
   d->cpus = a->cpus;
   RK_RETURN_IF_ERROR(rk__ring_init(d->in, o->input_capacity, in_slot));
   RK_RETURN_IF_ERROR(rk__ring_init(d->out, o->output_capacity, out_slot));
+  /* Slot marks where every producer is host code (base/ring.c): the input
+   * ring always; the output ring unless a GPU kernel or an external
+   * device side answers. */
+  rk__ring_mark_slots(d->in);
+  if (!(a->execution == RK_ACTOR_EXEC_RESIDENT &&
+        (a->external || rk__hal_actor_polled(a->context))))
+    rk__ring_mark_slots(d->out);
   /* LOCK, not CLAIM: with more senders than CPUs, a CLAIM producer
    * preempted between its claim and its publish holds up every producer
    * that claimed after it (they spin for their turn), while a LOCK holder
@@ -1279,9 +1286,10 @@ static rk_status_t enqueue(rk_actor_t *a, const rk_abi_msg_t *m,
 }
 
 static rk_abi_msg_t request_header(rk_actor_t *a, uint64_t id) {
-  rk_abi_msg_t m = {
-      id, rk__hlc_tick(&rk__hlc_host.value), RK_ABI_MSG_REQUEST, a->in_size, 0,
-      0};
+  rk_abi_msg_t m = {.correlation_id = id,
+                    .timestamp = rk__hlc_tick(&rk__hlc_host.value),
+                    .type = RK_ABI_MSG_REQUEST,
+                    .size = a->in_size};
   return m;
 }
 
@@ -1556,12 +1564,10 @@ rk_status_t rk_actor_send_batch(rk_actor_t *actor, const void *requests,
      * run of requests that fits. */
     first =
         __atomic_fetch_add(&actor->next_id, (uint64_t)count, __ATOMIC_RELAXED);
-    rk_abi_msg_t m = {first,
-                      rk__hlc_tick_n(&rk__hlc_host.value, count),
-                      RK_ABI_MSG_REQUEST,
-                      actor->in_size,
-                      0,
-                      0};
+    rk_abi_msg_t m = {.correlation_id = first,
+                      .timestamp = rk__hlc_tick_n(&rk__hlc_host.value, count),
+                      .type = RK_ABI_MSG_REQUEST,
+                      .size = actor->in_size};
     limit_t limit = limit_of(timeout_ns, 0);
     for (bool first_try = true; sent < count; first_try = false) {
       if (!first_try && get_state(actor) != RK_ACTOR_ACTIVE) {

@@ -81,27 +81,60 @@ rk_status_t rk__ring_init(rk_abi_ring_t *hdr, uint32_t capacity,
   return RK_OK;
 }
 
+void rk__ring_mark_slots(rk_abi_ring_t *hdr) {
+  hdr->flags |= RK_ABI_RING_SLOT_SEQ;
+}
+
 void rk__ring_attach(rk__ring_end_t *end, rk_abi_ring_t *hdr, void *slots,
                      bool producer) {
   end->hdr = hdr;
   end->slots = slots;
   end->mask = hdr->capacity - 1u;
   end->slot_size = hdr->slot_size;
+  end->marks = (hdr->flags & RK_ABI_RING_SLOT_SEQ) != 0;
   /* Acquire: a side attached while the other runs starts from a view whose
    * slots are complete. */
   uint64_t tail = LOAD_ACQUIRE(&hdr->tail), head = LOAD_ACQUIRE(&hdr->head);
   end->own = producer ? tail : head;
-  end->other = producer ? head : tail;
+  /* A consumer that went by the slot marks may have released slots that
+   * tail does not cover yet: nothing is known published beyond head. */
+  end->other = producer ? head : (int64_t)(tail - head) > 0 ? tail : head;
 }
 
 uint64_t rk__ring_depth(const rk_abi_ring_t *hdr) {
   uint64_t head = LOAD_ACQUIRE(&hdr->head);
   uint64_t tail = LOAD_ACQUIRE(&hdr->tail);
-  return tail >= head ? tail - head : 0;
+  return (int64_t)(tail - head) > 0 ? tail - head : 0;
 }
 
 static inline unsigned char *slot_at(const rk__ring_end_t *e, uint64_t i) {
   return e->slots + (size_t)(i & e->mask) * e->slot_size;
+}
+
+/* The producer's mark on slot i, after the slot's contents (release). */
+static inline void mark(const rk__ring_end_t *e, uint64_t i) {
+  STORE_RELEASE(&((rk_abi_msg_t *)slot_at(e, i))->seq, (uint32_t)(i + 1u));
+}
+
+/* Whether slot i (own <= i < own + capacity) is published, by its mark.
+ * Acquire: the producer's slot writes happen-before our reads. */
+static inline bool marked(const rk__ring_end_t *e, uint64_t i) {
+  return LOAD_ACQUIRE(&((const rk_abi_msg_t *)slot_at(e, i))->seq) ==
+         (uint32_t)(i + 1u);
+}
+
+/* Consumer: brings `other` up to date, at least up to `want` slots past
+ * own if that many are published. With marks it walks the marked slots
+ * after `other` (each one's line is the one the consumer reads next
+ * anyway) and never touches tail's line; without, it loads tail. */
+static inline void refresh(rk__ring_end_t *c, uint64_t want) {
+  if (!c->marks) {
+    c->other = LOAD_ACQUIRE(&c->hdr->tail);
+    return;
+  }
+  uint64_t end = c->own + want;
+  if (end - c->own > c->mask + 1) end = c->own + c->mask + 1;
+  while (c->other != end && marked(c, c->other)) ++c->other;
 }
 
 /* ---- Producer ------------------------------------------------------------ */
@@ -119,6 +152,8 @@ void *rk__ring_reserve_at(rk__ring_end_t *p, uint32_t i) {
 }
 
 void rk__ring_publish(rk__ring_end_t *p, uint32_t n) {
+  if (p->marks)
+    for (uint32_t i = 0; i < n; ++i) mark(p, p->own + i);
   p->own += n;
   /* Release: the slot contents are visible before the new tail is. */
   STORE_RELEASE(&p->hdr->tail, p->own);
@@ -147,14 +182,15 @@ void rk__ring_kick(rk_abi_ring_t *hdr) {
 /* ---- Consumer ------------------------------------------------------------ */
 
 uint64_t rk__ring_available(rk__ring_end_t *c) {
-  /* Acquire: the producer's slot writes happen-before our reads. */
-  c->other = LOAD_ACQUIRE(&c->hdr->tail);
+  /* Acquire (tail or the marks): the producer's slot writes happen-before
+   * our reads. */
+  refresh(c, c->mask + 1);
   return c->other - c->own;
 }
 
 const void *rk__ring_peek(rk__ring_end_t *c, uint32_t i) {
   if (c->other - c->own <= i) {
-    c->other = LOAD_ACQUIRE(&c->hdr->tail);
+    refresh(c, (uint64_t)i + 1);
     if (c->other - c->own <= i) return NULL;
   }
   return slot_at(c, c->own + i);
@@ -173,8 +209,9 @@ void rk__ring_signal_space(rk_abi_ring_t *hdr) {
 
 /* ---- Waiting ------------------------------------------------------------- */
 
+/* Signed: a consumer that went by the slot marks may be ahead of tail. */
 static bool has_data(const rk_abi_ring_t *hdr, uint64_t head) {
-  return LOAD_ACQUIRE(&hdr->tail) != head;
+  return (int64_t)(LOAD_ACQUIRE(&hdr->tail) - head) > 0;
 }
 
 /* Signed: a multi-producer's `tail` may be a claim that the consumer's head
@@ -346,6 +383,8 @@ static rk_status_t mp_send_claim(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
   }
   write_slot(p->slots + (size_t)(mine & p->mask) * p->slot_size, msg, payload,
              size);
+  /* A marking consumer may take it now, before tail covers it. */
+  if (p->marks) mark(p, mine);
   /* Publish in claim order: wait for the producers that claimed earlier
    * slots. Acquire pairs with their release so that our release of tail
    * also covers their slot writes (the consumer sees one chain). */

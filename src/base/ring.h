@@ -34,8 +34,11 @@ typedef struct rk__ring_end {
   unsigned char *slots;
   uint64_t mask;
   uint32_t slot_size;
-  uint64_t own;   /* tail (producer) or head (consumer), as last published */
-  uint64_t other; /* the other side's index, as last loaded */
+  uint64_t own; /* tail (producer) or head (consumer), as last published */
+  /* Producer: head as last loaded. Consumer: how far slots are known to
+   * be published (tail as last loaded, or past the last marked slot). */
+  uint64_t other;
+  bool marks; /* the ring has RK_ABI_RING_SLOT_SEQ */
 } rk__ring_end_t;
 
 /* Bytes of slot memory for a ring. */
@@ -50,6 +53,12 @@ static inline uint64_t rk__ring_slot_bytes(uint32_t capacity,
  * starts. */
 rk_status_t rk__ring_init(rk_abi_ring_t *hdr, uint32_t capacity,
                           uint32_t slot_size);
+
+/* Declares that every producer of the ring marks its slots (actor_abi.h:
+ * slot marks), so consumers may look for published slots there rather than
+ * at tail. Only for rings whose producers all go through this file; call it
+ * after rk__ring_init, before either side attaches. */
+void rk__ring_mark_slots(rk_abi_ring_t *hdr);
 
 /* Attaches the producer's or the consumer's view to an initialised ring.
  * `slots` holds capacity * slot_size bytes. */

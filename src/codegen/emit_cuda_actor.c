@@ -73,17 +73,19 @@ static void abi_constants(rk__strbuf_t *out) {
   _Static_assert(offsetof(rk_abi_msg_t, correlation_id) == 0 &&
                      offsetof(rk_abi_msg_t, timestamp) == 8 &&
                      offsetof(rk_abi_msg_t, type) == 16 &&
+                     offsetof(rk_abi_msg_t, status) == 18 &&
                      offsetof(rk_abi_msg_t, size) == 20 &&
-                     offsetof(rk_abi_msg_t, status) == 24 &&
+                     offsetof(rk_abi_msg_t, seq) == 24 &&
                      offsetof(rk_abi_msg_t, code) == 28,
                  "rk_pa_msg_t below follows the message header");
   rk__strbuf_puts(out,
                   "\ntypedef struct rk_pa_msg {\n"
                   "  unsigned long long correlation_id;\n"
                   "  unsigned long long timestamp;\n"
-                  "  unsigned int type;\n"
+                  "  unsigned short type;\n"
+                  "  unsigned short status;\n"
                   "  unsigned int size;\n"
-                  "  unsigned int status;\n"
+                  "  unsigned int seq;\n"
                   "  int code;\n"
                   "} rk_pa_msg_t;\n");
   rk__strbuf_printf(out,

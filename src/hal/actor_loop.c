@@ -162,15 +162,12 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
     }
     set_run_state(c, &run_state, RK_ABI_RUN_ACTIVE);
     uint64_t avail = rk__ring_available(&in);
-    /* Messages from other actors, then the host's requests: neither
-     * starves the other. */
+    /* The host's requests, then messages from other actors: neither
+     * starves the other (one batch of each per turn), and a request that
+     * finds the worker idle is answered before the inbox is looked at. */
+    if (avail) handle_some(l, &in, &out, avail);
     const uint32_t got = l->inbox ? l->inbox(l->ctx, l->batch) : 0;
-    if (avail) {
-      idle_since = 0;
-      handle_some(l, &in, &out, avail);
-      continue;
-    }
-    if (got) {
+    if (avail || got) {
       idle_since = 0;
       continue;
     }

@@ -39,8 +39,8 @@ static void *producer_main(void *arg) {
       unsigned char *slot = rk__ring_reserve_at(&p, n);
       if (!slot) break;
       uint64_t v = seq + n;
-      memcpy(slot, &v, sizeof v);
-      memcpy(slot + 56, &v, sizeof v); /* both ends of the slot */
+      memcpy(slot + RK_ABI_MSG_HEADER, &v, sizeof v);
+      memcpy(slot + 56, &v, sizeof v); /* both ends of the payload */
     }
     if (n == 0) {
       /* Spin a little, then park: both paths run many times. */
@@ -59,11 +59,12 @@ static void *producer_main(void *arg) {
   return NULL;
 }
 
-static void test_spsc_order(void) {
+static void test_spsc_order(bool marks) {
   const uint32_t cap = 64, slot = 64;
   rk_abi_ring_t *hdr = aligned_alloc(RK_ABI_LINE, sizeof *hdr);
   unsigned char *slots = aligned_alloc(RK_ABI_LINE, cap * slot);
   CHECK_OK(rk__ring_init(hdr, cap, slot));
+  if (marks) rk__ring_mark_slots(hdr);
   side_t s = {hdr, slots, kMessages, 0, 0};
   pthread_t th;
   pthread_create(&th, NULL, producer_main, &s);
@@ -85,7 +86,7 @@ static void test_spsc_order(void) {
     for (uint64_t i = 0; i < n; ++i) {
       const unsigned char *m = rk__ring_peek(&c, (uint32_t)i);
       uint64_t a, b;
-      memcpy(&a, m, sizeof a);
+      memcpy(&a, m + RK_ABI_MSG_HEADER, sizeof a);
       memcpy(&b, m + 56, sizeof b);
       if (a != expect || b != expect) {
         if (bad++ < 5)
@@ -104,8 +105,9 @@ static void test_spsc_order(void) {
         (unsigned long long)max_depth);
   CHECK(rk__ring_depth(hdr) == 0 && hdr->tail == (uint64_t)kMessages,
         "all consumed: tail %llu", (unsigned long long)hdr->tail);
-  printf("  %d messages; consumer parked %llu times, producer %llu\n",
-         kMessages, (unsigned long long)parks, (unsigned long long)s.parks);
+  printf("  %s: %d messages; consumer parked %llu times, producer %llu\n",
+         marks ? "marked slots" : "tail only", kMessages,
+         (unsigned long long)parks, (unsigned long long)s.parks);
   free(hdr);
   free(slots);
 }
@@ -125,7 +127,7 @@ static void *mp_main(void *arg) {
   for (uint32_t i = 0; i < kPerProducer; ++i) {
     uint32_t payload[2] = {p->id, i};
     rk_abi_msg_t m = {
-        ((uint64_t)p->id << 32) | i, 0, RK_ABI_MSG_REQUEST, 8, 0, 0};
+        ((uint64_t)p->id << 32) | i, 0, RK_ABI_MSG_REQUEST, 0, 8, 0, 0};
     while (rk__ring_mp_send(p->mp, &m, payload, 8, NULL) == RK_ERR_QUEUE_FULL) {
       p->full++;
       rk__ring_mp_wait_space(p->mp, rk__now_ns() + 1000000u);
@@ -134,12 +136,13 @@ static void *mp_main(void *arg) {
   return NULL;
 }
 
-static void test_mp(rk__ring_mp_kind_t kind, const char *name) {
+static void test_mp(rk__ring_mp_kind_t kind, const char *name, bool marks) {
   const uint32_t cap = 32, slot = 64;
   rk_abi_ring_t *hdr = aligned_alloc(RK_ABI_LINE, sizeof *hdr);
   unsigned char *slots = aligned_alloc(RK_ABI_LINE, cap * slot);
   rk__ring_mp_t *mp = aligned_alloc(RK_ABI_LINE, sizeof *mp);
   CHECK_OK(rk__ring_init(hdr, cap, slot));
+  if (marks) rk__ring_mark_slots(hdr);
   rk__ring_mp_init(mp, hdr, slots, kind);
   mp_producer_t ps[kProducers];
   pthread_t th[kProducers];
@@ -225,6 +228,71 @@ static void test_init_errors(void) {
   free(hdr);
 }
 
+/* Slot marks: a marked slot is seen before tail covers it, an unmarked
+ * consumer still goes by tail, a mark from the previous lap is not taken,
+ * and a consumer ahead of tail neither sees data nor a negative depth. */
+static void test_marks(void) {
+  enum { kCap = 4, kSlot = 64 };
+  rk_abi_ring_t *hdr = aligned_alloc(RK_ABI_LINE, sizeof *hdr);
+  unsigned char *slots = aligned_alloc(RK_ABI_LINE, kCap * kSlot);
+  memset(slots, 0, kCap * kSlot);
+  CHECK_OK(rk__ring_init(hdr, kCap, kSlot));
+  rk__ring_end_t plain;
+  rk__ring_attach(&plain, hdr, slots, false); /* before the flag */
+  rk__ring_mark_slots(hdr);
+  CHECK(hdr->flags == RK_ABI_RING_SLOT_SEQ, "the flag is in the header");
+  rk__ring_end_t p, c;
+  rk__ring_attach(&p, hdr, slots, true);
+  rk__ring_attach(&c, hdr, slots, false);
+  CHECK(p.marks && c.marks && !plain.marks, "ends read the flag at attach");
+  /* A whole lap through the ring: marks and tail both published. */
+  for (uint32_t i = 0; i < kCap; ++i) {
+    unsigned char *m = rk__ring_reserve(&p);
+    CHECK(m != NULL, "slot %u free", i);
+    memcpy(m + RK_ABI_MSG_HEADER, &i, sizeof i);
+    rk__ring_publish(&p, 1);
+    CHECK(((rk_abi_msg_t *)m)->seq == i + 1, "slot %u marked %u", i,
+          ((rk_abi_msg_t *)m)->seq);
+  }
+  CHECK(hdr->tail == kCap, "tail published too");
+  CHECK(rk__ring_available(&c) == kCap, "a full ring by its marks");
+  rk__ring_release(&c, kCap);
+  CHECK(rk__ring_peek(&c, 0) == NULL,
+        "the previous lap's mark (1) is not taken for index %u (5)", kCap);
+  /* A producer between its mark and its tail store: the slot is written
+   * and marked, tail not yet moved. */
+  unsigned char *m = rk__ring_reserve(&p);
+  uint32_t v = 77;
+  memcpy(m + RK_ABI_MSG_HEADER, &v, sizeof v);
+  ((rk_abi_msg_t *)m)->seq = kCap + 1;
+  const unsigned char *got = rk__ring_peek(&c, 0);
+  CHECK(got == m, "the marked consumer takes the slot before tail moves");
+  rk__ring_release(&c, 1);
+  CHECK(hdr->head == kCap + 1 && hdr->tail == kCap,
+        "head is ahead of tail: %llu, %llu", (unsigned long long)hdr->head,
+        (unsigned long long)hdr->tail);
+  CHECK(rk__ring_depth(hdr) == 0, "no negative depth");
+  CHECK(!rk__ring_wait_data(hdr, c.own, rk__now_ns() + 1000000u),
+        "no data seen while head is ahead of tail");
+  rk__ring_end_t late;
+  rk__ring_attach(&late, hdr, slots, false);
+  CHECK(late.other == late.own && rk__ring_peek(&late, 0) == NULL,
+        "a consumer attached now starts at head, with nothing published");
+  /* An unmarked consumer goes by tail only: it saw the lap through tail
+   * and does not take the marked slot tail does not cover. */
+  CHECK(rk__ring_available(&plain) == kCap, "tail-only view: %u", kCap);
+  rk__ring_release(&plain, kCap);
+  CHECK(rk__ring_peek(&plain, 0) == NULL,
+        "tail-only: the slot marked ahead of tail is not taken");
+  /* The producer's tail store catches up. */
+  p.own++;
+  __atomic_store_n(&hdr->tail, p.own, __ATOMIC_RELEASE);
+  CHECK(rk__ring_peek(&plain, 0) == m, "tail-only: taken once tail moves");
+  CHECK(rk__ring_peek(&c, 0) == NULL, "the marked consumer took it once");
+  free(hdr);
+  free(slots);
+}
+
 /* ---- Hybrid logical clock ------------------------------------------------ */
 
 enum { kTickers = 4, kTicks = 50000 };
@@ -273,9 +341,13 @@ static void test_hlc(void) {
 
 int main(void) {
   test_init_errors();
-  test_spsc_order();
-  test_mp(RK__RING_MP_CLAIM, "claim");
-  test_mp(RK__RING_MP_LOCK, "lock");
+  test_marks();
+  test_spsc_order(false);
+  test_spsc_order(true);
+  test_mp(RK__RING_MP_CLAIM, "claim", false);
+  test_mp(RK__RING_MP_LOCK, "lock", false);
+  test_mp(RK__RING_MP_CLAIM, "claim, marked slots", true);
+  test_mp(RK__RING_MP_LOCK, "lock, marked slots", true);
   test_hlc();
   return rk_test_finish("ring");
 }

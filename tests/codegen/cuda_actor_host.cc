@@ -253,7 +253,7 @@ static bool try_send(host_actor *a, const void *payload, uint32_t n) {
   uint64_t id = ++a->next_id;
   uint64_t stamp = id % 3 == 0 ? 5000 + id * 10 : id % 7;
   a->stamps.push_back(stamp);
-  rk_abi_msg_t m = {id, stamp, RK_ABI_MSG_REQUEST, n, 0, 0};
+  rk_abi_msg_t m = {id, stamp, RK_ABI_MSG_REQUEST, 0, n, 0, 0};
   memcpy(slot, &m, sizeof m);
   memcpy(slot + RK_ABI_MSG_HEADER, payload, n);
   __atomic_store_n(&a->in->tail, tail + 1, __ATOMIC_RELEASE);

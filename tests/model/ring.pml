@@ -54,7 +54,15 @@
  *                 producer loads head, if the verdict is "full", then
  *                 claim - head >= capacity (as ints, without wrapping).
  *
+ *   -DMARKS       slot marks (RK_ABI_RING_SLOT_SEQ): every producer stores
+ *                 the slot's mark (index + 1) after its contents and before
+ *                 tail; the consumer finds a published slot by its mark
+ *                 (rk__ring_peek's refresh()) and never loads tail except
+ *                 when it parks, so its head may run ahead of tail.
+ *
  * Deliberately broken variants (negative controls: spin must reject them):
+ *   -DBUG_MARK_BEFORE_WRITE     MARKS: a producer marks the slot before it
+ *                               writes it.
  *   -DBUG_PUBLISH_BEFORE_WRITE  SPSC/LOCK producer publishes tail before it
  *                               writes the slot.
  *   -DBUG_NO_RECHECK            park() sleeps without re-checking the ring
@@ -158,6 +166,11 @@ byte data_seq, space_waiters;
 byte space_seq, data_waiters;
 /* The slots: the message each holds; EMPTY before the first write. */
 byte slot[CAP] = EMPTY;
+#ifdef MARKS
+/* The slots' marks (rk_abi_msg_t.seq): index + 1 of the last publish, 0
+ * before the first. */
+byte mark[CAP];
+#endif
 
 #ifdef MP_CLAIM
 byte claim;      /* rk__ring_mp_t.claim: the next slot number to hand out */
@@ -205,6 +218,13 @@ byte next[NPROD];
 #endif
 
 /* ---- Slots ---------------------------------------------------------------- */
+
+/* mark(): STORE_RELEASE of the slot's mark, after its contents (MARKS). */
+#ifdef MARKS
+#define MARK(idx) mark[(idx) & MASK] = (idx) + 1
+#else
+#define MARK(idx) skip
+#endif
 
 /* write_slot(): the whole message in one step. Never over a slot the
  * consumer has not released. */
@@ -275,9 +295,10 @@ inline signal(seq, waiters) {
   fi
 }
 
-/* has_data(hdr, h): LOAD_ACQUIRE(tail) != h. has_space(hdr, t):
+/* has_data(hdr, h): (int64_t)(LOAD_ACQUIRE(tail) - h) > 0. has_space(hdr, t):
  * (int64_t)(t - LOAD_ACQUIRE(head)) < (int64_t)capacity. */
-#define HAS_DATA(h) (tail != (h))
+/* Signed: with MARKS the consumer's head may be ahead of tail. */
+#define HAS_DATA(h) ((tail) - (h) > 0)
 #define HAS_SPACE(t) (!AT_LEAST_CAP(t, head))
 
 /* ---- Consumer ------------------------------------------------------------- */
@@ -315,7 +336,13 @@ proctype consumer() {
 #endif
     /* rk__ring_peek(c, 0) */
     if
+#ifdef MARKS
+    /* refresh(): the slot's mark (LOAD_ACQUIRE), never tail */
+    :: other == own && mark[own & MASK] == own + 1 -> other = own + 1
+    :: other == own && mark[own & MASK] != own + 1 -> skip
+#else
     :: other == own -> other = tail  /* c->other - c->own <= 0: LOAD_ACQUIRE */
+#endif
     :: else
     fi;
     if
@@ -392,9 +419,14 @@ proctype producer() {
 #ifdef BUG_PUBLISH_BEFORE_WRITE
       atomic { own++; tail = own };
       write_slot(own - 1, MSG(0, own - 1));
+#elif defined(BUG_MARK_BEFORE_WRITE)
+      MARK(own);
+      write_slot(own, MSG(0, own));
+      atomic { own++; tail = own };
 #else
       write_slot(own, MSG(0, own));
-      /* rk__ring_publish(p, 1): STORE_RELEASE(tail, own + 1) */
+      /* rk__ring_publish(p, 1): the mark, then STORE_RELEASE(tail, own + 1) */
+      MARK(own);
       atomic { own++; tail = own };
 #endif
       signal(data_seq, data_waiters)       /* rk__ring_signal_data */
@@ -458,7 +490,13 @@ proctype claim_producer(byte id) {
 #endif
       /* ... and the caller sends again */
     :: else ->
+#ifdef BUG_MARK_BEFORE_WRITE
+      MARK(mine);
       write_slot(mine, MSG(id, k));
+#else
+      write_slot(mine, MSG(id, k));
+      MARK(mine);                    /* a marking consumer may take it now */
+#endif
       /* Publish in claim order. */
 #ifndef BUG_CLAIM_NO_ORDER
       (tail == mine);                /* while (LOAD_ACQUIRE(tail) != mine) */
@@ -495,9 +533,14 @@ proctype lock_producer(byte id) {
 #ifdef BUG_PUBLISH_BEFORE_WRITE
       atomic { p_own++; tail = p_own };
       write_slot(p_own - 1, MSG(id, k));
+#elif defined(BUG_MARK_BEFORE_WRITE)
+      MARK(p_own);
+      write_slot(p_own, MSG(id, k));
+      atomic { p_own++; tail = p_own };
 #else
       write_slot(p_own, MSG(id, k));
-      atomic { p_own++; tail = p_own };  /* rk__ring_publish */
+      MARK(p_own);                       /* rk__ring_publish: the mark, */
+      atomic { p_own++; tail = p_own };  /* then tail */
 #endif
       sent = true
     fi;

@@ -72,7 +72,7 @@ extern "C" __global__ void rk_batch_account(
  * system scope, and payloads are plain accesses ordered by those and by
  * a system fence before each publish. Nothing wakes the host: it polls. */
 
-/* abi/actor_abi.h, RK_ABI_VERSION 1: byte offsets in the ring header and
+/* abi/actor_abi.h, RK_ABI_VERSION 2: byte offsets in the ring header and
  * the control block, message and run states. */
 static constexpr unsigned int rk_pa_ring_capacity = 8u;
 static constexpr unsigned int rk_pa_ring_slot_size = 12u;
@@ -101,9 +101,10 @@ static_assert(rk_pa_ctl_terminate == rk_pa_ctl_active + 4u &&
 typedef struct rk_pa_msg {
   unsigned long long correlation_id;
   unsigned long long timestamp;
-  unsigned int type;
+  unsigned short type;
+  unsigned short status;
   unsigned int size;
-  unsigned int status;
+  unsigned int seq;
   int code;
 } rk_pa_msg_t;
 static_assert(sizeof(rk_pa_msg_t) == 32, "rk message header");
