@@ -785,7 +785,7 @@ static uint64_t rk_tput_round(rk_actor_side_t *s, long n, long w) {
  * responses are there (up to kBatch, waiting for the first). */
 enum { kBatch = 64 };
 
-static uint64_t rk_batch_round(rk_actor_side_t *s, long n, long w) {
+static uint64_t rk_batch_round(rk_actor_side_t *s, long n, long w, bool lend) {
   long sent = 0, got = 0;
   uint64_t base = s->next_value;
   req_t q[kBatch];
@@ -809,6 +809,28 @@ static uint64_t rk_batch_round(rk_actor_side_t *s, long n, long w) {
       sent += k;
     }
     size_t m = 0;
+    if (lend) {
+      /* Zero-copy: each response read in place, then the slots given
+       * back at once. */
+      rk_actor_loan_t loan;
+      rk_status_t st =
+          rk_actor_receive_lend(s->actor, kBatch, s->timeout, &loan);
+      if (st != RK_OK) die_rk(st, "rk_actor_receive_lend");
+      for (size_t i = 0; i < loan.count; ++i, ++got) {
+        rk_actor_message_t li;
+        const resp_t *lr = rk_actor_loan_response(&loan, i, &li);
+        int want = VALUE_OF(base + (uint64_t)got) + 1;
+        if (!lr || lr->v != want || li.correlation_id != s->cids[got % w] ||
+            li.status != RK_OK)
+          die("rk_actor_receive_lend: response %ld has value %d, "
+              "correlation id %llu (expected %d, id %llu)",
+              got, lr ? lr->v : -1, (unsigned long long)li.correlation_id, want,
+              (unsigned long long)s->cids[got % w]);
+      }
+      st = rk_actor_loan_release(&loan);
+      if (st != RK_OK) die_rk(st, "rk_actor_loan_release");
+      continue;
+    }
     rk_status_t st = rk_actor_receive_batch(s->actor, r, sizeof r, kBatch,
                                             s->timeout, info, &m);
     if (st != RK_OK) die_rk(st, "rk_actor_receive_batch");
@@ -1150,6 +1172,7 @@ typedef enum series_id {
   S_MP_CLAIM_BURST,
   S_MP_LOCK_BURST,
   S_RK_BATCH_TPUT,
+  S_RK_LEND_TPUT,
   S_RK_2P,
   S_RK_8P,
   S_NUM
@@ -1192,6 +1215,8 @@ static series_t g_series[S_NUM] = {
         SERIES("mp_lock_burst_tput", "    mp LOCK, producers only", 1),
     [S_RK_BATCH_TPUT] =
         SERIES("rk_batch_tput", "(c) rk persistent: batch send/receive", 1),
+    [S_RK_LEND_TPUT] = SERIES("rk_lend_tput",
+                              "    rk persistent: batch send, lent receive", 1),
     [S_RK_2P] = SERIES("rk_2_producers_tput", "(f) rk actor, 2 producers", 1),
     [S_RK_8P] = SERIES("rk_8_producers_tput", "    rk actor, 8 producers", 1),
 };
@@ -1214,6 +1239,7 @@ typedef enum task_id {
   T_MP_CLAIM_BURST,
   T_MP_LOCK_BURST,
   T_RK_BATCH_TPUT,
+  T_RK_LEND_TPUT,
   T_RK_2P,
   T_RK_8P,
   T_NUM
@@ -1243,6 +1269,7 @@ static unsigned group_of(series_id_t s) {
     case S_RK_RTT:
     case S_RK_TPUT:
     case S_RK_BATCH_TPUT:
+    case S_RK_LEND_TPUT:
       return G_RK;
     case S_RK_2P:
     case S_RK_8P:
@@ -1274,6 +1301,7 @@ static series_id_t task_series(task_id_t t) {
       [T_MP_CLAIM_BURST] = S_MP_CLAIM_BURST,
       [T_MP_LOCK_BURST] = S_MP_LOCK_BURST,
       [T_RK_BATCH_TPUT] = S_RK_BATCH_TPUT,
+      [T_RK_LEND_TPUT] = S_RK_LEND_TPUT,
       [T_RK_2P] = S_RK_2P,
       [T_RK_8P] = S_RK_8P};
   return map[t];
@@ -1344,11 +1372,13 @@ static uint64_t run_task(bench_t *b, task_id_t t, long ops) {
       ns = rk_tput_round(s, ops, b->opt->window);
       break;
     }
-    case T_RK_BATCH_TPUT: {
+    case T_RK_BATCH_TPUT:
+    case T_RK_LEND_TPUT: {
       rk_actor_side_t *s = b->rk[0];
+      const bool lend = t == T_RK_LEND_TPUT;
       pin_self(s->host_cpu);
-      rk_batch_round(s, burst, b->opt->window);
-      ns = rk_batch_round(s, ops, b->opt->window);
+      rk_batch_round(s, burst, b->opt->window, lend);
+      ns = rk_batch_round(s, ops, b->opt->window, lend);
       break;
     }
     case T_RK_2P:
@@ -1448,6 +1478,8 @@ static ratio_t g_ratios[] = {
           S_CK_TPUT, +1, 1.0),
     RATIO("rk_batch_tput_over_ck", "rk batch throughput / ck_ring",
           S_RK_BATCH_TPUT, S_CK_TPUT, +1, 1.0),
+    RATIO("rk_lend_tput_over_ck", "rk batch, lent receive / ck_ring",
+          S_RK_LEND_TPUT, S_CK_TPUT, 0, 0),
     RATIO("producers_8_over_2", "rk 8 producers / 2 producers", S_RK_8P,
           S_RK_2P, +1, 0.5),
     RATIO("rk_rtt_over_ck", "rk round trip / ck_ring round trip", S_RK_RTT,
@@ -1534,7 +1566,7 @@ int main(int argc, char **argv) {
   g_series[S_TR_TPUT].ops = opt.msgs / 20 > 0 ? opt.msgs / 20 : 1;
   g_series[S_MP_CLAIM].ops = g_series[S_MP_LOCK].ops = 2 * opt.msgs;
   g_series[S_MP_CLAIM_BURST].ops = g_series[S_MP_LOCK_BURST].ops = 2 * opt.msgs;
-  g_series[S_RK_BATCH_TPUT].ops = opt.msgs;
+  g_series[S_RK_BATCH_TPUT].ops = g_series[S_RK_LEND_TPUT].ops = opt.msgs;
   g_series[S_RK_2P].ops = opt.msgs / 2 > 0 ? opt.msgs / 2 * 2 : 2;
   g_series[S_RK_8P].ops = opt.msgs / 8 > 0 ? opt.msgs / 8 * 8 : 8;
 #ifndef RK_BENCH_HAVE_CK
@@ -1708,6 +1740,7 @@ int main(int argc, char **argv) {
         {"rk_call_rtt_ns", S_RK_RTT, 1},
         {"rk_msgs_per_s", S_RK_TPUT, 1e6},
         {"rk_batch_msgs_per_s", S_RK_BATCH_TPUT, 1e6},
+        {"rk_lend_msgs_per_s", S_RK_LEND_TPUT, 1e6},
         {"rk_msgs_per_s_2_producers", S_RK_2P, 1e6},
         {"rk_msgs_per_s_8_producers", S_RK_8P, 1e6},
         {"rk_traditional_call_rtt_ns", S_TR_RTT, 1},

@@ -261,6 +261,56 @@ rk_status_t rk_actor_receive_batch(rk_actor_t *actor, void *responses,
                                    rk_actor_message_t *out_infos,
                                    size_t *out_count);
 
+/* Zero-copy receive: responses lent in place, in the output ring.
+ *
+ *   rk_actor_loan_t loan;
+ *   if (rk_actor_receive_lend(a, 64, timeout, &loan) == RK_OK) {
+ *     for (size_t i = 0; i < loan.count; ++i) {
+ *       rk_actor_message_t info;
+ *       const resp_t *r = rk_actor_loan_response(&loan, i, &info);
+ *       use(r, &info);
+ *     }
+ *     rk_actor_loan_release(&loan);
+ *   }
+ *
+ * rk_actor_receive_lend waits up to timeout_ns for the first response (then
+ * takes what is there, up to `max`, without waiting) and lends them:
+ * loan.count of the oldest responses not claimed by a pending
+ * rk_actor_call, consecutive in the order the actor answered. Returns RK_OK
+ * with count >= 1, else as rk_actor_receive (RK_ERR_QUEUE_EMPTY with timeout
+ * 0, RK_ERR_TIMEOUT, RK_ERR_INVALID_STATE). loan.zero_copy says whether they
+ * are the output ring's own slots (when no call waits on the actor and no
+ * response was queued by another receive path) or copies in the actor's
+ * loan buffer.
+ *
+ * Ownership: the pointers from rk_actor_loan_response are valid until
+ * rk_actor_loan_release, read-only, and never after. While a loan is held
+ * its slots are not free, and it holds the actor's output side: other
+ * threads' calls and receives wait until it is released (their answers stay
+ * in the ring), and a device side that fills the output ring waits too.
+ * Keep loans short; one loan per actor at a time. The lending thread's own
+ * rk_actor_call, rk_actor_receive, rk_actor_receive_batch and
+ * rk_actor_receive_lend on that actor return RK_ERR_INVALID_STATE (they
+ * would wait for the loan itself); its sends may wait for input space
+ * behind a device side that waits for the output ring, so send with a
+ * timeout while holding one. Release from any thread, exactly once
+ * (a second release is RK_ERR_INVALID_ARGUMENT); release before
+ * rk_actor_destroy. */
+typedef struct rk_actor_loan {
+  size_t count;      /* responses lent */
+  bool zero_copy;    /* in place in the output ring (else copies) */
+  rk_actor_t *actor; /* the lender; NULL once released */
+} rk_actor_loan_t;
+
+rk_status_t rk_actor_receive_lend(rk_actor_t *actor, size_t max,
+                                  uint64_t timeout_ns,
+                                  rk_actor_loan_t *out_loan);
+/* Response i (< loan->count) of a loan and, when out_info is not NULL, its
+ * details; NULL for a bad index or a released loan. */
+const void *rk_actor_loan_response(const rk_actor_loan_t *loan, size_t i,
+                                   rk_actor_message_t *out_info);
+rk_status_t rk_actor_loan_release(rk_actor_loan_t *loan);
+
 /* Sends a request and waits up to timeout_ns (for space and then for the
  * answer) for the response with its correlation id; responses to other
  * requests that arrive meanwhile go to their own callers or stay for

@@ -138,6 +138,12 @@ struct rk_actor {
   uint32_t nwaiters; /* atomic; written under host_lock: calls registered */
   unsigned char *rq; /* receive queue: whole output slots */
   size_t rq_cap, rq_head, rq_count;
+  /* Zero-copy receive: the thread holding a loan (the address of its
+   * t_loan_key; 0 when none, atomic), and the copies a loan hands out
+   * when its responses had to leave the ring first. */
+  uintptr_t loan_owner;
+  unsigned char *loan_buf;
+  size_t loan_cap;
 
   /* Latency. sample_t/sample_id: send times of sampled pipelined sends. */
   uint64_t sample_t[kSampleTable], sample_id[kSampleTable]; /* atomic */
@@ -766,6 +772,7 @@ static void release(rk_actor_t *a) {
       free(a->mapped);
   }
   free(a->rq);
+  free(a->loan_buf);
   free(a->fresh_state);
   pthread_mutex_destroy(&a->trad_lock);
   pthread_mutex_destroy(&a->host_lock);
@@ -830,6 +837,21 @@ static int cmp_u64(const void *x, const void *y) {
 }
 
 /* ---- Output side --------------------------------------------------------- */
+
+/* Its address tells threads apart (rk_actor_t.loan_owner). */
+static _Thread_local char t_loan_key;
+
+static bool holds_loan(const rk_actor_t *a) {
+  return LOAD_RELAXED(&a->loan_owner) == (uintptr_t)&t_loan_key;
+}
+
+/* RK_ERR_INVALID_STATE for a thread that would wait for its own loan. */
+static rk_status_t loan_held(const char *what) {
+  return rk__fail(RK_ERR_INVALID_STATE,
+                  "%s: this thread holds a loan of the actor's responses "
+                  "(rk_actor_loan_release it first)",
+                  what);
+}
 
 /* After giving up the drain role (having delivered something or not):
  * wakes threads waiting on the epoch, for their answers or for the role.
@@ -954,6 +976,7 @@ static bool drain_for(rk_actor_t *a, waiter_t *own) {
 static bool drain(rk_actor_t *a) { return drain_for(a, NULL); }
 
 typedef bool (*ready_fn)(rk_actor_t *a, void *arg);
+static bool lendable(rk_actor_t *a, void *arg);
 
 /* Waits until ready(a, arg), draining responses meanwhile. RK_OK,
  * RK_ERR_TIMEOUT, or RK_ERR_INVALID_STATE once the actor has stopped
@@ -976,7 +999,11 @@ static rk_status_t wait_until(rk_actor_t *a, ready_fn ready, void *arg,
     const bool stopped = stopped_state(get_state(a));
     if (LOAD_RELAXED(&a->drain_role) == 0 &&
         __atomic_exchange_n(&a->drain_role, 1u, __ATOMIC_ACQUIRE) == 0) {
-      bool moved = drain(a);
+      /* A lend wants responses left in the ring (lent in place) unless a
+       * call waits for one of them. */
+      bool moved = ready == lendable && LOAD_RELAXED(&a->nwaiters) == 0
+                       ? false
+                       : drain(a);
       bool done = ready(a, arg);
       if (!done && !moved && !stopped && limit->timeout_ns) {
         /* Nothing yet: spin on the ring a while, then park on it. */
@@ -1027,6 +1054,16 @@ static bool waiter_done(rk_actor_t *a, void *arg) {
 static bool rq_nonempty(rk_actor_t *a, void *arg) {
   (void)arg;
   return LOAD_RELAXED(&a->rq_count) != 0;
+}
+
+/* Something a lend could take: queued responses, or published ones in the
+ * ring (by its indices: a thread without the drain role must not use the
+ * consumer end). */
+static bool lendable(rk_actor_t *a, void *arg) {
+  (void)arg;
+  const rk_abi_ring_t *out = a->device.out;
+  return LOAD_RELAXED(&a->rq_count) != 0 ||
+         (int64_t)(LOAD_ACQUIRE(&out->tail) - LOAD_ACQUIRE(&out->head)) > 0;
 }
 
 /* A call waiting for input space: there may be some, or the actor left
@@ -1508,6 +1545,7 @@ static rk_status_t actor_receive(rk_actor_t *actor, void *response,
                                  rk_actor_message_t *out_info) {
   if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
   RK_RETURN_IF_ERROR(check_capacity(actor, response, capacity));
+  if (holds_loan(actor)) return loan_held("actor_receive");
   bool counted = false;
   rk_status_t s = receive(actor, response, timeout_ns, out_info, &counted);
   leave(actor, counted);
@@ -1627,6 +1665,7 @@ rk_status_t rk_actor_receive_batch(rk_actor_t *actor, void *responses,
                     "actor_receive_batch: %zu bytes cannot hold %zu responses "
                     "of %u bytes",
                     responses ? capacity : 0, max, actor->out_size);
+  if (holds_loan(actor)) return loan_held("actor_receive_batch");
   bool counted = false;
   unsigned char *out = responses;
   limit_t limit = limit_of(timeout_ns, 0);
@@ -1880,6 +1919,8 @@ static rk_status_t actor_call(rk_actor_t *actor, const void *request,
                               rk_actor_message_t *out_info) {
   RK_RETURN_IF_ERROR(check_send(actor, request, request_size, "actor_call"));
   RK_RETURN_IF_ERROR(check_capacity(actor, response, capacity));
+  if (actor->mode == RK_ACTOR_PERSISTENT && holds_loan(actor))
+    return loan_held("actor_call");
   /* Counted from the start: a call waits (or runs the request) anyway. */
   bool counted = false;
   count_waiting(actor, &counted);
@@ -1887,6 +1928,122 @@ static rk_status_t actor_call(rk_actor_t *actor, const void *request,
       call(actor, request, response, capacity, timeout_ns, out_info, &counted);
   leave(actor, counted);
   return s;
+}
+
+/* ---- Zero-copy receive ----------------------------------------------------
+ */
+
+/* Lends up to `max` responses if the drain role is free and any are
+ * there: in place in the output ring when no call waits and nothing is
+ * queued, else copied out of the receive queue (after a drain that gives
+ * waiting calls their answers). Returns how many, holding the role when
+ * any. */
+static size_t lend_now(rk_actor_t *a, size_t max, rk_actor_loan_t *loan) {
+  if (LOAD_RELAXED(&a->drain_role) != 0 ||
+      __atomic_exchange_n(&a->drain_role, 1u, __ATOMIC_ACQUIRE) != 0)
+    return 0;
+  size_t k = 0;
+  rk__ring_end_t *c = &a->out_c;
+  if (LOAD_RELAXED(&a->nwaiters) == 0 && LOAD_RELAXED(&a->rq_count) == 0) {
+    const uint64_t n = rk__ring_available(c);
+    k = n < max ? (size_t)n : max;
+    if (k) observe_responses(c, k);
+    loan->zero_copy = true;
+  } else {
+    (void)drain(a);
+    const uint32_t slot_size = c->slot_size;
+    pthread_mutex_lock(&a->host_lock);
+    k = a->rq_count < max ? a->rq_count : max;
+    if (k > a->loan_cap) {
+      unsigned char *grown = realloc(a->loan_buf, k * slot_size);
+      if (grown) {
+        a->loan_buf = grown;
+        a->loan_cap = k;
+      } else {
+        k = a->loan_cap; /* lend fewer; the rest stays queued */
+      }
+    }
+    for (size_t i = 0; i < k; ++i) {
+      memcpy(a->loan_buf + i * slot_size, a->rq + a->rq_head * slot_size,
+             slot_size);
+      a->rq_head = (a->rq_head + 1) % a->rq_cap;
+    }
+    __atomic_fetch_sub(&a->rq_count, k, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&a->host_lock);
+    loan->zero_copy = false;
+  }
+  if (k == 0) {
+    __atomic_store_n(&a->drain_role, 0u, __ATOMIC_RELEASE);
+    bump_epoch(a);
+    return 0;
+  }
+  __atomic_store_n(&a->loan_owner, (uintptr_t)&t_loan_key, __ATOMIC_RELAXED);
+  loan->actor = a;
+  loan->count = k;
+  return k;
+}
+
+rk_status_t rk_actor_receive_lend(rk_actor_t *actor, size_t max,
+                                  uint64_t timeout_ns,
+                                  rk_actor_loan_t *out_loan) {
+  if (out_loan) memset(out_loan, 0, sizeof *out_loan);
+  if (!actor || !out_loan || max == 0)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_receive_lend: actor, out_loan and a max of at "
+                    "least 1 are required");
+  if (holds_loan(actor)) return loan_held("actor_receive_lend");
+  bool counted = false;
+  limit_t limit = limit_of(timeout_ns, 0);
+  rk_status_t s = RK_OK;
+  size_t got = 0;
+  for (;;) {
+    got = lend_now(actor, max, out_loan);
+    if (got) break;
+    s = wait_until(actor, lendable, NULL, &limit, &counted);
+    if (s != RK_OK) {
+      /* One more look: the wait may have ended with something there. */
+      got = lend_now(actor, max, out_loan);
+      break;
+    }
+  }
+  leave(actor, counted);
+  if (got) return RK_OK;
+  if (timeout_ns == 0)
+    return rk__fail(RK_ERR_QUEUE_EMPTY, "actor_receive_lend: no response");
+  if (s == RK_ERR_INVALID_STATE)
+    return stopped_error(
+        actor, "actor_receive_lend: no response is left and none will come");
+  return rk__fail(RK_ERR_TIMEOUT,
+                  "actor_receive_lend: no response within %.3f ms",
+                  (double)timeout_ns / 1e6);
+}
+
+const void *rk_actor_loan_response(const rk_actor_loan_t *loan, size_t i,
+                                   rk_actor_message_t *out_info) {
+  if (!loan || !loan->actor || i >= loan->count) return NULL;
+  rk_actor_t *a = loan->actor;
+  const unsigned char *slot = loan->zero_copy
+                                  ? rk__ring_peek(&a->out_c, (uint32_t)i)
+                                  : a->loan_buf + i * a->out_c.slot_size;
+  if (!slot) return NULL;
+  if (out_info) fill_info((const rk_abi_msg_t *)slot, out_info);
+  return slot + RK_ABI_MSG_HEADER;
+}
+
+rk_status_t rk_actor_loan_release(rk_actor_loan_t *loan) {
+  if (!loan || !loan->actor)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_loan_release: not a loan (released already?)");
+  rk_actor_t *a = loan->actor;
+  if (loan->zero_copy) {
+    rk__ring_release(&a->out_c, (uint32_t)loan->count);
+    rk__ring_signal_space(a->out_c.hdr);
+  }
+  memset(loan, 0, sizeof *loan);
+  __atomic_store_n(&a->loan_owner, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&a->drain_role, 0u, __ATOMIC_RELEASE);
+  bump_epoch(a); /* threads waiting for the role */
+  return RK_OK;
 }
 
 /* ---- Stats --------------------------------------------------------------- */

@@ -280,6 +280,7 @@ static void *driver_main(void *arg) {
                                  .host_busy = r->dev.host_busy,
                                  .cpus = r->dev.cpus,
                                  .batch = r->batch,
+                                 .shared_consumer = true,
                                  .handle = handle_batch,
                                  .ctx = r,
                                  .stop_lock = stop_lock,

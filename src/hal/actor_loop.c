@@ -116,6 +116,9 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
   rk__ring_end_t in, out;
   rk__ring_attach(&in, l->in, l->in_slots, false);
   rk__ring_attach(&out, l->out, l->out_slots, true);
+  /* A stale end walking the marks would never reach the slots others
+   * published after it was last refreshed. */
+  if (l->shared_consumer) in.marks = false;
   uint32_t run_state = RK_ABI_RUN_STARTING;
   uint64_t idle_since = 0;
   bool spin_ok = true, counted = false;
@@ -145,6 +148,7 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
          * moved the head, so start from the ring's own. */
         l->stop_lock(l->ctx);
         rk__ring_attach(&in, l->in, l->in_slots, false);
+        if (l->shared_consumer) in.marks = false;
         avail = rk__ring_available(&in);
         stop_locked = avail == 0;
         if (!stop_locked) l->stop_unlock(l->ctx);

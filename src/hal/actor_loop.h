@@ -37,6 +37,11 @@ typedef struct rk__actor_loop {
   const uint32_t *host_busy;
   uint32_t cpus;
   uint32_t batch; /* most requests per call of handle */
+  /* Other threads consume the input ring too (a relaunch caller running
+   * its own batch): this side's end can be stale, so it looks at tail,
+   * not at the slot marks, and `handle` refreshes the end from the
+   * header. */
+  bool shared_consumer;
   rk__actor_batch_fn handle;
   void *ctx;
   /* Optional (NULL: none), for a device side whose consumer role others
