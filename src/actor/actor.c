@@ -159,6 +159,9 @@ struct rk_actor {
   int32_t trad_last_fault, trad_inject; /* atomic */
 };
 
+/* Polls of a waiting call before it starts pausing between them. */
+enum { kTightPolls = 128 };
+
 /* Actors abandoned by rk_actor_destroy with a handler still running: kept
  * reachable (their worker may still use the memory) until exit. */
 static pthread_mutex_t g_abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -842,7 +845,10 @@ static int cmp_u64(const void *x, const void *y) {
 static _Thread_local char t_loan_key;
 
 static bool holds_loan(const rk_actor_t *a) {
-  return LOAD_RELAXED(&a->loan_owner) == (uintptr_t)&t_loan_key;
+  /* The thread-local's address only when a loan exists: it costs a call
+   * into the dynamic linker in a shared library. */
+  const uintptr_t owner = LOAD_RELAXED(&a->loan_owner);
+  return owner != 0 && owner == (uintptr_t)&t_loan_key;
 }
 
 /* RK_ERR_INVALID_STATE for a thread that would wait for its own loan. */
@@ -1771,8 +1777,10 @@ static rk_status_t call_fast(rk_actor_t *a, const rk_abi_msg_t *m,
   for (;;) {
     if (drain_for(a, w) && !w->done) bump_epoch(a); /* others' answers */
     if (w->done || !may_spin(a)) break;
+    /* The first polls without a pause: a pause takes tens of nanoseconds
+     * on some CPUs, as long as the answer's trip itself. */
     for (int i = 0; i < 256 && !rk__ring_available(&a->out_c); ++i)
-      rk__cpu_relax();
+      if (i >= kTightPolls) rk__cpu_relax();
     if (rk__ring_available(&a->out_c)) continue;
     /* Waiting in earnest: now the clock. */
     const uint64_t now = rk__now_ns();
