@@ -51,7 +51,7 @@ typedef struct tracked {
   uint64_t progress_ns; /* when it last finished something, or was idle */
   uint64_t *times;      /* one-for-one: its restarts in the window */
   size_t ntimes;
-  bool failed; /* its failure was handled (links told) */
+  bool failed;  /* its failure was handled (links told) */
   bool watched; /* rk__supervise_watch: its failure is wanted */
   bool link_fault;
   char link_why[kWhy];

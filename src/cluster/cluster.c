@@ -860,8 +860,8 @@ static void vet(rk_cluster_t *c, const rk_wire_hello_t *hp,
       }
     if (!strcmp(h.name, c->name) && w.status == RK_OK) {
       w.status = RK_ERR_UNAVAILABLE;
-      snprintf(w.text, sizeof w.text, "the name '%.63s' is the own name of '%.63s'",
-               h.name, c->name);
+      snprintf(w.text, sizeof w.text,
+               "the name '%.63s' is the own name of '%.63s'", h.name, c->name);
     }
   }
   *wp = w;
@@ -929,8 +929,7 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
     for (uint32_t i = 0; i < c->peer_count; ++i) {
       const peer_t *q = &c->peers[i];
       const int qs = atomic_load(&q->state);
-      if (q == p || q->is_hub || !q->addr ||
-          (qs != P_UP && qs != P_WELCOMING))
+      if (q == p || q->is_hub || !q->addr || (qs != P_UP && qs != P_WELCOMING))
         continue;
       cards += sizeof(rk_wire_card_t) + q->addr_size;
       members++;
@@ -951,8 +950,7 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
     for (uint32_t i = 0; members && i < c->peer_count; ++i) {
       const peer_t *q = &c->peers[i];
       const int qs = atomic_load(&q->state);
-      if (q == p || q->is_hub || !q->addr ||
-          (qs != P_UP && qs != P_WELCOMING))
+      if (q == p || q->is_hub || !q->addr || (qs != P_UP && qs != P_WELCOMING))
         continue;
       rk_wire_card_t card;
       memset(&card, 0, sizeof card);
@@ -1007,9 +1005,8 @@ static ucs_status_t on_intro(void *arg, const void *header, size_t hlen,
   e.address = (const ucp_address_t *)((const unsigned char *)data + sizeof h);
   ucp_ep_h watch = NULL, data_ep = NULL;
   ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &watch);
-  if (st == UCS_OK &&
-      !open_data_ep(c, (const unsigned char *)data + sizeof h, h.address_size,
-                    &data_ep))
+  if (st == UCS_OK && !open_data_ep(c, (const unsigned char *)data + sizeof h,
+                                    h.address_size, &data_ep))
     data_ep = NULL;
   if (w.status == RK_OK && (st != UCS_OK || !data_ep)) {
     w.status = RK_ERR_UNAVAILABLE;
@@ -1080,8 +1077,8 @@ static void welcome_in(rk_cluster_t *c, const void *data, size_t len) {
   unsigned char *cards = NULL;
   if (w.status == RK_OK && w.members && len > cards_at) {
     cards = malloc(len - cards_at);
-    if (cards) memcpy(cards, (const unsigned char *)data + cards_at,
-                      len - cards_at);
+    if (cards)
+      memcpy(cards, (const unsigned char *)data + cards_at, len - cards_at);
   }
   ucp_ep_h data_ep = NULL;
   if (w.status == RK_OK &&
@@ -1810,12 +1807,17 @@ static rk_status_t set_handlers(rk_cluster_t *c) {
     unsigned id;
     ucp_am_recv_callback_t cb;
   } table[] = {
-      {RK_AM_HELLO, on_hello},   {RK_AM_WELCOME, on_welcome},
-      {RK_AM_LOOKUP, on_lookup}, {RK_AM_LOOKUP_REPLY, on_lookup_reply},
-      {RK_AM_REQ, on_req},       {RK_AM_RESP, on_resp},
-      {RK_AM_BYE, on_bye},       {RK_AM_INTRO, on_intro},
+      {RK_AM_HELLO, on_hello},
+      {RK_AM_WELCOME, on_welcome},
+      {RK_AM_LOOKUP, on_lookup},
+      {RK_AM_LOOKUP_REPLY, on_lookup_reply},
+      {RK_AM_REQ, on_req},
+      {RK_AM_RESP, on_resp},
+      {RK_AM_BYE, on_bye},
+      {RK_AM_INTRO, on_intro},
       {RK_AM_INTRO_ACK, on_intro_ack},
-      {RK_AM_LINK, on_link},     {RK_AM_UNLINK, on_unlink},
+      {RK_AM_LINK, on_link},
+      {RK_AM_UNLINK, on_unlink},
       {RK_AM_LINK_FAULT, on_link_fault},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
@@ -3001,8 +3003,10 @@ rk_status_t rk_cluster_link(rk_remote_actor_t *h, rk_actor_t *local) {
   }
   pthread_mutex_unlock(&c->links_mu);
   if (s == RK_OK) s = rk__supervise_watch(local, true);
-  if (s == RK_OK && !stopped(h)) post_link_msgs(c, msgs, nmsgs);
-  else free(msgs);
+  if (s == RK_OK && !stopped(h))
+    post_link_msgs(c, msgs, nmsgs);
+  else
+    free(msgs);
   /* FAILED already: told at once. */
   if (s == RK_OK) tell_links(c);
   return s;

@@ -32,10 +32,10 @@ enum {
   RK_AM_REQ,
   RK_AM_RESP,
   RK_AM_BYE,
-  RK_AM_INTRO,     /* member -> member: rk_wire_hello_t + worker address */
-  RK_AM_INTRO_ACK, /* member -> member: rk_wire_welcome_t */
-  RK_AM_LINK,      /* rk_cluster_link: tell the owner (rk_wire_link_t) */
-  RK_AM_UNLINK,    /* ... the link is gone */
+  RK_AM_INTRO,      /* member -> member: rk_wire_hello_t + worker address */
+  RK_AM_INTRO_ACK,  /* member -> member: rk_wire_welcome_t */
+  RK_AM_LINK,       /* rk_cluster_link: tell the owner (rk_wire_link_t) */
+  RK_AM_UNLINK,     /* ... the link is gone */
   RK_AM_LINK_FAULT, /* ... the linked local actor failed */
   RK_AM_COUNT
 };
