@@ -115,6 +115,11 @@ typedef struct export_ {
   route_t *routes;
   size_t route_head, route_count, route_cap; /* ring of route_cap */
   pending_req_t *pending, *pending_tail;
+  /* Exported before it was activated: remote ports' messages go into the
+   * actor's K2K inbox through this link (NULL: into its input ring). Those
+   * waiting for the link's credit, in order. */
+  rk__k2k_t *ingress;
+  pending_req_t *ipending, *ipending_tail;
   unsigned char *buf; /* FORWARD_BATCH responses */
   _Atomic uint64_t forwarded, dropped_local;
 } export_t;
@@ -1245,6 +1250,64 @@ static bool admit(export_t *e, const rk_wire_req_t *h, const void *data,
   return true;
 }
 
+/* Called with e->mu held: a remote port's message into the actor's K2K
+ * inbox, answered (empty: it returns window room) once it is in. Returns
+ * false when the link has no credit now (nothing done). */
+static bool ingress_admit(export_t *e, const rk_wire_req_t *h,
+                          const void *data, size_t size) {
+  rk_cluster_t *c = e->c;
+  if (size != e->request_size) {
+    char t[TEXT_MAX];
+    snprintf(t, sizeof t, "message of %zu bytes; '%s' takes %zu", size,
+             e->name, e->request_size);
+    refuse(c, h, RK_ERR_INVALID_ARGUMENT, rk_actor_state(e->actor), t);
+    return true;
+  }
+  bool gone = false;
+  const uint64_t stamp = rk__hlc_tick(&rk__hlc_host.value);
+  if (rk__k2k_ingress_send(e->ingress, data, stamp, &gone)) {
+    peer_t *p = peer_from(c, h->from);
+    if (!p) return true;
+    rk_wire_resp_t m;
+    memset(&m, 0, sizeof m);
+    m.from = p->remote;
+    m.handle = h->handle;
+    m.handle_gen = h->handle_gen;
+    m.request_id = h->request_id;
+    m.timestamp = stamp;
+    m.status = RK_OK;
+    outbox_push(c, h->from, RK_AM_RESP | RESP_PACKED, &m, sizeof m);
+    return true;
+  }
+  if (gone) {
+    char t[TEXT_MAX];
+    snprintf(t, sizeof t,
+             "on member '%s': '%s' takes no messages from ports (it has "
+             "stopped)",
+             c->name, e->name);
+    refuse(c, h, RK_ERR_INVALID_STATE, rk_actor_state(e->actor), t);
+    return true;
+  }
+  return false;
+}
+
+static void queue_req(pending_req_t **head, pending_req_t **tail,
+                      _Atomic uint64_t *in_flight, const rk_wire_req_t *h,
+                      const void *data, size_t size) {
+  pending_req_t *q = malloc(sizeof *q + size);
+  if (!q) return;
+  q->next = NULL;
+  q->h = *h;
+  q->size = size;
+  memcpy(q->data, data, size);
+  atomic_fetch_add(in_flight, 1);
+  if (*tail)
+    (*tail)->next = q;
+  else
+    *head = q;
+  *tail = q;
+}
+
 static void deliver_req(rk_cluster_t *c, const rk_wire_req_t *h,
                         const void *data, size_t size) {
   if (!peer_from(c, h->from)) return;
@@ -1267,20 +1330,13 @@ static void deliver_req(rk_cluster_t *c, const rk_wire_req_t *h,
     pthread_mutex_unlock(&e->mu);
     return;
   }
-  if (e->pending || !admit(e, h, data, size)) {
-    pending_req_t *q = malloc(sizeof *q + size);
-    if (q) {
-      q->next = NULL;
-      q->h = *h;
-      q->size = size;
-      memcpy(q->data, data, size);
-      atomic_fetch_add(&c->in_flight, 1);
-      if (e->pending_tail)
-        e->pending_tail->next = q;
-      else
-        e->pending = q;
-      e->pending_tail = q;
-    }
+  if (e->ingress && (h->flags & RK_WIRE_REQ_NO_DATA)) {
+    /* A remote port's message: into the K2K inbox, in order. */
+    if (e->ipending || !ingress_admit(e, h, data, size))
+      queue_req(&e->ipending, &e->ipending_tail, &c->in_flight, h, data,
+                size);
+  } else if (e->pending || !admit(e, h, data, size)) {
+    queue_req(&e->pending, &e->pending_tail, &c->in_flight, h, data, size);
   }
   pthread_mutex_unlock(&e->mu);
 }
@@ -1399,6 +1455,19 @@ static unsigned forward_once(export_t *e) {
     }
     e->pending = q->next;
     if (!e->pending) e->pending_tail = NULL;
+    atomic_fetch_sub(&c->in_flight, 1);
+    free(q);
+    did++;
+  }
+  while (e->ipending) {
+    pending_req_t *q = e->ipending;
+    if (!peer_from(c, q->h.from)) {
+      /* dropped: its sender failed */
+    } else if (!ingress_admit(e, &q->h, q->data, q->size)) {
+      break;
+    }
+    e->ipending = q->next;
+    if (!e->ipending) e->ipending_tail = NULL;
     atomic_fetch_sub(&c->in_flight, 1);
     free(q);
     did++;
@@ -2175,13 +2244,17 @@ static void close_eps(rk_cluster_t *c) {
 }
 
 static void free_export(rk_cluster_t *c, export_t *e) {
-  pending_req_t *q = e->pending;
-  while (q) {
-    pending_req_t *next = q->next;
-    free(q);
-    q = next;
-    atomic_fetch_sub(&c->in_flight, 1);
+  pending_req_t *lists[2] = {e->pending, e->ipending};
+  for (int k = 0; k < 2; ++k) {
+    pending_req_t *q = lists[k];
+    while (q) {
+      pending_req_t *next = q->next;
+      free(q);
+      q = next;
+      atomic_fetch_sub(&c->in_flight, 1);
+    }
   }
+  rk__k2k_release(e->ingress);
   for (size_t i = 0; i < e->route_count; ++i)
     if (!e->routes[(e->route_head + i) % e->route_cap].done)
       atomic_fetch_sub(&c->in_flight, 1);
@@ -2532,6 +2605,21 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
     free(e);
     return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: export");
   }
+  /* Not yet activated: remote ports get a link into its K2K inbox (as
+   * rk_actor_connect, which wires actors before activation). An actor
+   * that cannot take one (traditional, a resident GPU kernel, an inbox
+   * with no room for another sender) takes them in its input ring. */
+  bool taken = false;
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; i < MAX_EXPORTS && !taken; ++i)
+    taken = c->exports[i] && !strcmp(c->exports[i]->name, name);
+  pthread_mutex_unlock(&c->mu);
+  if (!taken && rk_actor_state(actor) == RK_ACTOR_LAUNCHED &&
+      rk__actor_mode(actor) == RK_ACTOR_PERSISTENT) {
+    char *saved = rk__error_save();
+    if (rk__k2k_ingress_create(actor, &e->ingress) != RK_OK) e->ingress = NULL;
+    rk__error_restore(saved);
+  }
   pthread_mutex_init(&e->mu, NULL);
   pthread_mutex_lock(&c->mu);
   uint32_t slot = MAX_EXPORTS;
@@ -2539,6 +2627,7 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
     if (c->exports[i] && !strcmp(c->exports[i]->name, name)) {
       pthread_mutex_unlock(&c->mu);
       pthread_mutex_destroy(&e->mu);
+      rk__k2k_release(e->ingress);
       free(e->buf);
       free(e);
       return rk__fail(RK_ERR_INVALID_ARGUMENT,
@@ -2550,6 +2639,7 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
   if (slot == MAX_EXPORTS) {
     pthread_mutex_unlock(&c->mu);
     pthread_mutex_destroy(&e->mu);
+    rk__k2k_release(e->ingress);
     free(e->buf);
     free(e);
     return rk__fail(RK_ERR_OUT_OF_RANGE, "cluster: more than %d exports",
@@ -2601,6 +2691,9 @@ rk_status_t rk_cluster_unexport(rk_cluster_t *c, const char *name) {
   for (pending_req_t *q = e->pending; q; q = q->next)
     refuse(c, &q->h, RK_ERR_INVALID_STATE, RK_ACTOR_TERMINATED,
            "the actor was unexported before it took the request");
+  for (pending_req_t *q = e->ipending; q; q = q->next)
+    refuse(c, &q->h, RK_ERR_INVALID_STATE, RK_ACTOR_TERMINATED,
+           "the actor was unexported before it took the message");
   pthread_mutex_unlock(&e->mu);
   free_export(c, e);
   return RK_OK;
