@@ -558,7 +558,8 @@ rk_status_t rk_actor_k2k_stats(rk_actor_t *actor,
   return RK_OK;
 }
 
-/* ---- Ingress (the cluster's remote ports, arriving) ----------------------- */
+/* ---- Ingress (the cluster's remote ports, arriving) -----------------------
+ */
 
 rk_status_t rk__k2k_ingress_create(rk_actor_t *dst, rk__k2k_t **out) {
   *out = NULL;
@@ -571,8 +572,8 @@ rk_status_t rk__k2k_ingress_create(rk_actor_t *dst, rk__k2k_t **out) {
   const rk_actor_state_t st = rk_actor_state(dst);
   if (st != RK_ACTOR_LAUNCHED)
     return rk__fail(RK_ERR_INVALID_STATE,
-                    "K2K ingress: '%s' is %s; wire it before activating it",
-                    dn, rk_actor_state_name(st));
+                    "K2K ingress: '%s' is %s; wire it before activating it", dn,
+                    rk_actor_state_name(st));
   rk__k2k_t *d = rk__actor_k2k(dst);
   if (!d) return rk__fail(RK_ERR_INVALID_STATE, "K2K ingress: no K2K state");
   rk__k2k_t *k =

@@ -1253,13 +1253,13 @@ static bool admit(export_t *e, const rk_wire_req_t *h, const void *data,
 /* Called with e->mu held: a remote port's message into the actor's K2K
  * inbox, answered (empty: it returns window room) once it is in. Returns
  * false when the link has no credit now (nothing done). */
-static bool ingress_admit(export_t *e, const rk_wire_req_t *h,
-                          const void *data, size_t size) {
+static bool ingress_admit(export_t *e, const rk_wire_req_t *h, const void *data,
+                          size_t size) {
   rk_cluster_t *c = e->c;
   if (size != e->request_size) {
     char t[TEXT_MAX];
-    snprintf(t, sizeof t, "message of %zu bytes; '%s' takes %zu", size,
-             e->name, e->request_size);
+    snprintf(t, sizeof t, "message of %zu bytes; '%s' takes %zu", size, e->name,
+             e->request_size);
     refuse(c, h, RK_ERR_INVALID_ARGUMENT, rk_actor_state(e->actor), t);
     return true;
   }
@@ -1333,8 +1333,7 @@ static void deliver_req(rk_cluster_t *c, const rk_wire_req_t *h,
   if (e->ingress && (h->flags & RK_WIRE_REQ_NO_DATA)) {
     /* A remote port's message: into the K2K inbox, in order. */
     if (e->ipending || !ingress_admit(e, h, data, size))
-      queue_req(&e->ipending, &e->ipending_tail, &c->in_flight, h, data,
-                size);
+      queue_req(&e->ipending, &e->ipending_tail, &c->in_flight, h, data, size);
   } else if (e->pending || !admit(e, h, data, size)) {
     queue_req(&e->pending, &e->pending_tail, &c->in_flight, h, data, size);
   }

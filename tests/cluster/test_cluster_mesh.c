@@ -229,8 +229,8 @@ static int role_second(const char *addr) {
       streaming = false;
       EXPECT(atomic_load(&s.last) == RK_ERR_INVALID_STATE, 31,
              "the waiting call: %s", rk_status_name(atomic_load(&s.last)));
-      EXPECT(strstr(s.message, "member 'first' failed"), 32,
-             "its message: %s", s.message);
+      EXPECT(strstr(s.message, "member 'first' failed"), 32, "its message: %s",
+             s.message);
       EXPECT(rk_remote_actor_state(h) == RK_ACTOR_FAILED, 33, "handle: %s",
              rk_actor_state_name(rk_remote_actor_state(h)));
       EXPECT(wait_state(linked, RK_ACTOR_FAILED), 34, "linked local: %s",
@@ -242,9 +242,9 @@ static int role_second(const char *addr) {
                      RK_ERR_INVALID_STATE &&
                  strstr(rk_last_error(), "member 'first'"),
              36, "second/victim's reason");
-      EXPECT(rk_cluster_lookup(c, "first/add", 2 * SEC, &none) ==
-                 RK_ERR_NOT_FOUND,
-             37, "first/add after the kill");
+      EXPECT(
+          rk_cluster_lookup(c, "first/add", 2 * SEC, &none) == RK_ERR_NOT_FOUND,
+          37, "first/add after the kill");
       say("failed-ok");
     } else if (b == 'k') {
       rk_actor_stats_t st;
@@ -406,9 +406,9 @@ static void run(rk_cluster_t *c) {
     CHECK_OK(rk_cluster_link(hadd, undone));
     CHECK_OK(rk_cluster_unlink(hadd, undone));
     imsg_t q = {-1}, r;
-    CHECK_STATUS(rk_actor_call(doomed, &q, sizeof q, &r, sizeof r, 5 * SEC,
-                               NULL),
-                 RK_ERR_HANDLER);
+    CHECK_STATUS(
+        rk_actor_call(doomed, &q, sizeof q, &r, sizeof r, 5 * SEC, NULL),
+        RK_ERR_HANDLER);
     const uint64_t end = rk__now_ns() + 5 * SEC;
     while (rk_actor_state(doomed) != RK_ACTOR_FAILED && rk__now_ns() < end)
       usleep(1000);
