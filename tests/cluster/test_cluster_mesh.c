@@ -13,9 +13,11 @@
  *   - links told to the remote side: the hub links a local actor to
  *     second/sup (supervised there) and second/plain (not); when the local
  *     actor fails, second/sup restarts once (RK_ACTOR_FAULT_LINK) and
- *     answers, second/plain is FAILED naming the hub's actor; a link undone
- *     (rk_cluster_unlink) leaves second/add alone; 'first' linked its own
- *     actor to second/victim, so killing 'first' fails second/victim.
+ *     answers, second/plain is FAILED naming the hub's actor; local actors
+ *     whose links to second/add were undone (rk_cluster_unlink, and
+ *     rk_remote_actor_release) fail too and leave it alone; 'first' linked
+ *     its own actor to second/victim, so killing 'first' fails
+ *     second/victim (and not second/add, whose links 'first' undid).
  * Exits 77 where UCX cannot be loaded. */
 #include <poll.h>
 #include <pthread.h>
@@ -123,7 +125,8 @@ static bool wait_state(rk_actor_t *a, rk_actor_state_t want) {
  * and links a local actor to second/victim; then waits to be killed. */
 static int role_first(const char *addr) {
   g_ctx = cpu_context();
-  rk_actor_t *add = launch(), *mine = launch();
+  rk_actor_t *add = launch(), *mine = launch(), *undone = launch(),
+             *dropped = launch();
   rk_cluster_t *c = member_join(addr, "first");
   EXPECT(rk_cluster_export(c, add, "first/add") == RK_OK, 10, "export");
   say("ready");
@@ -142,6 +145,15 @@ static int role_first(const char *addr) {
   EXPECT(rk_cluster_lookup(c, "second/victim", 5 * SEC, &victim) == RK_OK, 15,
          "second/victim");
   EXPECT(rk_cluster_link(victim, mine) == RK_OK, 16, "link");
+  /* Links undone before this process is killed: second/add stays. */
+  rk_remote_actor_t *h2 = NULL;
+  EXPECT(rk_cluster_link(h, undone) == RK_OK &&
+             rk_cluster_unlink(h, undone) == RK_OK,
+         17, "link, unlink");
+  EXPECT(rk_cluster_lookup(c, "second/add", 5 * SEC, &h2) == RK_OK &&
+             rk_cluster_link(h2, dropped) == RK_OK,
+         18, "link");
+  rk_remote_actor_release(h2);
   say("called");
   while (command()) {
   }
@@ -150,6 +162,8 @@ static int role_first(const char *addr) {
   rk_cluster_destroy(c);
   rk_actor_destroy(add);
   rk_actor_destroy(mine);
+  rk_actor_destroy(undone);
+  rk_actor_destroy(dropped);
   return 0;
 }
 
@@ -245,6 +259,13 @@ static int role_second(const char *addr) {
       EXPECT(
           rk_cluster_lookup(c, "first/add", 2 * SEC, &none) == RK_ERR_NOT_FOUND,
           37, "first/add after the kill");
+      /* 'first' unlinked (and released) its links to second/add. */
+      usleep(50000);
+      rk_actor_stats_t st;
+      EXPECT(rk_actor_state(add) == RK_ACTOR_ACTIVE &&
+                 rk_actor_stats(add, &st) == RK_OK && st.restarts == 0,
+             38, "second/add, unlinked by 'first': %s",
+             rk_actor_state_name(rk_actor_state(add)));
       say("failed-ok");
     } else if (b == 'k') {
       rk_actor_stats_t st;
@@ -394,27 +415,37 @@ static void run(rk_cluster_t *c) {
   CHECK_OK(rk_cluster_lookup(c, "second/plain", 5 * SEC, &hplain));
   CHECK_OK(rk_cluster_lookup(c, "second/add", 5 * SEC, &hadd));
   CHECK_OK(rk_cluster_lookup(c, "first/add", 5 * SEC, &hfirst));
-  rk_actor_t *doomed = launch(), *undone = launch();
+  /* doomed, undone and dropped fail for good at their first fault; undone
+   * is unlinked and dropped's handle released before they fail. */
+  rk_actor_t *doomed = launch(), *undone = launch(), *dropped = launch();
   CHECK_OK(rk_actor_register(doomed, "hub/doomed"));
   rk_supervisor_options_t so;
   rk_supervisor_options_init(&so);
-  so.max_restarts = 0; /* the first fault fails it for good */
+  so.max_restarts = 0;
   CHECK_OK(rk_actor_supervise(doomed, &so));
-  if (hsup && hplain && hadd) {
+  CHECK_OK(rk_actor_supervise(undone, &so));
+  CHECK_OK(rk_actor_supervise(dropped, &so));
+  rk_remote_actor_t *hadd2 = NULL;
+  CHECK_OK(rk_cluster_lookup(c, "second/add", 5 * SEC, &hadd2));
+  if (hsup && hplain && hadd && hadd2) {
     CHECK_OK(rk_cluster_link(hsup, doomed));
     CHECK_OK(rk_cluster_link(hplain, doomed));
     CHECK_OK(rk_cluster_link(hadd, undone));
     CHECK_OK(rk_cluster_unlink(hadd, undone));
+    CHECK_OK(rk_cluster_link(hadd2, dropped));
+    rk_remote_actor_release(hadd2);
+    rk_actor_t *fail[3] = {undone, dropped, doomed};
     imsg_t q = {-1}, r;
-    CHECK_STATUS(
-        rk_actor_call(doomed, &q, sizeof q, &r, sizeof r, 5 * SEC, NULL),
-        RK_ERR_HANDLER);
-    const uint64_t end = rk__now_ns() + 5 * SEC;
-    while (rk_actor_state(doomed) != RK_ACTOR_FAILED && rk__now_ns() < end)
-      usleep(1000);
-    CHECK(rk_actor_state(doomed) == RK_ACTOR_FAILED, "hub/doomed: %s",
-          rk_actor_state_name(rk_actor_state(doomed)));
-    rk_actor_destroy(undone); /* after the unlink: tells nobody anything */
+    for (int i = 0; i < 3; ++i) {
+      CHECK_STATUS(
+          rk_actor_call(fail[i], &q, sizeof q, &r, sizeof r, 5 * SEC, NULL),
+          RK_ERR_HANDLER);
+      const uint64_t end = rk__now_ns() + 5 * SEC;
+      while (rk_actor_state(fail[i]) != RK_ACTOR_FAILED && rk__now_ns() < end)
+        usleep(1000);
+      CHECK(rk_actor_state(fail[i]) == RK_ACTOR_FAILED, "local actor %d: %s", i,
+            rk_actor_state_name(rk_actor_state(fail[i])));
+    }
     send_cmd(&second, 'k');
     CHECK(expect_line(&second, "links-ok", 30),
           "the failure of hub/doomed reached its links in 'second'");
@@ -451,6 +482,8 @@ static void run(rk_cluster_t *c) {
   rk_remote_actor_release(hadd);
   rk_remote_actor_release(hfirst);
   rk_actor_destroy(doomed);
+  rk_actor_destroy(undone);
+  rk_actor_destroy(dropped);
 }
 
 int main(int argc, char **argv) {
