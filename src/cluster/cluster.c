@@ -838,8 +838,9 @@ static void vet(rk_cluster_t *c, const rk_wire_hello_t *hp,
   if (h.magic != RK_WIRE_MAGIC || h.version != RK_WIRE_VERSION) {
     w.status = RK_ERR_UNAVAILABLE;
     snprintf(w.text, sizeof w.text,
-             "wire version %u is not this hub's %u (another rk build?)",
-             h.version, RK_WIRE_VERSION);
+             "wire version %u is not %u, that of '%.63s' (another rk "
+             "build?)",
+             h.version, RK_WIRE_VERSION, c->name);
   } else if (h.token_size > RK_WIRE_TOKEN_MAX ||
              !const_time_equal(h.token, h.token_size, c->token,
                                c->token_size)) {
