@@ -3100,7 +3100,11 @@ rk_status_t rk_cluster_link(rk_remote_actor_t *h, rk_actor_t *local) {
     post_link_msgs(c, msgs, nmsgs);
   else
     free(msgs);
-  /* FAILED already: told at once. */
+  /* The local actor FAILED already: the owner is told at once (its
+   * failure hook has run before the link). */
+  if (s == RK_OK && rk_actor_state(local) == RK_ACTOR_FAILED)
+    on_local_failed(local, rk__actor_fail_reason(local), c);
+  /* The remote one FAILED already: told at once. */
   if (s == RK_OK) tell_links(c);
   return s;
 }

@@ -15,7 +15,9 @@
  *     actor fails, second/sup restarts once (RK_ACTOR_FAULT_LINK) and
  *     answers, second/plain is FAILED naming the hub's actor; local actors
  *     whose links to second/add were undone (rk_cluster_unlink, and
- *     rk_remote_actor_release) fail too and leave it alone; 'first' linked
+ *     rk_remote_actor_release) fail too and leave it alone; linking
+ *     second/sup again to the FAILED local actor restarts it again at once;
+ *     'first' linked
  *     its own actor to second/victim, so killing 'first' fails
  *     second/victim (and not second/add, whose links 'first' undid).
  * Exits 77 where UCX cannot be loaded. */
@@ -290,6 +292,18 @@ static int role_second(const char *addr) {
       EXPECT(rk_actor_stats(add, &st) == RK_OK && st.restarts == 0, 45,
              "second/add restarted");
       say("links-ok");
+    } else if (b == 'l') {
+      rk_actor_stats_t st;
+      const uint64_t end = rk__now_ns() + 5 * SEC;
+      do {
+        EXPECT(rk_actor_stats(sup, &st) == RK_OK, 46, "stats");
+        if (st.restarts_by_cause[RK_ACTOR_FAULT_LINK] == 2) break;
+        usleep(1000);
+      } while (rk__now_ns() < end);
+      EXPECT(st.restarts_by_cause[RK_ACTOR_FAULT_LINK] == 2, 47,
+             "second/sup linked to an actor FAILED already: %llu restarts",
+             (unsigned long long)st.restarts_by_cause[RK_ACTOR_FAULT_LINK]);
+      say("late-ok");
     }
   }
   if (streaming) pthread_join(t, NULL);
@@ -456,6 +470,16 @@ static void run(rk_cluster_t *c) {
     CHECK_STATUS(
         rk_remote_actor_call(hplain, &q, sizeof q, &r, sizeof r, 5 * SEC, NULL),
         RK_ERR_INVALID_STATE);
+  }
+
+  /* Linked after the local actor FAILED: the owner is told at once. */
+  if (hsup) {
+    /* Its failure dropped the first link. */
+    CHECK_STATUS(rk_cluster_unlink(hsup, doomed), RK_ERR_NOT_FOUND);
+    CHECK_OK(rk_cluster_link(hsup, doomed));
+    send_cmd(&second, 'l');
+    CHECK(expect_line(&second, "late-ok", 30),
+          "a link to an actor FAILED already faults the remote one");
   }
 
   /* A member killed while another member calls it. */
