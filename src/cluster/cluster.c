@@ -22,6 +22,17 @@
  * Messages the callbacks must send (WELCOME, LOOKUP_REPLY, refusals) go
  * through an outbox that whoever drives the worker empties after
  * ucp_worker_progress returns: UCX's callbacks may not drive the worker.
+ *
+ * Members. The hub's WELCOME carries a card (name, worker address) for
+ * every member welcomed before; the joiner introduces itself to each
+ * (INTRO / INTRO_ACK, a HELLO / WELCOME without the socket), so every pair
+ * of members is connected directly (tests/model/cluster.pml, MESH).
+ *
+ * Links. rk_cluster_link tells the owner (LINK); a local actor's failure
+ * reaches the cluster through the supervisor's failure hook, queued, and
+ * tell_links sends LINK_FAULT after the worker's turn; the owner faults
+ * its actor (rk__supervise_link_fault) there too, for a LINK_FAULT or a
+ * linking peer that failed.
  */
 #include "rk/cluster.h"
 
