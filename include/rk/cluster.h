@@ -26,10 +26,11 @@
  *   rk_cluster_destroy(c);
  *
  * Topology: the process that listens is the hub; every other process
- * connects to it. A process looks names up among the processes it is
- * connected to: a connecting process finds the hub's actors, the hub finds
- * every member's. (Member-to-member handles need a connection between the
- * two: not built yet, see docs/cluster.md.)
+ * connects to it, and the hub introduces each joiner to the members before
+ * it, which connect to each other directly (rk_cluster_create returns
+ * once that is done). A process looks names up among every process it is
+ * connected to: any member finds the hub's actors and every other
+ * member's.
  *
  * Failures. A member that dies or whose connection breaks is noticed by
  * UCX's per-peer error handling: every handle to its actors becomes FAILED,
@@ -131,7 +132,8 @@ rk_status_t rk_cluster_address(const rk_cluster_t *cluster, char *buffer,
 /* This member's name. */
 const char *rk_cluster_name(const rk_cluster_t *cluster);
 
-/* Members this one is connected to and that have not failed or left. */
+/* Members this one is connected to and that have not failed or left (the
+ * hub and every other member, for a member of a hub-formed cluster). */
 size_t rk_cluster_peer_count(rk_cluster_t *cluster);
 
 /* Waits up to timeout_ns until at least `count` peers are connected
@@ -220,9 +222,12 @@ void rk_remote_actor_info(const rk_remote_actor_t *actor,
  * (its reason naming the remote actor and the cause) and its own links are
  * told in turn. Within about a millisecond of the failure being noticed.
  * A member that leaves (TERMINATED) is not a failure. A handle FAILED
- * already faults the actor at once. One way only: a local failure is not
- * sent to the remote side. The link goes with rk_remote_actor_release,
- * rk_cluster_destroy and rk_actor_destroy of the local actor. Not from a
+ * already faults the actor at once. Both ways: the remote actor's owner
+ * is told of the link, and when the local actor fails for good (or this
+ * process fails) the remote actor faults with RK_ACTOR_FAULT_LINK under
+ * its own policy there. The link goes, on both sides, with
+ * rk_cluster_unlink, rk_remote_actor_release, rk_cluster_destroy and
+ * rk_actor_destroy of the local actor. Not from a
  * supervisor's on_event (it holds the supervision lock). Errors:
  * RK_ERR_ALREADY_EXISTS (linked already), RK_ERR_INVALID_ARGUMENT (NULL);
  * unlink: RK_ERR_NOT_FOUND. */
@@ -235,7 +240,10 @@ rk_status_t rk_cluster_unlink(rk_remote_actor_t *remote, rk_actor_t *local);
  * by the remote handler exactly once while the owner lives, in the order
  * sent; its response is dropped. The port's credit is a local bridge
  * inbox of 64 messages (RK_SEND_FULL when it is full), emptied by this
- * member's progress thread while the handle has window room. The handle is
+ * member's progress thread while the handle has window room. On the owner
+ * the messages go into the remote actor's K2K inbox with a link's credit
+ * when it was exported before it was activated (its input ring otherwise):
+ * a full remote inbox holds up the window, then the bridge. The handle is
  * the port's from then on: answers on it are dropped, so do not call or
  * receive on it (look the name up again for a handle of your own). When
  * the remote actor stops or its member fails, the port answers

@@ -80,6 +80,21 @@ void rk__actor_destroy_hooks_run(rk_actor_t *actor);
  * under its policy; another is stopped and FAILED, and its own links are
  * told. Done by the supervision thread within about a millisecond. */
 rk_status_t rk__supervise_link_fault(rk_actor_t *actor, const char *why);
+/* supervise.c: `actor`'s failure for good is wanted (on) or no longer
+ * (off): the supervision thread watches it, as a linked one, so that an
+ * actor FAILED by any cause (a missed termination deadline, a link, a
+ * supervisor giving up) reaches the failure hooks. */
+rk_status_t rk__supervise_watch(rk_actor_t *actor, bool on);
+/* supervise.c: process-wide hooks told when a supervised, linked or
+ * watched actor fails for good (`why` its reason). They run on the thread
+ * that decided it (usually the supervision thread) under the supervision
+ * lock: a hook must only note it and return (take no lock that is held
+ * while supervision functions are called). Removing a hook waits for a
+ * running one. */
+typedef void (*rk__actor_failed_hook_fn)(rk_actor_t *actor, const char *why,
+                                         void *user);
+rk_status_t rk__actor_failed_hook_add(rk__actor_failed_hook_fn fn, void *user);
+void rk__actor_failed_hook_remove(rk__actor_failed_hook_fn fn, void *user);
 /* supervise.c: the supervision fields of rk_actor_stats. */
 void rk__supervise_stats(const rk_actor_t *actor, rk_actor_stats_t *stats);
 /* registry.c: "'name'" or the address, into buf. */

@@ -557,3 +557,58 @@ rk_status_t rk_actor_k2k_stats(rk_actor_t *actor,
   rk__k2k_stats(rk__actor_k2k(actor), out_stats);
   return RK_OK;
 }
+
+/* ---- Ingress (the cluster's remote ports, arriving) -----------------------
+ */
+
+rk_status_t rk__k2k_ingress_create(rk_actor_t *dst, rk__k2k_t **out) {
+  *out = NULL;
+  if (!dst)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT, "K2K ingress: dst is NULL");
+  const char *dn = rk__actor_handler_name(dst);
+  if (rk__actor_mode(dst) != RK_ACTOR_PERSISTENT)
+    return rk__fail(RK_ERR_INVALID_STATE,
+                    "K2K ingress: '%s' is in traditional mode", dn);
+  const rk_actor_state_t st = rk_actor_state(dst);
+  if (st != RK_ACTOR_LAUNCHED)
+    return rk__fail(RK_ERR_INVALID_STATE,
+                    "K2K ingress: '%s' is %s; wire it before activating it", dn,
+                    rk_actor_state_name(st));
+  rk__k2k_t *d = rk__actor_k2k(dst);
+  if (!d) return rk__fail(RK_ERR_INVALID_STATE, "K2K ingress: no K2K state");
+  rk__k2k_t *k =
+      aligned_alloc(RK_ABI_LINE, sizeof(rk__k2k_t) + RK_ABI_LINE -
+                                     sizeof(rk__k2k_t) % RK_ABI_LINE);
+  if (!k) return rk__fail(RK_ERR_OUT_OF_MEMORY, "K2K ingress");
+  memset(k, 0, sizeof *k);
+  k->refs = 1;
+  k->nports = 1;
+  port_t *pt = &k->ports[0];
+  pt->size = d->in_size;
+  memcpy(pt->type, d->in_type, sizeof pt->type);
+  pt->outbox = calloc(RK__K2K_OUTBOX, pt->size ? pt->size : 1);
+  k->ctl[2] = kRefusalUnconnected;
+  if (!pt->outbox) {
+    k2k_free(k);
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "K2K ingress");
+  }
+  const rk_status_t s = rk__k2k_connect(k, "remote ports", 0, d, dn);
+  if (s != RK_OK) {
+    rk__k2k_release(k);
+    return s;
+  }
+  *out = k;
+  return RK_OK;
+}
+
+uint32_t rk__k2k_ingress_send(rk__k2k_t *k, const void *msg, uint64_t stamp,
+                              bool *out_gone) {
+  rk__k2k_prepare(k, 1);
+  uint32_t *w = k->ctl;
+  *out_gone = w[0] == 0 && w[2] == kRefusalUnconnected;
+  if (!w[0]) return 0;
+  memcpy(k->ports[0].outbox, msg, k->ports[0].size);
+  w[1] = 1;
+  rk__k2k_deliver(k, stamp);
+  return 1;
+}

@@ -130,4 +130,18 @@ rk_status_t rk__k2k_bridge_create(uint32_t in_size, uint32_t capacity,
 rk_status_t rk__k2k_bridge_connect(rk_actor_t *src, uint32_t port,
                                    rk__k2k_t *bridge, const char *dst_name);
 
+/* ---- Ingress (the cluster's remote ports, arriving) ---------------------- */
+
+/* A sender with no actor: one port wired to `dst`'s inbox (persistent, not
+ * yet activated, as for rk_actor_connect), so that messages from remote
+ * ports reach dst's handler through its K2K inbox with a link's credit,
+ * exactly as a local port's. Fed by one host thread at a time (the
+ * cluster, under its export's lock); released with rk__k2k_release. */
+rk_status_t rk__k2k_ingress_create(rk_actor_t *dst, rk__k2k_t **out);
+/* One message into dst's inbox, stamped `stamp`, if the link has credit:
+ * 1, else 0 (*out_gone: dst's device side has stopped, or dst is going
+ * away; else the inbox is full for this link). */
+uint32_t rk__k2k_ingress_send(rk__k2k_t *k, const void *msg, uint64_t stamp,
+                              bool *out_gone);
+
 #endif /* RK_ACTOR_K2K_INTERNAL_H_ */

@@ -51,7 +51,8 @@ typedef struct tracked {
   uint64_t progress_ns; /* when it last finished something, or was idle */
   uint64_t *times;      /* one-for-one: its restarts in the window */
   size_t ntimes;
-  bool failed; /* its failure was handled (links told) */
+  bool failed;  /* its failure was handled (links told) */
+  bool watched; /* rk__supervise_watch: its failure is wanted */
   bool link_fault;
   char link_why[kWhy];
   /* Statistics (g_stats_lock). */
@@ -73,6 +74,13 @@ static tracked_t **g_tracked;
 static size_t g_ntracked, g_captracked;
 static link_t *g_links;
 static size_t g_nlinks, g_caplinks;
+/* rk__actor_failed_hook_add (g_lock). */
+enum { kMaxFailedHooks = 16 };
+static struct {
+  rk__actor_failed_hook_fn fn;
+  void *user;
+} g_failed_hooks[kMaxFailedHooks];
+static size_t g_nfailed_hooks;
 
 static const char *const kFaultNames[] = {"none",     "handler", "device",
                                           "deadline", "group",   "link"};
@@ -141,7 +149,9 @@ static bool linked(const rk_actor_t *a, const rk_actor_t *b) {
 static bool watching(void) {
   if (g_nlinks) return true;
   for (size_t i = 0; i < g_ntracked; ++i)
-    if (g_tracked[i]->group || g_tracked[i]->link_fault) return true;
+    if (g_tracked[i]->group || g_tracked[i]->link_fault ||
+        (g_tracked[i]->watched && !g_tracked[i]->failed))
+      return true;
   return false;
 }
 
@@ -211,6 +221,8 @@ static void failed(tracked_t *t, rk_actor_fault_t cause, int32_t code,
                    const char *reason) {
   if (t->failed) return;
   t->failed = true;
+  for (size_t i = 0; i < g_nfailed_hooks; ++i)
+    g_failed_hooks[i].fn(t->actor, reason, g_failed_hooks[i].user);
   note_fault(t, cause, code, false);
   emit(t, RK_SUPERVISOR_FAILED, cause, code, reason);
   char name[80], why[kWhy];
@@ -617,6 +629,44 @@ rk_status_t rk__supervise_link_fault(rk_actor_t *actor, const char *why) {
   }
   pthread_mutex_unlock(&g_lock);
   return s;
+}
+
+rk_status_t rk__supervise_watch(rk_actor_t *actor, bool on) {
+  pthread_mutex_lock(&g_lock);
+  tracked_t *t = on ? find_or_add(actor) : find(actor);
+  rk_status_t s = RK_OK;
+  if (t) {
+    t->watched = on;
+    if (on) s = ensure_thread();
+  } else if (on) {
+    s = rk__fail(RK_ERR_OUT_OF_MEMORY, "supervisor: watch");
+  }
+  pthread_mutex_unlock(&g_lock);
+  return s;
+}
+
+rk_status_t rk__actor_failed_hook_add(rk__actor_failed_hook_fn fn, void *user) {
+  pthread_mutex_lock(&g_lock);
+  rk_status_t s = RK_OK;
+  if (g_nfailed_hooks == kMaxFailedHooks)
+    s = rk__fail(RK_ERR_OUT_OF_RANGE, "supervisor: more than %d failure hooks",
+                 kMaxFailedHooks);
+  else {
+    g_failed_hooks[g_nfailed_hooks].fn = fn;
+    g_failed_hooks[g_nfailed_hooks++].user = user;
+  }
+  pthread_mutex_unlock(&g_lock);
+  return s;
+}
+
+void rk__actor_failed_hook_remove(rk__actor_failed_hook_fn fn, void *user) {
+  pthread_mutex_lock(&g_lock);
+  for (size_t i = 0; i < g_nfailed_hooks; ++i)
+    if (g_failed_hooks[i].fn == fn && g_failed_hooks[i].user == user) {
+      g_failed_hooks[i] = g_failed_hooks[--g_nfailed_hooks];
+      break;
+    }
+  pthread_mutex_unlock(&g_lock);
 }
 
 void rk__supervise_forget(rk_actor_t *actor) {

@@ -22,6 +22,17 @@
  * Messages the callbacks must send (WELCOME, LOOKUP_REPLY, refusals) go
  * through an outbox that whoever drives the worker empties after
  * ucp_worker_progress returns: UCX's callbacks may not drive the worker.
+ *
+ * Members. The hub's WELCOME carries a card (name, worker address) for
+ * every member welcomed before; the joiner introduces itself to each
+ * (INTRO / INTRO_ACK, a HELLO / WELCOME without the socket), so every pair
+ * of members is connected directly (tests/model/cluster.pml, MESH).
+ *
+ * Links. rk_cluster_link tells the owner (LINK); a local actor's failure
+ * reaches the cluster through the supervisor's failure hook, queued, and
+ * tell_links sends LINK_FAULT after the worker's turn; the owner faults
+ * its actor (rk__supervise_link_fault) there too, for a LINK_FAULT or a
+ * linking peer that failed.
  */
 #include "rk/cluster.h"
 
@@ -58,6 +69,8 @@
 #define TEXT_MAX RK_WIRE_TEXT_MAX
 #define RESP_PACKED 0x100u
 
+enum { RX_REQ, RX_RESP, RX_WELCOME }; /* what a rendezvous receive carries */
+
 typedef enum peer_state {
   P_FREE = 0,
   P_ACCEPTED,   /* hub: connection accepted, no HELLO yet */
@@ -80,6 +93,10 @@ typedef struct peer {
   char name[RK_WIRE_NAME_MAX];
   char cause[TEXT_MAX];
   rk_status_t refusal; /* P_REFUSED: the hub's status */
+  /* Hub: the joiner's worker address, for the members welcomed after it
+   * (WELCOME's cards). */
+  unsigned char *addr;
+  uint32_t addr_size;
 } peer_t;
 
 typedef struct route {
@@ -109,6 +126,11 @@ typedef struct export_ {
   route_t *routes;
   size_t route_head, route_count, route_cap; /* ring of route_cap */
   pending_req_t *pending, *pending_tail;
+  /* Exported before it was activated: remote ports' messages go into the
+   * actor's K2K inbox through this link (NULL: into its input ring). Those
+   * waiting for the link's credit, in order. */
+  rk__k2k_t *ingress;
+  pending_req_t *ipending, *ipending_tail;
   unsigned char *buf; /* FORWARD_BATCH responses */
   _Atomic uint64_t forwarded, dropped_local;
 } export_t;
@@ -163,11 +185,41 @@ typedef struct bridge {
   rk__k2k_t *k;
 } bridge_t;
 
-/* rk_cluster_link: a local actor told when the remote one FAILS. */
+/* rk_cluster_link: a local actor told when the remote one FAILS, and the
+ * remote one's owner told (LINK_FAULT) when the local one fails. */
 typedef struct rlink {
   rk_remote_actor_t *h;
   rk_actor_t *local;
+  uint64_t id; /* the owner knows the link by (our index, id) */
 } rlink_t;
+
+/* The owner's side of a requester's rk_cluster_link: its exported actor
+ * faults (RK_ACTOR_FAULT_LINK) when the requester's local actor fails
+ * (LINK_FAULT) or the requester itself fails. */
+typedef struct inlink {
+  uint32_t peer;
+  uint64_t link_id, export_id;
+  rk_actor_t *actor;
+  bool fault; /* LINK_FAULT came: `why` says */
+  char local[RK_WIRE_ACTOR_NAME_MAX];
+  char why[TEXT_MAX];
+} inlink_t;
+
+/* A local actor that failed for good (rk__actor_failed_hook), for
+ * tell_links to pass on to the owners of the remote actors it is linked
+ * to. */
+typedef struct failed_local {
+  struct failed_local *next;
+  rk_actor_t *actor;
+  char why[TEXT_MAX];
+} failed_local_t;
+
+/* A link message to send once no lock is held. */
+typedef struct link_msg {
+  uint32_t peer;
+  unsigned id;
+  rk_wire_link_t m;
+} link_msg_t;
 
 typedef struct lookup {
   struct lookup *next;
@@ -215,6 +267,11 @@ struct rk_cluster {
   uint64_t handle_gen;
   lookup_t *lookups;
   uint64_t next_lookup;
+  /* A joiner: the members the hub's WELCOME named (cards), for join() to
+   * introduce itself to. */
+  unsigned char *intro;
+  size_t intro_size;
+  uint32_t intro_count;
 
   pthread_mutex_t out_mu;
   outmsg_t *out_head, *out_tail;
@@ -244,6 +301,13 @@ struct rk_cluster {
   pthread_mutex_t links_mu;
   rlink_t *links;
   uint32_t nlinks, caplinks;
+  uint64_t next_link_id;
+  inlink_t *inlinks; /* links_mu */
+  uint32_t ninlinks, capinlinks;
+  /* Local actors that failed (the failure hook; failq_mu, a leaf). */
+  pthread_mutex_t failq_mu;
+  failed_local_t *failq;
+  bool failed_hooked;
   /* A handle may have FAILED: tell_links is due after the worker's turn
    * (never from inside UCX's callbacks, which hold the worker). */
   atomic_bool links_due;
@@ -467,7 +531,8 @@ static void outbox_drain(rk_cluster_t *c) {
     if (st != P_FAILED && st != P_LEFT && st != P_FREE && p->ep)
       (void)post(c, p, m->id & ~RESP_PACKED, hs ? m->data : NULL, hs,
                  m->data + hs, m->size - hs, false);
-    if (st == P_WELCOMING && m->id == RK_AM_WELCOME) {
+    if (st == P_WELCOMING &&
+        (m->id == RK_AM_WELCOME || m->id == RK_AM_INTRO_ACK)) {
       pthread_mutex_lock(&c->mu);
       int expected = P_WELCOMING;
       atomic_compare_exchange_strong(&p->state, &expected, P_UP);
@@ -512,7 +577,95 @@ static rk_remote_actor_t *handle_at(rk_cluster_t *c, uint32_t slot,
  * FAILED: each local actor linked to a FAILED handle faults
  * (RK_ACTOR_FAULT_LINK; the supervision thread restarts or fails it), and
  * the link goes. A handle's cause is written before its state. */
+/* Sends collected link messages (no lock held) and frees them. */
+static void post_link_msgs(rk_cluster_t *c, link_msg_t *msgs, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) {
+    peer_t *p = &c->peers[msgs[i].peer];
+    if (atomic_load(&p->state) != P_UP) continue;
+    char *saved = rk__error_save();
+    (void)post(c, p, msgs[i].id, NULL, 0, &msgs[i].m, sizeof msgs[i].m, false);
+    rk__error_restore(saved);
+  }
+  free(msgs);
+}
+
+/* Called with links_mu held: the message telling h's owner about link l. */
+static bool link_msg_add(rk_cluster_t *c, link_msg_t **msgs, uint32_t *n,
+                         const rlink_t *l, unsigned id, const char *text) {
+  link_msg_t *grown = realloc(*msgs, (*n + 1) * sizeof *grown);
+  if (!grown) return false;
+  *msgs = grown;
+  link_msg_t *m = &grown[(*n)++];
+  memset(m, 0, sizeof *m);
+  m->peer = l->h->peer;
+  m->id = id;
+  m->m.from = c->peers[l->h->peer].remote;
+  m->m.export_id = l->h->export_id;
+  m->m.link_id = l->id;
+  if (!rk__registry_describe(l->local, m->m.local, sizeof m->m.local))
+    snprintf(m->m.local, sizeof m->m.local, "%p", (void *)l->local);
+  copy_name(m->m.text, sizeof m->m.text, text ? text : "");
+  return true;
+}
+
+/* Called with links_mu held: whether `actor` still has remote links. */
+static bool has_links(const rk_cluster_t *c, const rk_actor_t *actor) {
+  for (uint32_t i = 0; i < c->nlinks; ++i)
+    if (c->links[i].local == actor) return true;
+  return false;
+}
+
 static void tell_links(rk_cluster_t *c) {
+  /* Local actors that failed: their links' owners are told (LINK_FAULT),
+   * and the links go. */
+  pthread_mutex_lock(&c->failq_mu);
+  failed_local_t *f = c->failq;
+  c->failq = NULL;
+  pthread_mutex_unlock(&c->failq_mu);
+  link_msg_t *msgs = NULL;
+  uint32_t nmsgs = 0;
+  pthread_mutex_lock(&c->links_mu);
+  while (f) {
+    failed_local_t *next = f->next;
+    for (uint32_t i = 0; i < c->nlinks;) {
+      if (c->links[i].local != f->actor) {
+        ++i;
+        continue;
+      }
+      (void)link_msg_add(c, &msgs, &nmsgs, &c->links[i], RK_AM_LINK_FAULT,
+                         f->why);
+      c->links[i] = c->links[--c->nlinks];
+    }
+    free(f);
+    f = next;
+  }
+  /* Owner side: links from a requester that failed, or whose local actor
+   * failed, fault the exported actor; links from one that left go. */
+  for (uint32_t i = 0; i < c->ninlinks;) {
+    inlink_t *l = &c->inlinks[i];
+    const peer_t *p = &c->peers[l->peer];
+    const int ps = atomic_load(&p->state);
+    char why[TEXT_MAX + RK_WIRE_ACTOR_NAME_MAX + 2 * RK_WIRE_NAME_MAX + 64];
+    if (l->fault) {
+      snprintf(why, sizeof why, "linked actor %s on member '%s' failed (%s)",
+               l->local, p->name, l->why);
+    } else if (ps == P_FAILED) {
+      snprintf(why, sizeof why,
+               "linked actor %s on member '%s' failed (member '%s' failed: "
+               "%.200s)",
+               l->local, p->name, p->name, p->cause);
+    } else if (ps != P_UP) {
+      c->inlinks[i] = c->inlinks[--c->ninlinks]; /* left: not a failure */
+      continue;
+    } else {
+      ++i;
+      continue;
+    }
+    (void)rk__supervise_link_fault(l->actor, why);
+    c->inlinks[i] = c->inlinks[--c->ninlinks];
+  }
+  pthread_mutex_unlock(&c->links_mu);
+  post_link_msgs(c, msgs, nmsgs);
   pthread_mutex_lock(&c->links_mu);
   for (uint32_t i = 0; i < c->nlinks;) {
     rk_remote_actor_t *h = c->links[i].h;
@@ -584,7 +737,7 @@ static void peer_down(rk_cluster_t *c, peer_t *p, peer_state_t to,
   release_lookups_of(c, p->index);
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
-  if (to == P_FAILED) links_due(c);
+  links_due(c); /* failed: links told; left: its links dropped */
 }
 
 static void on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
@@ -611,6 +764,8 @@ static peer_t *peer_new(rk_cluster_t *c) {
   p->remote = UINT32_MAX;
   p->is_hub = false;
   p->cause[0] = '\0';
+  p->addr = NULL;
+  p->addr_size = 0;
   return p;
 }
 
@@ -684,6 +839,51 @@ static bool const_time_equal(const char *a, size_t an, const char *b,
   return diff == 0;
 }
 
+/* Called with c->mu held: whether a joiner (HELLO) or a member
+ * introducing itself (INTRO) may join; w's status and text say. */
+static void vet(rk_cluster_t *c, const rk_wire_hello_t *hp,
+                rk_wire_welcome_t *wp) {
+  rk_wire_hello_t h = *hp;
+  rk_wire_welcome_t w = *wp;
+  w.status = RK_OK;
+  if (h.magic != RK_WIRE_MAGIC || h.version != RK_WIRE_VERSION) {
+    w.status = RK_ERR_UNAVAILABLE;
+    snprintf(w.text, sizeof w.text,
+             "wire version %u is not %u, that of '%.63s' (another rk "
+             "build?)",
+             h.version, RK_WIRE_VERSION, c->name);
+  } else if (h.token_size > RK_WIRE_TOKEN_MAX ||
+             !const_time_equal(h.token, h.token_size, c->token,
+                               c->token_size)) {
+    w.status = RK_ERR_UNAVAILABLE;
+    snprintf(w.text, sizeof w.text,
+             "the cluster token does not match (RK_CLUSTER_TOKEN)");
+  } else {
+    for (size_t i = 0; i < c->failed_count && w.status == RK_OK; ++i)
+      if (!strcmp(c->failed_names[i], h.name)) {
+        w.status = RK_ERR_UNAVAILABLE;
+        snprintf(w.text, sizeof w.text,
+                 "member '%.63s' failed earlier and may not rejoin: its "
+                 "actors are FAILED in every member; join under a new name",
+                 h.name);
+      }
+    for (uint32_t i = 0; i < c->peer_count && w.status == RK_OK; ++i)
+      if ((atomic_load(&c->peers[i].state) == P_UP ||
+           atomic_load(&c->peers[i].state) == P_WELCOMING) &&
+          !strcmp(c->peers[i].name, h.name)) {
+        w.status = RK_ERR_UNAVAILABLE;
+        snprintf(w.text, sizeof w.text,
+                 "the name '%.63s' is in use by a live member", h.name);
+      }
+    if (!strcmp(h.name, c->name) && w.status == RK_OK) {
+      w.status = RK_ERR_UNAVAILABLE;
+      snprintf(w.text, sizeof w.text,
+               "the name '%.63s' is the own name of '%.63s'", h.name, c->name);
+    }
+  }
+  *wp = w;
+}
+
 static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
                              void *data, size_t len,
                              const ucp_am_recv_param_t *param) {
@@ -714,41 +914,7 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
   w.from = h.hub_index;
   w.your_index = p->index;
   copy_name(w.name, sizeof w.name, c->name);
-  w.status = RK_OK;
-  if (h.magic != RK_WIRE_MAGIC || h.version != RK_WIRE_VERSION) {
-    w.status = RK_ERR_UNAVAILABLE;
-    snprintf(w.text, sizeof w.text,
-             "wire version %u is not this hub's %u (another rk build?)",
-             h.version, RK_WIRE_VERSION);
-  } else if (h.token_size > RK_WIRE_TOKEN_MAX ||
-             !const_time_equal(h.token, h.token_size, c->token,
-                               c->token_size)) {
-    w.status = RK_ERR_UNAVAILABLE;
-    snprintf(w.text, sizeof w.text,
-             "the cluster token does not match (RK_CLUSTER_TOKEN)");
-  } else {
-    for (size_t i = 0; i < c->failed_count && w.status == RK_OK; ++i)
-      if (!strcmp(c->failed_names[i], h.name)) {
-        w.status = RK_ERR_UNAVAILABLE;
-        snprintf(w.text, sizeof w.text,
-                 "member '%.63s' failed earlier and may not rejoin: its "
-                 "actors are FAILED in every member; join under a new name",
-                 h.name);
-      }
-    for (uint32_t i = 0; i < c->peer_count && w.status == RK_OK; ++i)
-      if ((atomic_load(&c->peers[i].state) == P_UP ||
-           atomic_load(&c->peers[i].state) == P_WELCOMING) &&
-          !strcmp(c->peers[i].name, h.name)) {
-        w.status = RK_ERR_UNAVAILABLE;
-        snprintf(w.text, sizeof w.text,
-                 "the name '%.63s' is in use by a live member", h.name);
-      }
-    if (!strcmp(h.name, c->name) && w.status == RK_OK) {
-      w.status = RK_ERR_UNAVAILABLE;
-      snprintf(w.text, sizeof w.text, "the name '%.63s' is the hub's own",
-               h.name);
-    }
-  }
+  vet(c, &h, &w);
   copy_name(p->name, sizeof p->name, h.name);
   pthread_mutex_unlock(&c->mu);
   ucp_ep_h data_ep = NULL;
@@ -758,11 +924,118 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
     snprintf(w.text, sizeof w.text,
              "the hub cannot reach the joiner's worker address");
   }
+  unsigned char *addr = NULL;
+  if (w.status == RK_OK && h.address_size) {
+    addr = malloc(h.address_size);
+    if (addr) memcpy(addr, their_address, h.address_size);
+  }
   pthread_mutex_lock(&c->mu);
   if (data_ep) p->ep = data_ep;
+  /* The cards: every other member welcomed so far, UP or being welcomed
+   * (HELLOs are handled one at a time, so of two members the second
+   * always finds the first here). */
+  size_t cards = 0;
+  uint32_t members = 0;
   if (w.status == RK_OK) {
     /* UP when the WELCOME has been posted (outbox_drain): nothing else
      * may reach the joiner before it. */
+    p->remote = h.hub_index;
+    p->addr = addr;
+    p->addr_size = addr ? h.address_size : 0;
+    atomic_store(&p->state, P_WELCOMING);
+    for (uint32_t i = 0; i < c->peer_count; ++i) {
+      const peer_t *q = &c->peers[i];
+      const int qs = atomic_load(&q->state);
+      if (q == p || q->is_hub || !q->addr || (qs != P_UP && qs != P_WELCOMING))
+        continue;
+      cards += sizeof(rk_wire_card_t) + q->addr_size;
+      members++;
+    }
+  } else {
+    atomic_store(&p->state, P_REFUSED);
+    free(addr);
+  }
+  const size_t hub_address = w.status == RK_OK ? c->waddr_size : 0;
+  const size_t n = sizeof w + hub_address + cards;
+  unsigned char *msg = malloc(n);
+  if (msg) {
+    w.address_size = (uint32_t)hub_address;
+    w.members = members;
+    memcpy(msg, &w, sizeof w);
+    memcpy(msg + sizeof w, c->waddr, hub_address);
+    size_t off = sizeof w + hub_address;
+    for (uint32_t i = 0; members && i < c->peer_count; ++i) {
+      const peer_t *q = &c->peers[i];
+      const int qs = atomic_load(&q->state);
+      if (q == p || q->is_hub || !q->addr || (qs != P_UP && qs != P_WELCOMING))
+        continue;
+      rk_wire_card_t card;
+      memset(&card, 0, sizeof card);
+      copy_name(card.name, sizeof card.name, q->name);
+      card.address_size = q->addr_size;
+      memcpy(msg + off, &card, sizeof card);
+      memcpy(msg + off + sizeof card, q->addr, q->addr_size);
+      off += sizeof card + q->addr_size;
+    }
+  }
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  if (msg) {
+    outbox_push(c, p->index, RK_AM_WELCOME, msg, n);
+    free(msg);
+  }
+  return UCS_OK;
+}
+
+/* A member introducing itself (it joined after us; the hub gave it our
+ * worker address): as a HELLO, but the endpoints are made from its worker
+ * address here, and the answer is INTRO_ACK. */
+static ucs_status_t on_intro(void *arg, const void *header, size_t hlen,
+                             void *data, size_t len,
+                             const ucp_am_recv_param_t *param) {
+  (void)header;
+  (void)hlen;
+  rk_cluster_t *c = arg;
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
+      len < sizeof(rk_wire_hello_t))
+    return UCS_OK;
+  rk_wire_hello_t h;
+  memcpy(&h, data, sizeof h);
+  h.name[RK_WIRE_NAME_MAX - 1] = '\0';
+  if (h.address_size > len - sizeof h) h.address_size = 0;
+  if (!h.address_size) return UCS_OK; /* nothing to answer on */
+  rk_wire_welcome_t w;
+  memset(&w, 0, sizeof w);
+  w.from = h.hub_index;
+  copy_name(w.name, sizeof w.name, c->name);
+  pthread_mutex_lock(&c->mu);
+  vet(c, &h, &w);
+  peer_t *p = peer_new(c);
+  if (p) {
+    copy_name(p->name, sizeof p->name, h.name);
+    atomic_store(&p->state, P_ACCEPTED);
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (!p) return UCS_OK;
+  ucp_ep_params_t e = ep_params(p);
+  e.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+  e.address = (const ucp_address_t *)((const unsigned char *)data + sizeof h);
+  ucp_ep_h watch = NULL, data_ep = NULL;
+  ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &watch);
+  if (st == UCS_OK && !open_data_ep(c, (const unsigned char *)data + sizeof h,
+                                    h.address_size, &data_ep))
+    data_ep = NULL;
+  if (w.status == RK_OK && (st != UCS_OK || !data_ep)) {
+    w.status = RK_ERR_UNAVAILABLE;
+    snprintf(w.text, sizeof w.text, "'%.63s' cannot reach its worker address",
+             c->name);
+  }
+  pthread_mutex_lock(&c->mu);
+  p->boot = st == UCS_OK ? watch : NULL;
+  p->ep = data_ep ? data_ep : p->boot;
+  w.your_index = p->index;
+  if (w.status == RK_OK) {
+    /* UP once the INTRO_ACK is posted, as a joiner once its WELCOME is. */
     p->remote = h.hub_index;
     atomic_store(&p->state, P_WELCOMING);
   } else {
@@ -770,21 +1043,13 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
   }
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
-  size_t n = sizeof w + (w.status == RK_OK ? c->waddr_size : 0);
-  unsigned char *msg = malloc(n);
-  if (msg) {
-    w.address_size = (uint32_t)(n - sizeof w);
-    memcpy(msg, &w, sizeof w);
-    memcpy(msg + sizeof w, c->waddr, n - sizeof w);
-    outbox_push(c, p->index, RK_AM_WELCOME, msg, n);
-    free(msg);
-  }
+  if (p->ep) outbox_push(c, p->index, RK_AM_INTRO_ACK, &w, sizeof w);
   return UCS_OK;
 }
 
-static ucs_status_t on_welcome(void *arg, const void *header, size_t hlen,
-                               void *data, size_t len,
-                               const ucp_am_recv_param_t *param) {
+static ucs_status_t on_intro_ack(void *arg, const void *header, size_t hlen,
+                                 void *data, size_t len,
+                                 const ucp_am_recv_param_t *param) {
   (void)header;
   (void)hlen;
   rk_cluster_t *c = arg;
@@ -796,9 +1061,42 @@ static ucs_status_t on_welcome(void *arg, const void *header, size_t hlen,
   w.name[RK_WIRE_NAME_MAX - 1] = '\0';
   w.text[TEXT_MAX - 1] = '\0';
   if (w.from >= MAX_PEERS) return UCS_OK;
+  peer_t *p = &c->peers[w.from];
+  pthread_mutex_lock(&c->mu);
+  if (w.from < c->peer_count && !p->is_hub &&
+      atomic_load(&p->state) == P_CONNECTING) {
+    if (w.status == RK_OK) {
+      p->remote = w.your_index;
+      atomic_store(&p->state, P_UP);
+    } else {
+      p->refusal = (rk_status_t)w.status;
+      copy_name(p->cause, sizeof p->cause, w.text);
+      atomic_store(&p->state, P_REFUSED);
+    }
+    pthread_cond_broadcast(&c->cv);
+  }
+  pthread_mutex_unlock(&c->mu);
+  return UCS_OK;
+}
+
+static void welcome_in(rk_cluster_t *c, const void *data, size_t len) {
+  if (len < sizeof(rk_wire_welcome_t)) return;
+  rk_wire_welcome_t w;
+  memcpy(&w, data, sizeof w);
+  w.name[RK_WIRE_NAME_MAX - 1] = '\0';
+  w.text[TEXT_MAX - 1] = '\0';
+  if (w.from >= MAX_PEERS) return;
   if (w.address_size > len - sizeof w) w.address_size = 0;
   peer_t *p = &c->peers[w.from];
-  if (atomic_load(&p->state) != P_CONNECTING) return UCS_OK;
+  if (!p->is_hub || atomic_load(&p->state) != P_CONNECTING) return;
+  /* The other members, for join() to introduce itself to. */
+  const size_t cards_at = sizeof w + w.address_size;
+  unsigned char *cards = NULL;
+  if (w.status == RK_OK && w.members && len > cards_at) {
+    cards = malloc(len - cards_at);
+    if (cards)
+      memcpy(cards, (const unsigned char *)data + cards_at, len - cards_at);
+  }
   ucp_ep_h data_ep = NULL;
   if (w.status == RK_OK &&
       !open_data_ep(c, (const unsigned char *)data + sizeof w, w.address_size,
@@ -811,6 +1109,11 @@ static ucs_status_t on_welcome(void *arg, const void *header, size_t hlen,
     copy_name(p->name, sizeof p->name, w.name);
     if (data_ep) p->ep = data_ep;
     if (w.status == RK_OK) {
+      free(c->intro);
+      c->intro = cards;
+      c->intro_size = cards ? len - cards_at : 0;
+      c->intro_count = cards ? w.members : 0;
+      cards = NULL;
       p->remote = w.your_index;
       atomic_store(&p->state, P_UP);
     } else {
@@ -821,6 +1124,22 @@ static ucs_status_t on_welcome(void *arg, const void *header, size_t hlen,
     pthread_cond_broadcast(&c->cv);
   }
   pthread_mutex_unlock(&c->mu);
+  free(cards);
+}
+
+static ucs_status_t rndv_start(rk_cluster_t *c, int kind, const void *hdr,
+                               size_t hsize, void *desc, size_t size);
+
+static ucs_status_t on_welcome(void *arg, const void *header, size_t hlen,
+                               void *data, size_t len,
+                               const ucp_am_recv_param_t *param) {
+  (void)header;
+  (void)hlen;
+  rk_cluster_t *c = arg;
+  /* Many members' cards may make it large: rendezvous. */
+  if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
+    return rndv_start(c, RX_WELCOME, NULL, 0, data, len);
+  welcome_in(c, data, len);
   return UCS_OK;
 }
 
@@ -943,6 +1262,64 @@ static bool admit(export_t *e, const rk_wire_req_t *h, const void *data,
   return true;
 }
 
+/* Called with e->mu held: a remote port's message into the actor's K2K
+ * inbox, answered (empty: it returns window room) once it is in. Returns
+ * false when the link has no credit now (nothing done). */
+static bool ingress_admit(export_t *e, const rk_wire_req_t *h, const void *data,
+                          size_t size) {
+  rk_cluster_t *c = e->c;
+  if (size != e->request_size) {
+    char t[TEXT_MAX];
+    snprintf(t, sizeof t, "message of %zu bytes; '%s' takes %zu", size, e->name,
+             e->request_size);
+    refuse(c, h, RK_ERR_INVALID_ARGUMENT, rk_actor_state(e->actor), t);
+    return true;
+  }
+  bool gone = false;
+  const uint64_t stamp = rk__hlc_tick(&rk__hlc_host.value);
+  if (rk__k2k_ingress_send(e->ingress, data, stamp, &gone)) {
+    peer_t *p = peer_from(c, h->from);
+    if (!p) return true;
+    rk_wire_resp_t m;
+    memset(&m, 0, sizeof m);
+    m.from = p->remote;
+    m.handle = h->handle;
+    m.handle_gen = h->handle_gen;
+    m.request_id = h->request_id;
+    m.timestamp = stamp;
+    m.status = RK_OK;
+    outbox_push(c, h->from, RK_AM_RESP | RESP_PACKED, &m, sizeof m);
+    return true;
+  }
+  if (gone) {
+    char t[TEXT_MAX];
+    snprintf(t, sizeof t,
+             "on member '%s': '%s' takes no messages from ports (it has "
+             "stopped)",
+             c->name, e->name);
+    refuse(c, h, RK_ERR_INVALID_STATE, rk_actor_state(e->actor), t);
+    return true;
+  }
+  return false;
+}
+
+static void queue_req(pending_req_t **head, pending_req_t **tail,
+                      _Atomic uint64_t *in_flight, const rk_wire_req_t *h,
+                      const void *data, size_t size) {
+  pending_req_t *q = malloc(sizeof *q + size);
+  if (!q) return;
+  q->next = NULL;
+  q->h = *h;
+  q->size = size;
+  memcpy(q->data, data, size);
+  atomic_fetch_add(in_flight, 1);
+  if (*tail)
+    (*tail)->next = q;
+  else
+    *head = q;
+  *tail = q;
+}
+
 static void deliver_req(rk_cluster_t *c, const rk_wire_req_t *h,
                         const void *data, size_t size) {
   if (!peer_from(c, h->from)) return;
@@ -965,27 +1342,19 @@ static void deliver_req(rk_cluster_t *c, const rk_wire_req_t *h,
     pthread_mutex_unlock(&e->mu);
     return;
   }
-  if (e->pending || !admit(e, h, data, size)) {
-    pending_req_t *q = malloc(sizeof *q + size);
-    if (q) {
-      q->next = NULL;
-      q->h = *h;
-      q->size = size;
-      memcpy(q->data, data, size);
-      atomic_fetch_add(&c->in_flight, 1);
-      if (e->pending_tail)
-        e->pending_tail->next = q;
-      else
-        e->pending = q;
-      e->pending_tail = q;
-    }
+  if (e->ingress && (h->flags & RK_WIRE_REQ_NO_DATA)) {
+    /* A remote port's message: into the K2K inbox, in order. */
+    if (e->ipending || !ingress_admit(e, h, data, size))
+      queue_req(&e->ipending, &e->ipending_tail, &c->in_flight, h, data, size);
+  } else if (e->pending || !admit(e, h, data, size)) {
+    queue_req(&e->pending, &e->pending_tail, &c->in_flight, h, data, size);
   }
   pthread_mutex_unlock(&e->mu);
 }
 
 typedef struct rndv_rx {
   rk_cluster_t *c;
-  bool is_req;
+  int kind; /* RX_* */
   union {
     rk_wire_req_t req;
     rk_wire_resp_t resp;
@@ -1002,23 +1371,25 @@ static void rndv_done(void *request, ucs_status_t status, size_t length,
   (void)length;
   rndv_rx_t *x = user;
   if (status == UCS_OK) {
-    if (x->is_req)
+    if (x->kind == RX_REQ)
       deliver_req(x->c, &x->h.req, x->data, x->size);
-    else
+    else if (x->kind == RX_RESP)
       deliver_resp(x->c, &x->h.resp, x->data, x->size);
+    else
+      welcome_in(x->c, x->data, x->size);
   }
   x->c->u->ucp_request_free(request);
   free(x);
 }
 
 /* Starts the rendezvous receive of a large payload; delivers on arrival. */
-static ucs_status_t rndv_start(rk_cluster_t *c, bool is_req, const void *hdr,
+static ucs_status_t rndv_start(rk_cluster_t *c, int kind, const void *hdr,
                                size_t hsize, void *desc, size_t size) {
   rndv_rx_t *x = malloc(sizeof *x + size);
   if (!x) return UCS_ERR_NO_MEMORY;
   x->c = c;
-  x->is_req = is_req;
-  memcpy(&x->h, hdr, hsize);
+  x->kind = kind;
+  if (hsize) memcpy(&x->h, hdr, hsize);
   x->size = size;
   ucp_request_param_t prm;
   memset(&prm, 0, sizeof prm);
@@ -1043,7 +1414,7 @@ static ucs_status_t on_req(void *arg, const void *header, size_t hlen,
   if (hlen < sizeof h) return UCS_OK;
   memcpy(&h, header, sizeof h);
   if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
-    return rndv_start(c, true, &h, sizeof h, data, len);
+    return rndv_start(c, RX_REQ, &h, sizeof h, data, len);
   deliver_req(c, &h, data, len);
   return UCS_OK;
 }
@@ -1095,6 +1466,19 @@ static unsigned forward_once(export_t *e) {
     }
     e->pending = q->next;
     if (!e->pending) e->pending_tail = NULL;
+    atomic_fetch_sub(&c->in_flight, 1);
+    free(q);
+    did++;
+  }
+  while (e->ipending) {
+    pending_req_t *q = e->ipending;
+    if (!peer_from(c, q->h.from)) {
+      /* dropped: its sender failed */
+    } else if (!ingress_admit(e, &q->h, q->data, q->size)) {
+      break;
+    }
+    e->ipending = q->next;
+    if (!e->ipending) e->ipending_tail = NULL;
     atomic_fetch_sub(&c->in_flight, 1);
     free(q);
     did++;
@@ -1325,9 +1709,113 @@ static ucs_status_t on_resp(void *arg, const void *header, size_t hlen,
   if (hlen < sizeof r) return UCS_OK;
   memcpy(&r, header, sizeof r);
   if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
-    return rndv_start(c, false, &r, sizeof r, data, len);
+    return rndv_start(c, RX_RESP, &r, sizeof r, data, len);
   deliver_resp(c, &r, data, len);
   return UCS_OK;
+}
+
+/* ---- links across processes (owner side) ------------------------------ */
+
+static bool link_in(const void *data, size_t len,
+                    const ucp_am_recv_param_t *param, rk_wire_link_t *m) {
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || len < sizeof *m)
+    return false;
+  memcpy(m, data, sizeof *m);
+  m->local[RK_WIRE_ACTOR_NAME_MAX - 1] = '\0';
+  m->text[TEXT_MAX - 1] = '\0';
+  return true;
+}
+
+static ucs_status_t on_link(void *arg, const void *header, size_t hlen,
+                            void *data, size_t len,
+                            const ucp_am_recv_param_t *param) {
+  (void)header;
+  (void)hlen;
+  rk_cluster_t *c = arg;
+  rk_wire_link_t m;
+  if (!link_in(data, len, param, &m) || !peer_from(c, m.from)) return UCS_OK;
+  /* c->mu then links_mu: an export withdrawn (rk_actor_destroy) after this
+   * finds the link and drops it. */
+  pthread_mutex_lock(&c->mu);
+  export_t *e = export_by_id(c, m.export_id);
+  if (e) {
+    pthread_mutex_lock(&c->links_mu);
+    if (c->ninlinks == c->capinlinks) {
+      const uint32_t cap = c->capinlinks ? c->capinlinks * 2 : 8;
+      inlink_t *grown = realloc(c->inlinks, cap * sizeof *grown);
+      if (grown) {
+        c->inlinks = grown;
+        c->capinlinks = cap;
+      }
+    }
+    if (c->ninlinks < c->capinlinks) {
+      inlink_t *l = &c->inlinks[c->ninlinks++];
+      memset(l, 0, sizeof *l);
+      l->peer = m.from;
+      l->link_id = m.link_id;
+      l->export_id = m.export_id;
+      l->actor = e->actor;
+      copy_name(l->local, sizeof l->local, m.local);
+    }
+    pthread_mutex_unlock(&c->links_mu);
+  }
+  pthread_mutex_unlock(&c->mu);
+  return UCS_OK;
+}
+
+static ucs_status_t on_unlink(void *arg, const void *header, size_t hlen,
+                              void *data, size_t len,
+                              const ucp_am_recv_param_t *param) {
+  (void)header;
+  (void)hlen;
+  rk_cluster_t *c = arg;
+  rk_wire_link_t m;
+  if (!link_in(data, len, param, &m) || m.from >= MAX_PEERS) return UCS_OK;
+  pthread_mutex_lock(&c->links_mu);
+  for (uint32_t i = 0; i < c->ninlinks; ++i)
+    if (c->inlinks[i].peer == m.from && c->inlinks[i].link_id == m.link_id) {
+      c->inlinks[i] = c->inlinks[--c->ninlinks];
+      break;
+    }
+  pthread_mutex_unlock(&c->links_mu);
+  return UCS_OK;
+}
+
+static ucs_status_t on_link_fault(void *arg, const void *header, size_t hlen,
+                                  void *data, size_t len,
+                                  const ucp_am_recv_param_t *param) {
+  (void)header;
+  (void)hlen;
+  rk_cluster_t *c = arg;
+  rk_wire_link_t m;
+  if (!link_in(data, len, param, &m) || !peer_from(c, m.from)) return UCS_OK;
+  bool any = false;
+  pthread_mutex_lock(&c->links_mu);
+  for (uint32_t i = 0; i < c->ninlinks; ++i)
+    if (c->inlinks[i].peer == m.from && c->inlinks[i].link_id == m.link_id) {
+      c->inlinks[i].fault = true;
+      copy_name(c->inlinks[i].why, sizeof c->inlinks[i].why, m.text);
+      any = true;
+    }
+  pthread_mutex_unlock(&c->links_mu);
+  /* The supervisor is told after the worker's turn (tell_links). */
+  if (any) links_due(c);
+  return UCS_OK;
+}
+
+/* rk__actor_failed_hook: runs under the supervision lock, so it only
+ * queues the actor for tell_links. */
+static void on_local_failed(rk_actor_t *actor, const char *why, void *user) {
+  rk_cluster_t *c = user;
+  failed_local_t *f = malloc(sizeof *f);
+  if (!f) return;
+  f->actor = actor;
+  copy_name(f->why, sizeof f->why, why ? why : "");
+  pthread_mutex_lock(&c->failq_mu);
+  f->next = c->failq;
+  c->failq = f;
+  pthread_mutex_unlock(&c->failq_mu);
+  links_due(c);
 }
 
 /* ---- the progress thread ----------------------------------------------- */
@@ -1399,10 +1887,18 @@ static rk_status_t set_handlers(rk_cluster_t *c) {
     unsigned id;
     ucp_am_recv_callback_t cb;
   } table[] = {
-      {RK_AM_HELLO, on_hello},   {RK_AM_WELCOME, on_welcome},
-      {RK_AM_LOOKUP, on_lookup}, {RK_AM_LOOKUP_REPLY, on_lookup_reply},
-      {RK_AM_REQ, on_req},       {RK_AM_RESP, on_resp},
+      {RK_AM_HELLO, on_hello},
+      {RK_AM_WELCOME, on_welcome},
+      {RK_AM_LOOKUP, on_lookup},
+      {RK_AM_LOOKUP_REPLY, on_lookup_reply},
+      {RK_AM_REQ, on_req},
+      {RK_AM_RESP, on_resp},
       {RK_AM_BYE, on_bye},
+      {RK_AM_INTRO, on_intro},
+      {RK_AM_INTRO_ACK, on_intro_ack},
+      {RK_AM_LINK, on_link},
+      {RK_AM_UNLINK, on_unlink},
+      {RK_AM_LINK_FAULT, on_link_fault},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
     ucp_am_handler_param_t p;
@@ -1446,6 +1942,102 @@ static rk_status_t start_listener(rk_cluster_t *c, const char *addr) {
   else
     copy_name(c->address, sizeof c->address, addr);
   return RK_OK;
+}
+
+/* A joiner, welcomed: introduces itself to every member the hub's WELCOME
+ * named (two endpoints to its worker address, as to the hub, then INTRO)
+ * and waits until each has answered, failed or the deadline passed. A
+ * member that cannot be reached is FAILED here (its name says why in
+ * lookups); the join itself stands. */
+static void introduce(rk_cluster_t *c, uint64_t deadline) {
+  pthread_mutex_lock(&c->mu);
+  unsigned char *list = c->intro;
+  const size_t size = c->intro_size;
+  const uint32_t count = c->intro_count;
+  c->intro = NULL;
+  c->intro_size = 0;
+  c->intro_count = 0;
+  pthread_mutex_unlock(&c->mu);
+  if (!list) return;
+  uint32_t asked[MAX_PEERS];
+  uint32_t nasked = 0;
+  size_t off = 0;
+  unsigned char *msg = malloc(sizeof(rk_wire_hello_t) + c->waddr_size);
+  for (uint32_t i = 0; msg && i < count; ++i) {
+    rk_wire_card_t card;
+    if (size - off < sizeof card) break;
+    memcpy(&card, list + off, sizeof card);
+    off += sizeof card;
+    if (card.address_size > size - off) break;
+    const unsigned char *address = list + off;
+    off += card.address_size;
+    card.name[RK_WIRE_NAME_MAX - 1] = '\0';
+    if (!card.address_size || !strcmp(card.name, c->name)) continue;
+    pthread_mutex_lock(&c->mu);
+    peer_t *p = peer_new(c);
+    if (p) {
+      copy_name(p->name, sizeof p->name, card.name);
+      atomic_store(&p->state, P_CONNECTING);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (!p) break;
+    ucp_ep_params_t e = ep_params(p);
+    e.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    e.address = (const ucp_address_t *)address;
+    ucp_ep_h watch = NULL, data = NULL;
+    ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &watch);
+    if (st == UCS_OK && !open_data_ep(c, address, card.address_size, &data))
+      st = UCS_ERR_UNREACHABLE;
+    pthread_mutex_lock(&c->mu);
+    p->boot = watch;
+    p->ep = data ? data : p->boot;
+    pthread_mutex_unlock(&c->mu);
+    if (st != UCS_OK) {
+      char cause[TEXT_MAX];
+      snprintf(cause, sizeof cause,
+               "its worker address (from the hub) cannot be reached (UCX: "
+               "%s)",
+               c->u->ucs_status_string(st));
+      peer_down(c, p, P_FAILED, cause);
+      continue;
+    }
+    rk_wire_hello_t h;
+    memset(&h, 0, sizeof h);
+    h.magic = RK_WIRE_MAGIC;
+    h.version = RK_WIRE_VERSION;
+    h.hub_index = p->index;
+    h.token_size = (uint32_t)c->token_size;
+    memcpy(h.token, c->token, c->token_size);
+    copy_name(h.name, sizeof h.name, c->name);
+    h.address_size = (uint32_t)c->waddr_size;
+    memcpy(msg, &h, sizeof h);
+    memcpy(msg + sizeof h, c->waddr, c->waddr_size);
+    char *saved = rk__error_save();
+    const rk_status_t ps =
+        post(c, p, RK_AM_INTRO, NULL, 0, msg, sizeof h + c->waddr_size, false);
+    rk__error_restore(saved);
+    if (ps != RK_OK) {
+      peer_down(c, p, P_FAILED, "the introduction could not be sent");
+      continue;
+    }
+    asked[nasked++] = p->index;
+  }
+  free(msg);
+  free(list);
+  pthread_mutex_lock(&c->mu);
+  for (;;) {
+    uint32_t waiting = 0;
+    for (uint32_t i = 0; i < nasked; ++i)
+      waiting += atomic_load(&c->peers[asked[i]].state) == P_CONNECTING;
+    if (!waiting || rk__now_ns() >= deadline) break;
+    cond_wait_until(&c->cv, &c->mu, deadline, 100000000);
+  }
+  pthread_mutex_unlock(&c->mu);
+  for (uint32_t i = 0; i < nasked; ++i) {
+    peer_t *p = &c->peers[asked[i]];
+    if (atomic_load(&p->state) == P_CONNECTING)
+      peer_down(c, p, P_FAILED, "it did not answer this member's introduction");
+  }
 }
 
 static rk_status_t join(rk_cluster_t *c, const char *addr, uint64_t timeout) {
@@ -1515,6 +2107,7 @@ static rk_status_t join(rk_cluster_t *c, const char *addr, uint64_t timeout) {
                    p->cause);
   }
   pthread_mutex_unlock(&c->mu);
+  if (out == RK_OK) introduce(c, deadline);
   return out;
 }
 
@@ -1662,13 +2255,17 @@ static void close_eps(rk_cluster_t *c) {
 }
 
 static void free_export(rk_cluster_t *c, export_t *e) {
-  pending_req_t *q = e->pending;
-  while (q) {
-    pending_req_t *next = q->next;
-    free(q);
-    q = next;
-    atomic_fetch_sub(&c->in_flight, 1);
+  pending_req_t *lists[2] = {e->pending, e->ipending};
+  for (int k = 0; k < 2; ++k) {
+    pending_req_t *q = lists[k];
+    while (q) {
+      pending_req_t *next = q->next;
+      free(q);
+      q = next;
+      atomic_fetch_sub(&c->in_flight, 1);
+    }
   }
+  rk__k2k_release(e->ingress);
   for (size_t i = 0; i < e->route_count; ++i)
     if (!e->routes[(e->route_head + i) % e->route_cap].done)
       atomic_fetch_sub(&c->in_flight, 1);
@@ -1717,18 +2314,40 @@ static void on_actor_destroy(rk_actor_t *actor, void *user) {
     (void)rk_cluster_unexport(c, name);
     rk__error_restore(saved);
   }
+  link_msg_t *msgs = NULL;
+  uint32_t nmsgs = 0;
   pthread_mutex_lock(&c->links_mu);
   for (uint32_t i = 0; i < c->nlinks;)
-    if (c->links[i].local == actor)
+    if (c->links[i].local == actor) {
+      (void)link_msg_add(c, &msgs, &nmsgs, &c->links[i], RK_AM_UNLINK, NULL);
       c->links[i] = c->links[--c->nlinks];
+    } else {
+      ++i;
+    }
+  for (uint32_t i = 0; i < c->ninlinks;)
+    if (c->inlinks[i].actor == actor)
+      c->inlinks[i] = c->inlinks[--c->ninlinks];
     else
       ++i;
   pthread_mutex_unlock(&c->links_mu);
+  pthread_mutex_lock(&c->failq_mu);
+  for (failed_local_t **pp = &c->failq; *pp;) {
+    failed_local_t *f = *pp;
+    if (f->actor == actor) {
+      *pp = f->next;
+      free(f);
+    } else {
+      pp = &f->next;
+    }
+  }
+  pthread_mutex_unlock(&c->failq_mu);
+  post_link_msgs(c, msgs, nmsgs);
 }
 
 void rk_cluster_destroy(rk_cluster_t *c) {
   if (!c) return;
   if (c->hooked) rk__actor_destroy_hook_remove(on_actor_destroy, c);
+  if (c->failed_hooked) rk__actor_failed_hook_remove(on_local_failed, c);
   if (c->worker) {
     /* Goodbye to every live peer: their handles become TERMINATED. */
     pthread_mutex_lock(&c->mu);
@@ -1776,8 +2395,17 @@ void rk_cluster_destroy(rk_cluster_t *c) {
     c->mpi->MPI_Finalized(&done);
     if (!done) c->mpi->MPI_Finalize();
   }
+  for (uint32_t i = 0; i < c->peer_count; ++i) free(c->peers[i].addr);
+  free(c->intro);
   free(c->failed_names);
   free(c->links);
+  free(c->inlinks);
+  while (c->failq) {
+    failed_local_t *next = c->failq->next;
+    free(c->failq);
+    c->failq = next;
+  }
+  pthread_mutex_destroy(&c->failq_mu);
   pthread_mutex_destroy(&c->links_mu);
   pthread_mutex_destroy(&c->mu);
   pthread_mutex_destroy(&c->out_mu);
@@ -1822,6 +2450,7 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
   pthread_mutex_init(&c->out_mu, NULL);
   pthread_mutex_init(&c->exports_mu, NULL);
   pthread_mutex_init(&c->links_mu, NULL);
+  pthread_mutex_init(&c->failq_mu, NULL);
   cond_init(&c->cv);
   if (name) {
     copy_name(c->name, sizeof c->name, name);
@@ -1894,6 +2523,10 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
   if (s == RK_OK) {
     s = rk__actor_destroy_hook_add(on_actor_destroy, c);
     c->hooked = s == RK_OK;
+  }
+  if (s == RK_OK) {
+    s = rk__actor_failed_hook_add(on_local_failed, c);
+    c->failed_hooked = s == RK_OK;
   }
   if (s == RK_OK && listen_at) s = start_listener(c, listen_at);
   if (s == RK_OK && pthread_create(&c->progress, NULL, progress_main, c) != 0)
@@ -1983,6 +2616,21 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
     free(e);
     return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: export");
   }
+  /* Not yet activated: remote ports get a link into its K2K inbox (as
+   * rk_actor_connect, which wires actors before activation). An actor
+   * that cannot take one (traditional, a resident GPU kernel, an inbox
+   * with no room for another sender) takes them in its input ring. */
+  bool taken = false;
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; i < MAX_EXPORTS && !taken; ++i)
+    taken = c->exports[i] && !strcmp(c->exports[i]->name, name);
+  pthread_mutex_unlock(&c->mu);
+  if (!taken && rk_actor_state(actor) == RK_ACTOR_LAUNCHED &&
+      rk__actor_mode(actor) == RK_ACTOR_PERSISTENT) {
+    char *saved = rk__error_save();
+    if (rk__k2k_ingress_create(actor, &e->ingress) != RK_OK) e->ingress = NULL;
+    rk__error_restore(saved);
+  }
   pthread_mutex_init(&e->mu, NULL);
   pthread_mutex_lock(&c->mu);
   uint32_t slot = MAX_EXPORTS;
@@ -1990,6 +2638,7 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
     if (c->exports[i] && !strcmp(c->exports[i]->name, name)) {
       pthread_mutex_unlock(&c->mu);
       pthread_mutex_destroy(&e->mu);
+      rk__k2k_release(e->ingress);
       free(e->buf);
       free(e);
       return rk__fail(RK_ERR_INVALID_ARGUMENT,
@@ -2001,6 +2650,7 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
   if (slot == MAX_EXPORTS) {
     pthread_mutex_unlock(&c->mu);
     pthread_mutex_destroy(&e->mu);
+    rk__k2k_release(e->ingress);
     free(e->buf);
     free(e);
     return rk__fail(RK_ERR_OUT_OF_RANGE, "cluster: more than %d exports",
@@ -2030,6 +2680,13 @@ rk_status_t rk_cluster_unexport(rk_cluster_t *c, const char *name) {
     return rk__fail(RK_ERR_NOT_FOUND, "cluster: nothing is exported as '%s'",
                     name);
   unlist_export(c, e);
+  pthread_mutex_lock(&c->links_mu);
+  for (uint32_t i = 0; i < c->ninlinks;)
+    if (c->inlinks[i].export_id == e->id)
+      c->inlinks[i] = c->inlinks[--c->ninlinks];
+    else
+      ++i;
+  pthread_mutex_unlock(&c->links_mu);
   /* Requests taken in and not answered: their callers hear it now. */
   pthread_mutex_lock(&e->mu);
   for (size_t i = 0; i < e->route_count; ++i) {
@@ -2045,6 +2702,9 @@ rk_status_t rk_cluster_unexport(rk_cluster_t *c, const char *name) {
   for (pending_req_t *q = e->pending; q; q = q->next)
     refuse(c, &q->h, RK_ERR_INVALID_STATE, RK_ACTOR_TERMINATED,
            "the actor was unexported before it took the request");
+  for (pending_req_t *q = e->ipending; q; q = q->next)
+    refuse(c, &q->h, RK_ERR_INVALID_STATE, RK_ACTOR_TERMINATED,
+           "the actor was unexported before it took the message");
   pthread_mutex_unlock(&e->mu);
   free_export(c, e);
   return RK_OK;
@@ -2436,9 +3096,26 @@ rk_status_t rk_cluster_link(rk_remote_actor_t *h, rk_actor_t *local) {
       s = rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster_link");
     }
   }
-  if (s == RK_OK) c->links[c->nlinks++] = (rlink_t){h, local};
+  link_msg_t *msgs = NULL;
+  uint32_t nmsgs = 0;
+  if (s == RK_OK) {
+    c->links[c->nlinks] = (rlink_t){h, local, ++c->next_link_id};
+    /* The owner is told, so that this actor's failure reaches it. */
+    (void)link_msg_add(c, &msgs, &nmsgs, &c->links[c->nlinks], RK_AM_LINK,
+                       NULL);
+    c->nlinks++;
+  }
   pthread_mutex_unlock(&c->links_mu);
-  /* FAILED already: told at once. */
+  if (s == RK_OK) s = rk__supervise_watch(local, true);
+  if (s == RK_OK && !stopped(h))
+    post_link_msgs(c, msgs, nmsgs);
+  else
+    free(msgs);
+  /* The local actor FAILED already: the owner is told at once (its
+   * failure hook has run before the link). */
+  if (s == RK_OK && rk_actor_state(local) == RK_ACTOR_FAILED)
+    on_local_failed(local, rk__actor_fail_reason(local), c);
+  /* The remote one FAILED already: told at once. */
   if (s == RK_OK) tell_links(c);
   return s;
 }
@@ -2449,14 +3126,20 @@ rk_status_t rk_cluster_unlink(rk_remote_actor_t *h, rk_actor_t *local) {
                     "cluster_unlink: a remote handle and a local actor are "
                     "required");
   rk_cluster_t *c = h->c;
-  bool was = false;
+  bool was = false, more = false;
+  link_msg_t *msgs = NULL;
+  uint32_t nmsgs = 0;
   pthread_mutex_lock(&c->links_mu);
   for (uint32_t i = 0; i < c->nlinks && !was; ++i)
     if (c->links[i].h == h && c->links[i].local == local) {
+      (void)link_msg_add(c, &msgs, &nmsgs, &c->links[i], RK_AM_UNLINK, NULL);
       c->links[i] = c->links[--c->nlinks];
       was = true;
     }
+  more = has_links(c, local);
   pthread_mutex_unlock(&c->links_mu);
+  post_link_msgs(c, msgs, nmsgs);
+  if (was && !more) (void)rk__supervise_watch(local, false);
   return was ? RK_OK : rk__fail(RK_ERR_NOT_FOUND, "cluster_unlink: not linked");
 }
 
@@ -2510,13 +3193,25 @@ void rk_remote_actor_release(rk_remote_actor_t *h) {
   if (!h) return;
   rk_cluster_t *c = h->c;
   drop_bridges(c, h);
+  link_msg_t *msgs = NULL;
+  uint32_t nmsgs = 0, nunwatch = 0;
   pthread_mutex_lock(&c->links_mu);
+  rk_actor_t **unwatch = c->nlinks ? malloc(c->nlinks * sizeof *unwatch) : NULL;
   for (uint32_t i = 0; i < c->nlinks;)
-    if (c->links[i].h == h)
+    if (c->links[i].h == h) {
+      (void)link_msg_add(c, &msgs, &nmsgs, &c->links[i], RK_AM_UNLINK, NULL);
+      rk_actor_t *local = c->links[i].local;
       c->links[i] = c->links[--c->nlinks];
-    else
+      /* No remote link left: not watched for the cluster any more. */
+      if (unwatch && !has_links(c, local)) unwatch[nunwatch++] = local;
+    } else {
       ++i;
+    }
   pthread_mutex_unlock(&c->links_mu);
+  post_link_msgs(c, msgs, nmsgs);
+  for (uint32_t i = 0; i < nunwatch; ++i)
+    (void)rk__supervise_watch(unwatch[i], false);
+  free(unwatch);
   pthread_mutex_lock(&c->mu);
   c->handles[h->slot] = NULL;
   pthread_mutex_unlock(&c->mu);

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define RK_WIRE_MAGIC 0x726b636cu /* "rkcl" */
-#define RK_WIRE_VERSION 2u
+#define RK_WIRE_VERSION 3u
 #define RK_WIRE_NAME_MAX 64
 #define RK_WIRE_ACTOR_NAME_MAX 128
 #define RK_WIRE_TOKEN_MAX 128
@@ -32,6 +32,11 @@ enum {
   RK_AM_REQ,
   RK_AM_RESP,
   RK_AM_BYE,
+  RK_AM_INTRO,      /* member -> member: rk_wire_hello_t + worker address */
+  RK_AM_INTRO_ACK,  /* member -> member: rk_wire_welcome_t */
+  RK_AM_LINK,       /* rk_cluster_link: tell the owner (rk_wire_link_t) */
+  RK_AM_UNLINK,     /* ... the link is gone */
+  RK_AM_LINK_FAULT, /* ... the linked local actor failed */
   RK_AM_COUNT
 };
 
@@ -54,15 +59,31 @@ typedef struct rk_wire_hello {
   char token[RK_WIRE_TOKEN_MAX];
 } rk_wire_hello_t;
 
-/* hub -> joining member: accepted (status 0) or refused (rk status, why) */
+/* hub -> joining member: accepted (status 0) or refused (rk status, why).
+ * Followed by the hub's worker address (address_size bytes), then by
+ * `members` cards: the other members the hub has welcomed (UP, or being
+ * welcomed), each a rk_wire_card_t and its worker address. The joiner
+ * introduces itself to each (INTRO, a rk_wire_hello_t whose hub_index is
+ * the joiner's index for that member); each answers INTRO_ACK (a
+ * rk_wire_welcome_t with no address and no cards). So every pair of
+ * members of a hub-formed cluster is connected directly: of two members,
+ * the one the hub welcomed second introduces itself to the first. */
 typedef struct rk_wire_welcome {
   uint32_t from;       /* the joiner's index for the hub */
   uint32_t your_index; /* the hub's index for the joiner */
   int32_t status;      /* rk_status_t */
   uint32_t address_size;
+  uint32_t members; /* cards after the address */
+  uint32_t reserved;
   char name[RK_WIRE_NAME_MAX]; /* the hub's name */
   char text[RK_WIRE_TEXT_MAX];
 } rk_wire_welcome_t;
+
+typedef struct rk_wire_card {
+  char name[RK_WIRE_NAME_MAX];
+  uint32_t address_size;
+  uint32_t reserved;
+} rk_wire_card_t;
 
 typedef struct rk_wire_lookup {
   uint32_t from;
@@ -110,6 +131,19 @@ typedef struct rk_wire_resp {
   uint32_t state;     /* the remote actor's state, on a refusal */
   uint32_t text_size; /* a refusal's reason follows in the data */
 } rk_wire_resp_t;
+
+/* rk_cluster_link(h, local) on the requester: the owner of h's actor
+ * remembers (from, link_id) -> its export; LINK_FAULT says the local actor
+ * failed (text: why), UNLINK that the link is gone. A requester that fails
+ * counts as a failure of every local actor it linked. */
+typedef struct rk_wire_link {
+  uint32_t from;
+  uint32_t reserved;
+  uint64_t export_id;
+  uint64_t link_id; /* the requester's: unique among its links */
+  char local[RK_WIRE_ACTOR_NAME_MAX]; /* the local actor, in words */
+  char text[RK_WIRE_TEXT_MAX];
+} rk_wire_link_t;
 
 typedef struct rk_wire_bye {
   uint32_t from;

@@ -287,16 +287,38 @@ static int role_names(const char *addr, const char *name) {
   return 0;
 }
 
+typedef struct sink_box {
+  rk_cluster_t *c;
+  rk_actor_t *sink;
+} sink_box_t;
+
+/* 'k': the remote port's messages came through the sink's K2K inbox (one
+ * sender wired in: the cluster's link; every token received there): says
+ * so by exporting remote/sink-inbox-ok. */
+static void sink_cmd(char b, void *user) {
+  sink_box_t *box = user;
+  rk_actor_k2k_stats_t ks;
+  if (b != 'k' || rk_actor_k2k_stats(box->sink, &ks) != RK_OK) return;
+  printf("  sink: K2K inbox: %u sender(s) in, %llu received\n", ks.senders_in,
+         (unsigned long long)ks.received);
+  fflush(stdout);
+  if (ks.senders_in == 1 && ks.received == 2000 && ks.received_errors == 0)
+    (void)rk_cluster_export(box->c, box->sink, "remote/sink-inbox-ok");
+}
+
 static int role_sink(const char *addr, const char *name) {
   g_ctx = cpu_context();
   rk_actor_options_t o;
   rk_actor_options_init(&o);
+  o.auto_activate = false; /* exported first: remote ports reach its inbox */
   rk_actor_t *sink = NULL;
   EXPECT(rk_actor_launch(g_ctx, kK2kSource, "sink", &o, &sink) == RK_OK, 50,
          "launch sink");
   rk_cluster_t *c = member_join(addr, name);
   EXPECT(rk_cluster_export(c, sink, "remote/sink") == RK_OK, 51, "export");
-  serve(c, NULL, NULL);
+  EXPECT(rk_actor_activate(sink) == RK_OK, 52, "activate");
+  sink_box_t box = {c, sink};
+  serve(c, sink_cmd, &box);
   rk_cluster_destroy(c);
   rk_actor_destroy(sink);
   return 0;
@@ -600,6 +622,11 @@ static void test_remote_port(rk_cluster_t *c) {
   CHECK_OK(rk_actor_k2k_stats(stage, &ks));
   CHECK(ks.sent == N && ks.links_out == 1, "stage stats: sent %llu, links %u",
         (unsigned long long)ks.sent, ks.links_out);
+  /* They reached the sink's K2K inbox (its input ring took only `ask`). */
+  CHECK(write(m.in, "k", 1) == 1, "command");
+  rk_remote_actor_t *ok = find(c, "remote/sink-inbox-ok");
+  CHECK(ok != NULL, "the tokens came through the sink's K2K inbox");
+  rk_remote_actor_release(ok);
   /* The member killed: the port answers RK_SEND_UNCONNECTED. */
   kill(m.pid, SIGKILL);
   int unconnected = 0;

@@ -18,9 +18,98 @@
  * end state: nobody sleeps through the failure). -DNO_BROADCAST, the
  * negative control, skips the broadcast: spin must find the caller asleep
  * forever (a deadlock).
+ *
+ * MESH (-DMESH): N members join one hub at once. The hub handles HELLOs one
+ * at a time (UCX callbacks): each joiner's WELCOME carries the cards of the
+ * members the hub has welcomed so far -- UP, or WELCOMING (the WELCOME
+ * queued in the outbox, not yet posted) -- and the joiner, once welcomed,
+ * introduces itself (INTRO) to each. Property: every pair of members is
+ * introduced exactly once (neither missing, which would leave the two
+ * unable to reach each other's actors, nor twice). -DLIST_UP_ONLY, the
+ * negative control, leaves WELCOMING members out of the cards: spin must
+ * find a pair never introduced (two joins that overlap).
  */
 
-#ifndef FAIL
+#if defined(MESH)
+
+#define N 3
+byte hub[N];          /* the hub's view of member i: 0, 1 WELCOMING, 2 UP */
+bool card[N * N];     /* card[i*N+j]: j's card is in i's WELCOME */
+chan outbox = [N] of { byte };
+bool welcome[N];      /* i's WELCOME has been posted */
+byte intro[N * N];    /* intro[i*N+j]: i introduced itself to j */
+byte finished = 0;
+
+proctype hello(byte i) {
+  /* on_hello: one callback at a time */
+  byte j = 0;
+  atomic {
+    do
+    :: j < N ->
+       if
+#ifdef LIST_UP_ONLY
+       :: j != i && hub[j] == 2 -> card[i * N + j] = true
+#else
+       :: j != i && hub[j] != 0 -> card[i * N + j] = true
+#endif
+       :: else -> skip
+       fi;
+       j++
+    :: else -> break
+    od;
+    hub[i] = 1;
+    outbox ! i
+  }
+}
+
+active proctype drain() {
+  /* outbox_drain: posts a WELCOME, then marks the member UP */
+  byte i, n = 0;
+  do
+  :: n < N -> outbox ? i; welcome[i] = true; hub[i] = 2; n++
+  :: else -> break
+  od
+}
+
+proctype joiner(byte i) {
+  /* join() then introduce() */
+  byte j = 0;
+  welcome[i];
+  do
+  :: j < N ->
+     if
+     :: card[i * N + j] -> intro[i * N + j]++
+     :: else -> skip
+     fi;
+     j++
+  :: else -> break
+  od;
+  finished++
+}
+
+init {
+  byte i = 0, j;
+  atomic {
+    do
+    :: i < N -> run hello(i); run joiner(i); i++
+    :: else -> break
+    od
+  }
+  finished == N;
+  i = 0;
+  do
+  :: i < N ->
+     j = i + 1;
+     do
+     :: j < N -> assert(intro[i * N + j] + intro[j * N + i] == 1); j++
+     :: else -> break
+     od;
+     i++
+  :: else -> break
+  od
+}
+
+#elif !defined(FAIL)
 
 chan wire = [4] of { byte };  /* hub -> joiner, one endpoint, in order */
 mtype = { WELCOME, LOOKUP };
