@@ -42,13 +42,13 @@ enum {
   RK__K2K_PORT_WORDS = 4,
   /* Messages one port may send per handler call (resident) and per batch
    * launch (relaunch); more are RK_SEND_FULL. */
-  RK__K2K_OUTBOX = 256,
+  RK__K2K_OUTBOX = RK_ABI_K2K_OUTBOX,
 };
 
 /* The header type of an inbox message (rk_abi_msg_t.type). Its status is
  * the link's index in the inbox, its code the sender's port, its
  * correlation id the link's message number (1, 2, ...). */
-#define RK__ABI_MSG_K2K 3u
+#define RK__ABI_MSG_K2K ((uint32_t)RK_ABI_MSG_K2K)
 
 /* From the handler's entry (its rk_port<p> parameters): the ports and
  * their message sizes. `in_size` and `inbox_capacity` are the actor's
