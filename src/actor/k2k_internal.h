@@ -28,11 +28,13 @@
 #define RK_ACTOR_K2K_INTERNAL_H_
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "abi/actor_abi.h"
 #include "rk/actor.h"
 #include "rk/actor_k2k.h"
+#include "rk/backend.h"
 #include "rk/codegen.h"
 
 typedef struct rk__k2k rk__k2k_t;
@@ -60,9 +62,15 @@ rk_status_t rk__k2k_create(const rk_entry_t *entry, uint32_t in_size,
                            rk_actor_execution_t execution, bool polled,
                            rk__k2k_t **out);
 /* The actor's control block and input ring (where its device side parks),
- * once they exist. */
+ * once they exist; for a resident GPU kernel also its K2K table (in the
+ * actor's mapped block; NULL otherwise) and its context, where the
+ * channels into it are allocated. */
 void rk__k2k_attach(rk__k2k_t *k, rk_abi_control_t *control,
-                    rk_abi_ring_t *in_ring);
+                    rk_abi_ring_t *in_ring, rk_abi_k2k_t *table,
+                    rk_context_t *context);
+/* The device memory a resident GPU kernel needs for its ports and inbox
+ * scratch (abi/actor_abi.h's rk_k2k_mem layout). */
+size_t rk__k2k_device_bytes(const rk__k2k_t *k, uint32_t out_size);
 /* The actor is going away (its device side has stopped): sends to it
  * answer RK_SEND_UNCONNECTED from now on, its own links are dropped, and
  * the memory lives until every sender wired to it is released too. */
