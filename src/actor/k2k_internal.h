@@ -9,6 +9,14 @@
  * through the multi-producer stage (LOCK kind) and read by its own device
  * side, which runs the handler on each message and keeps no response.
  *
+ * An actor resident on a GPU (`polled`) has no inbox ring: every link
+ * into it is a channel of its own (abi/actor_abi.h, rk_abi_chan_t), a
+ * single-producer ring in mapped host memory that its kernel polls, named
+ * in its K2K table; its kernel sends into the channels of its own links
+ * itself and counts in the table. Host senders (CPU workers, relaunch
+ * drivers) write such a channel in rk__k2k_deliver. A GPU sender's links
+ * must go to GPU actors (the other way round is not built).
+ *
  * Flow control is by credit (tests/model/k2k.pml): a link (sender port ->
  * receiver) may have at most quota = capacity / (links into the inbox) of
  * its messages in the inbox. Before its handler runs, the sending side
@@ -54,9 +62,10 @@ enum {
 
 /* From the handler's entry (its rk_port<p> parameters): the ports and
  * their message sizes. `in_size` and `inbox_capacity` are the actor's
- * request size and input capacity (the inbox gets the same). A handler
- * with ports in traditional mode, or on a resident backend other than the
- * CPU's, is refused here (RK_ERR_UNIMPLEMENTED). */
+ * request size and input capacity (the inbox, or each channel into a GPU
+ * actor, gets the same). A handler with ports in traditional mode is
+ * refused here (RK_ERR_UNIMPLEMENTED). `polled`: a resident device side
+ * that is a GPU kernel (it sends and receives through channels). */
 rk_status_t rk__k2k_create(const rk_entry_t *entry, uint32_t in_size,
                            uint32_t inbox_capacity, rk_actor_mode_t mode,
                            rk_actor_execution_t execution, bool polled,
