@@ -286,7 +286,24 @@ void rk__k2k_prepare(rk__k2k_t *k, uint32_t max) {
         refusal = kRefusalUnconnected;
         break;
       }
-      uint64_t c = link_credit(&pt->links[i]);
+      const link_t *l = &pt->links[i];
+      uint64_t c;
+      if (l->chan) {
+        /* A GPU receiver's channel is freed when it is released: look at
+         * it only while busy on it (the Dekker of rk__k2k_deliver). */
+        rk__k2k_t *d = l->dst;
+        __atomic_fetch_add(&d->busy, 1u, __ATOMIC_SEQ_CST);
+        const bool gone = __atomic_load_n(&d->gone, __ATOMIC_SEQ_CST);
+        c = gone ? 0 : link_credit(l);
+        __atomic_fetch_sub(&d->busy, 1u, __ATOMIC_RELEASE);
+        if (gone) {
+          credit = 0;
+          refusal = kRefusalUnconnected;
+          break;
+        }
+      } else {
+        c = link_credit(l);
+      }
       if (c < credit) credit = c;
     }
     w[0] = (uint32_t)credit;
