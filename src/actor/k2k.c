@@ -4,13 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "actor/actor_internal.h"
 #include "actor/k2k_internal.h"
-#include "hal/actor_hal.h"
 #include "base/error.h"
 #include "base/ring.h"
 #include "base/sys.h"
+#include "hal/actor_hal.h"
 
 #define LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -46,6 +47,10 @@ typedef struct link {
   /* dst runs in a resident GPU kernel: the link's own channel (its ring's
    * tail is `sent`); NULL for an inbox on the host. */
   rk_abi_chan_t *chan;
+  /* A resident GPU sender to a receiver on the host: the kernel writes
+   * `chan` (in the sender's context) and the forwarder thread moves the
+   * messages into dst's inbox (host-forwarded). */
+  bool forwarded;
 } link_t;
 
 typedef struct port {
@@ -70,8 +75,8 @@ struct rk__k2k {
   /* A resident GPU kernel: it sends and receives through channels
    * (abi/actor_abi.h), wired in `table`, one per link into it. */
   bool gpu_resident;
-  rk_abi_k2k_t *table;    /* in the actor's mapped block */
-  rk_context_t *context;  /* the actor's: its channels' memory */
+  rk_abi_k2k_t *table;   /* in the actor's mapped block */
+  rk_context_t *context; /* the actor's: its channels' memory */
   rk_abi_chan_t *chans[RK_ABI_K2K_MAX_IN];
   uint32_t nchans;
   bool bridge; /* rk__k2k_bridge_create: the cluster's, takes any type */
@@ -198,8 +203,13 @@ size_t rk__k2k_device_bytes(const rk__k2k_t *k, uint32_t out_size) {
   return (size_t)n;
 }
 
+static void fwd_forget(rk__k2k_t *src);
+
 void rk__k2k_release(rk__k2k_t *k) {
   if (!k) return;
+  /* Its forwarded links leave the forwarder (their channels with them):
+   * its kernel has stopped writing them. */
+  fwd_forget(k);
   /* After this no sender touches the input ring (which goes away with the
    * actor): one that got in first is waited for. */
   __atomic_store_n(&k->gone, 1u, __ATOMIC_SEQ_CST);
@@ -321,6 +331,155 @@ static void wake(rk__k2k_t *d) {
   if (d->in_ring) rk__ring_signal_data(d->in_ring);
 }
 
+/* ---- Forwarding: resident GPU senders to receivers on the host -----------
+ *
+ * A kernel cannot write the multi-producer inbox of a CPU or relaunch
+ * actor, so such a link gets a channel (as a link into a GPU actor does)
+ * that the kernel writes, and one process-wide host thread moves its
+ * messages into the receiver's inbox: as many as the link's inbox credit
+ * allows, in order, each once (the inbox link's producer is this thread
+ * alone); it frees the channel's slots after it copied them (the kernel's
+ * credit back) and wakes the receiver. It polls every link, backing off to
+ * 20 us sleeps while nothing comes, and exists while any such link does. */
+
+typedef struct fwd {
+  struct fwd *next;
+  rk__k2k_t *src;
+  link_t *link;
+  uint32_t size;
+} fwd_t;
+
+static struct {
+  pthread_mutex_t lock; /* the list; held for a whole pass */
+  fwd_t *list;
+  pthread_t thread;
+  bool running;  /* under lock: the thread exists */
+  uint32_t stop; /* atomic */
+} g_fwd = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Moves what it can of one link; returns the messages moved or dropped. */
+static uint64_t fwd_pass(fwd_t *f) {
+  link_t *l = f->link;
+  rk_abi_chan_t *ch = l->chan;
+  rk__k2k_t *d = l->dst;
+  const uint64_t head = ch->ring.head; /* ours: the only consumer */
+  const uint64_t tail = LOAD_ACQUIRE(&ch->ring.tail);
+  if (tail == head) return 0;
+  uint64_t n = tail - head;
+  __atomic_fetch_add(&d->busy, 1u, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&d->gone, __ATOMIC_SEQ_CST) || receiver_gone(d)) {
+    /* Nobody will take them: the kernel's later sends answer
+     * RK_SEND_UNCONNECTED, and these count as undelivered. */
+    __atomic_fetch_sub(&d->busy, 1u, __ATOMIC_RELEASE);
+    STORE_RELEASE(&ch->open, 0u);
+    ADD_RELAXED(&f->src->undelivered, n);
+    STORE_RELEASE(&ch->ring.head, tail);
+    return n;
+  }
+  const uint64_t credit = link_credit(l);
+  if (n > credit) n = credit;
+  const uint32_t cap = ch->ring.capacity, slot = ch->ring.slot_size;
+  const unsigned char *slots = (const unsigned char *)(ch + 1);
+  inbox_t *b = d->inbox;
+  for (uint64_t m = 0; m < n; ++m) {
+    const unsigned char *sl = slots + (size_t)((head + m) & (cap - 1)) * slot;
+    rk_abi_msg_t h;
+    memcpy(&h, sl, sizeof h);
+    h.status = l->index; /* whose credit comes back in the inbox */
+    while (rk__ring_mp_send_quiet(&b->mp, &h, sl + RK_ABI_MSG_HEADER, f->size,
+                                  NULL) != RK_OK)
+      rk__cpu_relax();
+    l->sent++;
+  }
+  if (n) {
+    /* Copied out: the slots are the kernel's again. */
+    STORE_RELEASE(&ch->ring.head, head + n);
+    wake(d);
+  }
+  __atomic_fetch_sub(&d->busy, 1u, __ATOMIC_RELEASE);
+  return n;
+}
+
+static void *fwd_main(void *arg) {
+  (void)arg;
+  rk__set_thread_name("rk-k2k-fwd");
+  uint32_t idle = 0;
+  while (!LOAD_ACQUIRE(&g_fwd.stop)) {
+    uint64_t moved = 0;
+    pthread_mutex_lock(&g_fwd.lock);
+    for (fwd_t *f = g_fwd.list; f; f = f->next) moved += fwd_pass(f);
+    pthread_mutex_unlock(&g_fwd.lock);
+    if (moved) {
+      idle = 0;
+    } else if (++idle < 64) {
+      rk__cpu_relax();
+    } else {
+      struct timespec ts = {0, 20000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  return NULL;
+}
+
+static rk_status_t fwd_add(rk__k2k_t *src, link_t *l, uint32_t size) {
+  fwd_t *f = calloc(1, sizeof *f);
+  if (!f) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor_connect: forwarding");
+  f->src = src;
+  f->link = l;
+  f->size = size;
+  pthread_mutex_lock(&g_fwd.lock);
+  if (!g_fwd.running) {
+    STORE_RELEASE(&g_fwd.stop, 0u);
+    if (pthread_create(&g_fwd.thread, NULL, fwd_main, NULL) != 0) {
+      pthread_mutex_unlock(&g_fwd.lock);
+      free(f);
+      return rk__fail(RK_ERR_OUT_OF_MEMORY,
+                      "actor_connect: cannot start the forwarding thread");
+    }
+    g_fwd.running = true;
+  }
+  f->next = g_fwd.list;
+  g_fwd.list = f;
+  pthread_mutex_unlock(&g_fwd.lock);
+  return RK_OK;
+}
+
+static void fwd_forget(rk__k2k_t *src) {
+  fwd_t *mine = NULL;
+  bool join = false;
+  pthread_t thread;
+  pthread_mutex_lock(&g_fwd.lock);
+  for (fwd_t **p = &g_fwd.list; *p;) {
+    fwd_t *f = *p;
+    if (f->src == src) {
+      *p = f->next;
+      f->next = mine;
+      mine = f;
+    } else {
+      p = &f->next;
+    }
+  }
+  if (mine && !g_fwd.list && g_fwd.running) {
+    STORE_RELEASE(&g_fwd.stop, 1u);
+    g_fwd.running = false;
+    thread = g_fwd.thread;
+    join = true;
+  }
+  pthread_mutex_unlock(&g_fwd.lock);
+  if (join) pthread_join(thread, NULL);
+  while (mine) {
+    fwd_t *f = mine;
+    mine = f->next;
+    /* What the forwarder had not moved yet stays undelivered. */
+    rk_abi_chan_t *ch = f->link->chan;
+    const uint64_t left = LOAD_ACQUIRE(&ch->ring.tail) - ch->ring.head;
+    if (left) ADD_RELAXED(&src->undelivered, left);
+    f->link->chan = NULL;
+    rk__hal_mapped_free(src->context, ch);
+    free(f);
+  }
+}
+
 void rk__k2k_deliver(rk__k2k_t *k, uint64_t stamp) {
   uint64_t sent = 0, full = 0, unconnected = 0;
   for (uint32_t p = 0; p < k->nports; ++p) {
@@ -355,7 +514,8 @@ void rk__k2k_deliver(rk__k2k_t *k, uint64_t stamp) {
         const uint32_t cap = ch->ring.capacity, slot = ch->ring.slot_size;
         unsigned char *slots = (unsigned char *)(ch + 1);
         for (uint32_t m = 0; m < n; ++m) {
-          unsigned char *sl = slots + (size_t)((l->sent + m) & (cap - 1)) * slot;
+          unsigned char *sl =
+              slots + (size_t)((l->sent + m) & (cap - 1)) * slot;
           const rk_abi_msg_t h = {.correlation_id = l->sent + m + 1,
                                   .timestamp = stamp,
                                   .type = RK__ABI_MSG_K2K,
@@ -525,6 +685,7 @@ static rk_status_t connect_chan(rk__k2k_t *src, const char *src_name,
   l->index = ch->link;
   l->sent = 0;
   l->chan = ch;
+  l->forwarded = false;
   dst->senders_in++;
   __atomic_add_fetch(&dst->refs, 1u, __ATOMIC_ACQ_REL);
   return RK_OK;
@@ -538,13 +699,16 @@ rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
                     "actor_connect: '%s' never sends to port %u (its handler "
                     "sends to %u port%s)",
                     src_name, port, src->nports, src->nports == 1 ? "" : "s");
-  if (src->gpu_resident && !dst->gpu_resident)
-    return rk__fail(RK_ERR_UNIMPLEMENTED,
-                    "actor_connect: '%s' runs in a resident GPU kernel, which "
-                    "sends only to actors resident on a GPU yet; '%s' is not "
-                    "one (a host-forwarded path from a resident kernel is not "
-                    "built): run '%s' by relaunch (RK_ACTOR_RELAUNCH=1)",
-                    src_name, dst_name, src_name);
+  if (src->gpu_resident && !dst->gpu_resident) {
+    if (!src->table)
+      return rk__fail(RK_ERR_INVALID_STATE,
+                      "actor_connect: '%s' has no K2K table", src_name);
+    if (src->ports[port].nlinks == RK_ABI_K2K_MAX_OUT)
+      return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                      "actor_connect: port %u of '%s' (a resident GPU kernel) "
+                      "already goes to %u actors",
+                      port, src_name, RK_ABI_K2K_MAX_OUT);
+  }
   port_t *pt = &src->ports[port];
   if (pt->size != dst->in_size ||
       (!dst->bridge && strcmp(pt->type, dst->in_type) != 0))
@@ -563,7 +727,8 @@ rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_connect: port %u of '%s' already goes to %d actors",
                     port, src_name, kMaxLinks);
-  if (dst->gpu_resident) return connect_chan(src, src_name, port, dst, dst_name);
+  if (dst->gpu_resident)
+    return connect_chan(src, src_name, port, dst, dst_name);
   if (dst->inbox && dst->inbox->links + 1 > dst->inbox_capacity)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_connect: '%s' has an inbox of %u slots, too few for "
@@ -578,12 +743,47 @@ rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
   b->consumed = consumed;
   memset(&consumed[(size_t)b->links * kCounterStride], 0,
          kCounterStride * sizeof(uint64_t));
+  rk_abi_chan_t *ch = NULL;
+  if (src->gpu_resident) {
+    /* The kernel's side of a forwarded link: a channel in the sender's
+     * context, as large as the receiver's inbox. */
+    const uint32_t slot = rk_abi_slot_size(dst->in_size);
+    const size_t bytes =
+        sizeof(rk_abi_chan_t) + rk__ring_slot_bytes(dst->inbox_capacity, slot);
+    void *mem = NULL;
+    rk_status_t s = rk__hal_mapped_alloc(src->context, bytes, &mem);
+    if (s != RK_OK)
+      return rk__fail_context(s, "actor_connect: a channel from '%s'",
+                              src_name);
+    memset(mem, 0, bytes);
+    ch = mem;
+    s = rk__ring_init(&ch->ring, dst->inbox_capacity, slot);
+    if (s != RK_OK) {
+      rk__hal_mapped_free(src->context, mem);
+      return s;
+    }
+    ch->open = 1;
+    ch->link = b->links;
+  }
   link_t *l = &pt->links[pt->nlinks++];
   l->dst = dst;
   l->index = b->links++;
   l->sent = 0;
-  l->chan = NULL;
+  l->chan = ch;
+  l->forwarded = ch != NULL;
   b->quota = b->capacity / b->links;
+  if (ch) {
+    rk_status_t s = fwd_add(src, l, pt->size);
+    if (s != RK_OK) {
+      /* Undo: the link was the last one added. */
+      pt->nlinks--;
+      b->links--;
+      b->quota = b->links ? b->capacity / b->links : 0;
+      rk__hal_mapped_free(src->context, ch);
+      return s;
+    }
+    src->table->out[port][src->table->nout[port]++] = (uint64_t)(uintptr_t)ch;
+  }
   dst->senders_in++;
   __atomic_add_fetch(&dst->refs, 1u, __ATOMIC_ACQ_REL);
   return RK_OK;
@@ -611,7 +811,7 @@ void rk__k2k_stats(const rk__k2k_t *k, rk_actor_k2k_stats_t *o) {
     o->links_out += pt->nlinks;
     for (uint32_t i = 0; i < pt->nlinks; ++i) {
       any = true;
-      forwarded |= !pt->links[i].dst->resident;
+      forwarded |= !pt->links[i].dst->resident || pt->links[i].forwarded;
     }
   }
   if (!any && k->senders_in) any = true;

@@ -14,8 +14,9 @@
  * single-producer ring in mapped host memory that its kernel polls, named
  * in its K2K table; its kernel sends into the channels of its own links
  * itself and counts in the table. Host senders (CPU workers, relaunch
- * drivers) write such a channel in rk__k2k_deliver. A GPU sender's links
- * must go to GPU actors (the other way round is not built).
+ * drivers) write such a channel in rk__k2k_deliver. A GPU sender's link
+ * to any other receiver is a channel too (in the sender's context), which
+ * a process-wide forwarding thread empties into the receiver's inbox.
  *
  * Flow control is by credit (tests/model/k2k.pml): a link (sender port ->
  * receiver) may have at most quota = capacity / (links into the inbox) of

@@ -408,6 +408,25 @@ static void test_across_contexts(void) {
   printf("  across contexts (cpu -> this backend): %d tokens\n", r.count);
   stop(a);
   stop(s);
+  /* And back: a sender here into a sink on the CPU context (from a
+   * resident CUDA kernel: host-forwarded). */
+  rk_actor_t *b = launch("stage", 64), *cs = NULL;
+  o.input_capacity = 16; /* the forwarder waits for the inbox's credit */
+  CHECK_OK(rk_actor_launch(cctx, kSource, "sink", &o, &cs));
+  if (cs) {
+    CHECK_OK(rk_actor_connect(b, 0, cs));
+    CHECK_OK(rk_actor_activate(cs));
+    CHECK_OK(rk_actor_activate(b));
+    feed(b, 0, 12, RK_SEND_QUEUED);
+    r = wait_count(cs, 12);
+    CHECK(r.count == 12 && r.disorder == 0 && r.sum == 12 * 13 / 2 + 12,
+          "back across contexts: count %d, disorder %d, sum %d", r.count,
+          r.disorder, r.sum);
+    printf("  across contexts (this backend -> cpu): %d tokens, path %s\n",
+           r.count, rk_k2k_path_name(k2k_stats(b).path));
+    stop(b);
+    stop(cs);
+  }
   CHECK_OK(rk_context_destroy(cctx));
   CHECK_OK(rk_backend_destroy(cbe));
 }
@@ -566,8 +585,8 @@ int main(int argc, char **argv) {
   rk_backend_t *be = NULL;
   g_ctx = actor_test_context_on(kind, &be);
   printf("backend %s\n", rk_backend_name(be));
-  g_gpu_channels = strcmp(rk_backend_name(be), "cuda") == 0 &&
-                   !getenv("RK_ACTOR_RELAUNCH");
+  g_gpu_channels =
+      strcmp(rk_backend_name(be), "cuda") == 0 && !getenv("RK_ACTOR_RELAUNCH");
   actor_test_watch("pipeline", 60);
   test_pipeline();
   actor_test_watch("fan-in", 60);

@@ -127,10 +127,9 @@ static void print_device_text(const rk_backend_t *be, int d) {
                      ? "host-forwarded (after each batch launch)"
                  : cpu
                      ? "direct (channels in memory both workers use)"
-                     : "direct between resident kernels (channels in mapped "
-                       "host memory); from CPU or relaunch actors into them "
-                       "direct too; from them to CPU or relaunch actors not "
-                       "built (run the sender by relaunch: host-forwarded)");
+                     : "direct between resident kernels and into them "
+                       "(channels in mapped host memory); host-forwarded from "
+                       "them to CPU or relaunch actors");
 }
 
 static void print_backend_text(rk_backend_kind_t kind, const probe_t *p) {

@@ -186,8 +186,8 @@ rk_status_t rk__cu_actor_start(rk_context_t *context,
                           ? device_address(dbase, dev->control, dev->k2k_table)
                           : 0;
     CUdeviceptr kmem = dev->k2k_mem_bytes ? w->mem + kmem_at : 0;
-    void *params[] = {&control,   &in,    &out,   &in_slots, &out_slots,
-                      &state,     &sched, &k2k,   &kmem};
+    void *params[] = {&control, &in,    &out, &in_slots, &out_slots,
+                      &state,   &sched, &k2k, &kmem};
     err = api->cuLaunchKernel(fn, dev->grid.x, dev->grid.y, dev->grid.z,
                               dev->block.x, dev->block.y, dev->block.z, 0,
                               w->stream, params, NULL);

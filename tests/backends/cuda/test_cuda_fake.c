@@ -20,7 +20,7 @@
  *      traditional mode and a clean termination; actors that talk to
  *      actors: K2K tables and channels wired, a CPU sender writing a
  *      resident receiver's channel (FULL when it is full), a resident
- *      sender to a CPU actor refused.
+ *      sender's messages forwarded to a CPU actor.
  *
  *   cuda_fake [--no-pools]    --no-pools: a device without the
  *                             stream-ordered allocator throughout
@@ -48,6 +48,7 @@
 
 #include "abi/actor_abi.h"
 #include "base/ring.h"
+#include "base/sys.h"
 #include "hal/actor_loop.h"
 #include "rk_test.h"
 
@@ -1104,9 +1105,9 @@ static const rk_abi_k2k_t *launched_k2k(void) {
  * named in its table (and, from a resident sender, in the sender's). A CPU
  * sender writes a resident receiver's channel itself: the message lands in
  * the mapped slot with its header, and a full channel answers
- * RK_SEND_FULL in the handler. A resident sender to a CPU actor is
- * refused (that path would need host forwarding, not built). The kernels
- * here never run, so none takes a message. */
+ * RK_SEND_FULL in the handler. A resident sender to a CPU actor writes a
+ * channel that the forwarding thread moves into the CPU actor's inbox
+ * (played here: the kernels never run, so none takes a message). */
 static void check_k2k_wiring(rk_context_t *ctx) {
   rk_actor_options_t o;
   rk_actor_options_init(&o);
@@ -1132,29 +1133,62 @@ static void check_k2k_wiring(rk_context_t *ctx) {
       CHECK_OK(rk_backend_create_context(cbe, 0, &cctx)) &&
       CHECK_OK(rk_actor_launch(cctx, kK2KSource, "fwd", &o, &cpu_snd)) &&
       CHECK_OK(rk_actor_launch(cctx, kK2KSource, "add_one", &o, &cpu_rcv))) {
-    /* Resident sender -> CPU actor: refused, nothing wired. */
-    CHECK_STATUS(rk_actor_connect(snd, 0, cpu_rcv), RK_ERR_UNIMPLEMENTED);
-    CHECK_ERROR_HAS("sends only to actors resident on a GPU");
-    CHECK(snd_t->nout[0] == 0, "a refused link went into the table");
+    /* Resident sender -> CPU actor: a channel the kernel writes, which the
+     * forwarding thread empties into the CPU actor's inbox. */
+    CHECK_OK(rk_actor_connect(snd, 0, cpu_rcv));
+    CHECK(snd_t->nout[0] == 1 && snd_t->out[0][0] != 0,
+          "the forwarded link is not in the sender's table");
     /* Resident -> resident and CPU -> resident: one channel each. */
     CHECK_OK(rk_actor_connect(snd, 0, rcv));
     CHECK_OK(rk_actor_connect(cpu_snd, 0, rcv));
-    CHECK(rcv_t->nin == 2 && snd_t->nout[0] == 1 &&
-              snd_t->out[0][0] == rcv_t->in[0] && rcv_t->in[0] != 0 &&
+    CHECK(rcv_t->nin == 2 && snd_t->nout[0] == 2 &&
+              snd_t->out[0][1] == rcv_t->in[0] && rcv_t->in[0] != 0 &&
               rcv_t->in[1] != 0 && rcv_t->in[1] != rcv_t->in[0],
-          "tables: receiver %u channels, sender %u links",
-          (unsigned)rcv_t->nin, (unsigned)snd_t->nout[0]);
+          "tables: receiver %u channels, sender %u links", (unsigned)rcv_t->nin,
+          (unsigned)snd_t->nout[0]);
     rk_actor_k2k_stats_t st;
     if (CHECK_OK(rk_actor_k2k_stats(rcv, &st)))
       CHECK(st.senders_in == 2 && st.inbox_capacity == 4 &&
                 st.inbox_depth == 0 && st.path == RK_K2K_DIRECT,
-            "receiver: %u senders, inbox %llu of %llu, path %s",
-            st.senders_in, (unsigned long long)st.inbox_depth,
+            "receiver: %u senders, inbox %llu of %llu, path %s", st.senders_in,
+            (unsigned long long)st.inbox_depth,
             (unsigned long long)st.inbox_capacity, rk_k2k_path_name(st.path));
     if (CHECK_OK(rk_actor_k2k_stats(snd, &st)))
-      CHECK(st.path == RK_K2K_DIRECT && st.links_out == 1,
+      CHECK(st.path == RK_K2K_HOST_FORWARDED && st.links_out == 2,
             "resident sender: path %s, %u links", rk_k2k_path_name(st.path),
             st.links_out);
+    /* Playing the sending kernel: two messages into the forwarded channel
+     * (slot, then tail with release); the CPU actor handles both, and the
+     * channel's slots come back. */
+    rk_abi_chan_t *fw = host_of(snd_t->out[0][0]);
+    CHECK_OK(rk_actor_activate(cpu_rcv));
+    for (int i = 0; i < 2; ++i) {
+      unsigned char *sl = (unsigned char *)(fw + 1) + i * fw->ring.slot_size;
+      const rk_abi_msg_t h = {.correlation_id = (uint64_t)i + 1,
+                              .timestamp = 1000 + (uint64_t)i,
+                              .type = RK_ABI_MSG_K2K,
+                              .size = sizeof(msg_t),
+                              .status = fw->link,
+                              .code = 0};
+      const msg_t m = {70 + i};
+      memcpy(sl, &h, sizeof h);
+      memcpy(sl + RK_ABI_MSG_HEADER, &m, sizeof m);
+    }
+    __atomic_store_n(&fw->ring.tail, 2, __ATOMIC_RELEASE);
+    const uint64_t until = rk__now_ns() + 5000000000ull;
+    while (rk__now_ns() < until &&
+           (__atomic_load_n(&fw->ring.head, __ATOMIC_ACQUIRE) < 2 ||
+            (CHECK_OK(rk_actor_k2k_stats(cpu_rcv, &st)) && st.received < 2)))
+      usleep(100);
+    if (CHECK_OK(rk_actor_k2k_stats(cpu_rcv, &st)))
+      CHECK(st.received == 2 && st.received_errors == 0 &&
+                __atomic_load_n(&fw->ring.head, __ATOMIC_ACQUIRE) == 2 &&
+                st.last_received_timestamp == 1001,
+            "forwarded: the CPU actor took %llu of 2 (stamp %llu), channel "
+            "head %llu",
+            (unsigned long long)st.received,
+            (unsigned long long)st.last_received_timestamp,
+            (unsigned long long)fw->ring.head);
     /* The CPU sender fills its channel (2 slots): the third is FULL. */
     rk_abi_chan_t *ch = host_of(rcv_t->in[1]);
     CHECK_OK(rk_actor_activate(cpu_snd));
@@ -1181,8 +1215,8 @@ static void check_k2k_wiring(rk_context_t *ctx) {
     if (CHECK_OK(rk_actor_k2k_stats(cpu_snd, &st)))
       CHECK(st.sent == 2 && st.refused_full == 1 && st.path == RK_K2K_DIRECT,
             "CPU sender: sent %llu, full %llu, path %s",
-            (unsigned long long)st.sent,
-            (unsigned long long)st.refused_full, rk_k2k_path_name(st.path));
+            (unsigned long long)st.sent, (unsigned long long)st.refused_full,
+            rk_k2k_path_name(st.path));
   }
   /* Like every kernel here, they never stop. */
   if (snd) {
