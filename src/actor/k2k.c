@@ -242,7 +242,7 @@ void rk__k2k_set_forwarded(rk__k2k_t *k) { k->forwarded = true; }
 
 /* What link l can still take. */
 static uint64_t link_credit(const link_t *l) {
-  if (l->chan) {
+  if (l->chan && !l->forwarded) {
     /* The channel's own ring: the receiver frees a slot by advancing its
      * head (a release store after it read the slot). */
     const uint64_t head = LOAD_ACQUIRE(&l->chan->ring.head);
@@ -298,7 +298,7 @@ void rk__k2k_prepare(rk__k2k_t *k, uint32_t max) {
       }
       const link_t *l = &pt->links[i];
       uint64_t c;
-      if (l->chan) {
+      if (l->chan && !l->forwarded) {
         /* A GPU receiver's channel is freed when it is released: look at
          * it only while busy on it (the Dekker of rk__k2k_deliver). */
         rk__k2k_t *d = l->dst;
@@ -376,7 +376,7 @@ static uint64_t fwd_pass(fwd_t *f) {
     STORE_RELEASE(&ch->ring.head, tail);
     return n;
   }
-  const uint64_t credit = link_credit(l);
+  const uint64_t credit = link_credit(l); /* in the inbox */
   if (n > credit) n = credit;
   const uint32_t cap = ch->ring.capacity, slot = ch->ring.slot_size;
   const unsigned char *slots = (const unsigned char *)(ch + 1);
@@ -506,7 +506,7 @@ void rk__k2k_deliver(rk__k2k_t *k, uint64_t stamp) {
         ADD_RELAXED(&k->undelivered, n);
         continue;
       }
-      if (l->chan) {
+      if (l->chan && !l->forwarded) {
         /* A GPU receiver's channel: the slots, then the tail with a
          * release store (the kernel loads it with acquire); it polls, so
          * there is nobody to wake. The credit guarantees the room. */

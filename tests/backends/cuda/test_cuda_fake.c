@@ -1086,6 +1086,16 @@ static void check_actor_params(bool has_state, int32_t initial) {
   }
 }
 
+/* Waits up to 5 s for *p to reach `want`. */
+static void wait_u64(const uint64_t *p, uint64_t want) {
+  const uint64_t until = rk__now_ns() + 5000000000ull;
+  while (__atomic_load_n(p, __ATOMIC_ACQUIRE) < want && rk__now_ns() < until)
+    usleep(100);
+  CHECK(__atomic_load_n(p, __ATOMIC_ACQUIRE) >= want, "waited for %llu: %llu",
+        (unsigned long long)want,
+        (unsigned long long)__atomic_load_n(p, __ATOMIC_ACQUIRE));
+}
+
 /* The K2K table the last launch passed (parameter 7; NULL: none). */
 static const rk_abi_k2k_t *launched_k2k(void) {
   uint64_t p7 = 0, p8 = 0;
@@ -1132,7 +1142,8 @@ static void check_k2k_wiring(rk_context_t *ctx) {
   if (snd && rcv && snd_t && rcv_t &&
       CHECK_OK(rk_backend_create_context(cbe, 0, &cctx)) &&
       CHECK_OK(rk_actor_launch(cctx, kK2KSource, "fwd", &o, &cpu_snd)) &&
-      CHECK_OK(rk_actor_launch(cctx, kK2KSource, "add_one", &o, &cpu_rcv))) {
+      (o.input_capacity = 4,
+       CHECK_OK(rk_actor_launch(cctx, kK2KSource, "add_one", &o, &cpu_rcv)))) {
     /* Resident sender -> CPU actor: a channel the kernel writes, which the
      * forwarding thread empties into the CPU actor's inbox. */
     CHECK_OK(rk_actor_connect(snd, 0, cpu_rcv));
@@ -1141,6 +1152,8 @@ static void check_k2k_wiring(rk_context_t *ctx) {
     /* Resident -> resident and CPU -> resident: one channel each. */
     CHECK_OK(rk_actor_connect(snd, 0, rcv));
     CHECK_OK(rk_actor_connect(cpu_snd, 0, rcv));
+    /* And to cpu_rcv: its inbox of 4 has two links, 2 slots each. */
+    CHECK_OK(rk_actor_connect(cpu_snd, 0, cpu_rcv));
     CHECK(rcv_t->nin == 2 && snd_t->nout[0] == 2 &&
               snd_t->out[0][1] == rcv_t->in[0] && rcv_t->in[0] != 0 &&
               rcv_t->in[1] != 0 && rcv_t->in[1] != rcv_t->in[0],
@@ -1157,38 +1170,6 @@ static void check_k2k_wiring(rk_context_t *ctx) {
       CHECK(st.path == RK_K2K_HOST_FORWARDED && st.links_out == 2,
             "resident sender: path %s, %u links", rk_k2k_path_name(st.path),
             st.links_out);
-    /* Playing the sending kernel: two messages into the forwarded channel
-     * (slot, then tail with release); the CPU actor handles both, and the
-     * channel's slots come back. */
-    rk_abi_chan_t *fw = host_of(snd_t->out[0][0]);
-    CHECK_OK(rk_actor_activate(cpu_rcv));
-    for (int i = 0; i < 2; ++i) {
-      unsigned char *sl = (unsigned char *)(fw + 1) + i * fw->ring.slot_size;
-      const rk_abi_msg_t h = {.correlation_id = (uint64_t)i + 1,
-                              .timestamp = 1000 + (uint64_t)i,
-                              .type = RK_ABI_MSG_K2K,
-                              .size = sizeof(msg_t),
-                              .status = fw->link,
-                              .code = 0};
-      const msg_t m = {70 + i};
-      memcpy(sl, &h, sizeof h);
-      memcpy(sl + RK_ABI_MSG_HEADER, &m, sizeof m);
-    }
-    __atomic_store_n(&fw->ring.tail, 2, __ATOMIC_RELEASE);
-    const uint64_t until = rk__now_ns() + 5000000000ull;
-    while (rk__now_ns() < until &&
-           (__atomic_load_n(&fw->ring.head, __ATOMIC_ACQUIRE) < 2 ||
-            (CHECK_OK(rk_actor_k2k_stats(cpu_rcv, &st)) && st.received < 2)))
-      usleep(100);
-    if (CHECK_OK(rk_actor_k2k_stats(cpu_rcv, &st)))
-      CHECK(st.received == 2 && st.received_errors == 0 &&
-                __atomic_load_n(&fw->ring.head, __ATOMIC_ACQUIRE) == 2 &&
-                st.last_received_timestamp == 1001,
-            "forwarded: the CPU actor took %llu of 2 (stamp %llu), channel "
-            "head %llu",
-            (unsigned long long)st.received,
-            (unsigned long long)st.last_received_timestamp,
-            (unsigned long long)fw->ring.head);
     /* The CPU sender fills its channel (2 slots): the third is FULL. */
     rk_abi_chan_t *ch = host_of(rcv_t->in[1]);
     CHECK_OK(rk_actor_activate(cpu_snd));
@@ -1213,10 +1194,57 @@ static void check_k2k_wiring(rk_context_t *ctx) {
           ch->open, (unsigned long long)ch->ring.tail, h.type,
           (unsigned long long)h.correlation_id, h.status, m.v);
     if (CHECK_OK(rk_actor_k2k_stats(cpu_snd, &st)))
-      CHECK(st.sent == 2 && st.refused_full == 1 && st.path == RK_K2K_DIRECT,
+      CHECK(st.sent == 4 && st.refused_full == 1 && st.path == RK_K2K_DIRECT,
             "CPU sender: sent %llu, full %llu, path %s",
             (unsigned long long)st.sent, (unsigned long long)st.refused_full,
             rk_k2k_path_name(st.path));
+    /* Playing the sending kernel: 4 messages into the forwarded channel
+     * (slots, then the tail with release). cpu_rcv is not active yet and
+     * holds cpu_snd's 2: the forwarder moves 2 (its link's share of the
+     * inbox) and frees their channel slots, and keeps the other 2 in the
+     * channel until the inbox gives the link credit back; active, cpu_rcv
+     * handles all 6. */
+    rk_abi_chan_t *fw = host_of(snd_t->out[0][0]);
+    CHECK(fw->ring.capacity == 4, "forwarded channel of %u slots",
+          fw->ring.capacity);
+    for (int i = 0; i < 4; ++i) {
+      unsigned char *sl = (unsigned char *)(fw + 1) + i * fw->ring.slot_size;
+      const rk_abi_msg_t hd = {.correlation_id = (uint64_t)i + 1,
+                               .timestamp = 1000 + (uint64_t)i,
+                               .type = RK_ABI_MSG_K2K,
+                               .size = sizeof(msg_t),
+                               .status = fw->link,
+                               .code = 0};
+      const msg_t md = {70 + i};
+      memcpy(sl, &hd, sizeof hd);
+      memcpy(sl + RK_ABI_MSG_HEADER, &md, sizeof md);
+    }
+    __atomic_store_n(&fw->ring.tail, 4, __ATOMIC_RELEASE);
+    wait_u64(&fw->ring.head, 2);
+    usleep(2000); /* the forwarder looks again: no credit, nothing moves */
+    if (CHECK_OK(rk_actor_k2k_stats(cpu_rcv, &st)))
+      CHECK(__atomic_load_n(&fw->ring.head, __ATOMIC_ACQUIRE) == 2 &&
+                st.inbox_depth == 4 && st.received == 0,
+            "forwarded into a full inbox: channel head %llu (want 2), inbox "
+            "%llu (want 4), received %llu",
+            (unsigned long long)fw->ring.head,
+            (unsigned long long)st.inbox_depth,
+            (unsigned long long)st.received);
+    CHECK_OK(rk_actor_activate(cpu_rcv));
+    wait_u64(&fw->ring.head, 4);
+    const uint64_t until = rk__now_ns() + 5000000000ull;
+    while (rk__now_ns() < until && CHECK_OK(rk_actor_k2k_stats(cpu_rcv, &st)) &&
+           st.received < 6)
+      usleep(100);
+    if (CHECK_OK(rk_actor_k2k_stats(cpu_rcv, &st)))
+      CHECK(st.received == 6 && st.received_errors == 0 &&
+                __atomic_load_n(&fw->ring.head, __ATOMIC_ACQUIRE) == 4 &&
+                st.last_received_timestamp == 1003,
+            "forwarded: the CPU actor took %llu of 6 (stamp %llu), channel "
+            "head %llu",
+            (unsigned long long)st.received,
+            (unsigned long long)st.last_received_timestamp,
+            (unsigned long long)fw->ring.head);
   }
   /* Like every kernel here, they never stop. */
   if (snd) {
