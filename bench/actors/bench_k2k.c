@@ -322,8 +322,9 @@ int main(int argc, char **argv) {
   printf("bench_k2k: %s backend, %d CPUs allowed%s, %d rounds, path %s\n",
          backend, ncpus, ncpus < 2 ? " (nothing pinned)" : "", rounds, path);
   if (kind != RK_BACKEND_CPU)
-    printf("  (the floor is the host's; the 2x target is the CPU "
-           "backend's)\n");
+    printf(
+        "  (the floor is the host's; the 2x target is the CPU "
+        "backend's)\n");
   printf("  %-34s %10.1f ns  (p10 %.1f, p90 %.1f)\n",
          "cache line, one way (floor)", sf.median, sf.p10, sf.p90);
   printf("  %-34s %10.1f ns  (p10 %.1f, p90 %.1f)\n", "K2K hop, one way",

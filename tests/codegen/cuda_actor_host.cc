@@ -894,10 +894,10 @@ static void run_k2k_chain(const kernels &k, int n) {
 }
 
 static void run_k2k(const kernels &k) {
-  run_k2k_pipeline(k, 1500);
-  run_k2k_fan_in(k, 400);
+  run_k2k_pipeline(k, 600);
+  run_k2k_fan_in(k, 300);
   run_k2k_full(k);
-  run_k2k_chain(k, 400);
+  run_k2k_chain(k, 300);
 }
 
 int main(int argc, char **argv) {

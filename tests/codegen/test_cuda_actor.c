@@ -332,6 +332,9 @@ static void test_abi_numbers(const char *text) {
       {"rk_pa_k2k_max_ports", RK_ABI_K2K_MAX_PORTS},
       {"rk_pa_k2k_max_out", RK_ABI_K2K_MAX_OUT},
       {"rk_pa_k2k_outbox", RK_ABI_K2K_OUTBOX},
+      {"rk_pa_k2k_max_in", RK_ABI_K2K_MAX_IN},
+      {"rk_pa_k2k_view_size", RK_ABI_K2K_VIEW},
+      {"rk_pa_k2k_scratch", RK_ABI_K2K_SCRATCH},
   };
   enum { kWantCount = sizeof kWant / sizeof kWant[0] };
   static const char kDecl[] = "static constexpr unsigned int ";
@@ -512,7 +515,7 @@ static bool run_harness(const char *bin, const char *arg, int want_code,
 static void test_on_host_threads(const char *text) {
   /* The PTX helpers give way to the harness's C++ atomics. */
   const char *cut = strstr(text, "/* Shared with the host (mapped host");
-  const char *resume = strstr(text, "/* One block's view of an actor");
+  const char *resume = strstr(text, "/* A channel as its one user");
   if (!CHECK(cut && resume && cut < resume,
              "the generated prelude lacks the markers around its memory "
              "helpers"))
@@ -534,28 +537,28 @@ static void test_on_host_threads(const char *text) {
   strcpy(edited + head, resume);
   bool wrote = CHECK(cg_write_file(cu, edited), "cannot write %s", cu);
   /* The receiver never frees an inbox slot: no credit comes back. */
-  wrote = wrote && write_bug(edited, bug1,
-                             "  rk_pa_store_sys_u64(a->chan + rk_pa_ring_head, "
-                             "a->chan_head + 1ull);\n",
-                             "", "no-credit");
+  wrote = wrote &&
+          write_bug(edited, bug1,
+                    "  rk_pa_store_sys_u64(a->chan->chan + rk_pa_ring_head, "
+                    "a->chan->own);\n",
+                    "", "no-credit");
   /* The sender publishes the tail before it writes the slots. */
   char *early = wrote
                     ? replaced(edited,
-                               "    /* Publish: the receiver that sees the "
-                               "tail sees the slots. */\n"
+                               "    v->own = tail + n;\n"
                                "    rk_pa_store_sys_u64(ch + rk_pa_ring_tail, "
                                "tail + n);\n",
-                               "", 1, "publish-early")
+                               "    v->own = tail + n;\n", 1, "publish-early")
                     : NULL;
   wrote =
       early != NULL &&
       write_bug(early, bug2,
                 "    for (unsigned int m = 0; m < n; ++m) {\n"
-                "      unsigned char *slot = rk_pa_chan_slot(ch, tail + m);\n",
+                "      unsigned char *slot = rk_pa_view_slot(v, tail + m);\n",
                 "    rk_pa_store_sys_u64(ch + rk_pa_ring_tail, tail + n);\n"
                 "    rk_test_dawdle();\n"
                 "    for (unsigned int m = 0; m < n; ++m) {\n"
-                "      unsigned char *slot = rk_pa_chan_slot(ch, tail + m);\n",
+                "      unsigned char *slot = rk_pa_view_slot(v, tail + m);\n",
                 "publish-early");
   free(early);
   free(edited);

@@ -115,6 +115,9 @@ static constexpr unsigned int rk_pa_k2k_last_received_ts = 1712u;
 static constexpr unsigned int rk_pa_k2k_max_ports = 8u;
 static constexpr unsigned int rk_pa_k2k_max_out = 16u;
 static constexpr unsigned int rk_pa_k2k_outbox = 256u;
+static constexpr unsigned int rk_pa_k2k_max_in = 64u;
+static constexpr unsigned int rk_pa_k2k_view_size = 32u;
+static constexpr unsigned int rk_pa_k2k_scratch = 6272u;
 static_assert(rk_pa_ctl_terminate == rk_pa_ctl_active + 4u &&
               rk_pa_ctl_active % 8u == 0u,
               "active and terminate: one 64-bit word, active low");
@@ -176,6 +179,18 @@ static __device__ inline void rk_pa_store_gpu(unsigned long long *p,
                : : "l"(p), "l"(v) : "memory");
 }
 
+/* A channel as its one user on this side sees it, kept in device memory
+ * (rk_k2k_mem) so that only the other side's index and the slots cross the
+ * bus: its address, size and slot size, and this side's own index (the
+ * head of a channel in, the tail of a channel out). */
+typedef struct rk_pa_view {
+  unsigned char *chan;
+  unsigned int mask, slot_size;
+  unsigned long long own;
+  unsigned long long pad;
+} rk_pa_view_t;
+static_assert(sizeof(rk_pa_view_t) == rk_pa_k2k_view_size, "rk view size");
+
 /* One block's view of an actor; only thread (0, 0, 0) of a block has one.
  * rk_sched (zeroed before launch): [0] the next request index to claim,
  * [1] the next to publish, [2] blocks that have left their loop. Request
@@ -202,8 +217,8 @@ typedef struct rk_pa {
   bool inbox_turn;  /* the inbox goes before the requests next time */
   unsigned int nin, next_in; /* channels in; where the next look starts */
   unsigned int nout[rk_pa_k2k_max_ports]; /* links of each port */
-  unsigned char *chan; /* the channel of the inbox message in hand */
-  unsigned long long chan_head; /* its index there */
+  rk_pa_view_t *views; /* in rk_k2k_mem: channels in, then out */
+  rk_pa_view_t *chan;  /* the channel of the inbox message in hand */
 } rk_pa_t;
 
 /* false for every thread but (0, 0, 0) of its block: handlers are
@@ -238,8 +253,8 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
   a->inbox_turn = true;
   a->nin = a->next_in = 0u;
   for (unsigned int p = 0; p < rk_pa_k2k_max_ports; ++p) a->nout[p] = 0u;
+  a->views = (rk_pa_view_t *)(kmem + rk_pa_line);
   a->chan = nullptr;
-  a->chan_head = 0;
   return true;
 }
 
@@ -253,6 +268,24 @@ static __device__ void rk_pa_backoff(rk_pa_t *a) {
  * actor (seen here after the acquire of `active` or `terminate`). A wired
  * actor runs on block (0, 0, 0) alone: its inbox channels have one
  * consumer, and its ports' channels one producer. */
+/* The view of link l of port p (the channels in come first). */
+static __device__ rk_pa_view_t *rk_pa_out_view(const rk_pa_t *a,
+                                               unsigned int p,
+                                               unsigned int l) {
+  return &a->views[rk_pa_k2k_max_in + p * rk_pa_k2k_max_out + l];
+}
+
+/* The view of channel `ch` (a table entry), whose own index is at `own`. */
+static __device__ void rk_pa_view_init(rk_pa_view_t *v, unsigned char *k2k,
+                                       unsigned int entry, unsigned int own) {
+  unsigned char *ch = (unsigned char *)*(volatile const unsigned long long *)(
+      k2k + entry);
+  v->chan = ch;
+  v->mask = *(volatile const unsigned int *)(ch + rk_pa_ring_capacity) - 1u;
+  v->slot_size = *(volatile const unsigned int *)(ch + rk_pa_ring_slot_size);
+  v->own = *(volatile const unsigned long long *)(ch + own);
+}
+
 static __device__ void rk_pa_k2k_read(rk_pa_t *a) {
   a->k2k_read = true;
   if (a->k2k == nullptr) return;
@@ -264,26 +297,22 @@ static __device__ void rk_pa_k2k_read(rk_pa_t *a) {
     links += a->nout[p];
   }
   a->k2k_on = links != 0u;
+  /* The views, from the table and the channels (whose indices carry on
+   * from an earlier kernel's: a restart). */
+  for (unsigned int i = 0; i < a->nin; ++i)
+    rk_pa_view_init(&a->views[i], a->k2k, rk_pa_k2k_in + 8u * i,
+                    rk_pa_ring_head);
+  for (unsigned int p = 0; p < rk_pa_k2k_max_ports; ++p)
+    for (unsigned int l = 0; l < a->nout[p]; ++l)
+      rk_pa_view_init(rk_pa_out_view(a, p, l), a->k2k,
+                      rk_pa_k2k_out + 8u * (p * rk_pa_k2k_max_out + l),
+                      rk_pa_ring_tail);
 }
 
-/* Channel i into the actor, or link l of port p. */
-static __device__ unsigned char *rk_pa_in_chan(const rk_pa_t *a,
-                                               unsigned int i) {
-  return (unsigned char *)*(volatile const unsigned long long *)(
-      a->k2k + rk_pa_k2k_in + 8u * i);
-}
-static __device__ unsigned char *rk_pa_out_chan(const rk_pa_t *a,
-                                                unsigned int p,
-                                                unsigned int l) {
-  return (unsigned char *)*(volatile const unsigned long long *)(
-      a->k2k + rk_pa_k2k_out + 8u * (p * rk_pa_k2k_max_out + l));
-}
-static __device__ unsigned char *rk_pa_chan_slot(unsigned char *ch,
+static __device__ unsigned char *rk_pa_view_slot(const rk_pa_view_t *v,
                                                  unsigned long long i) {
-  const unsigned int cap = *(const unsigned int *)(ch + rk_pa_ring_capacity);
-  const unsigned int size = *(const unsigned int *)(ch + rk_pa_ring_slot_size);
-  return ch + rk_pa_chan_slots +
-         (unsigned long long)((unsigned int)i & (cap - 1u)) * size;
+  return v->chan + rk_pa_chan_slots +
+         (unsigned long long)((unsigned int)i & v->mask) * v->slot_size;
 }
 static __device__ void rk_pa_count(rk_pa_t *a, unsigned int off,
                                    unsigned long long n) {
@@ -294,20 +323,17 @@ static __device__ void rk_pa_count(rk_pa_t *a, unsigned int off,
 
 /* Finds a message in the inbox channels, looking at each in turn from
  * where the last look stopped (no link starves another): true with chan,
- * chan_head and req (its slot) set. The channel's head is this block's
- * own; its tail is the sender's, read with acquire, so the slot is
- * written. */
+ * and req (its slot) set. The channel's head is this block's
+ * own (kept in its view); its tail is the sender's, read with acquire, so
+ * the slot is written. */
 static __device__ bool rk_pa_inbox_peek(rk_pa_t *a) {
   for (unsigned int k = 0; k < a->nin; ++k) {
     unsigned int c = a->next_in + k;
     if (c >= a->nin) c -= a->nin;
-    unsigned char *ch = rk_pa_in_chan(a, c);
-    const unsigned long long head =
-        *(volatile const unsigned long long *)(ch + rk_pa_ring_head);
-    if (rk_pa_load_sys_u64(ch + rk_pa_ring_tail) == head) continue;
-    a->chan = ch;
-    a->chan_head = head;
-    a->req = rk_pa_chan_slot(ch, head);
+    rk_pa_view_t *v = &a->views[c];
+    if (rk_pa_load_sys_u64(v->chan + rk_pa_ring_tail) == v->own) continue;
+    a->chan = v;
+    a->req = rk_pa_view_slot(v, v->own);
     a->next_in = c + 1u == a->nin ? 0u : c + 1u;
     return true;
   }
@@ -415,7 +441,7 @@ static __device__ unsigned long long rk_pa_tick(rk_pa_t *a) {
 static __device__ void rk_pa_inbox_take(rk_pa_t *a) {
   (void)rk_pa_tick(a);
   a->in_msg = a->req + rk_pa_msg_header;
-  a->out_msg = a->kmem + rk_pa_line;
+  a->out_msg = a->kmem + rk_pa_k2k_scratch;
 }
 
 /* The inbox message in hand is handled: counted, then its slot released,
@@ -427,7 +453,8 @@ static __device__ void rk_pa_inbox_done(rk_pa_t *a, int code) {
   if (code != 0) rk_pa_count(a, rk_pa_k2k_received_errors, 1ull);
   *(volatile unsigned long long *)(a->k2k + rk_pa_k2k_last_received_ts) =
       stamp;
-  rk_pa_store_sys_u64(a->chan + rk_pa_ring_head, a->chan_head + 1ull);
+  a->chan->own += 1ull;
+  rk_pa_store_sys_u64(a->chan->chan + rk_pa_ring_head, a->chan->own);
 }
 
 /* Before the handler runs: port p's credit (what every link of it can
@@ -440,18 +467,15 @@ static __device__ void rk_pa_port_open(rk_pa_t *a, unsigned int p) {
   unsigned int credit = n != 0u ? rk_pa_k2k_outbox : 0u;
   unsigned int refusal = n != 0u ? rk_pa_send_full : rk_pa_send_unconnected;
   for (unsigned int l = 0; l < n; ++l) {
-    unsigned char *ch = rk_pa_out_chan(a, p, l);
-    if (rk_pa_load_sys_u32(ch + rk_pa_chan_open) == 0u) {
+    const rk_pa_view_t *v = rk_pa_out_view(a, p, l);
+    if (rk_pa_load_sys_u32(v->chan + rk_pa_chan_open) == 0u) {
       credit = 0u;
       refusal = rk_pa_send_unconnected;
       break;
     }
-    const unsigned long long tail =
-        *(volatile const unsigned long long *)(ch + rk_pa_ring_tail);
-    const unsigned long long head = rk_pa_load_sys_u64(ch + rk_pa_ring_head);
-    const unsigned int cap =
-        *(const unsigned int *)(ch + rk_pa_ring_capacity);
-    const unsigned long long room = cap - (tail - head);
+    const unsigned long long head =
+        rk_pa_load_sys_u64(v->chan + rk_pa_ring_head);
+    const unsigned long long room = v->mask + 1ull - (v->own - head);
     if (room < credit) credit = (unsigned int)room;
   }
   w[0] = credit;
@@ -486,12 +510,12 @@ static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
   if (n == 0u) return;
   const unsigned int links = a->nout[p];
   for (unsigned int l = 0; l < links; ++l) {
-    unsigned char *ch = rk_pa_out_chan(a, p, l);
-    const unsigned long long tail =
-        *(volatile const unsigned long long *)(ch + rk_pa_ring_tail);
+    rk_pa_view_t *v = rk_pa_out_view(a, p, l);
+    unsigned char *ch = v->chan;
+    const unsigned long long tail = v->own;
     const unsigned int link = *(const unsigned int *)(ch + rk_pa_chan_link);
     for (unsigned int m = 0; m < n; ++m) {
-      unsigned char *slot = rk_pa_chan_slot(ch, tail + m);
+      unsigned char *slot = rk_pa_view_slot(v, tail + m);
       rk_pa_msg_t *h = (rk_pa_msg_t *)slot;
       h->correlation_id = tail + m + 1ull;
       h->timestamp = stamp;
@@ -504,6 +528,7 @@ static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
         slot[rk_pa_msg_header + b] = src[b];
     }
     /* Publish: the receiver that sees the tail sees the slots. */
+    v->own = tail + n;
     rk_pa_store_sys_u64(ch + rk_pa_ring_tail, tail + n);
   }
   rk_pa_count(a, rk_pa_k2k_sent, (unsigned long long)n * links);
@@ -511,14 +536,15 @@ static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
 }
 
 /* rk_k2k_mem's layout (abi/actor_abi.h): the first port buffer after the
- * words and the scratch answer, and the room each port's buffer takes. */
+ * words, the views and the scratch answer, and the room each port's
+ * buffer takes. */
 static __device__ constexpr unsigned long long rk_pa_round(
     unsigned long long n) {
   return (n + rk_pa_line - 1ull) & ~(unsigned long long)(rk_pa_line - 1u);
 }
 static __device__ constexpr unsigned long long rk_pa_first_port(
     unsigned long long out_payload) {
-  return rk_pa_line + rk_pa_round(out_payload);
+  return rk_pa_k2k_scratch + rk_pa_round(out_payload);
 }
 static __device__ constexpr unsigned long long rk_pa_port_bytes(
     unsigned long long msg_size) {
