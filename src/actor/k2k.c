@@ -357,21 +357,25 @@ static struct {
   uint32_t stop; /* atomic */
 } g_fwd = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* Moves what it can of one link; returns the messages moved or dropped. */
+/* Moves what it can of one link; returns the messages moved or dropped.
+ * Messages for a stopped receiver go into its inbox as a host sender's
+ * queued ones stay there (the next device side takes them). */
 static uint64_t fwd_pass(fwd_t *f) {
   link_t *l = f->link;
   rk_abi_chan_t *ch = l->chan;
   rk__k2k_t *d = l->dst;
+  /* The kernel's sends answer RK_SEND_UNCONNECTED while the receiver is
+   * stopped (a restart opens the channel again), as a host sender's do. */
+  const uint32_t open = receiver_gone(d) ? 0u : 1u;
+  if (ch->open != open) STORE_RELEASE(&ch->open, open);
   const uint64_t head = ch->ring.head; /* ours: the only consumer */
   const uint64_t tail = LOAD_ACQUIRE(&ch->ring.tail);
   if (tail == head) return 0;
   uint64_t n = tail - head;
   __atomic_fetch_add(&d->busy, 1u, __ATOMIC_SEQ_CST);
-  if (__atomic_load_n(&d->gone, __ATOMIC_SEQ_CST) || receiver_gone(d)) {
-    /* Nobody will take them: the kernel's later sends answer
-     * RK_SEND_UNCONNECTED, and these count as undelivered. */
+  if (__atomic_load_n(&d->gone, __ATOMIC_SEQ_CST)) {
+    /* Nobody will take them: they count as undelivered. */
     __atomic_fetch_sub(&d->busy, 1u, __ATOMIC_RELEASE);
-    STORE_RELEASE(&ch->open, 0u);
     ADD_RELAXED(&f->src->undelivered, n);
     STORE_RELEASE(&ch->ring.head, tail);
     return n;
