@@ -298,7 +298,10 @@ static __device__ void rk_pa_k2k_read(rk_pa_t *a) {
   }
   a->k2k_on = links != 0u;
   /* The views, from the table and the channels (whose indices carry on
-   * from an earlier kernel's: a restart). */
+   * from an earlier kernel's: a restart), by the one block that serves a
+   * wired actor: the others leave without touching them (one of them,
+   * late, could read an index the server has moved on from). */
+  if (!a->k2k_on || !a->leader) return;
   for (unsigned int i = 0; i < a->nin; ++i)
     rk_pa_view_init(&a->views[i], a->k2k, rk_pa_k2k_in + 8u * i,
                     rk_pa_ring_head);
