@@ -1,5 +1,6 @@
 /* bench_k2k - messages between two actors (K2K, rk_send) on the CPU backend
- * next to the physical floor, measured side by side in one run.
+ * (or --backend NAME: e.g. cuda, resident kernels) next to the physical
+ * floor of the host, measured side by side in one run.
  *
  *   (a) floor: two threads pinned to two CPUs ping-pong one cache line; the
  *       one-way transfer is half the round trip.
@@ -227,13 +228,17 @@ static double tput_round(rk_actor_t *a, rk_actor_t *b, long msgs,
 
 int main(int argc, char **argv) {
   bool json = false, quick = false;
+  rk_backend_kind_t kind = RK_BACKEND_CPU;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--json") == 0)
       json = true;
     else if (strcmp(argv[i], "--quick") == 0)
       quick = true;
+    else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc &&
+             rk_backend_kind_from_name(argv[i + 1], &kind) == RK_OK)
+      ++i;
     else {
-      fprintf(stderr, "usage: bench_k2k [--quick] [--json]\n");
+      fprintf(stderr, "usage: bench_k2k [--backend NAME] [--quick] [--json]\n");
       return 2;
     }
   }
@@ -262,7 +267,7 @@ int main(int argc, char **argv) {
 
   rk_backend_t *be = NULL;
   rk_context_t *ctx = NULL;
-  check(rk_backend_open(RK_BACKEND_CPU, &be), "opening the CPU backend");
+  check(rk_backend_open(kind, &be), "opening the backend");
   check(rk_backend_create_context(be, 0, &ctx), "creating a context");
   if (getenv("RK_BENCH_K2K_SCHEDULER")) pin(host_cpu);
   rk_actor_t *a = launch(ctx, "hop"), *b = launch(ctx, "hop");
@@ -305,14 +310,21 @@ int main(int argc, char **argv) {
     rk_actor_destroy(all[i]);
   }
   check(rk_context_destroy(ctx), "releasing the context");
+  char backend_name[32];
+  snprintf(backend_name, sizeof backend_name, "%s", rk_backend_name(be));
   check(rk_backend_destroy(be), "releasing the backend");
 
   const rkb_summary_t sf = rkb_summarize(fl_ns, (size_t)rounds);
   const rkb_summary_t sh = rkb_summarize(hop_ns, (size_t)rounds);
   const rkb_summary_t stp = rkb_summarize(tput, (size_t)rounds);
   const double ratio = sh.median / sf.median;
-  printf("bench_k2k: CPU backend, %d CPUs allowed%s, %d rounds, path %s\n",
-         ncpus, ncpus < 2 ? " (nothing pinned)" : "", rounds, path);
+  const char *backend = backend_name;
+  printf("bench_k2k: %s backend, %d CPUs allowed%s, %d rounds, path %s\n",
+         backend, ncpus, ncpus < 2 ? " (nothing pinned)" : "", rounds, path);
+  if (kind != RK_BACKEND_CPU)
+    printf(
+        "  (the floor is the host's; the 2x target is the CPU "
+        "backend's)\n");
   printf("  %-34s %10.1f ns  (p10 %.1f, p90 %.1f)\n",
          "cache line, one way (floor)", sf.median, sf.p10, sf.p90);
   printf("  %-34s %10.1f ns  (p10 %.1f, p90 %.1f)\n", "K2K hop, one way",
@@ -324,7 +336,7 @@ int main(int argc, char **argv) {
   printf("  %-34s %10llu\n", "sends answered RK_SEND_FULL",
          (unsigned long long)refused);
   if (json) {
-    rkb_json_str(&j, "backend", "cpu");
+    rkb_json_str(&j, "backend", backend);
     rkb_json_str(&j, "path", path);
     rkb_json_int(&j, "cpus", ncpus);
     rkb_json_int(&j, "rounds", rounds);

@@ -49,21 +49,24 @@ enum {
  * have the size of dst's request. Errors (nothing changes):
  * RK_ERR_INVALID_ARGUMENT (NULL, a port the handler never sends to, a size
  * mismatch, the same link twice, more senders than dst's inbox has slots),
- * RK_ERR_INVALID_STATE (either actor activated before, traditional mode),
- * RK_ERR_UNIMPLEMENTED (dst runs in a resident CUDA kernel, which reads no
- * inbox yet: launch it with RK_ACTOR_RELAUNCH=1). Actors of different contexts
- * may be connected: the messages go through host memory, as they do for
- * relaunch actors. */
+ * RK_ERR_INVALID_STATE (either actor activated before, traditional mode).
+ * Actors of different contexts may be connected: the messages go through
+ * host memory (pinned and mapped for a receiver resident on a GPU, where
+ * each link gets a channel of dst's input capacity; from a sender resident
+ * on a GPU to any other receiver, a host thread forwards them). */
 rk_status_t rk_actor_connect(rk_actor_t *src, uint32_t port, rk_actor_t *dst);
 
 /* How messages between actors travel. */
 typedef enum rk_k2k_path {
   RK_K2K_NONE = 0, /* not connected */
   /* Written by the sending side straight into the receiver's inbox in
-   * memory both address (CPU backend: both workers). */
+   * memory both address (CPU backend: both workers; resident CUDA
+   * kernels and senders into them: channels in mapped host memory). */
   RK_K2K_DIRECT,
   /* Collected from the device after each batch launch and written into the
-   * receiver's inbox by the host (relaunch backends, or a mix). */
+   * receiver's inbox by the host (relaunch backends, or a mix), or moved
+   * there by the host's forwarding thread (a resident GPU sender to a
+   * receiver on the host). */
   RK_K2K_HOST_FORWARDED,
 } rk_k2k_path_t;
 

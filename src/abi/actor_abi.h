@@ -127,6 +127,10 @@ _Static_assert(offsetof(rk_abi_ring_t, data_waiters) == 4 * RK_ABI_LINE + 4,
 typedef enum rk_abi_msg_type {
   RK_ABI_MSG_REQUEST = 1,
   RK_ABI_MSG_RESPONSE = 2,
+  /* A message from another actor (K2K): `status` holds the link's number
+   * in the receiver's inbox, `code` the sender's port, `correlation_id`
+   * the link's message number (1, 2, ...). */
+  RK_ABI_MSG_K2K = 3,
 } rk_abi_msg_type_t;
 
 typedef enum rk_abi_msg_status {
@@ -230,5 +234,94 @@ _Static_assert(offsetof(rk_abi_control_t, last_error) == 2 * RK_ABI_LINE + 24,
                "control last_error");
 _Static_assert(offsetof(rk_abi_control_t, clock) == 2 * RK_ABI_LINE + 32,
                "control clock");
+
+/* ---- Actor-to-actor channels of a resident GPU kernel ----------------------
+ *
+ * A GPU kernel cannot take part in the host's multi-producer inbox (its
+ * atomics on host memory are not atomic with the host's), so every link
+ * into an actor that runs in a resident GPU kernel is a channel of its own:
+ * a single-producer, single-consumer ring (rk_abi_chan_t, its slots right
+ * after it) in pinned host memory mapped into every device. The sender's
+ * side (a resident kernel, a CPU worker, a relaunch driver) is its producer
+ * and the receiving kernel its consumer. Flow control is the ring itself: a
+ * link's credit is capacity - (tail - head), and the receiver returns it by
+ * releasing the slot (head + 1, a release store after it read the slot).
+ * Same protocol as the pair channel of tests/model/k2k.pml (-DCHAN there
+ * models one receiver polling several). The receiving kernel polls; nobody
+ * wakes it.
+ *
+ * Each resident GPU actor has one rk_abi_k2k_t beside its control block:
+ * the host writes its wiring before the actor is activated (the kernel
+ * reads it once, after it first sees `active` or `terminate` with
+ * acquire); the kernel writes the counters. Channel addresses are device
+ * addresses of portable mapped memory (with unified addressing, the host's
+ * addresses). */
+#define RK_ABI_K2K_MAGIC 0x4b324b54u /* "TK2K" */
+#define RK_ABI_K2K_MAX_IN 64u        /* links into one GPU actor */
+#define RK_ABI_K2K_MAX_PORTS 8u      /* output ports of a handler */
+#define RK_ABI_K2K_MAX_OUT 16u       /* receivers of one port */
+/* Messages one port may send per handler call (credit beyond is FULL). */
+#define RK_ABI_K2K_OUTBOX 256u
+
+typedef struct rk_abi_chan {
+  rk_abi_ring_t ring; /* tail: the sender; head: the receiver */
+  /* Host: 1 while the receiver takes messages, 0 once it stopped (sends
+   * answer RK_SEND_UNCONNECTED). */
+  uint32_t open;
+  uint32_t link; /* the link's number among the receiver's */
+  uint8_t pad[RK_ABI_LINE - 8];
+} rk_abi_chan_t;
+
+_Static_assert(sizeof(rk_abi_chan_t) == 6 * RK_ABI_LINE, "channel size");
+_Static_assert(offsetof(rk_abi_chan_t, open) == 5 * RK_ABI_LINE,
+               "channel open");
+
+typedef struct rk_abi_k2k {
+  /* Host, before activation. */
+  uint32_t magic;
+  uint32_t version;
+  uint32_t nin;    /* channels into the actor (in[0 .. nin-1]) */
+  uint32_t nports; /* 1 + the highest port its handler sends to */
+  uint32_t nout[RK_ABI_K2K_MAX_PORTS]; /* links of each port */
+  uint8_t pad0[RK_ABI_LINE - 48];
+  uint64_t in[RK_ABI_K2K_MAX_IN];                         /* rk_abi_chan_t */
+  uint64_t out[RK_ABI_K2K_MAX_PORTS][RK_ABI_K2K_MAX_OUT]; /* rk_abi_chan_t */
+  /* Device: the counters of rk_actor_k2k_stats. */
+  uint64_t sent, refused_full, refused_unconnected;
+  uint64_t received, received_errors;
+  uint64_t last_sent_ts, last_received_ts;
+  uint8_t pad1[RK_ABI_LINE - 56];
+} rk_abi_k2k_t;
+
+_Static_assert(offsetof(rk_abi_k2k_t, nout) == 16, "k2k nout");
+_Static_assert(offsetof(rk_abi_k2k_t, in) == RK_ABI_LINE, "k2k in");
+_Static_assert(offsetof(rk_abi_k2k_t, out) ==
+                   RK_ABI_LINE + 8 * RK_ABI_K2K_MAX_IN,
+               "k2k out");
+_Static_assert(offsetof(rk_abi_k2k_t, sent) == 13 * RK_ABI_LINE, "k2k sent");
+_Static_assert(sizeof(rk_abi_k2k_t) == 14 * RK_ABI_LINE, "k2k size");
+
+/* The device memory of a resident GPU actor (rk_k2k_mem): the ports'
+ * control words (4 uint32_t per port, in the first line), the kernel's
+ * views of its channels (RK_ABI_K2K_VIEW bytes each: the channels in, then
+ * RK_ABI_K2K_MAX_OUT per port), a scratch response for inbox messages
+ * (nobody receives it), then each port's buffer of RK_ABI_K2K_OUTBOX
+ * messages, ports the handler never sends to taking no room. Both the host
+ * (which allocates it) and the generated kernel lay it out with these. */
+#define RK_ABI_K2K_VIEW 32u
+#define RK_ABI_K2K_SCRATCH \
+  (RK_ABI_LINE +           \
+   RK_ABI_K2K_VIEW *       \
+       (RK_ABI_K2K_MAX_IN + RK_ABI_K2K_MAX_PORTS * RK_ABI_K2K_MAX_OUT))
+_Static_assert(RK_ABI_K2K_SCRATCH % RK_ABI_LINE == 0, "k2k scratch");
+static inline uint64_t rk_abi_k2k_round(uint64_t n) {
+  return (n + RK_ABI_LINE - 1) & ~(uint64_t)(RK_ABI_LINE - 1);
+}
+static inline uint64_t rk_abi_k2k_first_port(uint32_t out_payload) {
+  return RK_ABI_K2K_SCRATCH + rk_abi_k2k_round(out_payload);
+}
+static inline uint64_t rk_abi_k2k_port_bytes(uint32_t msg_size) {
+  return rk_abi_k2k_round((uint64_t)RK_ABI_K2K_OUTBOX * msg_size);
+}
 
 #endif /* RK_ABI_ACTOR_ABI_H_ */

@@ -381,8 +381,14 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
   const size_t off_in_slots = off_out + sizeof(rk_abi_ring_t);
   const size_t off_out_slots = off_in_slots + round_line(rk__ring_slot_bytes(
                                                   o->input_capacity, in_slot));
-  const size_t off_stage = off_out_slots + round_line(rk__ring_slot_bytes(
-                                               o->output_capacity, out_slot));
+  const size_t off_k2k = off_out_slots + round_line(rk__ring_slot_bytes(
+                                             o->output_capacity, out_slot));
+  /* A resident kernel that polls (GPU) reads its K2K wiring here. */
+  const bool k2k_table = a->mode == RK_ACTOR_PERSISTENT &&
+                         a->execution == RK_ACTOR_EXEC_RESIDENT &&
+                         rk__hal_actor_polled(a->context);
+  const size_t off_stage =
+      off_k2k + (k2k_table ? round_line(sizeof(rk_abi_k2k_t)) : 0);
   /* Traditional mode stages each request, its status and a call's
    * response here: memory the device copies from and to directly where the
    * backend maps it (pinned). */
@@ -424,6 +430,10 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
   d->in_slots = base + off_in_slots;
   d->out_slots = base + off_out_slots;
   if (a->mode == RK_ACTOR_TRADITIONAL) a->trad_stage = base + off_stage;
+  if (k2k_table) {
+    d->k2k_table = (rk_abi_k2k_t *)(base + off_k2k);
+    d->k2k_mem_bytes = rk__k2k_device_bytes(a->k2k, a->out_size);
+  }
   d->has_state = a->has_state;
   d->has_status = a->has_status;
   d->initial_state = o->initial_state;
@@ -536,7 +546,8 @@ static rk_status_t launch(rk_context_t *context, const char *source,
   if (s == RK_OK) s = compile_handler(a, source, handler, &o);
   if (s == RK_OK) s = map_rings(a, &o);
   if (s == RK_OK) {
-    rk__k2k_attach(a->k2k, a->control, a->device.in);
+    rk__k2k_attach(a->k2k, a->control, a->device.in, a->device.k2k_table,
+                   a->context);
     a->device.k2k = a->k2k;
   }
   if (s == RK_OK && a->mode == RK_ACTOR_TRADITIONAL) s = trad_setup(a, &o);
@@ -752,6 +763,10 @@ static rk_status_t actor_terminate(rk_actor_t *actor, uint64_t timeout_ns) {
                          __ATOMIC_RELAXED);
     }
   }
+  /* A resident kernel does not say it stopped to other actors: sends to
+   * it answer RK_SEND_UNCONNECTED from now on (a CPU worker or relaunch
+   * driver has said so already). */
+  rk__k2k_stopped(actor->k2k);
   set_state(actor, RK_ACTOR_TERMINATED);
   wake_waiters(actor); /* waiters for what will never come give up */
   return RK_OK;

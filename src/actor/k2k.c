@@ -4,12 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "actor/actor_internal.h"
 #include "actor/k2k_internal.h"
 #include "base/error.h"
 #include "base/ring.h"
 #include "base/sys.h"
+#include "hal/actor_hal.h"
 
 #define LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -42,6 +44,13 @@ typedef struct link {
   rk__k2k_t *dst;
   uint32_t index; /* the link's number in dst's inbox */
   uint64_t sent;  /* messages put into dst's inbox (sender-owned) */
+  /* dst runs in a resident GPU kernel: the link's own channel (its ring's
+   * tail is `sent`); NULL for an inbox on the host. */
+  rk_abi_chan_t *chan;
+  /* A resident GPU sender to a receiver on the host: the kernel writes
+   * `chan` (in the sender's context) and the forwarder thread moves the
+   * messages into dst's inbox (host-forwarded). */
+  bool forwarded;
 } link_t;
 
 typedef struct port {
@@ -63,8 +72,13 @@ struct rk__k2k {
   uint32_t inbox_capacity;
   char in_type[kTypeName];
   bool resident, forwarded;
-  /* A resident GPU kernel: its device side reads no inbox (yet). */
+  /* A resident GPU kernel: it sends and receives through channels
+   * (abi/actor_abi.h), wired in `table`, one per link into it. */
   bool gpu_resident;
+  rk_abi_k2k_t *table;   /* in the actor's mapped block */
+  rk_context_t *context; /* the actor's: its channels' memory */
+  rk_abi_chan_t *chans[RK_ABI_K2K_MAX_IN];
+  uint32_t nchans;
   bool bridge; /* rk__k2k_bridge_create: the cluster's, takes any type */
   rk_abi_control_t *control;
   rk_abi_ring_t *in_ring; /* where the device side parks */
@@ -97,6 +111,13 @@ static void inbox_free(inbox_t *b) {
   free(b->consumed);
   free(b->mem);
   free(b);
+}
+
+/* The channels into a GPU actor, once nobody writes them any more. */
+static void chans_free(rk__k2k_t *k) {
+  for (uint32_t i = 0; i < k->nchans; ++i)
+    rk__hal_mapped_free(k->context, k->chans[i]);
+  k->nchans = 0;
 }
 
 static void k2k_free(rk__k2k_t *k) {
@@ -151,13 +172,6 @@ rk_status_t rk__k2k_create(const rk_entry_t *e, uint32_t in_size,
                     "which needs persistent mode",
                     e->name);
   }
-  if (k->nports && k->resident && polled) {
-    k2k_free(k);
-    return rk__fail(RK_ERR_UNIMPLEMENTED,
-                    "actor '%s': sending to other actors (rk_send) from a "
-                    "resident GPU kernel is not implemented yet",
-                    e->name);
-  }
   for (uint32_t p = 0; p < k->nports; ++p) {
     uint32_t *w = &k->ctl[p * RK__K2K_PORT_WORDS];
     w[2] = kRefusalUnconnected;
@@ -167,17 +181,42 @@ rk_status_t rk__k2k_create(const rk_entry_t *e, uint32_t in_size,
 }
 
 void rk__k2k_attach(rk__k2k_t *k, rk_abi_control_t *control,
-                    rk_abi_ring_t *in_ring) {
+                    rk_abi_ring_t *in_ring, rk_abi_k2k_t *table,
+                    rk_context_t *context) {
   k->control = control;
   k->in_ring = in_ring;
+  k->context = context;
+  k->table = k->gpu_resident ? table : NULL;
+  if (k->table) {
+    memset(k->table, 0, sizeof *k->table);
+    k->table->magic = RK_ABI_K2K_MAGIC;
+    k->table->version = RK_ABI_VERSION;
+    k->table->nports = k->nports;
+  }
 }
+
+size_t rk__k2k_device_bytes(const rk__k2k_t *k, uint32_t out_size) {
+  if (!k) return 0;
+  uint64_t n = rk_abi_k2k_first_port(out_size);
+  for (uint32_t p = 0; p < k->nports; ++p)
+    if (k->ports[p].size) n += rk_abi_k2k_port_bytes(k->ports[p].size);
+  return (size_t)n;
+}
+
+static void fwd_forget(rk__k2k_t *src);
 
 void rk__k2k_release(rk__k2k_t *k) {
   if (!k) return;
+  /* Its forwarded links leave the forwarder (their channels with them):
+   * its kernel has stopped writing them. */
+  fwd_forget(k);
   /* After this no sender touches the input ring (which goes away with the
    * actor): one that got in first is waited for. */
   __atomic_store_n(&k->gone, 1u, __ATOMIC_SEQ_CST);
   while (__atomic_load_n(&k->busy, __ATOMIC_SEQ_CST)) rk__cpu_relax();
+  /* No host sender writes its channels any more (they look at `gone`
+   * first), and a GPU sender has seen them closed since it stopped. */
+  chans_free(k);
   /* Its own device side has stopped: its links let go of the receivers
    * (so that actors wired in a cycle are freed too). */
   for (uint32_t p = 0; p < RK__K2K_MAX_PORTS; ++p) {
@@ -203,6 +242,14 @@ void rk__k2k_set_forwarded(rk__k2k_t *k) { k->forwarded = true; }
 
 /* What link l can still take. */
 static uint64_t link_credit(const link_t *l) {
+  if (l->chan && !l->forwarded) {
+    /* The channel's own ring: the receiver frees a slot by advancing its
+     * head (a release store after it read the slot). */
+    const uint64_t head = LOAD_ACQUIRE(&l->chan->ring.head);
+    const uint64_t in_flight = l->sent - head;
+    const uint32_t cap = l->chan->ring.capacity;
+    return in_flight >= cap ? 0 : cap - in_flight;
+  }
   const inbox_t *b = l->dst->inbox;
   const uint64_t done =
       LOAD_ACQUIRE(&b->consumed[(size_t)l->index * kCounterStride]);
@@ -217,12 +264,23 @@ static bool receiver_gone(const rk__k2k_t *d) {
   return LOAD_ACQUIRE(&d->stopped) || LOAD_ACQUIRE(&d->gone);
 }
 
+/* A GPU sender reads `open` in each channel (the host ones `stopped`). */
+static void chans_open(rk__k2k_t *k, uint32_t open) {
+  for (uint32_t i = 0; i < k->nchans; ++i)
+    STORE_RELEASE(&k->chans[i]->open, open);
+}
+
 void rk__k2k_stopped(rk__k2k_t *k) {
-  if (k) STORE_RELEASE(&k->stopped, 1u);
+  if (!k) return;
+  STORE_RELEASE(&k->stopped, 1u);
+  chans_open(k, 0u);
 }
 
 void rk__k2k_restarted(rk__k2k_t *k) {
-  if (k && !LOAD_ACQUIRE(&k->gone)) STORE_RELEASE(&k->stopped, 0u);
+  if (k && !LOAD_ACQUIRE(&k->gone)) {
+    STORE_RELEASE(&k->stopped, 0u);
+    chans_open(k, 1u);
+  }
 }
 
 void rk__k2k_prepare(rk__k2k_t *k, uint32_t max) {
@@ -238,7 +296,24 @@ void rk__k2k_prepare(rk__k2k_t *k, uint32_t max) {
         refusal = kRefusalUnconnected;
         break;
       }
-      uint64_t c = link_credit(&pt->links[i]);
+      const link_t *l = &pt->links[i];
+      uint64_t c;
+      if (l->chan && !l->forwarded) {
+        /* A GPU receiver's channel is freed when it is released: look at
+         * it only while busy on it (the Dekker of rk__k2k_deliver). */
+        rk__k2k_t *d = l->dst;
+        __atomic_fetch_add(&d->busy, 1u, __ATOMIC_SEQ_CST);
+        const bool gone = __atomic_load_n(&d->gone, __ATOMIC_SEQ_CST);
+        c = gone ? 0 : link_credit(l);
+        __atomic_fetch_sub(&d->busy, 1u, __ATOMIC_RELEASE);
+        if (gone) {
+          credit = 0;
+          refusal = kRefusalUnconnected;
+          break;
+        }
+      } else {
+        c = link_credit(l);
+      }
       if (c < credit) credit = c;
     }
     w[0] = (uint32_t)credit;
@@ -254,6 +329,159 @@ void rk__k2k_prepare(rk__k2k_t *k, uint32_t max) {
  * it sees our message or we see it waiting. */
 static void wake(rk__k2k_t *d) {
   if (d->in_ring) rk__ring_signal_data(d->in_ring);
+}
+
+/* ---- Forwarding: resident GPU senders to receivers on the host -----------
+ *
+ * A kernel cannot write the multi-producer inbox of a CPU or relaunch
+ * actor, so such a link gets a channel (as a link into a GPU actor does)
+ * that the kernel writes, and one process-wide host thread moves its
+ * messages into the receiver's inbox: as many as the link's inbox credit
+ * allows, in order, each once (the inbox link's producer is this thread
+ * alone); it frees the channel's slots after it copied them (the kernel's
+ * credit back) and wakes the receiver. It polls every link, backing off to
+ * 20 us sleeps while nothing comes, and exists while any such link does. */
+
+typedef struct fwd {
+  struct fwd *next;
+  rk__k2k_t *src;
+  link_t *link;
+  uint32_t size;
+} fwd_t;
+
+static struct {
+  pthread_mutex_t lock; /* the list; held for a whole pass */
+  fwd_t *list;
+  pthread_t thread;
+  bool running;  /* under lock: the thread exists */
+  uint32_t stop; /* atomic */
+} g_fwd = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Moves what it can of one link; returns the messages moved or dropped.
+ * Messages for a stopped receiver go into its inbox as a host sender's
+ * queued ones stay there (the next device side takes them). */
+static uint64_t fwd_pass(fwd_t *f) {
+  link_t *l = f->link;
+  rk_abi_chan_t *ch = l->chan;
+  rk__k2k_t *d = l->dst;
+  /* The kernel's sends answer RK_SEND_UNCONNECTED while the receiver is
+   * stopped (a restart opens the channel again), as a host sender's do. */
+  const uint32_t open = receiver_gone(d) ? 0u : 1u;
+  if (ch->open != open) STORE_RELEASE(&ch->open, open);
+  const uint64_t head = ch->ring.head; /* ours: the only consumer */
+  const uint64_t tail = LOAD_ACQUIRE(&ch->ring.tail);
+  if (tail == head) return 0;
+  uint64_t n = tail - head;
+  __atomic_fetch_add(&d->busy, 1u, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&d->gone, __ATOMIC_SEQ_CST)) {
+    /* Nobody will take them: they count as undelivered. */
+    __atomic_fetch_sub(&d->busy, 1u, __ATOMIC_RELEASE);
+    ADD_RELAXED(&f->src->undelivered, n);
+    STORE_RELEASE(&ch->ring.head, tail);
+    return n;
+  }
+  const uint64_t credit = link_credit(l); /* in the inbox */
+  if (n > credit) n = credit;
+  const uint32_t cap = ch->ring.capacity, slot = ch->ring.slot_size;
+  const unsigned char *slots = (const unsigned char *)(ch + 1);
+  inbox_t *b = d->inbox;
+  for (uint64_t m = 0; m < n; ++m) {
+    const unsigned char *sl = slots + (size_t)((head + m) & (cap - 1)) * slot;
+    rk_abi_msg_t h;
+    memcpy(&h, sl, sizeof h);
+    h.status = l->index; /* whose credit comes back in the inbox */
+    while (rk__ring_mp_send_quiet(&b->mp, &h, sl + RK_ABI_MSG_HEADER, f->size,
+                                  NULL) != RK_OK)
+      rk__cpu_relax();
+    l->sent++;
+  }
+  if (n) {
+    /* Copied out: the slots are the kernel's again. */
+    STORE_RELEASE(&ch->ring.head, head + n);
+    wake(d);
+  }
+  __atomic_fetch_sub(&d->busy, 1u, __ATOMIC_RELEASE);
+  return n;
+}
+
+static void *fwd_main(void *arg) {
+  (void)arg;
+  rk__set_thread_name("rk-k2k-fwd");
+  uint32_t idle = 0;
+  while (!LOAD_ACQUIRE(&g_fwd.stop)) {
+    uint64_t moved = 0;
+    pthread_mutex_lock(&g_fwd.lock);
+    for (fwd_t *f = g_fwd.list; f; f = f->next) moved += fwd_pass(f);
+    pthread_mutex_unlock(&g_fwd.lock);
+    if (moved) {
+      idle = 0;
+    } else if (++idle < 64) {
+      rk__cpu_relax();
+    } else {
+      struct timespec ts = {0, 20000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  return NULL;
+}
+
+static rk_status_t fwd_add(rk__k2k_t *src, link_t *l, uint32_t size) {
+  fwd_t *f = calloc(1, sizeof *f);
+  if (!f) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor_connect: forwarding");
+  f->src = src;
+  f->link = l;
+  f->size = size;
+  pthread_mutex_lock(&g_fwd.lock);
+  if (!g_fwd.running) {
+    STORE_RELEASE(&g_fwd.stop, 0u);
+    if (pthread_create(&g_fwd.thread, NULL, fwd_main, NULL) != 0) {
+      pthread_mutex_unlock(&g_fwd.lock);
+      free(f);
+      return rk__fail(RK_ERR_OUT_OF_MEMORY,
+                      "actor_connect: cannot start the forwarding thread");
+    }
+    g_fwd.running = true;
+  }
+  f->next = g_fwd.list;
+  g_fwd.list = f;
+  pthread_mutex_unlock(&g_fwd.lock);
+  return RK_OK;
+}
+
+static void fwd_forget(rk__k2k_t *src) {
+  fwd_t *mine = NULL;
+  bool join = false;
+  pthread_t thread;
+  pthread_mutex_lock(&g_fwd.lock);
+  for (fwd_t **p = &g_fwd.list; *p;) {
+    fwd_t *f = *p;
+    if (f->src == src) {
+      *p = f->next;
+      f->next = mine;
+      mine = f;
+    } else {
+      p = &f->next;
+    }
+  }
+  if (mine && !g_fwd.list && g_fwd.running) {
+    STORE_RELEASE(&g_fwd.stop, 1u);
+    g_fwd.running = false;
+    thread = g_fwd.thread;
+    join = true;
+  }
+  pthread_mutex_unlock(&g_fwd.lock);
+  if (join) pthread_join(thread, NULL);
+  while (mine) {
+    fwd_t *f = mine;
+    mine = f->next;
+    /* What the forwarder had not moved yet stays undelivered. */
+    rk_abi_chan_t *ch = f->link->chan;
+    const uint64_t left = LOAD_ACQUIRE(&ch->ring.tail) - ch->ring.head;
+    if (left) ADD_RELAXED(&src->undelivered, left);
+    f->link->chan = NULL;
+    rk__hal_mapped_free(src->context, ch);
+    free(f);
+  }
 }
 
 void rk__k2k_deliver(rk__k2k_t *k, uint64_t stamp) {
@@ -280,6 +508,32 @@ void rk__k2k_deliver(rk__k2k_t *k, uint64_t stamp) {
       if (__atomic_load_n(&l->dst->gone, __ATOMIC_SEQ_CST)) {
         __atomic_fetch_sub(&l->dst->busy, 1u, __ATOMIC_RELEASE);
         ADD_RELAXED(&k->undelivered, n);
+        continue;
+      }
+      if (l->chan && !l->forwarded) {
+        /* A GPU receiver's channel: the slots, then the tail with a
+         * release store (the kernel loads it with acquire); it polls, so
+         * there is nobody to wake. The credit guarantees the room. */
+        rk_abi_chan_t *ch = l->chan;
+        const uint32_t cap = ch->ring.capacity, slot = ch->ring.slot_size;
+        unsigned char *slots = (unsigned char *)(ch + 1);
+        for (uint32_t m = 0; m < n; ++m) {
+          unsigned char *sl =
+              slots + (size_t)((l->sent + m) & (cap - 1)) * slot;
+          const rk_abi_msg_t h = {.correlation_id = l->sent + m + 1,
+                                  .timestamp = stamp,
+                                  .type = RK__ABI_MSG_K2K,
+                                  .size = pt->size,
+                                  .status = l->index,
+                                  .code = (int32_t)p};
+          memcpy(sl, &h, sizeof h);
+          memcpy(sl + RK_ABI_MSG_HEADER, pt->outbox + (size_t)m * pt->size,
+                 pt->size);
+        }
+        l->sent += n;
+        STORE_RELEASE(&ch->ring.tail, l->sent);
+        sent += n;
+        __atomic_fetch_sub(&l->dst->busy, 1u, __ATOMIC_RELEASE);
         continue;
       }
       for (uint32_t m = 0; m < n; ++m) {
@@ -388,6 +642,59 @@ static rk_status_t make_inbox(rk__k2k_t *d) {
   return RK_OK;
 }
 
+/* A link into an actor resident on a GPU: a channel of its own, in
+ * portable mapped memory of the receiver's context, named in the
+ * receiver's table and, for a GPU sender, in the sender's. */
+static rk_status_t connect_chan(rk__k2k_t *src, const char *src_name,
+                                uint32_t port, rk__k2k_t *dst,
+                                const char *dst_name) {
+  port_t *pt = &src->ports[port];
+  if (!dst->table || (src->gpu_resident && !src->table))
+    return rk__fail(RK_ERR_INVALID_STATE,
+                    "actor_connect: '%s' has no K2K table", dst_name);
+  if (dst->nchans == RK_ABI_K2K_MAX_IN)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_connect: '%s' runs in a resident GPU kernel, which "
+                    "takes at most %u links",
+                    dst_name, RK_ABI_K2K_MAX_IN);
+  if (src->gpu_resident && pt->nlinks == RK_ABI_K2K_MAX_OUT)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_connect: port %u of '%s' (a resident GPU kernel) "
+                    "already goes to %u actors",
+                    port, src_name, RK_ABI_K2K_MAX_OUT);
+  const uint32_t slot = rk_abi_slot_size(dst->in_size);
+  const size_t bytes =
+      sizeof(rk_abi_chan_t) + rk__ring_slot_bytes(dst->inbox_capacity, slot);
+  void *mem = NULL;
+  rk_status_t s = rk__hal_mapped_alloc(dst->context, bytes, &mem);
+  if (s != RK_OK)
+    return rk__fail_context(s, "actor_connect: a channel to '%s'", dst_name);
+  memset(mem, 0, bytes);
+  rk_abi_chan_t *ch = mem;
+  s = rk__ring_init(&ch->ring, dst->inbox_capacity, slot);
+  if (s != RK_OK) {
+    rk__hal_mapped_free(dst->context, mem);
+    return s;
+  }
+  ch->open = 1;
+  ch->link = dst->nchans;
+  /* The kernels read their tables after they see `active`, which the host
+   * stores with release after this. */
+  dst->chans[dst->nchans++] = ch;
+  dst->table->in[dst->table->nin++] = (uint64_t)(uintptr_t)ch;
+  if (src->gpu_resident)
+    src->table->out[port][src->table->nout[port]++] = (uint64_t)(uintptr_t)ch;
+  link_t *l = &pt->links[pt->nlinks++];
+  l->dst = dst;
+  l->index = ch->link;
+  l->sent = 0;
+  l->chan = ch;
+  l->forwarded = false;
+  dst->senders_in++;
+  __atomic_add_fetch(&dst->refs, 1u, __ATOMIC_ACQ_REL);
+  return RK_OK;
+}
+
 rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
                             rk__k2k_t *dst, const char *dst_name) {
   if (port >= RK__K2K_MAX_PORTS || port >= src->nports ||
@@ -396,12 +703,16 @@ rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
                     "actor_connect: '%s' never sends to port %u (its handler "
                     "sends to %u port%s)",
                     src_name, port, src->nports, src->nports == 1 ? "" : "s");
-  if (dst->gpu_resident)
-    return rk__fail(RK_ERR_UNIMPLEMENTED,
-                    "actor_connect: '%s' runs in a resident GPU kernel, which "
-                    "does not read messages from other actors yet; run it by "
-                    "relaunch (RK_ACTOR_RELAUNCH=1)",
-                    dst_name);
+  if (src->gpu_resident && !dst->gpu_resident) {
+    if (!src->table)
+      return rk__fail(RK_ERR_INVALID_STATE,
+                      "actor_connect: '%s' has no K2K table", src_name);
+    if (src->ports[port].nlinks == RK_ABI_K2K_MAX_OUT)
+      return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                      "actor_connect: port %u of '%s' (a resident GPU kernel) "
+                      "already goes to %u actors",
+                      port, src_name, RK_ABI_K2K_MAX_OUT);
+  }
   port_t *pt = &src->ports[port];
   if (pt->size != dst->in_size ||
       (!dst->bridge && strcmp(pt->type, dst->in_type) != 0))
@@ -420,6 +731,8 @@ rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_connect: port %u of '%s' already goes to %d actors",
                     port, src_name, kMaxLinks);
+  if (dst->gpu_resident)
+    return connect_chan(src, src_name, port, dst, dst_name);
   if (dst->inbox && dst->inbox->links + 1 > dst->inbox_capacity)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_connect: '%s' has an inbox of %u slots, too few for "
@@ -434,11 +747,47 @@ rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
   b->consumed = consumed;
   memset(&consumed[(size_t)b->links * kCounterStride], 0,
          kCounterStride * sizeof(uint64_t));
+  rk_abi_chan_t *ch = NULL;
+  if (src->gpu_resident) {
+    /* The kernel's side of a forwarded link: a channel in the sender's
+     * context, as large as the receiver's inbox. */
+    const uint32_t slot = rk_abi_slot_size(dst->in_size);
+    const size_t bytes =
+        sizeof(rk_abi_chan_t) + rk__ring_slot_bytes(dst->inbox_capacity, slot);
+    void *mem = NULL;
+    rk_status_t s = rk__hal_mapped_alloc(src->context, bytes, &mem);
+    if (s != RK_OK)
+      return rk__fail_context(s, "actor_connect: a channel from '%s'",
+                              src_name);
+    memset(mem, 0, bytes);
+    ch = mem;
+    s = rk__ring_init(&ch->ring, dst->inbox_capacity, slot);
+    if (s != RK_OK) {
+      rk__hal_mapped_free(src->context, mem);
+      return s;
+    }
+    ch->open = 1;
+    ch->link = b->links;
+  }
   link_t *l = &pt->links[pt->nlinks++];
   l->dst = dst;
   l->index = b->links++;
   l->sent = 0;
+  l->chan = ch;
+  l->forwarded = ch != NULL;
   b->quota = b->capacity / b->links;
+  if (ch) {
+    rk_status_t s = fwd_add(src, l, pt->size);
+    if (s != RK_OK) {
+      /* Undo: the link was the last one added. */
+      pt->nlinks--;
+      b->links--;
+      b->quota = b->links ? b->capacity / b->links : 0;
+      rk__hal_mapped_free(src->context, ch);
+      return s;
+    }
+    src->table->out[port][src->table->nout[port]++] = (uint64_t)(uintptr_t)ch;
+  }
   dst->senders_in++;
   __atomic_add_fetch(&dst->refs, 1u, __ATOMIC_ACQ_REL);
   return RK_OK;
@@ -466,7 +815,7 @@ void rk__k2k_stats(const rk__k2k_t *k, rk_actor_k2k_stats_t *o) {
     o->links_out += pt->nlinks;
     for (uint32_t i = 0; i < pt->nlinks; ++i) {
       any = true;
-      forwarded |= !pt->links[i].dst->resident;
+      forwarded |= !pt->links[i].dst->resident || pt->links[i].forwarded;
     }
   }
   if (!any && k->senders_in) any = true;
@@ -474,12 +823,29 @@ void rk__k2k_stats(const rk__k2k_t *k, rk_actor_k2k_stats_t *o) {
             : forwarded ? RK_K2K_HOST_FORWARDED
                         : RK_K2K_DIRECT;
   o->senders_in = k->senders_in;
+  o->undelivered = LOAD_RELAXED(&k->undelivered);
+  if (k->table) {
+    /* Counted by the kernel (one writer; read as they are). */
+    const rk_abi_k2k_t *t = k->table;
+    o->sent = LOAD_RELAXED(&t->sent);
+    o->refused_full = LOAD_RELAXED(&t->refused_full);
+    o->refused_unconnected = LOAD_RELAXED(&t->refused_unconnected);
+    o->received = LOAD_RELAXED(&t->received);
+    o->received_errors = LOAD_RELAXED(&t->received_errors);
+    o->last_sent_timestamp = LOAD_RELAXED(&t->last_sent_ts);
+    o->last_received_timestamp = LOAD_RELAXED(&t->last_received_ts);
+    /* Its inbox is its channels, one per link. */
+    for (uint32_t i = 0; i < k->nchans; ++i) {
+      o->inbox_capacity += k->chans[i]->ring.capacity;
+      o->inbox_depth += rk__ring_depth(&k->chans[i]->ring);
+    }
+    return;
+  }
   o->sent = LOAD_RELAXED(&k->sent);
   o->refused_full = LOAD_RELAXED(&k->refused_full);
   o->refused_unconnected = LOAD_RELAXED(&k->refused_unconnected);
   o->received = LOAD_RELAXED(&k->received);
   o->received_errors = LOAD_RELAXED(&k->received_errors);
-  o->undelivered = LOAD_RELAXED(&k->undelivered);
   o->last_sent_timestamp = LOAD_RELAXED(&k->last_sent_ts);
   o->last_received_timestamp = LOAD_RELAXED(&k->last_received_ts);
   if (k->inbox) {

@@ -9,6 +9,15 @@
  * through the multi-producer stage (LOCK kind) and read by its own device
  * side, which runs the handler on each message and keeps no response.
  *
+ * An actor resident on a GPU (`polled`) has no inbox ring: every link
+ * into it is a channel of its own (abi/actor_abi.h, rk_abi_chan_t), a
+ * single-producer ring in mapped host memory that its kernel polls, named
+ * in its K2K table; its kernel sends into the channels of its own links
+ * itself and counts in the table. Host senders (CPU workers, relaunch
+ * drivers) write such a channel in rk__k2k_deliver. A GPU sender's link
+ * to any other receiver is a channel too (in the sender's context), which
+ * a process-wide forwarding thread empties into the receiver's inbox.
+ *
  * Flow control is by credit (tests/model/k2k.pml): a link (sender port ->
  * receiver) may have at most quota = capacity / (links into the inbox) of
  * its messages in the inbox. Before its handler runs, the sending side
@@ -28,11 +37,13 @@
 #define RK_ACTOR_K2K_INTERNAL_H_
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "abi/actor_abi.h"
 #include "rk/actor.h"
 #include "rk/actor_k2k.h"
+#include "rk/backend.h"
 #include "rk/codegen.h"
 
 typedef struct rk__k2k rk__k2k_t;
@@ -42,27 +53,34 @@ enum {
   RK__K2K_PORT_WORDS = 4,
   /* Messages one port may send per handler call (resident) and per batch
    * launch (relaunch); more are RK_SEND_FULL. */
-  RK__K2K_OUTBOX = 256,
+  RK__K2K_OUTBOX = RK_ABI_K2K_OUTBOX,
 };
 
 /* The header type of an inbox message (rk_abi_msg_t.type). Its status is
  * the link's index in the inbox, its code the sender's port, its
  * correlation id the link's message number (1, 2, ...). */
-#define RK__ABI_MSG_K2K 3u
+#define RK__ABI_MSG_K2K ((uint32_t)RK_ABI_MSG_K2K)
 
 /* From the handler's entry (its rk_port<p> parameters): the ports and
  * their message sizes. `in_size` and `inbox_capacity` are the actor's
- * request size and input capacity (the inbox gets the same). A handler
- * with ports in traditional mode, or on a resident backend other than the
- * CPU's, is refused here (RK_ERR_UNIMPLEMENTED). */
+ * request size and input capacity (the inbox, or each channel into a GPU
+ * actor, gets the same). A handler with ports in traditional mode is
+ * refused here (RK_ERR_UNIMPLEMENTED). `polled`: a resident device side
+ * that is a GPU kernel (it sends and receives through channels). */
 rk_status_t rk__k2k_create(const rk_entry_t *entry, uint32_t in_size,
                            uint32_t inbox_capacity, rk_actor_mode_t mode,
                            rk_actor_execution_t execution, bool polled,
                            rk__k2k_t **out);
 /* The actor's control block and input ring (where its device side parks),
- * once they exist. */
+ * once they exist; for a resident GPU kernel also its K2K table (in the
+ * actor's mapped block; NULL otherwise) and its context, where the
+ * channels into it are allocated. */
 void rk__k2k_attach(rk__k2k_t *k, rk_abi_control_t *control,
-                    rk_abi_ring_t *in_ring);
+                    rk_abi_ring_t *in_ring, rk_abi_k2k_t *table,
+                    rk_context_t *context);
+/* The device memory a resident GPU kernel needs for its ports and inbox
+ * scratch (abi/actor_abi.h's rk_k2k_mem layout). */
+size_t rk__k2k_device_bytes(const rk__k2k_t *k, uint32_t out_size);
 /* The actor is going away (its device side has stopped): sends to it
  * answer RK_SEND_UNCONNECTED from now on, its own links are dropped, and
  * the memory lives until every sender wired to it is released too. */

@@ -66,6 +66,10 @@ typedef struct cg_actor_desc {
   const char *out_type;   /* the response type */
   const char *state_type; /* the state type; NULL without state */
   bool status;            /* the handler returns int */
+  /* Output ports (rk_send): 1 + the highest port, and each port's message
+   * type (NULL for a port the handler never sends to). */
+  uint32_t nports;
+  const char *port_types[CG_MAX_PORTS];
 } cg_actor_desc_t;
 
 /* The shared device functions and ABI constants (once per module). */

@@ -524,8 +524,16 @@ static void actor_entry(printer_t *p, const cg_func_plan_t *fp) {
   d.out_type = type_text(p, h->out->type->elem, &types[CG_HANDLER_OUT]);
   if (h->state)
     d.state_type = type_text(p, h->state->type->elem, &types[CG_HANDLER_STATE]);
+  rk__strbuf_t port_types[CG_MAX_PORTS];
+  d.nports = h->nports;
+  for (uint32_t k = 0; k < CG_MAX_PORTS; ++k) {
+    rk__strbuf_init(&port_types[k]);
+    if (k < h->nports && h->port_type[k])
+      d.port_types[k] = type_text(p, h->port_type[k], &port_types[k]);
+  }
   rk__cg_emit_cuda_actor_kernel(p->out, &d);
   for (int i = 0; i < CG_HANDLER_MAX_PARAMS; ++i) rk__strbuf_free(&types[i]);
+  for (uint32_t k = 0; k < CG_MAX_PORTS; ++k) rk__strbuf_free(&port_types[k]);
 }
 
 /* One function per port the handler sends to, rk_send_<p>_<h>: queues a

@@ -60,7 +60,7 @@ static cg_handler_plan_t *lower_handler(cg_ctx_t *ctx, const cg_func_t *fn,
   h->state =
       fn->nparams > CG_HANDLER_STATE ? fn->params[CG_HANDLER_STATE] : NULL;
   h->status = rk__cg_handler_status(fn);
-  h->actor = actor && fn->nports == 0; /* CUDA resident K2K: not yet */
+  h->actor = actor;
   h->nports = fn->nports;
   h->port_type = fn->port_type;
   h->status_param = h->status || h->nports;

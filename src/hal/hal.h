@@ -117,6 +117,12 @@ typedef struct rk__actor_device {
   /* Messages to and from other actors (actor/k2k_internal.h); NULL for an
    * actor that has none yet. */
   struct rk__k2k *k2k;
+  /* A resident kernel that polls (GPU): its K2K wiring and counters, in
+   * the same mapped block as `control` (abi/actor_abi.h's rk_abi_k2k_t),
+   * and the bytes of device memory its ports and inbox scratch need
+   * (rk_k2k_mem). NULL and 0 otherwise. */
+  rk_abi_k2k_t *k2k_table;
+  size_t k2k_mem_bytes;
 } rk__actor_device_t;
 
 /* A backend's resident actor (its worker thread or persistent kernel). */

@@ -72,6 +72,9 @@ static void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static unsigned long long rk_pa_load_sys_u64(const unsigned char *p) {
   return __atomic_load_n((const unsigned long long *)p, __ATOMIC_ACQUIRE);
 }
+static unsigned int rk_pa_load_sys_u32(const unsigned char *p) {
+  return __atomic_load_n((const unsigned int *)p, __ATOMIC_ACQUIRE);
+}
 static void rk_pa_store_sys_u32(unsigned char *p, unsigned int v) {
   __atomic_store_n((unsigned int *)p, v, __ATOMIC_RELEASE);
 }
@@ -86,6 +89,24 @@ static void rk_pa_store_gpu(unsigned long long *p, unsigned long long v) {
 }
 
 #include RK_ACTOR_CU
+
+/* The negative controls: the same kernels with the K2K protocol broken on
+ * purpose (test_cuda_actor.c edits the text), each in a namespace of its
+ * own. RK_BUG_NO_CREDIT_CU: the receiver never releases an inbox slot, so
+ * the sender's credit never comes back. RK_BUG_PUBLISH_EARLY_CU: the
+ * sender publishes a channel's tail before it writes the slots (and
+ * dawdles in between, rk_test_dawdle). */
+static void rk_test_dawdle() { usleep(200); }
+#ifdef RK_BUG_NO_CREDIT_CU
+namespace bug_no_credit {
+#include RK_BUG_NO_CREDIT_CU
+}
+#endif
+#ifdef RK_BUG_PUBLISH_EARLY_CU
+namespace bug_publish_early {
+#include RK_BUG_PUBLISH_EARLY_CU
+}
+#endif
 
 /* ---- Checks -------------------------------------------------------------
  */
@@ -118,7 +139,9 @@ static double now_s() {
 
 typedef void kernel_fn(unsigned char *, unsigned char *, unsigned char *,
                        unsigned char *, unsigned char *, unsigned char *,
-                       unsigned long long *);
+                       unsigned long long *, unsigned char *, unsigned char *);
+
+enum { kKmemBytes = 64 * 1024 }; /* rk_k2k_mem: words, scratch, buffers */
 
 struct host_actor {
   const char *name = nullptr;
@@ -126,6 +149,10 @@ struct host_actor {
   rk_abi_ring_t *in = nullptr, *out = nullptr;
   unsigned char *in_slots = nullptr, *out_slots = nullptr, *state = nullptr;
   unsigned long long *sched = nullptr;
+  rk_abi_k2k_t *k2k = nullptr; /* the K2K wiring and counters */
+  unsigned char *kmem = nullptr;
+  std::vector<rk_abi_chan_t *> chans; /* channels into it (it frees them) */
+  bool exact_clock = true; /* false for K2K: sends and inbox tick it too */
   unsigned int blocks = 0;
   std::vector<std::thread> threads;
   std::vector<uint64_t> stamps; /* request timestamps by correlation id */
@@ -165,8 +192,10 @@ static uint64_t load64(const uint64_t *p) {
 
 /* Fails the run at once (the kernel threads cannot be joined) with the
  * actor's indices, once `what` has taken more than 20 seconds. */
+static double g_watchdog_s = 20.0; /* shorter for the negative controls */
+
 static void watchdog(const host_actor *a, double since, const char *what) {
-  if (now_s() - since < 20.0) return;
+  if (now_s() - since < g_watchdog_s) return;
   printf(
       "FAIL %s: stuck %s: in head %llu tail %llu, out head %llu tail %llu, "
       "claimed %llu published %llu exited %llu, run_state %u\n",
@@ -216,6 +245,10 @@ static void actor_start(host_actor *a, const char *name, kernel_fn *kernel,
                                          rk_abi_slot_size(out_payload));
   a->state = state_size ? (unsigned char *)zalloc(state_size) : nullptr;
   a->sched = (unsigned long long *)zalloc(4 * sizeof *a->sched);
+  a->k2k = (rk_abi_k2k_t *)zalloc(sizeof *a->k2k);
+  a->k2k->magic = RK_ABI_K2K_MAGIC;
+  a->k2k->version = RK_ABI_VERSION;
+  a->kmem = (unsigned char *)zalloc(kKmemBytes);
   a->blocks = blocks;
   a->stamps.assign(1, 0);
   gridDim = {blocks, 1, 1};
@@ -224,10 +257,11 @@ static void actor_start(host_actor *a, const char *name, kernel_fn *kernel,
   unsigned char *in_slots = a->in_slots, *out_slots = a->out_slots;
   unsigned char *state = a->state;
   unsigned long long *sched = a->sched;
+  unsigned char *k2k = (unsigned char *)a->k2k, *kmem = a->kmem;
   std::thread other([=] {
     blockIdx = {0, 0, 0};
     threadIdx = {1, 0, 0};
-    kernel(ctl, in, out, in_slots, out_slots, state, sched);
+    kernel(ctl, in, out, in_slots, out_slots, state, sched, k2k, kmem);
   });
   other.join();
   EXPECT(load32(&a->control->run_state) == RK_ABI_RUN_STARTING,
@@ -236,7 +270,7 @@ static void actor_start(host_actor *a, const char *name, kernel_fn *kernel,
     a->threads.emplace_back([=] {
       blockIdx = {b, 0, 0};
       threadIdx = {0, 0, 0};
-      kernel(ctl, in, out, in_slots, out_slots, state, sched);
+      kernel(ctl, in, out, in_slots, out_slots, state, sched, k2k, kmem);
     });
   a->started = now_s();
   wait_run_state(a, active ? RK_ABI_RUN_ACTIVE : RK_ABI_RUN_IDLE);
@@ -291,10 +325,18 @@ static bool try_receive(host_actor *a, Resp *payload, Code expected_code) {
              m.status == (code ? RK_ABI_MSG_HANDLER_ERROR : RK_ABI_MSG_OK),
          "%s: response %llu: status %u code %d, want code %d", a->name,
          (unsigned long long)id, m.status, m.code, code);
-  EXPECT(m.timestamp == clock,
-         "%s: response %llu: timestamp %llu, want %llu (request %llu)", a->name,
-         (unsigned long long)id, (unsigned long long)m.timestamp,
-         (unsigned long long)clock, (unsigned long long)stamp);
+  if (a->exact_clock)
+    EXPECT(m.timestamp == clock,
+           "%s: response %llu: timestamp %llu, want %llu (request %llu)",
+           a->name, (unsigned long long)id, (unsigned long long)m.timestamp,
+           (unsigned long long)clock, (unsigned long long)stamp);
+  else /* later than its request, and than every earlier answer */
+    EXPECT(m.timestamp > stamp && m.timestamp >= clock,
+           "%s: response %llu: timestamp %llu, request %llu, want at least "
+           "%llu",
+           a->name, (unsigned long long)id, (unsigned long long)m.timestamp,
+           (unsigned long long)stamp, (unsigned long long)clock);
+  if (!a->exact_clock) a->clock = m.timestamp;
   /* A response seen is counted (the counters are published first). */
   EXPECT(load64(&a->control->processed) >= id,
          "%s: response %llu seen, processed %llu", a->name,
@@ -346,8 +388,11 @@ static void actor_stop(host_actor *a, Check check) {
          (unsigned long long)a->errors);
   EXPECT(a->control->last_error == a->last_error, "%s: last_error %d, want %d",
          a->name, a->control->last_error, a->last_error);
-  EXPECT(a->control->clock == a->clock, "%s: clock %llu, want %llu", a->name,
-         (unsigned long long)a->control->clock, (unsigned long long)a->clock);
+  EXPECT(a->exact_clock ? a->control->clock == a->clock
+                        : a->control->clock >= a->clock,
+         "%s: clock %llu, want %s%llu", a->name,
+         (unsigned long long)a->control->clock, a->exact_clock ? "" : ">= ",
+         (unsigned long long)a->clock);
   EXPECT(a->in->head == n && a->out->tail == n,
          "%s: in head %llu out tail %llu for %llu requests", a->name,
          (unsigned long long)a->in->head, (unsigned long long)a->out->tail,
@@ -366,6 +411,17 @@ static void actor_stop(host_actor *a, Check check) {
   free(a->out_slots);
   free(a->state);
   free(a->sched);
+  /* The K2K table and channels stay: a scenario reads them after the stop
+   * (actor_free). */
+}
+
+static void actor_free(host_actor *a) {
+  for (rk_abi_chan_t *c : a->chans) free(c);
+  a->chans.clear();
+  free(a->k2k);
+  free(a->kmem);
+  a->k2k = nullptr;
+  a->kmem = nullptr;
 }
 
 /* ---- Scenarios ----------------------------------------------------------
@@ -393,6 +449,7 @@ static void run_echo() {
   };
   exchange<echo_req_t, echo_resp_t>(&a, kMessages, make, check);
   actor_stop<echo_resp_t>(&a, check);
+  actor_free(&a);
 }
 
 /* State, void: every message sees what the previous one left. */
@@ -433,6 +490,7 @@ static void run_counter() {
   };
   exchange<counter_req_t, counter_resp_t>(&a, kMessages, make, check);
   actor_stop<counter_resp_t>(&a, check);
+  actor_free(&a);
 }
 
 /* No state, int: error codes reach the header and the counters. */
@@ -454,6 +512,7 @@ static void run_checked_div() {
   };
   exchange<div_req_t, div_resp_t>(&a, kMessages, make, check);
   actor_stop<div_resp_t>(&a, check);
+  actor_free(&a);
 }
 
 /* State, int: the balance never goes negative; refusals are errors. */
@@ -486,6 +545,7 @@ static void run_account() {
   };
   exchange<account_req_t, account_resp_t>(&a, kMessages, make, check);
   actor_stop<account_resp_t>(&a, check);
+  actor_free(&a);
 }
 
 /* Inactive: requests stay queued (run_state IDLE) until activation;
@@ -523,6 +583,7 @@ static void run_inactive() {
     EXPECT(try_send(&a, &r, sizeof r), "inactive: send %d", i);
   }
   actor_stop<echo_resp_t>(&a, check);
+  actor_free(&a);
 }
 
 /* Termination with more queued than the output ring holds: the device
@@ -550,17 +611,326 @@ static void run_backpressure() {
          (unsigned long long)load64(&a.out->tail),
          load32(&a.control->terminated));
   actor_stop<echo_resp_t>(&a, check);
+  actor_free(&a);
 }
 
-int main() {
+
+/* ---- Actors that talk to actors (K2K) -------------------------------------
+ *
+ * The handlers of test_cuda_actor.c's kK2KSource: relay (forwards every
+ * message it gets, a request or an inbox message, on port 0 with
+ * rk_try_send and answers the send's result) and sink (a state that
+ * counts the messages and checks that each source's sequence numbers come
+ * once and in order). The host side wires them as rk_actor_connect does:
+ * one channel per link, in the receiver's list and the sender port's. */
+
+struct kernels {
+  kernel_fn *relay, *sink;
+};
+
+/* Every K2K actor runs 2 blocks (gridDim is one for all "kernels" here):
+ * the second must leave once the actor is wired. */
+enum { kK2KBlocks = 2 };
+
+static void k2k_start(host_actor *a, const char *name, kernel_fn *k,
+                      bool sink) {
+  actor_start(a, name, k, kK2KBlocks, 8, 8, sizeof(k2k_msg_t),
+              sizeof(k2k_ack_t), sink ? sizeof(k2k_sink_t) : 0, false);
+  a->exact_clock = false;
+}
+
+static rk_abi_chan_t *k2k_connect(host_actor *src, uint32_t port,
+                                  host_actor *dst, uint32_t capacity) {
+  const uint32_t slot = rk_abi_slot_size(sizeof(k2k_msg_t));
+  rk_abi_chan_t *ch =
+      (rk_abi_chan_t *)zalloc(sizeof *ch + (size_t)capacity * slot);
+  ring_init(&ch->ring, capacity, sizeof(k2k_msg_t));
+  ch->open = 1;
+  ch->link = dst->k2k->nin;
+  dst->k2k->in[dst->k2k->nin++] = (uint64_t)(uintptr_t)ch;
+  src->k2k->out[port][src->k2k->nout[port]++] = (uint64_t)(uintptr_t)ch;
+  if (src->k2k->nports < port + 1) src->k2k->nports = port + 1;
+  dst->chans.push_back(ch);
+  return ch;
+}
+
+static void activate(host_actor *a) {
+  __atomic_store_n(&a->control->active, 1u, __ATOMIC_RELEASE);
+}
+
+/* Answers of a relay: the header's code is the send's result, which the
+ * payload repeats (a FULL send is a handler error). */
+static auto relay_check(k2k_ack_t *last) {
+  return [last](uint64_t, const k2k_ack_t &p) {
+    *last = p;
+    return p.status;
+  };
+}
+
+/* Sends `m` to relay `a` until it is queued on port 0 (retrying while the
+ * channel is full); returns how many times it was full. */
+static int relay_until_queued(host_actor *a, k2k_msg_t m) {
+  int full = 0;
+  double since = now_s();
+  k2k_ack_t ack = {-1, -1};
+  for (;;) {
+    while (!try_send(a, &m, sizeof m)) watchdog(a, since, "sending to relay");
+    k2k_ack_t p;
+    while (!try_receive(a, &p, relay_check(&ack)))
+      watchdog(a, since, "waiting for relay");
+    EXPECT(ack.seq == m.seq, "%s: answer for seq %d, sent %d", a->name,
+           ack.seq, m.seq);
+    if (ack.status == 0) return full;
+    EXPECT(ack.status == 1, "%s: send status %d, want queued or full",
+           a->name, ack.status);
+    full++;
+    sched_yield();
+  }
+}
+
+static const k2k_sink_t *sink_state(const host_actor *a) {
+  return (const k2k_sink_t *)a->state;
+}
+
+/* The sink got `n` messages from each source in `srcs` (exactly once, in
+ * order), summing `sum`. */
+static void check_sink(const host_actor *b, std::vector<int> srcs, int n,
+                       long long sum) {
+  const k2k_sink_t *st = sink_state(b);
+  EXPECT(st->count == n * (int)srcs.size() && st->bad == 0 && st->sum == sum,
+         "%s: count %d bad %d sum %d, want %d 0 %lld", b->name, st->count,
+         st->bad, st->sum, n * (int)srcs.size(), sum);
+  for (int s : srcs)
+    EXPECT(st->last[s] == n, "%s: last from source %d is %d, want %d",
+           b->name, s, st->last[s], n);
+  EXPECT(b->k2k->received == (uint64_t)st->count &&
+             b->k2k->received_errors == 0,
+         "%s: K2K received %llu (errors %llu), the handler saw %d", b->name,
+         (unsigned long long)b->k2k->received,
+         (unsigned long long)b->k2k->received_errors, st->count);
+  for (rk_abi_chan_t *c : b->chans)
+    EXPECT(c->ring.head == c->ring.tail,
+           "%s: a channel left with head %llu tail %llu", b->name,
+           (unsigned long long)c->ring.head, (unsigned long long)c->ring.tail);
+}
+
+static void stop_relay(host_actor *a) {
+  k2k_ack_t ack;
+  actor_stop<k2k_ack_t>(a, relay_check(&ack));
+}
+static void stop_sink(host_actor *b) {
+  actor_stop<k2k_ack_t>(b, [](uint64_t, const k2k_ack_t &) { return 0; });
+}
+
+/* A -> B over a channel of 4: every message once, in order, the sender
+ * told FULL when B lags and retrying; stamps: B's last message is A's
+ * last send, and B's clock is past it. */
+static void run_k2k_pipeline(const kernels &k, int n) {
+  host_actor a, b;
+  k2k_start(&a, "k2k-relay", k.relay, false);
+  k2k_start(&b, "k2k-sink", k.sink, true);
+  rk_abi_chan_t *ch = k2k_connect(&a, 0, &b, 4);
+  activate(&b);
+  activate(&a);
+  int full = 0;
+  long long sum = 0;
+  for (int i = 1; i <= n; ++i) {
+    k2k_msg_t m = {1, i, i * 3, 0};
+    sum += m.val;
+    full += relay_until_queued(&a, m);
+  }
+  stop_relay(&a);
+  stop_sink(&b);
+  check_sink(&b, {1}, n, sum);
+  EXPECT(a.k2k->sent == (uint64_t)n && a.k2k->refused_full == (uint64_t)full &&
+             a.k2k->refused_unconnected == 0,
+         "pipeline: sent %llu full %llu unconnected %llu, want %d %d 0",
+         (unsigned long long)a.k2k->sent,
+         (unsigned long long)a.k2k->refused_full,
+         (unsigned long long)a.k2k->refused_unconnected, n, full);
+  EXPECT(ch->ring.tail == (uint64_t)n, "pipeline: channel tail %llu",
+         (unsigned long long)ch->ring.tail);
+  EXPECT(b.k2k->last_received_ts == a.k2k->last_sent_ts &&
+             a.k2k->last_sent_ts != 0 &&
+             b.control->clock > b.k2k->last_received_ts,
+         "pipeline: last sent %llu, last received %llu, receiver clock %llu",
+         (unsigned long long)a.k2k->last_sent_ts,
+         (unsigned long long)b.k2k->last_received_ts,
+         (unsigned long long)b.control->clock);
+  printf("%-5s k2k pipeline A -> B: %d messages, %d full and retried\n",
+         g_failures ? "FAIL" : "ok", n, full);
+  actor_free(&a);
+  actor_free(&b);
+}
+
+/* Fan-in: three relays into one sink over channels of 2; the host keeps
+ * one request in flight per relay and resends what was full. */
+static void run_k2k_fan_in(const kernels &k, int n) {
+  host_actor a[3], b;
+  static const char *const kNames[3] = {"k2k-relay1", "k2k-relay2",
+                                        "k2k-relay3"};
+  for (int i = 0; i < 3; ++i) k2k_start(&a[i], kNames[i], k.relay, false);
+  k2k_start(&b, "k2k-fan-in", k.sink, true);
+  for (int i = 0; i < 3; ++i) k2k_connect(&a[i], 0, &b, 2);
+  activate(&b);
+  for (int i = 0; i < 3; ++i) activate(&a[i]);
+  int seq[3] = {1, 1, 1}, full = 0;
+  bool waiting[3] = {false, false, false};
+  long long sum = 0;
+  double since = now_s();
+  while (seq[0] <= n || seq[1] <= n || seq[2] <= n) {
+    for (int i = 0; i < 3; ++i) {
+      if (seq[i] > n) continue;
+      k2k_msg_t m = {i + 1, seq[i], (i + 1) * 1000 + seq[i], 0};
+      if (!waiting[i]) waiting[i] = try_send(&a[i], &m, sizeof m);
+      k2k_ack_t ack = {-1, -1}, p;
+      if (waiting[i] && try_receive(&a[i], &p, relay_check(&ack))) {
+        waiting[i] = false;
+        EXPECT(ack.seq == seq[i], "fan-in: answer for %d, sent %d", ack.seq,
+               seq[i]);
+        if (ack.status == 0) {
+          sum += m.val;
+          seq[i]++;
+        } else {
+          full++;
+        }
+      }
+      watchdog(&a[i], since, "fan-in");
+    }
+  }
+  for (int i = 0; i < 3; ++i) stop_relay(&a[i]);
+  stop_sink(&b);
+  check_sink(&b, {1, 2, 3}, n, sum);
+  uint64_t sent = 0, refused = 0;
+  for (int i = 0; i < 3; ++i) {
+    sent += a[i].k2k->sent;
+    refused += a[i].k2k->refused_full;
+  }
+  EXPECT(sent == 3ull * n && refused == (uint64_t)full,
+         "fan-in: sent %llu refused %llu, want %d %d",
+         (unsigned long long)sent, (unsigned long long)refused, 3 * n, full);
+  printf("%-5s k2k fan-in 3 -> 1: %d messages each, %d full and retried\n",
+         g_failures ? "FAIL" : "ok", n, full);
+  for (int i = 0; i < 3; ++i) actor_free(&a[i]);
+  actor_free(&b);
+}
+
+/* A full channel: the receiver is not active yet, so the sender's fifth
+ * message (channel of 4) is answered FULL, nothing overwritten; once the
+ * receiver runs, the channel drains and the same sends are queued. */
+static void run_k2k_full(const kernels &k) {
+  host_actor a, b;
+  k2k_start(&a, "k2k-full-relay", k.relay, false);
+  k2k_start(&b, "k2k-full-sink", k.sink, true);
+  rk_abi_chan_t *ch = k2k_connect(&a, 0, &b, 4);
+  activate(&a);
+  long long sum = 0;
+  k2k_ack_t ack = {-1, -1}, p;
+  double since = now_s();
+  for (int i = 1; i <= 6; ++i) {
+    k2k_msg_t m = {2, i, i, 0};
+    EXPECT(try_send(&a, &m, sizeof m), "full: send %d", i);
+    while (!try_receive(&a, &p, relay_check(&ack))) watchdog(&a, since, "full");
+    EXPECT(ack.status == (i <= 4 ? 0 : 1), "full: send %d answered %d", i,
+           ack.status);
+    if (i <= 4) sum += i;
+  }
+  EXPECT(ch->ring.tail == 4 && ch->ring.head == 0 && a.k2k->sent == 4 &&
+             a.k2k->refused_full == 2 && sink_state(&b)->count == 0,
+         "full: tail %llu head %llu sent %llu full %llu, sink count %d",
+         (unsigned long long)ch->ring.tail, (unsigned long long)ch->ring.head,
+         (unsigned long long)a.k2k->sent,
+         (unsigned long long)a.k2k->refused_full, sink_state(&b)->count);
+  activate(&b);
+  while (load64(&ch->ring.head) < 4) watchdog(&b, since, "draining");
+  for (int i = 5; i <= 6; ++i) {
+    k2k_msg_t m = {2, i, i, 0};
+    sum += i;
+    EXPECT(relay_until_queued(&a, m) == 0,
+           "full: send %d still full after the drain", i);
+  }
+  stop_relay(&a);
+  stop_sink(&b);
+  check_sink(&b, {2}, 6, sum);
+  printf("%-5s k2k full channel: FULL at 5 and 6, queued after the drain\n",
+         g_failures ? "FAIL" : "ok");
+  actor_free(&a);
+  actor_free(&b);
+}
+
+/* A -> B -> C: B relays inbox messages (its handler runs on them and its
+ * sends go on), C's channel big enough that B never finds it full. */
+static void run_k2k_chain(const kernels &k, int n) {
+  host_actor a, b, c;
+  k2k_start(&a, "k2k-chain-a", k.relay, false);
+  k2k_start(&b, "k2k-chain-b", k.relay, false);
+  k2k_start(&c, "k2k-chain-c", k.sink, true);
+  k2k_connect(&a, 0, &b, 4);
+  k2k_connect(&b, 0, &c, 512);
+  activate(&c);
+  activate(&b);
+  activate(&a);
+  long long sum = 0;
+  for (int i = 1; i <= n; ++i) {
+    k2k_msg_t m = {3, i, 7 * i, 0};
+    sum += m.val;
+    relay_until_queued(&a, m);
+  }
+  stop_relay(&a);
+  stop_relay(&b);
+  stop_sink(&c);
+  check_sink(&c, {3}, n, sum);
+  EXPECT(b.k2k->received == (uint64_t)n && b.k2k->sent == (uint64_t)n &&
+             b.k2k->refused_full == 0 && b.control->processed == 0,
+         "chain: B received %llu sent %llu full %llu processed %llu",
+         (unsigned long long)b.k2k->received, (unsigned long long)b.k2k->sent,
+         (unsigned long long)b.k2k->refused_full,
+         (unsigned long long)b.control->processed);
+  printf("%-5s k2k chain A -> B -> C: %d messages\n",
+         g_failures ? "FAIL" : "ok", n);
+  actor_free(&a);
+  actor_free(&b);
+  actor_free(&c);
+}
+
+static void run_k2k(const kernels &k) {
+  run_k2k_pipeline(k, 600);
+  run_k2k_fan_in(k, 300);
+  run_k2k_full(k);
+  run_k2k_chain(k, 300);
+}
+
+int main(int argc, char **argv) {
   setvbuf(stdout, nullptr, _IONBF, 0);
   alarm(240); /* a hang the watchdogs miss still ends the run */
+  const char *bug = argc > 1 ? argv[1] : "";
+#ifdef RK_BUG_NO_CREDIT_CU
+  if (strcmp(bug, "no-credit") == 0) {
+    g_watchdog_s = 3.0;
+    run_k2k_pipeline({bug_no_credit::rk_actor_relay, bug_no_credit::rk_actor_sink}, 200);
+    printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "passed", g_failures);
+    return g_failures ? 1 : 0;
+  }
+#endif
+#ifdef RK_BUG_PUBLISH_EARLY_CU
+  if (strcmp(bug, "publish-early") == 0) {
+    g_watchdog_s = 10.0;
+    run_k2k_pipeline({bug_publish_early::rk_actor_relay, bug_publish_early::rk_actor_sink}, 200);
+    printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "passed", g_failures);
+    return g_failures ? 1 : 0;
+  }
+#endif
+  if (*bug) {
+    printf("FAIL: unknown negative control '%s'\n", bug);
+    return 2;
+  }
   run_echo();
   run_counter();
   run_checked_div();
   run_account();
   run_inactive();
   run_backpressure();
+  run_k2k({rk_actor_relay, rk_actor_sink});
   printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "passed", g_failures);
   return g_failures ? 1 : 0;
 }

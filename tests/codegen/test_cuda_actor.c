@@ -27,6 +27,7 @@
 #include "base/sys.h"
 #include "cg_test_util.h"
 #include "gpucompile/gpucompile.h"
+#include "rk/actor_k2k.h"
 #include "rk_test.h"
 
 #define PRELUDE_MARK "/* ---- Persistent actor kernels"
@@ -37,6 +38,41 @@ static const char *const kActors[] = {"actor_echo", "actor_counter",
 static const char *const kHandlers[] = {"add_one", "counter", "checked_div",
                                         "account"};
 enum { kNumActors = 4 };
+
+/* Actors that talk to actors, for the host-thread run's K2K scenarios
+ * (cuda_actor_host.cc): relay forwards whatever it gets, a request or an
+ * inbox message, on port 0; sink counts and checks each source's sequence
+ * numbers (once, in order). */
+static const char kK2KSource[] =
+    "typedef struct { int src; int seq; int val; int pad; } k2k_msg_t;\n"
+    "typedef struct { int status; int seq; } k2k_ack_t;\n"
+    "typedef struct { int count; int bad; int sum; int last[4]; } "
+    "k2k_sink_t;\n"
+    "RK_HANDLER int relay(const k2k_msg_t *in, k2k_ack_t *out) {\n"
+    "  k2k_msg_t m;\n"
+    "  m.src = in->src;\n"
+    "  m.seq = in->seq;\n"
+    "  m.val = in->val;\n"
+    "  m.pad = 0;\n"
+    "  int r = rk_try_send(0, &m);\n"
+    "  out->status = r;\n"
+    "  out->seq = in->seq;\n"
+    "  return r;\n"
+    "}\n"
+    "RK_HANDLER void sink(const k2k_msg_t *in, k2k_ack_t *out,\n"
+    "                     k2k_sink_t *st) {\n"
+    "  int s = in->src;\n"
+    "  if (s < 0 || s > 3) {\n"
+    "    st->bad++;\n"
+    "  } else {\n"
+    "    if (in->seq != st->last[s] + 1) st->bad++;\n"
+    "    st->last[s] = in->seq;\n"
+    "  }\n"
+    "  st->count++;\n"
+    "  st->sum += in->val;\n"
+    "  out->status = st->count;\n"
+    "  out->seq = st->bad;\n"
+    "}\n";
 
 static rk_status_t transpile(const char *src, const char *name,
                              rk_target_t target, bool persistent,
@@ -62,8 +98,8 @@ static long where(const char *text, const char *needle) {
 }
 
 /* The four corpus actors as one source. */
-static char *all_actors(void) {
-  size_t len = 0;
+static char *all_actors(bool k2k) {
+  size_t len = k2k ? sizeof kK2KSource : 0;
   char *parts[kNumActors];
   for (int i = 0; i < kNumActors; ++i) {
     parts[i] = cg_read_kernel(kActors[i]);
@@ -77,6 +113,7 @@ static char *all_actors(void) {
       strcat(all, parts[i]);
       strcat(all, "\n");
     }
+    if (k2k) strcat(all, kK2KSource);
   }
   for (int i = 0; i < kNumActors; ++i) free(parts[i]);
   return all;
@@ -120,7 +157,8 @@ static void test_other_targets_refuse(void) {
 }
 
 /* Corpus kernels without handlers: the option changes nothing. Kernels
- * with one handler: the usual output, then the prelude and the kernel. */
+ * with one handler: the usual output, with the prelude and the kernel
+ * after the handler's entries. */
 static void test_corpus_placement(void) {
   cg_corpus_t corpus;
   if (!cg_corpus_load(&corpus)) return;
@@ -132,14 +170,8 @@ static void test_corpus_placement(void) {
     rk_entry_list_t *list = NULL;
     size_t handlers = 0;
     if (CHECK_OK(rk_codegen_list_entries(src, NULL, &list, NULL)))
-      for (size_t i = 0; i < list->count; ++i) {
-        /* A handler that sends (rk_send: an rk_ports parameter) gets no
-         * resident kernel yet: for this test it is not one. */
-        bool ports = false;
-        for (size_t k = 0; k < list->entries[i].param_count; ++k)
-          ports |= strcmp(list->entries[i].params[k].name, "rk_ports") == 0;
-        handlers += list->entries[i].kind == RK_ENTRY_HANDLER && !ports;
-      }
+      for (size_t i = 0; i < list->count; ++i)
+        handlers += list->entries[i].kind == RK_ENTRY_HANDLER;
     char *without = NULL, *with = NULL;
     if (CHECK_OK(transpile(src, name, RK_TARGET_CUDA, false, NULL, &without)) &&
         CHECK_OK(transpile(src, name, RK_TARGET_CUDA, true, NULL, &with))) {
@@ -150,18 +182,26 @@ static void test_corpus_placement(void) {
               name);
         plain++;
       } else if (handlers == 1) {
-        size_t n = strlen(without);
+        /* The usual output with the prelude and the kernel spliced in
+         * right after the handler's entries (before what follows it). */
+        const char *handler = "";
+        for (size_t i = 0; i < list->count; ++i)
+          if (list->entries[i].kind == RK_ENTRY_HANDLER)
+            handler = list->entries[i].name;
         char kernel[160];
-        snprintf(kernel, sizeof kernel, "void rk_actor_%s(",
-                 list->entries[0].name);
-        CHECK(strncmp(with, without, n) == 0 &&
-                  strncmp(with + n, "\n" PRELUDE_MARK, sizeof PRELUDE_MARK) ==
-                      0 &&
-                  count_of(with, PRELUDE_MARK) == 1 &&
-                  count_of(with, kernel) == 1 && where(with, kernel) > (long)n,
-              "%s: want the usual CUDA output, then the prelude once, then "
-              "%s...)",
-              name, kernel);
+        snprintf(kernel, sizeof kernel, "void rk_actor_%s(", handler);
+        static const char kEnd[] = "#endif\n}\n";
+        const long pre = where(with, "\n" PRELUDE_MARK);
+        const long at = where(with, kernel);
+        const char *end = at >= 0 ? strstr(with + at, kEnd) : NULL;
+        CHECK(
+            pre >= 0 && at > pre && end && count_of(with, PRELUDE_MARK) == 1 &&
+                count_of(with, kernel) == 1 && strlen(without) >= (size_t)pre &&
+                strncmp(with, without, (size_t)pre) == 0 &&
+                strcmp(end + sizeof kEnd - 1, without + pre) == 0,
+            "%s: want the usual CUDA output with the prelude once, then "
+            "%s...), after the handler's entries",
+            name, kernel);
         actors++;
       }
     }
@@ -270,6 +310,31 @@ static void test_abi_numbers(const char *text) {
       {"rk_pa_run_idle", RK_ABI_RUN_IDLE},
       {"rk_pa_run_active", RK_ABI_RUN_ACTIVE},
       {"rk_pa_run_stopped", RK_ABI_RUN_STOPPED},
+      {"rk_pa_line", RK_ABI_LINE},
+      {"rk_pa_msg_k2k", RK_ABI_MSG_K2K},
+      {"rk_pa_send_full", RK_SEND_FULL},
+      {"rk_pa_send_unconnected", RK_SEND_UNCONNECTED},
+      {"rk_pa_chan_open", offsetof(rk_abi_chan_t, open)},
+      {"rk_pa_chan_link", offsetof(rk_abi_chan_t, link)},
+      {"rk_pa_chan_slots", sizeof(rk_abi_chan_t)},
+      {"rk_pa_k2k_nin", offsetof(rk_abi_k2k_t, nin)},
+      {"rk_pa_k2k_nout", offsetof(rk_abi_k2k_t, nout)},
+      {"rk_pa_k2k_in", offsetof(rk_abi_k2k_t, in)},
+      {"rk_pa_k2k_out", offsetof(rk_abi_k2k_t, out)},
+      {"rk_pa_k2k_sent", offsetof(rk_abi_k2k_t, sent)},
+      {"rk_pa_k2k_refused_full", offsetof(rk_abi_k2k_t, refused_full)},
+      {"rk_pa_k2k_refused_unconnected",
+       offsetof(rk_abi_k2k_t, refused_unconnected)},
+      {"rk_pa_k2k_received", offsetof(rk_abi_k2k_t, received)},
+      {"rk_pa_k2k_received_errors", offsetof(rk_abi_k2k_t, received_errors)},
+      {"rk_pa_k2k_last_sent_ts", offsetof(rk_abi_k2k_t, last_sent_ts)},
+      {"rk_pa_k2k_last_received_ts", offsetof(rk_abi_k2k_t, last_received_ts)},
+      {"rk_pa_k2k_max_ports", RK_ABI_K2K_MAX_PORTS},
+      {"rk_pa_k2k_max_out", RK_ABI_K2K_MAX_OUT},
+      {"rk_pa_k2k_outbox", RK_ABI_K2K_OUTBOX},
+      {"rk_pa_k2k_max_in", RK_ABI_K2K_MAX_IN},
+      {"rk_pa_k2k_view_size", RK_ABI_K2K_VIEW},
+      {"rk_pa_k2k_scratch", RK_ABI_K2K_SCRATCH},
   };
   enum { kWantCount = sizeof kWant / sizeof kWant[0] };
   static const char kDecl[] = "static constexpr unsigned int ";
@@ -345,13 +410,16 @@ static void test_nvrtc(const char *text) {
     printf("SKIPPED NVRTC compile of the four actors: %s\n", what);
     return;
   }
-  const char *entries[3 * kNumActors];
-  char names[3 * kNumActors][96];
+  static const char *const kAll[] = {"add_one", "counter", "checked_div",
+                                     "account", "relay",   "sink"};
+  enum { kAllCount = sizeof kAll / sizeof kAll[0] };
+  const char *entries[3 * kAllCount];
+  char names[3 * kAllCount][96];
   size_t n = 0;
-  for (int i = 0; i < kNumActors; ++i) {
+  for (int i = 0; i < kAllCount; ++i) {
     static const char *const kPrefix[] = {"", "rk_batch_", "rk_actor_"};
     for (int p = 0; p < 3; ++p, ++n) {
-      snprintf(names[n], sizeof names[n], "%s%s", kPrefix[p], kHandlers[i]);
+      snprintf(names[n], sizeof names[n], "%s%s", kPrefix[p], kAll[i]);
       entries[n] = names[n];
     }
   }
@@ -361,9 +429,9 @@ static void test_nvrtc(const char *text) {
   int rc = rk_gpucompile_cuda_kernels(text, "all_actors.cu", entries, n, log,
                                       kLogCap);
   if (CHECK(rc == RK_GPUCOMPILE_OK,
-            "NVRTC refused the four actors (rc %d):\n%s\n--- the source:\n%s",
-            rc, log, text))
-    printf("ok    NVRTC compiled the four actors, %zu entry points (%s)\n", n,
+            "NVRTC refused the actors (rc %d):\n%s\n--- the source:\n%s", rc,
+            log, text))
+    printf("ok    NVRTC compiled the six actors, %zu entry points (%s)\n", n,
            what);
   free(log);
 }
@@ -376,27 +444,125 @@ static const char *cxx(void) {
   return c && *c && !strchr(c, ' ') ? c : "c++";
 }
 
+/* `text` with every `from` replaced by `to` (which must occur `want`
+ * times; 0: any number); NULL, with a failed check, otherwise. */
+static char *replaced(const char *text, const char *from, const char *to,
+                      int want, const char *what) {
+  int n = count_of(text, from);
+  if (!CHECK(n > 0 && (want == 0 || n == want),
+             "%s: the generated text has %d of '%s', want %d", what, n, from,
+             want))
+    return NULL;
+  size_t lf = strlen(from), lt = strlen(to);
+  char *out = malloc(strlen(text) + (size_t)n * (lt + 1) + 1);
+  if (!CHECK(out != NULL, "out of memory")) return NULL;
+  char *o = out;
+  for (const char *p = text;;) {
+    const char *q = strstr(p, from);
+    if (!q) {
+      strcpy(o, p);
+      break;
+    }
+    memcpy(o, p, (size_t)(q - p));
+    o += q - p;
+    memcpy(o, to, lt);
+    o += lt;
+    p = q + lf;
+  }
+  return out;
+}
+
+/* The negative controls' kernels (see cuda_actor_host.cc): `edited` with a
+ * K2K step broken, in a namespace there, so without extern "C". */
+static bool write_bug(const char *edited, const char *path, const char *from,
+                      const char *to, const char *what) {
+  char *broken = replaced(edited, from, to, 1, what);
+  if (!broken) return false;
+  char *plain = replaced(broken, "extern \"C\" ", "", 0, what);
+  free(broken);
+  if (!plain) return false;
+  bool wrote = cg_write_file(path, plain);
+  free(plain);
+  return CHECK(wrote, "cannot write %s", path);
+}
+
+/* Runs the harness with `arg` (NULL: the scenarios; else a negative
+ * control): true when it exits with `want_code` and, for a negative
+ * control, prints `want_text`. */
+static bool run_harness(const char *bin, const char *arg, int want_code,
+                        const char *want_text) {
+  char *run[] = {(char *)bin, (char *)arg, NULL};
+  char *log = NULL;
+  int code = -1;
+  rk_status_t s = rk__run_process(run, &log, &code);
+  bool ok = s == RK_OK && code == want_code &&
+            (!want_text || (log && strstr(log, want_text)));
+  if (arg)
+    CHECK(ok,
+          "negative control %s: exit %d, want %d with '%s' in its output "
+          "(the broken protocol went unnoticed):\n%s",
+          arg, code, want_code, want_text, log ? log : "");
+  else
+    CHECK(ok, "the generated kernels failed on host threads (exit %d):\n%s",
+          code, log ? log : "");
+  if (ok && !arg) printf("%s", log ? log : "");
+  if (ok && arg)
+    printf("ok    negative control %s: the harness failed as it must\n", arg);
+  free(log);
+  return ok;
+}
+
 static void test_on_host_threads(const char *text) {
   /* The PTX helpers give way to the harness's C++ atomics. */
   const char *cut = strstr(text, "/* Shared with the host (mapped host");
-  const char *resume = strstr(text, "/* One block's view of an actor");
+  const char *resume = strstr(text, "/* A channel as its one user");
   if (!CHECK(cut && resume && cut < resume,
              "the generated prelude lacks the markers around its memory "
              "helpers"))
     return;
   const char *dir = rk_test_temp_dir();
-  char cu[1024], bin[1024], define[1100];
+  char cu[1024], bug1[1024], bug2[1024], bin[1024];
+  char define[1100], define1[1100], define2[1100];
   snprintf(cu, sizeof cu, "%s/actors.cu", dir);
+  snprintf(bug1, sizeof bug1, "%s/bug_no_credit.cu", dir);
+  snprintf(bug2, sizeof bug2, "%s/bug_publish_early.cu", dir);
   snprintf(bin, sizeof bin, "%s/cuda_actor_host", dir);
   snprintf(define, sizeof define, "-DRK_ACTOR_CU=\"%s\"", cu);
+  snprintf(define1, sizeof define1, "-DRK_BUG_NO_CREDIT_CU=\"%s\"", bug1);
+  snprintf(define2, sizeof define2, "-DRK_BUG_PUBLISH_EARLY_CU=\"%s\"", bug2);
   size_t head = (size_t)(cut - text);
   char *edited = malloc(strlen(text) + 1);
   if (!CHECK(edited != NULL, "out of memory")) return;
   memcpy(edited, text, head);
   strcpy(edited + head, resume);
-  bool wrote = cg_write_file(cu, edited);
+  bool wrote = CHECK(cg_write_file(cu, edited), "cannot write %s", cu);
+  /* The receiver never frees an inbox slot: no credit comes back. */
+  wrote = wrote &&
+          write_bug(edited, bug1,
+                    "  rk_pa_store_sys_u64(a->chan->chan + rk_pa_ring_head, "
+                    "a->chan->own);\n",
+                    "", "no-credit");
+  /* The sender publishes the tail before it writes the slots. */
+  char *early = wrote
+                    ? replaced(edited,
+                               "    v->own = tail + n;\n"
+                               "    rk_pa_store_sys_u64(ch + rk_pa_ring_tail, "
+                               "tail + n);\n",
+                               "    v->own = tail + n;\n", 1, "publish-early")
+                    : NULL;
+  wrote =
+      early != NULL &&
+      write_bug(early, bug2,
+                "    for (unsigned int m = 0; m < n; ++m) {\n"
+                "      unsigned char *slot = rk_pa_view_slot(v, tail + m);\n",
+                "    rk_pa_store_sys_u64(ch + rk_pa_ring_tail, tail + n);\n"
+                "    rk_test_dawdle();\n"
+                "    for (unsigned int m = 0; m < n; ++m) {\n"
+                "      unsigned char *slot = rk_pa_view_slot(v, tail + m);\n",
+                "publish-early");
+  free(early);
   free(edited);
-  if (!CHECK(wrote, "cannot write %s", cu)) return;
+  if (!wrote) return;
 
   char *build[] = {(char *)cxx(),
                    "-std=c++17",
@@ -410,6 +576,8 @@ static void test_on_host_threads(const char *text) {
                    "-Wno-unused-function",
                    "-I" CG_TEST_DIR "/../../src",
                    define,
+                   define1,
+                   define2,
                    CG_TEST_DIR "/cuda_actor_host.cc",
                    "-o",
                    bin,
@@ -427,26 +595,30 @@ static void test_on_host_threads(const char *text) {
                      cxx(), log ? log : "");
   free(log);
   if (!built) return;
-  char *run[] = {bin, NULL};
-  log = NULL;
-  s = rk__run_process(run, &log, &code);
-  CHECK(s == RK_OK && code == 0,
-        "the generated kernels failed on host threads (exit %d):\n%s", code,
-        log ? log : "");
-  if (s == RK_OK && code == 0) printf("%s", log ? log : "");
-  free(log);
+  run_harness(bin, NULL, 0, NULL);
+  /* Negative controls: each broken protocol must fail the pipeline. */
+  run_harness(bin, "no-credit", 1, "stuck");
+  run_harness(bin, "publish-early", 1, "k2k-sink: count");
 }
 
 int main(void) {
   test_other_targets_refuse();
   test_corpus_placement();
-  char *src = all_actors();
+  char *src = all_actors(false);
   char *text = NULL;
   if (src && CHECK_OK(transpile(src, "all_actors.c", RK_TARGET_CUDA, true, NULL,
                                 &text))) {
     test_module_layout(text);
     test_entry_option(src);
     test_abi_numbers(text);
+  }
+  rk_transpile_free(text);
+  free(src);
+  /* With the K2K actors: NVRTC and the host-thread run. */
+  src = all_actors(true);
+  text = NULL;
+  if (src && CHECK_OK(transpile(src, "all_actors.c", RK_TARGET_CUDA, true, NULL,
+                                &text))) {
     test_nvrtc(text);
     test_on_host_threads(text);
   }

@@ -40,6 +40,17 @@
  * (default 2), -DK=k messages per sender (default 3), -DPAIR (NP = 1, no
  * lock: the pair channel).
  *
+ * -DCHAN: the channels of an actor resident on a GPU (src/abi/actor_abi.h,
+ * rk_abi_chan_t; src/codegen/emit_cuda_actor.c). Each of the NP links has
+ * a pair channel of its own (CAP slots; no lock: a GPU's atomics on host
+ * memory are not atomic with the host's), its credit is
+ * CAP - (sent - head), and the receiver frees a slot by advancing the
+ * channel's head after it read it -- the credit and the release are one
+ * store. The receiver polls (a GPU kernel cannot be woken), looking at the
+ * channels in turn from where it last stopped, and never sleeps. The
+ * negative controls BUG_PUBLISH_BEFORE_WRITE and BUG_ADVANCE_BEFORE_READ
+ * apply to it too.
+ *
  * Negative controls (spin must reject them):
  *   -DBUG_PUBLISH_BEFORE_WRITE  tail published before the slot is written.
  *   -DBUG_ADVANCE_BEFORE_READ   the receiver releases the slot (head + 1,
@@ -91,6 +102,92 @@ bit asleep = 0; /* the receiver is in its futex wait */
 byte want[NP];
 byte received = 0;
 byte dropped = 0;
+
+#ifdef CHAN
+/* One pair channel per link: tail (the sender's), head (the receiver's,
+ * which is also the link's credit counter), the slots. */
+byte ctail[NP];
+byte chead[NP];
+byte cslot_seq[NP * CAP];
+bit cbusy[NP * CAP]; /* ghost */
+
+proctype csender(byte id) {
+  byte sent = 0;
+  byte idx;
+  do
+  :: sent == K -> break
+  :: else ->
+    /* The credit before the handler runs; a send beyond it is answered
+     * "full" and the handler runs again later: modelled as a wait. */
+    (CAP - (sent - chead[id]) > 0);
+    idx = ctail[id];
+#ifdef BUG_PUBLISH_BEFORE_WRITE
+    ctail[id] = idx + 1;
+#endif
+    atomic {
+      assert(!cbusy[id * CAP + idx % CAP]); /* no unread slot overwritten */
+      cslot_seq[id * CAP + idx % CAP] = sent + 1;
+      cbusy[id * CAP + idx % CAP] = 1
+    };
+#ifndef BUG_PUBLISH_BEFORE_WRITE
+    ctail[id] = idx + 1; /* release: the slot first */
+#endif
+    sent++
+  od
+}
+
+proctype creceiver() {
+  byte c = 0;
+  byte h;
+  byte seq;
+  byte i = 0;
+  do
+  :: received == TOTAL -> break
+  :: else ->
+    h = chead[c];
+    if
+    :: ctail[c] != h ->
+#ifdef BUG_ADVANCE_BEFORE_READ
+      atomic { cbusy[c * CAP + h % CAP] = 0; chead[c] = h + 1 };
+      atomic {
+        seq = cslot_seq[c * CAP + h % CAP];
+        assert(seq == want[c] + 1);
+        want[c] = seq;
+        received++
+      }
+#else
+      atomic {
+        seq = cslot_seq[c * CAP + h % CAP];
+        assert(cbusy[c * CAP + h % CAP]); /* not read before it is written */
+        assert(seq == want[c] + 1);       /* once, in order per link */
+        want[c] = seq;
+        received++
+      };
+      /* Handled: free the slot, which is the link's credit back. */
+      atomic { cbusy[c * CAP + h % CAP] = 0; chead[c] = h + 1 }
+#endif
+    :: else -> skip
+    fi;
+    c = (c + 1) % NP /* the next channel: none starves */
+  od;
+  assert(received == TOTAL);
+  do
+  :: i < NP -> assert(want[i] == K); i++
+  :: else -> break
+  od
+}
+
+init {
+  byte i = 0;
+  atomic {
+    do
+    :: i < NP -> run csender(i); i++
+    :: else -> break
+    od;
+    run creceiver()
+  }
+}
+#else
 
 inline signal() {
   if
@@ -256,3 +353,4 @@ init {
     run receiver()
   }
 }
+#endif /* CHAN */

@@ -127,8 +127,9 @@ static void print_device_text(const rk_backend_t *be, int d) {
                      ? "host-forwarded (after each batch launch)"
                  : cpu
                      ? "direct (channels in memory both workers use)"
-                     : "host-forwarded, by relaunch only (RK_ACTOR_RELAUNCH=1; "
-                       "resident sends not implemented yet)");
+                     : "direct between resident kernels and into them "
+                       "(channels in mapped host memory); host-forwarded from "
+                       "them to CPU or relaunch actors");
 }
 
 static void print_backend_text(rk_backend_kind_t kind, const probe_t *p) {

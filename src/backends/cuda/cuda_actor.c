@@ -128,6 +128,16 @@ rk_status_t rk__cu_actor_start(rk_context_t *context,
   if (err != RK_CUDA_SUCCESS)
     return rk__cu_check(ctx, err, "cuMemHostGetDevicePointer (actor rings)");
 
+  /* K2K channels are other blocks of portable mapped memory, which the
+   * tables name by their host addresses: the device must see them at the
+   * same addresses (unified addressing, which mapped-host-memory implies). */
+  if (dev->k2k_table && dbase != (CUdeviceptr)(uintptr_t)dev->control)
+    return rk__fail(RK_ERR_UNIMPLEMENTED,
+                    "cuda: %s maps host memory at other addresses than the "
+                    "host's (no unified addressing); resident actors need "
+                    "them for messages between actors",
+                    ctx->dev->info.name);
+
   rk__actor_worker_t *w = calloc(1, sizeof *w);
   if (!w) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cuda: actor worker");
   w->ctx = ctx;
@@ -138,7 +148,13 @@ rk_status_t rk__cu_actor_start(rk_context_t *context,
     s = rk__cu_check(ctx, err, "cuStreamCreate (actor)");
   }
   const uint32_t state_size = dev->control->state_size;
-  const size_t bytes = kSchedBytes + (dev->has_state ? state_size : 0);
+  /* Scheduling words, the state, then (128-byte aligned) the K2K ports'
+   * words, scratch and buffers (rk_k2k_mem). */
+  const size_t state_end = kSchedBytes + (dev->has_state ? state_size : 0);
+  const size_t kmem_at =
+      (state_end + RK_ABI_LINE - 1) & ~(size_t)(RK_ABI_LINE - 1);
+  const size_t bytes =
+      dev->k2k_mem_bytes ? kmem_at + dev->k2k_mem_bytes : state_end;
   if (s == RK_OK) {
     err = ctx->dev->memory_pools
               ? api->cuMemAllocAsync(&w->mem, bytes, w->stream)
@@ -166,8 +182,12 @@ rk_status_t rk__cu_actor_start(rk_context_t *context,
     CUdeviceptr out_slots = device_address(dbase, dev->control, dev->out_slots);
     CUdeviceptr state = dev->has_state ? w->mem + kSchedBytes : 0;
     CUdeviceptr sched = w->mem;
-    void *params[] = {&control,   &in,    &out,  &in_slots,
-                      &out_slots, &state, &sched};
+    CUdeviceptr k2k = dev->k2k_table
+                          ? device_address(dbase, dev->control, dev->k2k_table)
+                          : 0;
+    CUdeviceptr kmem = dev->k2k_mem_bytes ? w->mem + kmem_at : 0;
+    void *params[] = {&control, &in,    &out, &in_slots, &out_slots,
+                      &state,   &sched, &k2k, &kmem};
     err = api->cuLaunchKernel(fn, dev->grid.x, dev->grid.y, dev->grid.z,
                               dev->block.x, dev->block.y, dev->block.z, 0,
                               w->stream, params, NULL);

@@ -17,8 +17,10 @@
  *   7. actors: a persistent kernel's launch and the memory it is given, a
  *      grid too large to be co-resident, a kernel that never stops; with a
  *      launch hook playing the device, calls answered in persistent and
- *      traditional mode and a clean termination; a handler that sends
- *      refused at launch and a resident receiver refused at connect.
+ *      traditional mode and a clean termination; actors that talk to
+ *      actors: K2K tables and channels wired, a CPU sender writing a
+ *      resident receiver's channel (FULL when it is full), a resident
+ *      sender's messages forwarded to a CPU actor.
  *
  *   cuda_fake [--no-pools]    --no-pools: a device without the
  *                             stream-ordered allocator throughout
@@ -46,6 +48,7 @@
 
 #include "abi/actor_abi.h"
 #include "base/ring.h"
+#include "base/sys.h"
 #include "hal/actor_loop.h"
 #include "rk_test.h"
 
@@ -1011,7 +1014,7 @@ static void play_hook(const char *name, void **params, int nparams,
     msg_t *out = host_of(param_u64(params, 1));
     out->v = in->v + 1;
     d->handled++;
-  } else if (strcmp(name, "rk_actor_add_one") == 0 && nparams == 7 &&
+  } else if (strcmp(name, "rk_actor_add_one") == 0 && nparams == 9 &&
              !d->started) {
     d->control = host_of(param_u64(params, 0));
     d->loop.control = d->control;
@@ -1055,6 +1058,21 @@ static void check_actor_params(bool has_state, int32_t initial) {
         "slots overlap the headers: %s", rec);
   CHECK(p[6] != 0 && p[6] % 8 == 0, "scheduling words at 0x%llx",
         (unsigned long long)p[6]);
+  /* The K2K table after the slots, in the same mapped block; the ports'
+   * device memory after the state, 128-byte aligned from the scheduling
+   * words. */
+  uint64_t k2k = 0, kmem = 0;
+  if (CHECK(launch_u64("p7", &k2k) && launch_u64("p8", &kmem),
+            "no K2K parameters: %s", rec)) {
+    const rk_abi_k2k_t *t = host_of(k2k);
+    CHECK(k2k >= p[4] + (uint64_t)out->capacity * out->slot_size &&
+              t->magic == RK_ABI_K2K_MAGIC && t->nin == 0 && t->nports == 0,
+          "p7 is not an empty K2K table after the slots: %s", rec);
+    CHECK(kmem > p[6] && (kmem - p[6]) % RK_ABI_LINE == 0 &&
+              kmem >= p[6] + 32 + (has_state ? sizeof(state_t) : 0),
+          "rk_k2k_mem at 0x%llx, scheduling words at 0x%llx",
+          (unsigned long long)kmem, (unsigned long long)p[6]);
+  }
   const uint64_t *sched = host_of(p[6]);
   CHECK(sched[0] == 0 && sched[1] == 0 && sched[2] == 0 && sched[3] == 0,
         "scheduling words not zeroed");
@@ -1068,45 +1086,178 @@ static void check_actor_params(bool has_state, int32_t initial) {
   }
 }
 
-/* Actors that talk to actors and a resident CUDA kernel, which neither
- * sends nor reads an inbox yet: a sending handler is refused at launch and
- * a resident receiver at connect (never wired to messages nobody would
- * handle). The sender on the other end runs on the CPU backend (links
- * across contexts go through host memory); the control: the same sender
- * connects to a CPU receiver. */
-static void check_k2k_refused(rk_context_t *ctx) {
+/* Waits up to 5 s for *p to reach `want`. */
+static void wait_u64(const uint64_t *p, uint64_t want) {
+  const uint64_t until = rk__now_ns() + 5000000000ull;
+  while (__atomic_load_n(p, __ATOMIC_ACQUIRE) < want && rk__now_ns() < until)
+    usleep(100);
+  CHECK(__atomic_load_n(p, __ATOMIC_ACQUIRE) >= want, "waited for %llu: %llu",
+        (unsigned long long)want,
+        (unsigned long long)__atomic_load_n(p, __ATOMIC_ACQUIRE));
+}
+
+/* The K2K table the last launch passed (parameter 7; NULL: none). */
+static const rk_abi_k2k_t *launched_k2k(void) {
+  uint64_t p7 = 0, p8 = 0;
+  if (!CHECK(launch_u64("p7", &p7) && launch_u64("p8", &p8),
+             "no K2K parameters: %s", g_fake.last_launch()))
+    return NULL;
+  const rk_abi_k2k_t *t = host_of(p7);
+  CHECK(t && t->magic == RK_ABI_K2K_MAGIC && t->version == RK_ABI_VERSION &&
+            p8 != 0,
+        "p7 is not a K2K table, or no rk_k2k_mem: %s", g_fake.last_launch());
+  return t;
+}
+
+/* Actors that talk to actors with resident CUDA kernels: a sending handler
+ * launches resident, its kernel given a K2K table (ports) and device
+ * memory for its port buffers; links into a resident kernel are channels
+ * named in its table (and, from a resident sender, in the sender's). A CPU
+ * sender writes a resident receiver's channel itself: the message lands in
+ * the mapped slot with its header, and a full channel answers
+ * RK_SEND_FULL in the handler. A resident sender to a CPU actor writes a
+ * channel that the forwarding thread moves into the CPU actor's inbox
+ * (played here: the kernels never run, so none takes a message). */
+static void check_k2k_wiring(rk_context_t *ctx) {
   rk_actor_options_t o;
   rk_actor_options_init(&o);
   o.auto_activate = false;
   o.source_name = "k2k.c";
-  rk_actor_t *snd = NULL, *rcv = NULL, *cpu_rcv = NULL;
-  CHECK_STATUS(rk_actor_launch(ctx, kK2KSource, "fwd", &o, &snd),
-               RK_ERR_UNIMPLEMENTED);
-  CHECK_ERROR_HAS("resident GPU kernel");
-  CHECK(snd == NULL, "a refused launch set the actor");
+  rk_actor_t *snd = NULL, *rcv = NULL, *cpu_snd = NULL, *cpu_rcv = NULL;
+  const rk_abi_k2k_t *snd_t = NULL, *rcv_t = NULL;
+  if (CHECK_OK(rk_actor_launch(ctx, kK2KSource, "fwd", &o, &snd))) {
+    snd_t = launched_k2k();
+    if (snd_t)
+      CHECK(snd_t->nports == 1 && snd_t->nin == 0 && snd_t->nout[0] == 0,
+            "sender's table: %u ports, %u in, %u out", snd_t->nports,
+            snd_t->nin, snd_t->nout[0]);
+  }
+  o.input_capacity = 2; /* the channels into rcv: 2 slots each */
+  if (CHECK_OK(rk_actor_launch(ctx, kK2KSource, "add_one", &o, &rcv)))
+    rcv_t = launched_k2k();
+  o.input_capacity = 64;
   rk_backend_t *cbe = NULL;
   rk_context_t *cctx = NULL;
   if (!CHECK_OK(rk_backend_open(RK_BACKEND_CPU, &cbe))) return;
-  if (CHECK_OK(rk_backend_create_context(cbe, 0, &cctx)) &&
-      CHECK_OK(rk_actor_launch(cctx, kK2KSource, "fwd", &o, &snd)) &&
-      CHECK_OK(rk_actor_launch(cctx, kK2KSource, "add_one", &o, &cpu_rcv))) {
-    if (CHECK_OK(rk_actor_launch(ctx, kK2KSource, "add_one", &o, &rcv))) {
-      CHECK_STATUS(rk_actor_connect(snd, 0, rcv), RK_ERR_UNIMPLEMENTED);
-      CHECK_ERROR_HAS("does not read messages from other actors");
-      rk_actor_k2k_stats_t st;
-      if (CHECK_OK(rk_actor_k2k_stats(rcv, &st)))
-        CHECK(st.senders_in == 0 && st.inbox_capacity == 0,
-              "the refused receiver got %u senders, an inbox of %llu",
-              st.senders_in, (unsigned long long)st.inbox_capacity);
-      /* Like every kernel here, it never stops. */
-      CHECK_STATUS(rk_actor_terminate(rcv, 20 * 1000 * 1000), RK_ERR_TIMEOUT);
-      rk_actor_destroy(rcv);
-    }
+  if (snd && rcv && snd_t && rcv_t &&
+      CHECK_OK(rk_backend_create_context(cbe, 0, &cctx)) &&
+      CHECK_OK(rk_actor_launch(cctx, kK2KSource, "fwd", &o, &cpu_snd)) &&
+      (o.input_capacity = 4,
+       CHECK_OK(rk_actor_launch(cctx, kK2KSource, "add_one", &o, &cpu_rcv)))) {
+    /* Resident sender -> CPU actor: a channel the kernel writes, which the
+     * forwarding thread empties into the CPU actor's inbox. */
     CHECK_OK(rk_actor_connect(snd, 0, cpu_rcv));
+    CHECK(snd_t->nout[0] == 1 && snd_t->out[0][0] != 0,
+          "the forwarded link is not in the sender's table");
+    /* Resident -> resident and CPU -> resident: one channel each. */
+    CHECK_OK(rk_actor_connect(snd, 0, rcv));
+    CHECK_OK(rk_actor_connect(cpu_snd, 0, rcv));
+    /* And to cpu_rcv: its inbox of 4 has two links, 2 slots each. */
+    CHECK_OK(rk_actor_connect(cpu_snd, 0, cpu_rcv));
+    CHECK(rcv_t->nin == 2 && snd_t->nout[0] == 2 &&
+              snd_t->out[0][1] == rcv_t->in[0] && rcv_t->in[0] != 0 &&
+              rcv_t->in[1] != 0 && rcv_t->in[1] != rcv_t->in[0],
+          "tables: receiver %u channels, sender %u links", (unsigned)rcv_t->nin,
+          (unsigned)snd_t->nout[0]);
+    rk_actor_k2k_stats_t st;
+    if (CHECK_OK(rk_actor_k2k_stats(rcv, &st)))
+      CHECK(st.senders_in == 2 && st.inbox_capacity == 4 &&
+                st.inbox_depth == 0 && st.path == RK_K2K_DIRECT,
+            "receiver: %u senders, inbox %llu of %llu, path %s", st.senders_in,
+            (unsigned long long)st.inbox_depth,
+            (unsigned long long)st.inbox_capacity, rk_k2k_path_name(st.path));
+    if (CHECK_OK(rk_actor_k2k_stats(snd, &st)))
+      CHECK(st.path == RK_K2K_HOST_FORWARDED && st.links_out == 2,
+            "resident sender: path %s, %u links", rk_k2k_path_name(st.path),
+            st.links_out);
+    /* The CPU sender fills its channel (2 slots): the third is FULL. */
+    rk_abi_chan_t *ch = host_of(rcv_t->in[1]);
+    CHECK_OK(rk_actor_activate(cpu_snd));
+    for (int i = 0; i < 3; ++i) {
+      msg_t q = {40 + i}, r = {-1};
+      if (CHECK_OK(rk_actor_call(cpu_snd, &q, sizeof q, &r, sizeof r,
+                                 RK_TIMEOUT_INFINITE, NULL)))
+        CHECK(r.v == (i < 2 ? RK_SEND_QUEUED : RK_SEND_FULL),
+              "CPU sender, message %d: rk_send answered %d", i, r.v);
+    }
+    const unsigned char *slot = (const unsigned char *)(ch + 1);
+    rk_abi_msg_t h;
+    msg_t m;
+    memcpy(&h, slot + ch->ring.slot_size, sizeof h);
+    memcpy(&m, slot + ch->ring.slot_size + RK_ABI_MSG_HEADER, sizeof m);
+    CHECK(ch->open == 1 && ch->ring.tail == 2 && ch->ring.head == 0 &&
+              h.type == RK_ABI_MSG_K2K && h.correlation_id == 2 &&
+              h.size == sizeof m && h.status == 1 && m.v == 41 &&
+              h.timestamp != 0,
+          "the CPU sender's channel: open %u, tail %llu, second message type "
+          "%u id %llu link %u v %d",
+          ch->open, (unsigned long long)ch->ring.tail, h.type,
+          (unsigned long long)h.correlation_id, h.status, m.v);
+    if (CHECK_OK(rk_actor_k2k_stats(cpu_snd, &st)))
+      CHECK(st.sent == 4 && st.refused_full == 1 && st.path == RK_K2K_DIRECT,
+            "CPU sender: sent %llu, full %llu, path %s",
+            (unsigned long long)st.sent, (unsigned long long)st.refused_full,
+            rk_k2k_path_name(st.path));
+    /* Playing the sending kernel: 4 messages into the forwarded channel
+     * (slots, then the tail with release). cpu_rcv is not active yet and
+     * holds cpu_snd's 2: the forwarder moves 2 (its link's share of the
+     * inbox) and frees their channel slots, and keeps the other 2 in the
+     * channel until the inbox gives the link credit back; active, cpu_rcv
+     * handles all 6. */
+    rk_abi_chan_t *fw = host_of(snd_t->out[0][0]);
+    CHECK(fw->ring.capacity == 4, "forwarded channel of %u slots",
+          fw->ring.capacity);
+    for (int i = 0; i < 4; ++i) {
+      unsigned char *sl = (unsigned char *)(fw + 1) + i * fw->ring.slot_size;
+      const rk_abi_msg_t hd = {.correlation_id = (uint64_t)i + 1,
+                               .timestamp = 1000 + (uint64_t)i,
+                               .type = RK_ABI_MSG_K2K,
+                               .size = sizeof(msg_t),
+                               .status = fw->link,
+                               .code = 0};
+      const msg_t md = {70 + i};
+      memcpy(sl, &hd, sizeof hd);
+      memcpy(sl + RK_ABI_MSG_HEADER, &md, sizeof md);
+    }
+    __atomic_store_n(&fw->ring.tail, 4, __ATOMIC_RELEASE);
+    wait_u64(&fw->ring.head, 2);
+    usleep(2000); /* the forwarder looks again: no credit, nothing moves */
+    if (CHECK_OK(rk_actor_k2k_stats(cpu_rcv, &st)))
+      CHECK(__atomic_load_n(&fw->ring.head, __ATOMIC_ACQUIRE) == 2 &&
+                st.inbox_depth == 4 && st.received == 0,
+            "forwarded into a full inbox: channel head %llu (want 2), inbox "
+            "%llu (want 4), received %llu",
+            (unsigned long long)fw->ring.head,
+            (unsigned long long)st.inbox_depth,
+            (unsigned long long)st.received);
+    CHECK_OK(rk_actor_activate(cpu_rcv));
+    wait_u64(&fw->ring.head, 4);
+    const uint64_t until = rk__now_ns() + 5000000000ull;
+    while (rk__now_ns() < until && CHECK_OK(rk_actor_k2k_stats(cpu_rcv, &st)) &&
+           st.received < 6)
+      usleep(100);
+    if (CHECK_OK(rk_actor_k2k_stats(cpu_rcv, &st)))
+      CHECK(st.received == 6 && st.received_errors == 0 &&
+                __atomic_load_n(&fw->ring.head, __ATOMIC_ACQUIRE) == 4 &&
+                st.last_received_timestamp == 1003,
+            "forwarded: the CPU actor took %llu of 6 (stamp %llu), channel "
+            "head %llu",
+            (unsigned long long)st.received,
+            (unsigned long long)st.last_received_timestamp,
+            (unsigned long long)fw->ring.head);
   }
+  /* Like every kernel here, they never stop. */
   if (snd) {
-    CHECK_OK(rk_actor_terminate(snd, 1000 * 1000 * 1000));
+    CHECK_STATUS(rk_actor_terminate(snd, 20 * 1000 * 1000), RK_ERR_TIMEOUT);
     rk_actor_destroy(snd);
+  }
+  if (rcv) {
+    CHECK_STATUS(rk_actor_terminate(rcv, 20 * 1000 * 1000), RK_ERR_TIMEOUT);
+    rk_actor_destroy(rcv);
+  }
+  if (cpu_snd) {
+    CHECK_OK(rk_actor_terminate(cpu_snd, 1000 * 1000 * 1000));
+    rk_actor_destroy(cpu_snd);
   }
   if (cpu_rcv) {
     CHECK_OK(rk_actor_terminate(cpu_rcv, 1000 * 1000 * 1000));
@@ -1144,7 +1295,7 @@ static void test_actor_resident(void) {
   if (CHECK_OK(s)) {
     CHECK(stat_of("launches") == launches + 1, "%d launches",
           stat_of("launches") - launches);
-    check_launch("rk_actor_counted", rk_dim3(1, 1, 1), rk_dim3(1, 1, 1), 0, 7,
+    check_launch("rk_actor_counted", rk_dim3(1, 1, 1), rk_dim3(1, 1, 1), 0, 9,
                  NULL);
     check_actor_params(true, 5);
     rk_actor_stats_t st;
@@ -1167,7 +1318,7 @@ static void test_actor_resident(void) {
   o.block = rk_dim3(1024, 1, 1);
   a = NULL;
   if (CHECK_OK(rk_actor_launch(ctx, kSource, "add_one", &o, &a))) {
-    check_launch("rk_actor_add_one", o.grid, o.block, 0, 7, NULL);
+    check_launch("rk_actor_add_one", o.grid, o.block, 0, 9, NULL);
     check_actor_params(false, 0);
     CHECK_STATUS(rk_actor_terminate(a, 1000 * 1000), RK_ERR_TIMEOUT);
     rk_actor_destroy(a);
@@ -1207,7 +1358,7 @@ static void test_actor_resident(void) {
           mid2.modules, now.modules);
   }
   CHECK(stat_of("launches") == mid2.launches, "a refused grid was launched");
-  check_k2k_refused(ctx);
+  check_k2k_wiring(ctx);
 
   /* The stuck kernels keep the context: destroying it says so, and the
    * primary context stays retained. */

@@ -94,6 +94,30 @@ static constexpr unsigned int rk_pa_msg_handler_error = 1u;
 static constexpr unsigned int rk_pa_run_idle = 1u;
 static constexpr unsigned int rk_pa_run_active = 2u;
 static constexpr unsigned int rk_pa_run_stopped = 3u;
+static constexpr unsigned int rk_pa_line = 128u;
+static constexpr unsigned int rk_pa_msg_k2k = 3u;
+static constexpr unsigned int rk_pa_send_full = 1u;
+static constexpr unsigned int rk_pa_send_unconnected = 2u;
+static constexpr unsigned int rk_pa_chan_open = 640u;
+static constexpr unsigned int rk_pa_chan_link = 644u;
+static constexpr unsigned int rk_pa_chan_slots = 768u;
+static constexpr unsigned int rk_pa_k2k_nin = 8u;
+static constexpr unsigned int rk_pa_k2k_nout = 16u;
+static constexpr unsigned int rk_pa_k2k_in = 128u;
+static constexpr unsigned int rk_pa_k2k_out = 640u;
+static constexpr unsigned int rk_pa_k2k_sent = 1664u;
+static constexpr unsigned int rk_pa_k2k_refused_full = 1672u;
+static constexpr unsigned int rk_pa_k2k_refused_unconnected = 1680u;
+static constexpr unsigned int rk_pa_k2k_received = 1688u;
+static constexpr unsigned int rk_pa_k2k_received_errors = 1696u;
+static constexpr unsigned int rk_pa_k2k_last_sent_ts = 1704u;
+static constexpr unsigned int rk_pa_k2k_last_received_ts = 1712u;
+static constexpr unsigned int rk_pa_k2k_max_ports = 8u;
+static constexpr unsigned int rk_pa_k2k_max_out = 16u;
+static constexpr unsigned int rk_pa_k2k_outbox = 256u;
+static constexpr unsigned int rk_pa_k2k_max_in = 64u;
+static constexpr unsigned int rk_pa_k2k_view_size = 32u;
+static constexpr unsigned int rk_pa_k2k_scratch = 6272u;
 static_assert(rk_pa_ctl_terminate == rk_pa_ctl_active + 4u &&
               rk_pa_ctl_active % 8u == 0u,
               "active and terminate: one 64-bit word, active low");
@@ -125,6 +149,13 @@ static __device__ inline unsigned long long rk_pa_load_sys_u64(
                : "=l"(v) : "l"(p) : "memory");
   return v;
 }
+static __device__ inline unsigned int rk_pa_load_sys_u32(
+    const unsigned char *p) {
+  unsigned int v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];"
+               : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 static __device__ inline void rk_pa_store_sys_u32(unsigned char *p,
                                                   unsigned int v) {
   asm volatile("st.release.sys.global.u32 [%0], %1;"
@@ -149,6 +180,18 @@ static __device__ inline void rk_pa_store_gpu(unsigned long long *p,
                : : "l"(p), "l"(v) : "memory");
 }
 
+/* A channel as its one user on this side sees it, kept in device memory
+ * (rk_k2k_mem) so that only the other side's index and the slots cross the
+ * bus: its address, size and slot size, and this side's own index (the
+ * head of a channel in, the tail of a channel out). */
+typedef struct rk_pa_view {
+  unsigned char *chan;
+  unsigned int mask, slot_size;
+  unsigned long long own;
+  unsigned long long pad;
+} rk_pa_view_t;
+static_assert(sizeof(rk_pa_view_t) == rk_pa_k2k_view_size, "rk view size");
+
 /* One block's view of an actor; only thread (0, 0, 0) of a block has one.
  * rk_sched (zeroed before launch): [0] the next request index to claim,
  * [1] the next to publish, [2] blocks that have left their loop. Request
@@ -164,6 +207,19 @@ typedef struct rk_pa {
   bool leader;            /* block (0, 0, 0): it writes run_state */
   unsigned long long index; /* the claimed request */
   unsigned char *req, *resp; /* its slot and its response's slot */
+  /* The handler's message and answer: a request's payload and its
+   * response's, or an inbox message's payload and the scratch answer. */
+  unsigned char *in_msg, *out_msg;
+  /* K2K (abi/actor_abi.h): the wiring and counters (mapped host memory)
+   * and the ports' words, scratch and buffers (device memory). */
+  unsigned char *k2k, *kmem;
+  bool k2k_read;    /* the wiring is read (at the first activation) */
+  bool k2k_on;      /* wired: block (0, 0, 0) alone serves */
+  bool inbox_turn;  /* the inbox goes before the requests next time */
+  unsigned int nin, next_in; /* channels in; where the next look starts */
+  unsigned int nout[rk_pa_k2k_max_ports]; /* links of each port */
+  rk_pa_view_t *views; /* in rk_k2k_mem: channels in, then out */
+  rk_pa_view_t *chan;  /* the channel of the inbox message in hand */
 } rk_pa_t;
 
 /* false for every thread but (0, 0, 0) of its block: handlers are
@@ -172,7 +228,8 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
                                    unsigned char *in, unsigned char *out,
                                    unsigned char *in_slots,
                                    unsigned char *out_slots,
-                                   unsigned long long *sched) {
+                                   unsigned long long *sched,
+                                   unsigned char *k2k, unsigned char *kmem) {
   if (threadIdx.x != 0 || threadIdx.y != 0 || threadIdx.z != 0) return false;
   a->control = control;
   a->in = in;
@@ -190,7 +247,15 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
   a->run_state = ~0u;
   a->leader = blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0;
   a->index = 0;
-  a->req = a->resp = nullptr;
+  a->req = a->resp = a->in_msg = a->out_msg = nullptr;
+  a->k2k = k2k;
+  a->kmem = kmem;
+  a->k2k_read = a->k2k_on = false;
+  a->inbox_turn = true;
+  a->nin = a->next_in = 0u;
+  for (unsigned int p = 0; p < rk_pa_k2k_max_ports; ++p) a->nout[p] = 0u;
+  a->views = (rk_pa_view_t *)(kmem + rk_pa_line);
+  a->chan = nullptr;
   return true;
 }
 
@@ -200,9 +265,91 @@ static __device__ void rk_pa_backoff(rk_pa_t *a) {
   if (a->backoff < 1024u) a->backoff *= 2u;
 }
 
-/* Claims the next request: true with index and req set; false once
- * termination is asked and every queued request is claimed. */
-static __device__ bool rk_pa_next(rk_pa_t *a) {
+/* Reads the K2K wiring, which the host wrote before it activated the
+ * actor (seen here after the acquire of `active` or `terminate`). A wired
+ * actor runs on block (0, 0, 0) alone: its inbox channels have one
+ * consumer, and its ports' channels one producer. */
+/* The view of link l of port p (the channels in come first). */
+static __device__ rk_pa_view_t *rk_pa_out_view(const rk_pa_t *a,
+                                               unsigned int p,
+                                               unsigned int l) {
+  return &a->views[rk_pa_k2k_max_in + p * rk_pa_k2k_max_out + l];
+}
+
+/* The view of channel `ch` (a table entry), whose own index is at `own`. */
+static __device__ void rk_pa_view_init(rk_pa_view_t *v, unsigned char *k2k,
+                                       unsigned int entry, unsigned int own) {
+  unsigned char *ch = (unsigned char *)*(volatile const unsigned long long *)(
+      k2k + entry);
+  v->chan = ch;
+  v->mask = *(volatile const unsigned int *)(ch + rk_pa_ring_capacity) - 1u;
+  v->slot_size = *(volatile const unsigned int *)(ch + rk_pa_ring_slot_size);
+  v->own = *(volatile const unsigned long long *)(ch + own);
+}
+
+static __device__ void rk_pa_k2k_read(rk_pa_t *a) {
+  a->k2k_read = true;
+  if (a->k2k == nullptr) return;
+  a->nin = *(volatile const unsigned int *)(a->k2k + rk_pa_k2k_nin);
+  unsigned int links = a->nin;
+  for (unsigned int p = 0; p < rk_pa_k2k_max_ports; ++p) {
+    a->nout[p] = *(volatile const unsigned int *)(a->k2k + rk_pa_k2k_nout +
+                                                   4u * p);
+    links += a->nout[p];
+  }
+  a->k2k_on = links != 0u;
+  /* The views, from the table and the channels (whose indices carry on
+   * from an earlier kernel's: a restart), by the one block that serves a
+   * wired actor: the others leave without touching them (one of them,
+   * late, could read an index the server has moved on from). */
+  if (!a->k2k_on || !a->leader) return;
+  for (unsigned int i = 0; i < a->nin; ++i)
+    rk_pa_view_init(&a->views[i], a->k2k, rk_pa_k2k_in + 8u * i,
+                    rk_pa_ring_head);
+  for (unsigned int p = 0; p < rk_pa_k2k_max_ports; ++p)
+    for (unsigned int l = 0; l < a->nout[p]; ++l)
+      rk_pa_view_init(rk_pa_out_view(a, p, l), a->k2k,
+                      rk_pa_k2k_out + 8u * (p * rk_pa_k2k_max_out + l),
+                      rk_pa_ring_tail);
+}
+
+static __device__ unsigned char *rk_pa_view_slot(const rk_pa_view_t *v,
+                                                 unsigned long long i) {
+  return v->chan + rk_pa_chan_slots +
+         (unsigned long long)((unsigned int)i & v->mask) * v->slot_size;
+}
+static __device__ void rk_pa_count(rk_pa_t *a, unsigned int off,
+                                   unsigned long long n) {
+  volatile unsigned long long *c =
+      (volatile unsigned long long *)(a->k2k + off);
+  *c = *c + n;
+}
+
+/* Finds a message in the inbox channels, looking at each in turn from
+ * where the last look stopped (no link starves another): true with chan,
+ * and req (its slot) set. The channel's head is this block's
+ * own (kept in its view); its tail is the sender's, read with acquire, so
+ * the slot is written. */
+static __device__ bool rk_pa_inbox_peek(rk_pa_t *a) {
+  for (unsigned int k = 0; k < a->nin; ++k) {
+    unsigned int c = a->next_in + k;
+    if (c >= a->nin) c -= a->nin;
+    rk_pa_view_t *v = &a->views[c];
+    if (rk_pa_load_sys_u64(v->chan + rk_pa_ring_tail) == v->own) continue;
+    a->chan = v;
+    a->req = rk_pa_view_slot(v, v->own);
+    a->next_in = c + 1u == a->nin ? 0u : c + 1u;
+    return true;
+  }
+  return false;
+}
+
+/* What to do next: 1, a request claimed (index and req set); 2, an inbox
+ * message found (rk_pa_inbox_peek); 0, leave: termination is asked and
+ * every queued request is claimed and the inbox is empty (or this block
+ * is not the one that serves a wired actor). Requests and inbox messages
+ * take turns when both wait. */
+static __device__ int rk_pa_next(rk_pa_t *a) {
   for (;;) {
     /* active and terminate in one load (adjacent words), and before tail:
      * the host publishes its last requests before it asks to terminate,
@@ -223,18 +370,33 @@ static __device__ bool rk_pa_next(rk_pa_t *a) {
       rk_pa_backoff(a); /* inactive: requests stay queued */
       continue;
     }
+    if (!a->k2k_read) {
+      rk_pa_k2k_read(a);
+      if (a->k2k_on && !a->leader) return 0;
+    }
+    if (a->nin != 0u && a->inbox_turn && rk_pa_inbox_peek(a)) {
+      a->inbox_turn = false;
+      a->backoff = 32u;
+      return 2;
+    }
     if (claim < tail) {
       if (atomicCAS(&a->sched[0], claim, claim + 1ull) == claim) {
         a->index = claim;
         a->req = a->in_slots +
                  (unsigned long long)((unsigned int)claim & a->in_mask) *
                      a->in_slot_size;
+        a->inbox_turn = true;
         a->backoff = 32u;
-        return true;
+        return 1;
       }
       continue; /* another block took it: look again at once */
     }
-    if (terminate) return false;
+    if (a->nin != 0u && rk_pa_inbox_peek(a)) {
+      a->inbox_turn = false;
+      a->backoff = 32u;
+      return 2;
+    }
+    if (terminate) return 0;
     rk_pa_backoff(a);
   }
 }
@@ -246,9 +408,9 @@ static __device__ void rk_pa_wait_turn(rk_pa_t *a) {
 }
 
 /* Waits until the claimed request may run and sets resp: with `in_order`
- * (a handler with state: message i + 1 sees what i left) its turn first,
- * then room for its response (the host has taken response index -
- * capacity). */
+ * (a handler with state: message i + 1 sees what i left; or with ports)
+ * its turn first, then room for its response (the host has taken
+ * response index - capacity). */
 static __device__ void rk_pa_reserve(rk_pa_t *a, bool in_order) {
   if (in_order) rk_pa_wait_turn(a);
   while (a->index - a->out_head >= a->out_capacity) {
@@ -261,6 +423,136 @@ static __device__ void rk_pa_reserve(rk_pa_t *a, bool in_order) {
             (unsigned long long)((unsigned int)a->index &
                                  (a->out_capacity - 1u)) *
                 a->out_slot_size;
+  a->in_msg = a->req + rk_pa_msg_header;
+  a->out_msg = a->resp + rk_pa_msg_header;
+}
+
+/* The actor's clock past its last value and the stamp of the message in
+ * hand, written back; the block in turn (or the only one) calls it. */
+static __device__ unsigned long long rk_pa_tick(rk_pa_t *a) {
+  volatile unsigned long long *clock =
+      (volatile unsigned long long *)(a->control + rk_pa_ctl_clock);
+  const unsigned long long stamp = ((const rk_pa_msg_t *)a->req)->timestamp;
+  unsigned long long now = *clock + 1ull;
+  if (stamp + 1ull > now) now = stamp + 1ull;
+  *clock = now;
+  return now;
+}
+
+/* Takes the inbox message rk_pa_inbox_peek found: a receive event (the
+ * clock merges its stamp before the handler runs); its answer goes to the
+ * scratch space nobody reads. */
+static __device__ void rk_pa_inbox_take(rk_pa_t *a) {
+  (void)rk_pa_tick(a);
+  a->in_msg = a->req + rk_pa_msg_header;
+  a->out_msg = a->kmem + rk_pa_k2k_scratch;
+}
+
+/* The inbox message in hand is handled: counted, then its slot released,
+ * which gives the link its credit back (after the handler's last read of
+ * the slot: a release store). */
+static __device__ void rk_pa_inbox_done(rk_pa_t *a, int code) {
+  const unsigned long long stamp = ((const rk_pa_msg_t *)a->req)->timestamp;
+  rk_pa_count(a, rk_pa_k2k_received, 1ull);
+  if (code != 0) rk_pa_count(a, rk_pa_k2k_received_errors, 1ull);
+  *(volatile unsigned long long *)(a->k2k + rk_pa_k2k_last_received_ts) =
+      stamp;
+  a->chan->own += 1ull;
+  rk_pa_store_sys_u64(a->chan->chan + rk_pa_ring_head, a->chan->own);
+}
+
+/* Before the handler runs: port p's credit (what every link of it can
+ * still take, at most rk_pa_k2k_outbox), count 0, and the refusal a send
+ * beyond it answers (full; unconnected without links or once a receiver
+ * has stopped). The port's words are rk_k2k_mem's, 4 per port. */
+static __device__ void rk_pa_port_open(rk_pa_t *a, unsigned int p) {
+  volatile unsigned int *w = (volatile unsigned int *)a->kmem + 4u * p;
+  const unsigned int n = a->nout[p];
+  unsigned int credit = n != 0u ? rk_pa_k2k_outbox : 0u;
+  unsigned int refusal = n != 0u ? rk_pa_send_full : rk_pa_send_unconnected;
+  for (unsigned int l = 0; l < n; ++l) {
+    const rk_pa_view_t *v = rk_pa_out_view(a, p, l);
+    if (rk_pa_load_sys_u32(v->chan + rk_pa_chan_open) == 0u) {
+      credit = 0u;
+      refusal = rk_pa_send_unconnected;
+      break;
+    }
+    const unsigned long long head =
+        rk_pa_load_sys_u64(v->chan + rk_pa_ring_head);
+    const unsigned long long room = v->mask + 1ull - (v->own - head);
+    if (room < credit) credit = (unsigned int)room;
+  }
+  w[0] = credit;
+  w[1] = 0u;
+  w[2] = refusal;
+  w[3] = 0u;
+}
+
+/* The stamp of the handler's sends: a tick of the clock after the
+ * message's stamp was merged. */
+static __device__ unsigned long long rk_pa_send_stamp(rk_pa_t *a) {
+  return rk_pa_tick(a);
+}
+
+/* After the handler: the messages it queued on port p (at most its
+ * credit, `size` bytes each in `buf`) go into every link's channel, slots
+ * first, then the channel's tail with a release store at system scope;
+ * the counters follow. */
+static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
+                                       const unsigned char *buf,
+                                       unsigned int size,
+                                       unsigned long long stamp) {
+  if (a->k2k == nullptr) return; /* no ports: nothing was queued */
+  volatile unsigned int *w = (volatile unsigned int *)a->kmem + 4u * p;
+  const unsigned int credit = w[0], queued = w[1], refused = w[3];
+  const unsigned int n = queued < credit ? queued : credit;
+  if (refused != 0u)
+    rk_pa_count(a,
+                w[2] == rk_pa_send_full ? rk_pa_k2k_refused_full
+                                        : rk_pa_k2k_refused_unconnected,
+                refused);
+  if (n == 0u) return;
+  const unsigned int links = a->nout[p];
+  for (unsigned int l = 0; l < links; ++l) {
+    rk_pa_view_t *v = rk_pa_out_view(a, p, l);
+    unsigned char *ch = v->chan;
+    const unsigned long long tail = v->own;
+    const unsigned int link = *(const unsigned int *)(ch + rk_pa_chan_link);
+    for (unsigned int m = 0; m < n; ++m) {
+      unsigned char *slot = rk_pa_view_slot(v, tail + m);
+      rk_pa_msg_t *h = (rk_pa_msg_t *)slot;
+      h->correlation_id = tail + m + 1ull;
+      h->timestamp = stamp;
+      h->type = rk_pa_msg_k2k;
+      h->size = size;
+      h->status = link;
+      h->code = (int)p;
+      const unsigned char *src = buf + (unsigned long long)m * size;
+      for (unsigned int b = 0; b < size; ++b)
+        slot[rk_pa_msg_header + b] = src[b];
+    }
+    /* Publish: the receiver that sees the tail sees the slots. */
+    v->own = tail + n;
+    rk_pa_store_sys_u64(ch + rk_pa_ring_tail, tail + n);
+  }
+  rk_pa_count(a, rk_pa_k2k_sent, (unsigned long long)n * links);
+  *(volatile unsigned long long *)(a->k2k + rk_pa_k2k_last_sent_ts) = stamp;
+}
+
+/* rk_k2k_mem's layout (abi/actor_abi.h): the first port buffer after the
+ * words, the views and the scratch answer, and the room each port's
+ * buffer takes. */
+static __device__ constexpr unsigned long long rk_pa_round(
+    unsigned long long n) {
+  return (n + rk_pa_line - 1ull) & ~(unsigned long long)(rk_pa_line - 1u);
+}
+static __device__ constexpr unsigned long long rk_pa_first_port(
+    unsigned long long out_payload) {
+  return rk_pa_k2k_scratch + rk_pa_round(out_payload);
+}
+static __device__ constexpr unsigned long long rk_pa_port_bytes(
+    unsigned long long msg_size) {
+  return rk_pa_round(rk_pa_k2k_outbox * msg_size);
 }
 
 /* Answers the claimed request with the handler's `code`, in request
@@ -331,19 +623,29 @@ extern "C" __global__ void rk_actor_account(
     unsigned char *rk_in_slots,
     unsigned char *rk_out_slots,
     unsigned char *rk_state,
-    unsigned long long *rk_sched) {
+    unsigned long long *rk_sched,
+    unsigned char *rk_k2k,
+    unsigned char *rk_k2k_mem) {
 #ifdef RK_PA_SUPPORTED
   rk_pa_t rk_a;
   if (!rk_pa_begin(&rk_a, rk_control, rk_in, rk_out, rk_in_slots, rk_out_slots,
-                   rk_sched))
+                   rk_sched, rk_k2k, rk_k2k_mem))
     return;
-  while (rk_pa_next(&rk_a)) {
-    rk_pa_reserve(&rk_a, true);
-    int rk_code = rk_handle_account(
-        (const account_req_t *)(rk_a.req + rk_pa_msg_header),
-        (account_resp_t *)(rk_a.resp + rk_pa_msg_header),
+  for (;;) {
+    const int rk_kind = rk_pa_next(&rk_a);
+    if (rk_kind == 0) break;
+    if (rk_kind == 1)
+      rk_pa_reserve(&rk_a, true);
+    else
+      rk_pa_inbox_take(&rk_a);
+    const int rk_code = rk_handle_account(
+        (const account_req_t *)rk_a.in_msg,
+        (account_resp_t *)rk_a.out_msg,
         (account_state_t *)rk_state);
-    rk_pa_commit(&rk_a, rk_code);
+    if (rk_kind == 1)
+      rk_pa_commit(&rk_a, rk_code);
+    else
+      rk_pa_inbox_done(&rk_a, rk_code);
   }
   rk_pa_exit(&rk_a);
 #else
