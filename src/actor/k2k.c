@@ -636,6 +636,9 @@ static rk_status_t make_inbox(rk__k2k_t *d) {
     inbox_free(b);
     return s;
   }
+  /* Every producer goes through the stage below (base/ring.c): the
+   * receiver finds messages by the slot marks. */
+  rk__ring_mark_slots(b->hdr);
   rk__ring_mp_init(&b->mp, b->hdr, b->slots, RK__RING_MP_LOCK);
   rk__ring_attach(&b->c, b->hdr, b->slots, false);
   d->inbox = b;
