@@ -30,6 +30,9 @@ TEST_COMMANDS=(
   "spin|spin|model checking of the actor ring protocol (tests/model)"
   "mpirun|openmpi-bin|the cluster's MPI launcher test (tests/cluster, cluster_mpi; Open MPI, loaded by rk at run time)"
   "clang++|clang|the fake Metal that runs the MSL of the Metal backend's tests (tests/backends/metal)"
+  "qemu-aarch64|qemu-user|running the AArch64 fiber switch under emulation (tests/backends/cpu, cpu_fiber_switch_aarch64)"
+  "aarch64-linux-gnu-gcc|gcc-aarch64-linux-gnu libc6-dev-arm64-cross|building the AArch64 fiber switch test (cpu_fiber_switch_aarch64)"
+  "llvm-nm|llvm|reading the Mach-O objects of the fiber switch (cpu_fiber_switch_macho)"
 )
 # Shared libraries the tests load with dlopen: "soname|Debian packages|what
 # needs it", looked up in the ldconfig cache.
