@@ -78,6 +78,7 @@
 static const char kCkSkipped[] = RK_BENCH_CK_SKIPPED;
 #endif
 
+#include "base/platform.h"
 #include "base/ring.h"
 #include "base/sys.h"
 #include "bench_stats.h"
@@ -157,23 +158,20 @@ static inline void spin_step(void) {
   if (g_one_cpu) sched_yield();
 }
 
+/* Where the system has CPU affinity (Linux) a refused pin is fatal: the
+ * figures would not be what the report says. macOS has none: threads run
+ * where the scheduler puts them (the report's CPU lists say "?"). */
 static void pin_thread(pthread_t t, int cpu) {
-  if (g_one_cpu || cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  int e = pthread_setaffinity_np(t, sizeof set, &set);
-  if (e != 0) die("pinning a thread to CPU %d: %s", cpu, strerror(e));
+  if (g_one_cpu || cpu < 0 || !RK__LINUX) return;
+  if (!rk__pin_thread(t, cpu))
+    die("pinning a thread to CPU %d was refused", cpu);
 }
 
 static void pin_self(int cpu) { pin_thread(pthread_self(), cpu); }
 
 /* Back to every allowed CPU. */
 static void unpin_self(void) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int i = 0; i < g_ncpus; ++i) CPU_SET(g_cpus[i], &set);
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  rk__pin_thread_set(pthread_self(), g_cpus, g_ncpus);
 }
 
 static void sleep_ms(long ms) {
@@ -187,23 +185,26 @@ static void start_thread(pthread_t *t, void *(*fn)(void *), void *arg,
                          const char *name) {
   int e = pthread_create(t, NULL, fn, arg);
   if (e != 0) die("pthread_create: %s", strerror(e));
+#if RK__LINUX
   pthread_setname_np(*t, name);
+#else
+  (void)name; /* macOS names only the calling thread */
+#endif
 }
 
-/* "0-1", "0,2,5" style list of a CPU set (for the report). */
-static void format_cpus(const cpu_set_t *set, char *out, size_t cap) {
+/* "0-1", "0,2,5" style list of CPU ids in increasing order (for the
+ * report). */
+static void format_cpus(const int *ids, int n, char *out, size_t cap) {
   size_t len = 0;
   out[0] = '\0';
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (!CPU_ISSET(c, set)) continue;
-    int e = c;
-    while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, set)) ++e;
-    int n = e == c ? snprintf(out + len, cap - len, "%s%d", len ? "," : "", c)
+  for (int i = 0; i < n; ++i) {
+    int c = ids[i], e = c;
+    while (i + 1 < n && ids[i + 1] == e + 1) e = ids[++i];
+    int w = e == c ? snprintf(out + len, cap - len, "%s%d", len ? "," : "", c)
                    : snprintf(out + len, cap - len, "%s%d-%d", len ? "," : "",
                               c, e);
-    if (n < 0 || (size_t)n >= cap - len) break;
-    len += (size_t)n;
-    c = e;
+    if (w < 0 || (size_t)w >= cap - len) break;
+    len += (size_t)w;
   }
 }
 
@@ -211,7 +212,9 @@ static void format_cpus(const cpu_set_t *set, char *out, size_t cap) {
 
 enum { kMaxTids = 256 };
 
+/* Linux only (/proc/self/task); 0 threads elsewhere. */
 static int list_tids(pid_t *out, int max) {
+  if (!RK__LINUX) return 0;
   DIR *d = opendir("/proc/self/task");
   if (!d) return 0;
   int n = 0;
@@ -245,14 +248,17 @@ static int describe_new_threads(const pid_t *before, int nbefore, char *desc,
       if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = '\0';
       fclose(f);
     }
-    cpu_set_t set;
     char cpus[128] = "?";
+#if RK__LINUX
+    cpu_set_t set;
     if (sched_getaffinity(now[i], sizeof set, &set) == 0) {
-      format_cpus(&set, cpus, sizeof cpus);
-      if (CPU_COUNT(&set) == 1 && pinned < 0)
-        for (int c = 0; c < CPU_SETSIZE; ++c)
-          if (CPU_ISSET(c, &set)) pinned = c;
+      int ids[CPU_SETSIZE], nids = 0;
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) ids[nids++] = c;
+      format_cpus(ids, nids, cpus, sizeof cpus);
+      if (nids == 1 && pinned < 0) pinned = ids[0];
     }
+#endif
     int w = snprintf(desc + len, cap - len, "%s'%s' on CPUs %s",
                      len ? ", " : "", comm, cpus);
     if (w < 0 || (size_t)w >= cap - len) break;
@@ -1666,12 +1672,7 @@ int main(int argc, char **argv) {
 
   char model[256], cpus[256];
   cpu_model(model, sizeof model);
-  {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int i = 0; i < g_ncpus; ++i) CPU_SET(g_cpus[i], &set);
-    format_cpus(&set, cpus, sizeof cpus);
-  }
+  format_cpus(g_cpus, g_ncpus, cpus, sizeof cpus);
 
   if (opt.json) {
     printf("{\n  \"benchmark\": \"actors\",\n  \"rk_version\": ");

@@ -49,12 +49,9 @@ typedef struct {
   uint64_t ns;
 } worker_t;
 
+/* Best effort; macOS has no CPU affinity. */
 static void pin(int cpu) {
-  if (cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  if (cpu >= 0) rk__pin_thread(pthread_self(), cpu);
 }
 
 static void *worker_main(void *arg) {

@@ -613,21 +613,28 @@ void rk__set_thread_name(const char *name) {
 #endif
 }
 
-bool rk__pin_thread(pthread_t thread, int cpu) {
+bool rk__pin_thread_set(pthread_t thread, const int *cpus, int n) {
 #if RK__LINUX
-  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(thread, sizeof set, &set) == 0;
+  for (int i = 0; i < n; ++i) {
+    if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE) return false;
+    CPU_SET(cpus[i], &set);
+  }
+  return n > 0 && pthread_setaffinity_np(thread, sizeof set, &set) == 0;
 #else
   /* macOS has no CPU affinity (thread_policy_set's affinity tags only
    * group threads, and Apple silicon ignores them): the scheduler
    * decides. */
   (void)thread;
-  (void)cpu;
+  (void)cpus;
+  (void)n;
   return false;
 #endif
+}
+
+bool rk__pin_thread(pthread_t thread, int cpu) {
+  return rk__pin_thread_set(thread, &cpu, 1);
 }
 
 int rk__current_cpu(void) {

@@ -131,6 +131,9 @@ int rk__allowed_cpus(int *out_ids, int max);
 /* Pins `thread` to CPU `cpu`. A hint: false where the system has no CPU
  * affinity (macOS) or refuses it (containers). */
 bool rk__pin_thread(pthread_t thread, int cpu);
+/* The same for the n CPUs of `cpus` (e.g. all of rk__allowed_cpus, to undo
+ * a pin). */
+bool rk__pin_thread_set(pthread_t thread, const int *cpus, int n);
 /* The CPU the caller runs on, or -1 where the system does not say. */
 int rk__current_cpu(void);
 

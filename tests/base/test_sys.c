@@ -242,8 +242,7 @@ static void test_threads_and_program(void) {
   if (CHECK(pthread_create(&t, NULL, thread_id_of, &there) == 0, "thread"))
     pthread_join(t, NULL);
   CHECK(here != 0 && there != 0 && here != there,
-        "thread ids %d and %d are not two distinct ids", (int)here,
-        (int)there);
+        "thread ids %d and %d are not two distinct ids", (int)here, (int)there);
   CHECK(rk__thread_id() == here, "the thread id changed");
 
   char name[16] = "?";

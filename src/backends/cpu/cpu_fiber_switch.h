@@ -24,23 +24,23 @@
 #ifndef RK_BACKENDS_CPU_CPU_FIBER_SWITCH_H_
 #define RK_BACKENDS_CPU_CPU_FIBER_SWITCH_H_
 
-#if (defined(__x86_64__) || defined(__aarch64__)) && \
-    !defined(RK_FIBER_UCONTEXT)
+#if (defined(__x86_64__) || defined(__aarch64__)) && !defined(RK_FIBER_UCONTEXT)
 #define RK_FIBER_ASM 1
 
 /* Mach-O prefixes C symbols with an underscore and has no .type/.size; the
  * symbols stay inside the library either way (.hidden, .private_extern). */
 #if defined(__APPLE__)
 #define RK_FIBER_SYM(name) "_" #name
-#define RK_FIBER_BEGIN(name)                                        \
+#define RK_FIBER_BEGIN(name)                                      \
   ".globl " RK_FIBER_SYM(name) "\n.private_extern " RK_FIBER_SYM( \
       name) "\n.p2align 4\n" RK_FIBER_SYM(name) ":\n"
 #define RK_FIBER_END(name) ""
 #define RK_FIBER_NOTE ""
 #else
 #define RK_FIBER_SYM(name) #name
-#define RK_FIBER_BEGIN(name)                                            \
-  ".globl " #name "\n.hidden " #name "\n.type " #name ",%function\n" \
+#define RK_FIBER_BEGIN(name)                          \
+  ".globl " #name "\n.hidden " #name "\n.type " #name \
+  ",%function\n"                                      \
   ".p2align 4\n" #name ":\n"
 #define RK_FIBER_END(name) ".size " #name ", .-" #name "\n"
 /* No executable stack for this object. */
@@ -76,8 +76,8 @@ __asm__(".text\n" RK_FIBER_BEGIN(rk__fiber_switch)
 
 enum { kRkFiberFrameWords = 9 };
 
-static inline void *rk__fiber_initial_sp(void *stack_top,
-                                         void (*entry)(void *), void *arg) {
+static inline void *rk__fiber_initial_sp(void *stack_top, void (*entry)(void *),
+                                         void *arg) {
   /* 16-byte aligned top; after the six pops and the ret, rsp = top - 16,
    * and the call in rk__fiber_start leaves entry's rsp + 8 16-aligned as
    * the ABI asks. */
@@ -85,7 +85,7 @@ static inline void *rk__fiber_initial_sp(void *stack_top,
   void **sp = (void **)(top - kRkFiberFrameWords * sizeof(void *));
   for (int i = 0; i < kRkFiberFrameWords; ++i) sp[i] = 0;
   sp[2] = (void *)(unsigned long)entry;           /* r13 */
-  sp[3] = arg;                     /* r12 */
+  sp[3] = arg;                                    /* r12 */
   sp[6] = (void *)(unsigned long)rk__fiber_start; /* return address */
   return sp;
 }
@@ -127,15 +127,15 @@ __asm__(".text\n" RK_FIBER_BEGIN(rk__fiber_switch)
 
 enum { kRkFiberFrameWords = 20 };
 
-static inline void *rk__fiber_initial_sp(void *stack_top,
-                                         void (*entry)(void *), void *arg) {
+static inline void *rk__fiber_initial_sp(void *stack_top, void (*entry)(void *),
+                                         void *arg) {
   /* After the loads and `add sp, sp, #160`, sp is the 16-aligned top. */
   unsigned long top = (unsigned long)stack_top & ~15ul;
   void **sp = (void **)(top - kRkFiberFrameWords * sizeof(void *));
   for (int i = 0; i < kRkFiberFrameWords; ++i) sp[i] = 0;
-  sp[0] = arg;                      /* x19 */
-  sp[1] = (void *)(unsigned long)entry;            /* x20 */
-  sp[10] = 0;                       /* x29: the end of the frame chain */
+  sp[0] = arg;                          /* x19 */
+  sp[1] = (void *)(unsigned long)entry; /* x20 */
+  sp[10] = 0;                           /* x29: the end of the frame chain */
   sp[11] = (void *)(unsigned long)rk__fiber_start; /* x30: where the ret goes */
   return sp;
 }

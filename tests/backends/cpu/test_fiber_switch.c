@@ -42,8 +42,8 @@ static int g_current;
 static int g_done[kFibers];
 static int g_failures;
 static int g_clobber;
-static volatile long g_k = 3;        /* read after each switch */
-static volatile double g_kd = 1.25;  /* read after each switch */
+static volatile long g_k = 3;         /* read after each switch */
+static volatile double g_kd = 1.25;   /* read after each switch */
 static volatile long g_seed_base = 7; /* defeats constant folding */
 
 /* Writes garbage into every callee-saved register without saying so: the
@@ -128,7 +128,8 @@ static void check_round(int who, int round) {
   double hd, ed;
   work(1, who, seed, &hi, &hd);
   work(0, who, seed, &ei, &ed);
-  if (hi != ei || hd != ed) fail("a value changed across the switch", who, round);
+  if (hi != ei || hd != ed)
+    fail("a value changed across the switch", who, round);
 }
 
 static void fiber_entry(void *arg) {
