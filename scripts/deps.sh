@@ -68,8 +68,19 @@ RK_PLOT_PIN='matplotlib>=3.10,<3.12'
 
 have() { command -v "$1" >/dev/null 2>&1; }
 
-# version_ge A B: true when version A >= version B.
-version_ge() { printf '%s\n%s\n' "$2" "$1" | sort -V -C; }
+# version_ge A B: true when version A >= version B (dotted numbers; plain
+# bash, as macOS's older sort has no -V).
+version_ge() {
+  local IFS=. i
+  local -a a b
+  read -r -a a <<<"${1%%[!0-9.]*}"
+  read -r -a b <<<"${2%%[!0-9.]*}"
+  for ((i = 0; i < ${#a[@]} || i < ${#b[@]}; ++i)); do
+    ((10#${a[i]:-0} > 10#${b[i]:-0})) && return 0
+    ((10#${a[i]:-0} < 10#${b[i]:-0})) && return 1
+  done
+  return 0
+}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rk-deps.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -124,6 +135,8 @@ gcc_dev_pkg() {
   [ -n "$major" ] && echo "libgcc-$major-dev"
 }
 
+# Empty arrays are expanded as ${a[@]+"${a[@]}"}: macOS's bash 3.2 calls
+# "${a[@]}" of an empty array unbound under set -u.
 missing_build=()  # "what|packages"
 missing_test=()
 
@@ -226,7 +239,7 @@ packages_of() {
 }
 
 check
-all=("${missing_build[@]}" "${missing_test[@]}")
+all=(${missing_build[@]+"${missing_build[@]}"} ${missing_test[@]+"${missing_test[@]}"})
 [ ${#all[@]} -eq 0 ] && exit 0
 
 if [ "$install" -eq 1 ] && [ "$(id -u)" -eq 0 ] && have apt-get; then
@@ -250,9 +263,10 @@ report() {  # report LEVEL ENTRY...
 }
 if [ ${#missing_build[@]} -gt 0 ] || [ ${#missing_test[@]} -gt 0 ]; then
   echo "deps: missing tools:" >&2
-  report "build" "${missing_build[@]}"
-  report "tests" "${missing_test[@]}"
-  pkgs=$(packages_of "${missing_build[@]}" "${missing_test[@]}")
+  report "build" ${missing_build[@]+"${missing_build[@]}"}
+  report "tests" ${missing_test[@]+"${missing_test[@]}"}
+  pkgs=$(packages_of ${missing_build[@]+"${missing_build[@]}"} \
+    ${missing_test[@]+"${missing_test[@]}"})
   if [ -n "$pkgs" ]; then
     echo "deps: install with:" >&2
     echo "  sudo apt-get install --no-install-recommends $pkgs" >&2

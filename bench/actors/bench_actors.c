@@ -914,7 +914,7 @@ typedef struct mp_ring {
 
 typedef struct mp_bench {
   mp_ring_t ring[2][2]; /* [mp_mode_t][RK__RING_MP_CLAIM or _LOCK] */
-  pthread_barrier_t start, filled, end;
+  rk__barrier_t start, filled, end;
   pthread_t prod[2], consumer;
   int prod_cpu[2], cons_cpu;
   /* This step's (written by the host before `start`). */
@@ -941,7 +941,7 @@ static void *mp_producer(void *arg) {
   uint32_t bursts = 0;
   pin_self(b->prod_cpu[id]);
   for (;;) {
-    pthread_barrier_wait(&b->start);
+    rk__barrier_wait(&b->start);
     if (b->quit) return NULL;
     const mp_mode_t mode = b->mode;
     mp_ring_t *r = &b->ring[mode][b->kind];
@@ -974,10 +974,10 @@ static void *mp_producer(void *arg) {
     }
     if (mode == MP_BURST) {
       b->p_end[id] = rkb_now_ns();
-      pthread_barrier_wait(&b->filled);
+      rk__barrier_wait(&b->filled);
     }
     __atomic_fetch_add(&r->full[id], full, __ATOMIC_RELAXED);
-    pthread_barrier_wait(&b->end);
+    rk__barrier_wait(&b->end);
   }
 }
 
@@ -1039,18 +1039,18 @@ static void *mp_consumer(void *arg) {
   mp_bench_t *b = arg;
   pin_self(b->cons_cpu);
   for (;;) {
-    pthread_barrier_wait(&b->start);
+    rk__barrier_wait(&b->start);
     if (b->quit) return NULL;
     mp_ring_t *r = &b->ring[b->mode][b->kind];
     if (b->mode == MP_BURST) {
-      pthread_barrier_wait(&b->filled);
+      rk__barrier_wait(&b->filled);
       mp_consume(b, r, b->msgs);
     } else {
       b->t0 = rkb_now_ns();
       mp_consume(b, r, b->msgs);
       b->t1 = rkb_now_ns();
     }
-    pthread_barrier_wait(&b->end);
+    rk__barrier_wait(&b->end);
   }
 }
 
@@ -1075,9 +1075,9 @@ static void mp_init(mp_bench_t *b) {
   b->prod_cpu[0] = g_one_cpu ? -1 : g_cpus[0];
   b->prod_cpu[1] = g_one_cpu ? -1 : g_cpus[1];
   b->cons_cpu = g_ncpus >= 3 ? g_cpus[2] : -1;
-  pthread_barrier_init(&b->start, NULL, 4);
-  pthread_barrier_init(&b->filled, NULL, 3);
-  pthread_barrier_init(&b->end, NULL, 4);
+  rk__barrier_init(&b->start, 4);
+  rk__barrier_init(&b->filled, 3);
+  rk__barrier_init(&b->end, 4);
   for (int i = 0; i < 2; ++i) {
     g_mp_args[i].b = b;
     g_mp_args[i].id = i;
@@ -1095,8 +1095,8 @@ static uint64_t mp_step(mp_bench_t *b, mp_mode_t mode, int kind, long msgs) {
   b->kind = kind;
   b->msgs = msgs;
   b->error[0] = '\0';
-  pthread_barrier_wait(&b->start);
-  pthread_barrier_wait(&b->end);
+  rk__barrier_wait(&b->start);
+  rk__barrier_wait(&b->end);
   if (b->error[0]) die("%s", b->error);
   if (mode == MP_STREAM) return b->t1 - b->t0;
   uint64_t begin =
@@ -1120,12 +1120,12 @@ static uint64_t mp_round(mp_bench_t *b, mp_mode_t mode, int kind, long msgs) {
 
 static void mp_destroy(mp_bench_t *b) {
   b->quit = true;
-  pthread_barrier_wait(&b->start);
+  rk__barrier_wait(&b->start);
   for (int i = 0; i < 2; ++i) pthread_join(b->prod[i], NULL);
   pthread_join(b->consumer, NULL);
-  pthread_barrier_destroy(&b->start);
-  pthread_barrier_destroy(&b->filled);
-  pthread_barrier_destroy(&b->end);
+  rk__barrier_destroy(&b->start);
+  rk__barrier_destroy(&b->filled);
+  rk__barrier_destroy(&b->end);
   for (int mode = 0; mode < 2; ++mode)
     for (int k = 0; k < 2; ++k) {
       free(b->ring[mode][k].hdr);

@@ -116,6 +116,59 @@ void rk__wake_all(const uint32_t *word) {
 
 #endif /* RK__LINUX */
 
+int rk__mutex_lock_until(pthread_mutex_t *mutex, uint64_t deadline_ns) {
+  uint64_t now = rk__now_ns();
+  if (now >= deadline_ns)
+    return pthread_mutex_trylock(mutex) == 0 ? 0 : ETIMEDOUT;
+#if RK__LINUX
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const uint64_t ns = (uint64_t)ts.tv_nsec + (deadline_ns - now);
+  ts.tv_sec += (time_t)(ns / 1000000000u);
+  ts.tv_nsec = (long)(ns % 1000000000u);
+  return pthread_mutex_timedlock(mutex, &ts);
+#else
+  long sleep_ns = 1000;
+  for (;;) {
+    if (pthread_mutex_trylock(mutex) == 0) return 0;
+    now = rk__now_ns();
+    if (now >= deadline_ns) return ETIMEDOUT;
+    uint64_t left = deadline_ns - now;
+    struct timespec ts = {
+        0, (long)(left < (uint64_t)sleep_ns ? left : (uint64_t)sleep_ns)};
+    nanosleep(&ts, NULL);
+    if (sleep_ns < 1000000) sleep_ns *= 2;
+  }
+#endif
+}
+
+void rk__barrier_init(rk__barrier_t *barrier, unsigned n) {
+  pthread_mutex_init(&barrier->lock, NULL);
+  pthread_cond_init(&barrier->cond, NULL);
+  barrier->n = n;
+  barrier->waiting = 0;
+  barrier->phase = 0;
+}
+
+void rk__barrier_wait(rk__barrier_t *barrier) {
+  pthread_mutex_lock(&barrier->lock);
+  unsigned phase = barrier->phase;
+  if (++barrier->waiting == barrier->n) {
+    barrier->waiting = 0;
+    ++barrier->phase; /* the next use waits for a new phase */
+    pthread_cond_broadcast(&barrier->cond);
+  } else {
+    while (barrier->phase == phase)
+      pthread_cond_wait(&barrier->cond, &barrier->lock);
+  }
+  pthread_mutex_unlock(&barrier->lock);
+}
+
+void rk__barrier_destroy(rk__barrier_t *barrier) {
+  pthread_cond_destroy(&barrier->cond);
+  pthread_mutex_destroy(&barrier->lock);
+}
+
 void rk__cond_init_monotonic(pthread_cond_t *cond) {
 #if RK__LINUX
   pthread_condattr_t attr;

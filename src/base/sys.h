@@ -160,6 +160,22 @@ int rk__anonymous_file(const char *name);
  * inherit the ends). 0, or -1 with errno. */
 int rk__pipe_cloexec(int fds[2]);
 
+/* pthread_mutex_lock until deadline_ns (an rk__now_ns time): 0, or
+ * ETIMEDOUT. pthread_mutex_timedlock where the system has it (Linux);
+ * macOS has none: there trylock with sleeps of up to a millisecond. */
+int rk__mutex_lock_until(pthread_mutex_t *mutex, uint64_t deadline_ns);
+
+/* A reusable barrier for n threads (pthread barriers are optional in POSIX
+ * and macOS has none). rk__barrier_wait returns once n threads wait. */
+typedef struct rk__barrier {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  unsigned n, waiting, phase;
+} rk__barrier_t;
+void rk__barrier_init(rk__barrier_t *barrier, unsigned n);
+void rk__barrier_wait(rk__barrier_t *barrier);
+void rk__barrier_destroy(rk__barrier_t *barrier);
+
 /* A condition variable whose timed waits follow rk__now_ns's monotonic
  * clock where the system allows (Linux); elsewhere (macOS has no
  * pthread_condattr_setclock) they are measured on the real-time clock,
