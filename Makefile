@@ -104,7 +104,8 @@ PORTABLE_TARGETS = rk_tool base_status base_cache_dir base_log base_sys \
   cpu_cache cpu_exec test_fiber_switch actor actor_device ring actor_stuck \
   actor_clock actor_supervise actor_k2k hal cts test_pool_shared trace_api \
   trace_program
-PORTABLE_TESTS = base_.* cpu_cache cpu_exec cpu_fiber_switch actor \
+PORTABLE_TESTS = base_.* cpu_cache cpu_exec cpu_fiber_switch \
+  cpu_fiber_switch_clobber cpu_fiber_switch_misalign actor \
   actor_device ring actor_stuck actor_relaunch_cpu actor_clock \
   actor_clock_relaunch_cpu actor_supervise actor_supervise_relaunch_cpu \
   actor_k2k actor_k2k_relaunch_cpu hal cts test_pool_shared trace_api \

@@ -32,7 +32,8 @@ TEST_COMMANDS=(
   "clang++|clang|the fake Metal that runs the MSL of the Metal backend's tests (tests/backends/metal)"
   "qemu-aarch64|qemu-user|running the AArch64 fiber switch under emulation (tests/backends/cpu, cpu_fiber_switch_aarch64)"
   "aarch64-linux-gnu-gcc|gcc-aarch64-linux-gnu libc6-dev-arm64-cross|building the AArch64 fiber switch test (cpu_fiber_switch_aarch64)"
-  "llvm-nm|llvm|reading the Mach-O objects of the fiber switch (cpu_fiber_switch_macho)"
+  "llvm-nm|llvm|reading the Mach-O objects of the fiber switch and of the export list (cpu_fiber_switch_macho, platform_darwin_exports)"
+  "ld.lld|lld|lld, whose Mach-O linker ld64.lld checks librk.dylib's export list (platform_darwin_exports)"
 )
 # Shared libraries the tests load with dlopen: "soname|Debian packages|what
 # needs it", looked up in the ldconfig cache.
