@@ -718,7 +718,7 @@ int32_t rk__thread_id(void) {
   return (int32_t)syscall(SYS_gettid);
 #elif RK__APPLE
   uint64_t id = 0;
-  pthread_threadid_np(NULL, &id);
+  pthread_threadid_np(pthread_self(), &id);
   return (int32_t)id;
 #else
   static uint32_t next;

@@ -286,7 +286,10 @@ static bool plant(const char *path, const char *key, const char *data, size_t n,
   if (!f) return false;
   bool ok = fwrite(data, 1, n, f) == n &&
             (!forged || fwrite(t, 1, sizeof t, f) == sizeof t);
-  return (fclose(f) == 0) & ok & (chmod(path, mode) == 0);
+  /* Both always run, whatever ok says. */
+  const bool closed = fclose(f) == 0;
+  const bool moded = chmod(path, mode) == 0;
+  return closed && ok && moded;
 }
 
 /* The scale kernel's entry name ("<hash>.so"; the same in every cache). */
