@@ -5,6 +5,8 @@
 #   make test            install missing test tools where possible, build, ctest
 #   make demo            build, then `rk demo` on the best available backend
 #   make test-sanitize   the whole suite under ASan+UBSan, then under TSan
+#   make test-portable   the POSIX paths macOS takes, built and tested on
+#                        Linux (-DRK_PORTABLE_POSIX=ON, a subset of the suite)
 #   make bench           build, then run every build/bench/**/bench_*
 #   make report          build, run the benchmarks quickly with --json into
 #                        build/report/ and draw their pictures into docs/img/
@@ -18,7 +20,9 @@
 # Variables: BUILD_DIR (build), PREFIX (/usr/local), DESTDIR, CMAKE_ARGS (extra
 # arguments for the configure step), CMAKE_GENERATOR (default Ninja when ninja
 # is installed, else Unix Makefiles; used for new build directories only),
-# FUZZ_SECONDS (60) and FUZZ_BUILD_DIR (build-fuzz) for make fuzz.
+# FUZZ_SECONDS (60) and FUZZ_BUILD_DIR (build-fuzz) for make fuzz,
+# PORTABLE_BUILD_DIR (build-portable) and PORTABLE_CC (clang, else cc) for
+# make test-portable.
 
 # Targets run one after another in the order written ("test: deps build");
 # the parallelism is inside each build (cmake --build -j).
@@ -43,7 +47,8 @@ ASAN_ENV = ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:print_stacktrace=1 \
            UBSAN_OPTIONS=halt_on_error=1:detect_leaks=1:print_stacktrace=1
 TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp
 
-.PHONY: all build deps test demo test-sanitize test-asan test-tsan bench \
+.PHONY: all build deps test demo test-sanitize test-asan test-tsan \
+        test-portable bench \
         report fuzz format format-check install clean
 
 # Default target: build.
@@ -87,6 +92,38 @@ test-asan: deps
 # The suite under ThreadSanitizer.
 test-tsan: deps
 	$(call sanitize,build-tsan,thread,$(TSAN_ENV))
+
+# The POSIX paths that macOS takes instead of Linux's own calls (futexes,
+# memfd_create, pipe2, CPU affinity, membarrier, /proc; src/base/platform.h),
+# built on Linux with only POSIX and BSD declarations (-DRK_PORTABLE_POSIX=ON)
+# into $(PORTABLE_BUILD_DIR), then a subset of the suite that exercises them:
+# base helpers, the CPU backend and its fibers, the kernel cache, actors and
+# rings, the conformance suite, tracing and the rk command. Only the targets
+# those tests need are built.
+# Built with clang where there is one: macOS's compiler is clang, whose
+# warnings (errors here) differ from gcc's.
+PORTABLE_BUILD_DIR ?= build-portable
+PORTABLE_CC ?= $(shell command -v clang 2>/dev/null || echo cc)
+PORTABLE_TARGETS = rk_tool base_status base_cache_dir base_log base_sys \
+  cpu_cache cpu_exec test_fiber_switch actor actor_device ring actor_stuck \
+  actor_clock actor_supervise actor_k2k hal cts test_pool_shared trace_api \
+  trace_program
+PORTABLE_TESTS = base_.* cpu_cache cpu_exec cpu_fiber_switch \
+  cpu_fiber_switch_clobber cpu_fiber_switch_misalign actor \
+  actor_device ring actor_stuck actor_relaunch_cpu actor_clock \
+  actor_clock_relaunch_cpu actor_supervise actor_supervise_relaunch_cpu \
+  actor_k2k actor_k2k_relaunch_cpu hal cts test_pool_shared trace_api \
+  trace_events cli_devices cli_demo
+empty :=
+space := $(empty) $(empty)
+
+test-portable:
+	$(CMAKE) -S . -B $(PORTABLE_BUILD_DIR) -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_C_COMPILER=$(PORTABLE_CC) -DRK_PORTABLE_POSIX=ON \
+	  -DRK_BUILD_BENCH=OFF $(CMAKE_ARGS)
+	$(CMAKE) --build $(PORTABLE_BUILD_DIR) -j $(NPROC) --target $(PORTABLE_TARGETS)
+	$(CTEST) --test-dir $(PORTABLE_BUILD_DIR) --output-on-failure -j2 \
+	  -R '^($(subst $(space),|,$(strip $(PORTABLE_TESTS))))$$'
 
 # Build, then run each benchmark program (build/bench/**/bench_*) in order.
 bench: build
@@ -134,4 +171,5 @@ install:
 
 # Remove every build directory this Makefile creates.
 clean:
-	rm -rf $(BUILD_DIR) build-asan build-tsan $(FUZZ_BUILD_DIR)
+	rm -rf $(BUILD_DIR) build-asan build-tsan $(FUZZ_BUILD_DIR) \
+	  $(PORTABLE_BUILD_DIR)

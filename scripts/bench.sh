@@ -15,8 +15,11 @@ if [ ! -d "$build_dir/bench" ]; then
   exit 1
 fi
 
-mapfile -t benches < <(find "$build_dir/bench" -name CMakeFiles -prune -o \
-  -type f -name 'bench_*' -perm -u+x -print | sort)
+# (a read loop, not mapfile: macOS's bash is 3.2)
+benches=()
+while IFS= read -r bench; do benches+=("$bench"); done < <(
+  find "$build_dir/bench" -name CMakeFiles -prune -o \
+    -type f -name 'bench_*' -perm -u+x -print | sort)
 if [ ${#benches[@]} -eq 0 ]; then
   echo "bench: no benchmark programs (bench_*) in $build_dir/bench"
   exit 0

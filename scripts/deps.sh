@@ -30,6 +30,10 @@ TEST_COMMANDS=(
   "spin|spin|model checking of the actor ring protocol (tests/model)"
   "mpirun|openmpi-bin|the cluster's MPI launcher test (tests/cluster, cluster_mpi; Open MPI, loaded by rk at run time)"
   "clang++|clang|the fake Metal that runs the MSL of the Metal backend's tests (tests/backends/metal)"
+  "qemu-aarch64|qemu-user|running the AArch64 fiber switch under emulation (tests/backends/cpu, cpu_fiber_switch_aarch64)"
+  "aarch64-linux-gnu-gcc|gcc-aarch64-linux-gnu libc6-dev-arm64-cross|building the AArch64 fiber switch test (cpu_fiber_switch_aarch64)"
+  "llvm-nm|llvm|reading the Mach-O objects of the fiber switch and of the export list (cpu_fiber_switch_macho, platform_darwin_exports)"
+  "ld.lld|lld|lld, whose Mach-O linker ld64.lld checks librk.dylib's export list (platform_darwin_exports)"
 )
 # Shared libraries the tests load with dlopen: "soname|Debian packages|what
 # needs it", looked up in the ldconfig cache.
@@ -65,8 +69,19 @@ RK_PLOT_PIN='matplotlib>=3.10,<3.12'
 
 have() { command -v "$1" >/dev/null 2>&1; }
 
-# version_ge A B: true when version A >= version B.
-version_ge() { printf '%s\n%s\n' "$2" "$1" | sort -V -C; }
+# version_ge A B: true when version A >= version B (dotted numbers; plain
+# bash, as macOS's older sort has no -V).
+version_ge() {
+  local IFS=. i
+  local -a a b
+  read -r -a a <<<"${1%%[!0-9.]*}"
+  read -r -a b <<<"${2%%[!0-9.]*}"
+  for ((i = 0; i < ${#a[@]} || i < ${#b[@]}; ++i)); do
+    ((10#${a[i]:-0} > 10#${b[i]:-0})) && return 0
+    ((10#${a[i]:-0} < 10#${b[i]:-0})) && return 1
+  done
+  return 0
+}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rk-deps.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -121,6 +136,8 @@ gcc_dev_pkg() {
   [ -n "$major" ] && echo "libgcc-$major-dev"
 }
 
+# Empty arrays are expanded as ${a[@]+"${a[@]}"}: macOS's bash 3.2 calls
+# "${a[@]}" of an empty array unbound under set -u.
 missing_build=()  # "what|packages"
 missing_test=()
 
@@ -223,7 +240,7 @@ packages_of() {
 }
 
 check
-all=("${missing_build[@]}" "${missing_test[@]}")
+all=(${missing_build[@]+"${missing_build[@]}"} ${missing_test[@]+"${missing_test[@]}"})
 [ ${#all[@]} -eq 0 ] && exit 0
 
 if [ "$install" -eq 1 ] && [ "$(id -u)" -eq 0 ] && have apt-get; then
@@ -247,9 +264,10 @@ report() {  # report LEVEL ENTRY...
 }
 if [ ${#missing_build[@]} -gt 0 ] || [ ${#missing_test[@]} -gt 0 ]; then
   echo "deps: missing tools:" >&2
-  report "build" "${missing_build[@]}"
-  report "tests" "${missing_test[@]}"
-  pkgs=$(packages_of "${missing_build[@]}" "${missing_test[@]}")
+  report "build" ${missing_build[@]+"${missing_build[@]}"}
+  report "tests" ${missing_test[@]+"${missing_test[@]}"}
+  pkgs=$(packages_of ${missing_build[@]+"${missing_build[@]}"} \
+    ${missing_test[@]+"${missing_test[@]}"})
   if [ -n "$pkgs" ]; then
     echo "deps: install with:" >&2
     echo "  sudo apt-get install --no-install-recommends $pkgs" >&2

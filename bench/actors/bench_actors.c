@@ -78,6 +78,7 @@
 static const char kCkSkipped[] = RK_BENCH_CK_SKIPPED;
 #endif
 
+#include "base/platform.h"
 #include "base/ring.h"
 #include "base/sys.h"
 #include "bench_stats.h"
@@ -157,23 +158,20 @@ static inline void spin_step(void) {
   if (g_one_cpu) sched_yield();
 }
 
+/* Where the system has CPU affinity (Linux) a refused pin is fatal: the
+ * figures would not be what the report says. macOS has none: threads run
+ * where the scheduler puts them (the report's CPU lists say "?"). */
 static void pin_thread(pthread_t t, int cpu) {
-  if (g_one_cpu || cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  int e = pthread_setaffinity_np(t, sizeof set, &set);
-  if (e != 0) die("pinning a thread to CPU %d: %s", cpu, strerror(e));
+  if (g_one_cpu || cpu < 0 || !RK__LINUX) return;
+  if (!rk__pin_thread(t, cpu))
+    die("pinning a thread to CPU %d was refused", cpu);
 }
 
 static void pin_self(int cpu) { pin_thread(pthread_self(), cpu); }
 
 /* Back to every allowed CPU. */
 static void unpin_self(void) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int i = 0; i < g_ncpus; ++i) CPU_SET(g_cpus[i], &set);
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  rk__pin_thread_set(pthread_self(), g_cpus, g_ncpus);
 }
 
 static void sleep_ms(long ms) {
@@ -187,23 +185,26 @@ static void start_thread(pthread_t *t, void *(*fn)(void *), void *arg,
                          const char *name) {
   int e = pthread_create(t, NULL, fn, arg);
   if (e != 0) die("pthread_create: %s", strerror(e));
+#if RK__LINUX
   pthread_setname_np(*t, name);
+#else
+  (void)name; /* macOS names only the calling thread */
+#endif
 }
 
-/* "0-1", "0,2,5" style list of a CPU set (for the report). */
-static void format_cpus(const cpu_set_t *set, char *out, size_t cap) {
+/* "0-1", "0,2,5" style list of CPU ids in increasing order (for the
+ * report). */
+static void format_cpus(const int *ids, int n, char *out, size_t cap) {
   size_t len = 0;
   out[0] = '\0';
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (!CPU_ISSET(c, set)) continue;
-    int e = c;
-    while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, set)) ++e;
-    int n = e == c ? snprintf(out + len, cap - len, "%s%d", len ? "," : "", c)
+  for (int i = 0; i < n; ++i) {
+    int c = ids[i], e = c;
+    while (i + 1 < n && ids[i + 1] == e + 1) e = ids[++i];
+    int w = e == c ? snprintf(out + len, cap - len, "%s%d", len ? "," : "", c)
                    : snprintf(out + len, cap - len, "%s%d-%d", len ? "," : "",
                               c, e);
-    if (n < 0 || (size_t)n >= cap - len) break;
-    len += (size_t)n;
-    c = e;
+    if (w < 0 || (size_t)w >= cap - len) break;
+    len += (size_t)w;
   }
 }
 
@@ -211,7 +212,9 @@ static void format_cpus(const cpu_set_t *set, char *out, size_t cap) {
 
 enum { kMaxTids = 256 };
 
+/* Linux only (/proc/self/task); 0 threads elsewhere. */
 static int list_tids(pid_t *out, int max) {
+  if (!RK__LINUX) return 0;
   DIR *d = opendir("/proc/self/task");
   if (!d) return 0;
   int n = 0;
@@ -245,14 +248,17 @@ static int describe_new_threads(const pid_t *before, int nbefore, char *desc,
       if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = '\0';
       fclose(f);
     }
-    cpu_set_t set;
     char cpus[128] = "?";
+#if RK__LINUX
+    cpu_set_t set;
     if (sched_getaffinity(now[i], sizeof set, &set) == 0) {
-      format_cpus(&set, cpus, sizeof cpus);
-      if (CPU_COUNT(&set) == 1 && pinned < 0)
-        for (int c = 0; c < CPU_SETSIZE; ++c)
-          if (CPU_ISSET(c, &set)) pinned = c;
+      int ids[CPU_SETSIZE], nids = 0;
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) ids[nids++] = c;
+      format_cpus(ids, nids, cpus, sizeof cpus);
+      if (nids == 1 && pinned < 0) pinned = ids[0];
     }
+#endif
     int w = snprintf(desc + len, cap - len, "%s'%s' on CPUs %s",
                      len ? ", " : "", comm, cpus);
     if (w < 0 || (size_t)w >= cap - len) break;
@@ -933,7 +939,7 @@ typedef struct mp_ring {
 
 typedef struct mp_bench {
   mp_ring_t ring[2][2]; /* [mp_mode_t][RK__RING_MP_CLAIM or _LOCK] */
-  pthread_barrier_t start, filled, end;
+  rk__barrier_t start, filled, end;
   pthread_t prod[2], consumer;
   int prod_cpu[2], cons_cpu;
   /* This step's (written by the host before `start`). */
@@ -960,7 +966,7 @@ static void *mp_producer(void *arg) {
   uint32_t bursts = 0;
   pin_self(b->prod_cpu[id]);
   for (;;) {
-    pthread_barrier_wait(&b->start);
+    rk__barrier_wait(&b->start);
     if (b->quit) return NULL;
     const mp_mode_t mode = b->mode;
     mp_ring_t *r = &b->ring[mode][b->kind];
@@ -993,10 +999,10 @@ static void *mp_producer(void *arg) {
     }
     if (mode == MP_BURST) {
       b->p_end[id] = rkb_now_ns();
-      pthread_barrier_wait(&b->filled);
+      rk__barrier_wait(&b->filled);
     }
     __atomic_fetch_add(&r->full[id], full, __ATOMIC_RELAXED);
-    pthread_barrier_wait(&b->end);
+    rk__barrier_wait(&b->end);
   }
 }
 
@@ -1058,18 +1064,18 @@ static void *mp_consumer(void *arg) {
   mp_bench_t *b = arg;
   pin_self(b->cons_cpu);
   for (;;) {
-    pthread_barrier_wait(&b->start);
+    rk__barrier_wait(&b->start);
     if (b->quit) return NULL;
     mp_ring_t *r = &b->ring[b->mode][b->kind];
     if (b->mode == MP_BURST) {
-      pthread_barrier_wait(&b->filled);
+      rk__barrier_wait(&b->filled);
       mp_consume(b, r, b->msgs);
     } else {
       b->t0 = rkb_now_ns();
       mp_consume(b, r, b->msgs);
       b->t1 = rkb_now_ns();
     }
-    pthread_barrier_wait(&b->end);
+    rk__barrier_wait(&b->end);
   }
 }
 
@@ -1094,9 +1100,9 @@ static void mp_init(mp_bench_t *b) {
   b->prod_cpu[0] = g_one_cpu ? -1 : g_cpus[0];
   b->prod_cpu[1] = g_one_cpu ? -1 : g_cpus[1];
   b->cons_cpu = g_ncpus >= 3 ? g_cpus[2] : -1;
-  pthread_barrier_init(&b->start, NULL, 4);
-  pthread_barrier_init(&b->filled, NULL, 3);
-  pthread_barrier_init(&b->end, NULL, 4);
+  rk__barrier_init(&b->start, 4);
+  rk__barrier_init(&b->filled, 3);
+  rk__barrier_init(&b->end, 4);
   for (int i = 0; i < 2; ++i) {
     g_mp_args[i].b = b;
     g_mp_args[i].id = i;
@@ -1114,8 +1120,8 @@ static uint64_t mp_step(mp_bench_t *b, mp_mode_t mode, int kind, long msgs) {
   b->kind = kind;
   b->msgs = msgs;
   b->error[0] = '\0';
-  pthread_barrier_wait(&b->start);
-  pthread_barrier_wait(&b->end);
+  rk__barrier_wait(&b->start);
+  rk__barrier_wait(&b->end);
   if (b->error[0]) die("%s", b->error);
   if (mode == MP_STREAM) return b->t1 - b->t0;
   uint64_t begin =
@@ -1139,12 +1145,12 @@ static uint64_t mp_round(mp_bench_t *b, mp_mode_t mode, int kind, long msgs) {
 
 static void mp_destroy(mp_bench_t *b) {
   b->quit = true;
-  pthread_barrier_wait(&b->start);
+  rk__barrier_wait(&b->start);
   for (int i = 0; i < 2; ++i) pthread_join(b->prod[i], NULL);
   pthread_join(b->consumer, NULL);
-  pthread_barrier_destroy(&b->start);
-  pthread_barrier_destroy(&b->filled);
-  pthread_barrier_destroy(&b->end);
+  rk__barrier_destroy(&b->start);
+  rk__barrier_destroy(&b->filled);
+  rk__barrier_destroy(&b->end);
   for (int mode = 0; mode < 2; ++mode)
     for (int k = 0; k < 2; ++k) {
       free(b->ring[mode][k].hdr);
@@ -1701,12 +1707,7 @@ int main(int argc, char **argv) {
 
   char model[256], cpus[256];
   cpu_model(model, sizeof model);
-  {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int i = 0; i < g_ncpus; ++i) CPU_SET(g_cpus[i], &set);
-    format_cpus(&set, cpus, sizeof cpus);
-  }
+  format_cpus(g_cpus, g_ncpus, cpus, sizeof cpus);
 
   if (opt.json) {
     printf("{\n  \"benchmark\": \"actors\",\n  \"rk_version\": ");

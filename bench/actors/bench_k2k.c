@@ -96,18 +96,14 @@ typedef struct {
   int cpu;
 } floor_t;
 
-static cpu_set_t g_all; /* the host thread's CPUs at start */
+/* The host thread's CPUs at start. Pinning is best effort (macOS has no
+ * CPU affinity). */
+static int g_all[1024], g_nall;
 
-static void unpin(void) {
-  pthread_setaffinity_np(pthread_self(), sizeof g_all, &g_all);
-}
+static void unpin(void) { rk__pin_thread_set(pthread_self(), g_all, g_nall); }
 
 static void pin(int cpu) {
-  if (cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  if (cpu >= 0) rk__pin_thread(pthread_self(), cpu);
 }
 
 static void *floor_echo(void *arg) {
@@ -251,7 +247,7 @@ int main(int argc, char **argv) {
 
   int cpus[2];
   const int ncpus = rk__allowed_cpus(cpus, 2);
-  pthread_getaffinity_np(pthread_self(), sizeof g_all, &g_all);
+  g_nall = rk__allowed_cpus(g_all, 1024);
   floor_t fl;
   memset(&fl, 0, sizeof fl);
   fl.cpu = ncpus >= 2 ? cpus[1] : -1;

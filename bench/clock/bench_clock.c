@@ -45,22 +45,19 @@ typedef struct {
   uint64_t *clock;
   long pairs;
   int cpu;
-  pthread_barrier_t *start;
+  rk__barrier_t *start;
   uint64_t ns;
 } worker_t;
 
+/* Best effort; macOS has no CPU affinity. */
 static void pin(int cpu) {
-  if (cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  if (cpu >= 0) rk__pin_thread(pthread_self(), cpu);
 }
 
 static void *worker_main(void *arg) {
   worker_t *w = arg;
   pin(w->cpu);
-  pthread_barrier_wait(w->start);
+  rk__barrier_wait(w->start);
   const uint64_t t0 = rkb_now_ns();
   uint64_t sink = 0;
   for (long i = 0; i < w->pairs; ++i) {
@@ -77,8 +74,8 @@ static void *worker_main(void *arg) {
  * words. */
 static double run(int threads, bool shared, long pairs, const int *cpus,
                   int ncpus) {
-  pthread_barrier_t start;
-  pthread_barrier_init(&start, NULL, (unsigned)threads);
+  rk__barrier_t start;
+  rk__barrier_init(&start, (unsigned)threads);
   worker_t w[kMaxThreads];
   pthread_t th[kMaxThreads];
   for (int i = 0; i < threads; ++i) {
@@ -91,7 +88,7 @@ static double run(int threads, bool shared, long pairs, const int *cpus,
     pthread_join(th[i], NULL);
     total += (double)w[i].ns;
   }
-  pthread_barrier_destroy(&start);
+  rk__barrier_destroy(&start);
   return total / threads / (double)pairs;
 }
 

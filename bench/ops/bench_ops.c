@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sys.h"
 #include "bench_json.h"
 #include "bench_stats.h"
 #include "rk/ops.h"
@@ -510,9 +511,8 @@ int main(int argc, char **argv) {
   if (env && rkb_parse_long(env, 1, 1024, &th) == 0)
     g_threads = (int)th;
   else {
-    cpu_set_t set;
-    g_threads =
-        sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    int ids[1024];
+    g_threads = rk__allowed_cpus(ids, 1024);
   }
   if (g_json && !rkb_json_begin(g_json, "ops")) {
     fprintf(stderr, "bench_ops: --json: cannot duplicate stdout\n");

@@ -660,12 +660,7 @@ static int lock_until(pthread_mutex_t *m, uint64_t deadline) {
   if (!deadline) return pthread_mutex_lock(m);
   const uint64_t now = rk__now_ns();
   if (now >= deadline) return pthread_mutex_trylock(m) == 0 ? 0 : ETIMEDOUT;
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  const uint64_t ns = (uint64_t)ts.tv_nsec + (deadline - now);
-  ts.tv_sec += (time_t)(ns / 1000000000u);
-  ts.tv_nsec = (long)(ns % 1000000000u);
-  return pthread_mutex_timedlock(m, &ts);
+  return rk__mutex_lock_until(m, deadline); /* macOS has no timedlock */
 }
 
 static rk_status_t bad_transition(const rk_actor_t *a, const char *what) {

@@ -408,25 +408,14 @@ static void *supervise_main(void *arg) {
   while (watching()) {
     const uint64_t now = rk__now_ns();
     for (size_t i = 0; i < g_ntracked; ++i) check(g_tracked[i], now);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    const uint64_t ns = (uint64_t)ts.tv_nsec + kPollNs;
-    ts.tv_sec += (time_t)(ns / 1000000000u);
-    ts.tv_nsec = (long)(ns % 1000000000u);
-    pthread_cond_timedwait(&g_wake, &g_lock, &ts);
+    rk__cond_wait_until(&g_wake, &g_lock, rk__now_ns() + kPollNs);
   }
   g_running = false;
   pthread_mutex_unlock(&g_lock);
   return NULL;
 }
 
-static void init_wake(void) {
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&g_wake, &attr);
-  pthread_condattr_destroy(&attr);
-}
+static void init_wake(void) { rk__cond_init_monotonic(&g_wake); }
 
 /* Starts the thread if it is not running. Caller holds g_lock. */
 static rk_status_t ensure_thread(void) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/platform.h"
 #include "base/sys.h"
 
 enum { kTrailerSize = 32, kChecksumSize = 16 };
@@ -201,7 +202,12 @@ rk_status_t rk__cache_write(const char *path, const char *key, const void *data,
       snprintf(tmp, sizeof tmp, "%s.tmp.%ld.XXXXXX", path, (long)getpid());
   if (len < 0 || (size_t)len >= sizeof tmp)
     return rk__fail(RK_ERR_OUT_OF_RANGE, "cache: path too long: %s", path);
+#if RK__LINUX || RK__APPLE
   int fd = mkostemp(tmp, O_CLOEXEC);
+#else
+  int fd = mkstemp(tmp); /* POSIX before 2024 has no mkostemp */
+  if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
+#endif
   if (fd < 0)
     return rk__fail(RK_ERR_UNAVAILABLE, "cache: cannot create '%s': %s", tmp,
                     strerror(errno));

@@ -12,6 +12,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "base/sys.h"
+
 rk__log_level_t rk__log_level(void) {
   const char *v = getenv("RK_LOG");
   if (!v || !*v || strcmp(v, "0") == 0 || strcasecmp(v, "off") == 0)
@@ -61,13 +63,8 @@ void rk__capture_begin(rk__capture_t *c) {
   c->outer = g_capture_depth++ == 0;
   if (!c->outer) return;
   pthread_mutex_lock(&g_capture_lock);
-  int file = memfd_create("rk-vendor-output", MFD_CLOEXEC);
-  if (file >= 0 && file <= 2) {
-    /* Descriptor 2 (or 0, 1) was closed: keep the file clear of them. */
-    int moved = fcntl(file, F_DUPFD_CLOEXEC, 3);
-    close(file);
-    file = moved;
-  }
+  /* Never descriptor 0-2, should 2 (or 0, 1) be closed. */
+  int file = rk__anonymous_file("rk-vendor-output");
   if (file < 0) return; /* no capture: output goes where it went */
   fflush(stderr);
   int saved = fcntl(2, F_DUPFD_CLOEXEC, 3);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/platform.h"
 #include "base/sys.h"
 
 typedef struct pool_job {
@@ -77,17 +78,10 @@ static pool_job_t *find_job(rk__pool_t *pool) {
 static void *worker_main(void *arg) {
   pool_worker_t *w = arg;
   rk__pool_t *pool = w->pool;
-#if defined(__linux__)
-  /* A launcher may re-pin this worker (and update cpu) at any time. */
+  /* A launcher may re-pin this worker (and update cpu) at any time.
+   * Pinning is best effort: containers may forbid it, macOS has none. */
   int cpu = __atomic_load_n(&w->cpu, __ATOMIC_RELAXED);
-  if (cpu >= 0) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    /* Pinning is best effort: containers may forbid it. */
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-  }
-#endif
+  if (cpu >= 0) rk__pin_thread(pthread_self(), cpu);
   for (;;) {
     pthread_mutex_lock(&pool->lock);
     if (pool->stop) {
@@ -244,21 +238,18 @@ void rk__pool_run(rk__pool_t *pool, uint64_t n, uint64_t chunk, rk__pool_fn fn,
   job.n = n;
   job.chunk = chunk;
   pthread_mutex_lock(&pool->lock);
-#if defined(__linux__)
+#if RK__LINUX
   /* The launcher-CPU rule: a pinned worker on the launcher's CPU would
    * share a core with it while the spare CPU idles (the scheduler moves
    * launchers, e.g. on a futex wake-up). Move that worker to the spare
    * CPU. */
   if (pool->spare_cpu >= 0) {
-    int here = sched_getcpu();
+    int here = rk__current_cpu();
     if (here >= 0 && here != pool->spare_cpu) {
       for (int i = 0; i < pool->nworkers; ++i) {
         pool_worker_t *w = &pool->workers[i];
         if (__atomic_load_n(&w->cpu, __ATOMIC_RELAXED) != here) continue;
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(pool->spare_cpu, &set);
-        if (pthread_setaffinity_np(w->thread, sizeof set, &set) == 0) {
+        if (rk__pin_thread(w->thread, pool->spare_cpu)) {
           __atomic_store_n(&w->cpu, pool->spare_cpu, __ATOMIC_RELAXED);
           pool->spare_cpu = here;
         }

@@ -6,7 +6,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
-#if defined(__linux__)
+
+#include "base/platform.h"
+#if RK__LINUX
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -32,7 +34,7 @@ static int g_asymmetric; /* 1 when membarrier is registered */
 static pthread_once_t g_asymmetric_once = PTHREAD_ONCE_INIT;
 
 static void asymmetric_init(void) {
-#if defined(__linux__) && defined(SYS_membarrier) && !defined(RK__TSAN)
+#if RK__LINUX && defined(SYS_membarrier) && !defined(RK__TSAN)
   if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0,
               0) == 0)
     g_asymmetric = 1;
@@ -49,7 +51,7 @@ static inline void fence_light(void) {
 
 /* The parking side's half. */
 static void fence_heavy(void) {
-#if defined(__linux__) && defined(SYS_membarrier)
+#if RK__LINUX && defined(SYS_membarrier)
   if (g_asymmetric &&
       syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
     return;

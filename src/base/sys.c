@@ -1,4 +1,6 @@
-/* Operating-system helpers (POSIX; futexes on Linux). */
+/* Operating-system helpers: POSIX, with Linux's futexes, memfd_create,
+ * pipe2 and CPU affinity where RK__LINUX (base/platform.h), and Darwin's
+ * own calls where RK__APPLE. */
 #include "base/sys.h"
 
 #include <errno.h>
@@ -17,10 +19,16 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/platform.h"
 
-#if defined(__linux__)
+#if RK__LINUX
 #include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#endif
+#if RK__APPLE
+#include <mach-o/dyld.h>
+#include <sys/sysctl.h>
 #endif
 
 extern char **environ;
@@ -31,9 +39,10 @@ uint64_t rk__now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+#if RK__LINUX
+
 void rk__wait_while_equal(const uint32_t *word, uint32_t expected,
                           uint64_t timeout_ns) {
-#if defined(__linux__)
   struct timespec ts, *tsp = NULL;
   if (timeout_ns) {
     ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
@@ -41,22 +50,158 @@ void rk__wait_while_equal(const uint32_t *word, uint32_t expected,
     tsp = &ts;
   }
   syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, tsp, NULL, 0);
+}
+
+void rk__wake_all(const uint32_t *word) {
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+#else /* !RK__LINUX */
+
+/* Waiting on an address without futexes: a fixed table of buckets, each a
+ * mutex and a condition variable, chosen by hashing the word's address.
+ * A waiter checks the word with its bucket's mutex held and sleeps on the
+ * bucket's condition variable in the same critical section; the waker
+ * (which changed the word first) takes the same mutex before it
+ * broadcasts. So a waiter either sees the new value or is asleep when the
+ * broadcast comes: no wake-up is lost. Words that share a bucket only cost
+ * each other spurious wake-ups. */
+enum { kWaitBuckets = 64 };
+static struct wait_bucket {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+} g_wait_buckets[kWaitBuckets];
+static pthread_once_t g_wait_once = PTHREAD_ONCE_INIT;
+
+static void wait_buckets_init(void) {
+  for (int i = 0; i < kWaitBuckets; ++i) {
+    pthread_mutex_init(&g_wait_buckets[i].lock, NULL);
+    rk__cond_init_monotonic(&g_wait_buckets[i].cond);
+  }
+}
+
+static struct wait_bucket *wait_bucket(const uint32_t *word) {
+  pthread_once(&g_wait_once, wait_buckets_init);
+  uint64_t a = (uint64_t)(uintptr_t)word;
+  a = (a >> 2) * 0x9e3779b97f4a7c15ull; /* Fibonacci hashing */
+  return &g_wait_buckets[a >> 58];      /* the top 6 bits: 64 buckets */
+}
+
+void rk__wait_while_equal(const uint32_t *word, uint32_t expected,
+                          uint64_t timeout_ns) {
+  struct wait_bucket *b = wait_bucket(word);
+  uint64_t deadline = 0;
+  if (timeout_ns) {
+    uint64_t now = rk__now_ns();
+    deadline = timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
+  }
+  pthread_mutex_lock(&b->lock);
+  /* One sleep, like one futex wait: spurious returns are the caller's to
+   * handle. */
+  if (__atomic_load_n(word, __ATOMIC_SEQ_CST) == expected) {
+    if (timeout_ns)
+      rk__cond_wait_until(&b->cond, &b->lock, deadline);
+    else
+      pthread_cond_wait(&b->cond, &b->lock);
+  }
+  pthread_mutex_unlock(&b->lock);
+}
+
+void rk__wake_all(const uint32_t *word) {
+  struct wait_bucket *b = wait_bucket(word);
+  pthread_mutex_lock(&b->lock);
+  pthread_cond_broadcast(&b->cond);
+  pthread_mutex_unlock(&b->lock);
+}
+
+#endif /* RK__LINUX */
+
+int rk__mutex_lock_until(pthread_mutex_t *mutex, uint64_t deadline_ns) {
+  uint64_t now = rk__now_ns();
+  if (now >= deadline_ns)
+    return pthread_mutex_trylock(mutex) == 0 ? 0 : ETIMEDOUT;
+#if RK__LINUX
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const uint64_t ns = (uint64_t)ts.tv_nsec + (deadline_ns - now);
+  ts.tv_sec += (time_t)(ns / 1000000000u);
+  ts.tv_nsec = (long)(ns % 1000000000u);
+  return pthread_mutex_timedlock(mutex, &ts);
 #else
-  /* Portable fallback: a short sleep; callers loop on their condition. */
-  (void)timeout_ns;
-  if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == expected) {
-    struct timespec ts = {0, 50000};
+  long sleep_ns = 1000;
+  for (;;) {
+    if (pthread_mutex_trylock(mutex) == 0) return 0;
+    now = rk__now_ns();
+    if (now >= deadline_ns) return ETIMEDOUT;
+    uint64_t left = deadline_ns - now;
+    struct timespec ts = {
+        0, (long)(left < (uint64_t)sleep_ns ? left : (uint64_t)sleep_ns)};
     nanosleep(&ts, NULL);
+    if (sleep_ns < 1000000) sleep_ns *= 2;
   }
 #endif
 }
 
-void rk__wake_all(const uint32_t *word) {
-#if defined(__linux__)
-  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+void rk__barrier_init(rk__barrier_t *barrier, unsigned n) {
+  pthread_mutex_init(&barrier->lock, NULL);
+  pthread_cond_init(&barrier->cond, NULL);
+  barrier->n = n;
+  barrier->waiting = 0;
+  barrier->phase = 0;
+}
+
+void rk__barrier_wait(rk__barrier_t *barrier) {
+  pthread_mutex_lock(&barrier->lock);
+  unsigned phase = barrier->phase;
+  if (++barrier->waiting == barrier->n) {
+    barrier->waiting = 0;
+    ++barrier->phase; /* the next use waits for a new phase */
+    pthread_cond_broadcast(&barrier->cond);
+  } else {
+    while (barrier->phase == phase)
+      pthread_cond_wait(&barrier->cond, &barrier->lock);
+  }
+  pthread_mutex_unlock(&barrier->lock);
+}
+
+void rk__barrier_destroy(rk__barrier_t *barrier) {
+  pthread_cond_destroy(&barrier->cond);
+  pthread_mutex_destroy(&barrier->lock);
+}
+
+void rk__cond_init_monotonic(pthread_cond_t *cond) {
+#if RK__LINUX
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(cond, &attr);
+  pthread_condattr_destroy(&attr);
 #else
-  (void)word;
+  pthread_cond_init(cond, NULL);
 #endif
+}
+
+int rk__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex,
+                        uint64_t deadline_ns) {
+  uint64_t now = rk__now_ns();
+  if (deadline_ns <= now) return ETIMEDOUT;
+  struct timespec ts;
+#if RK__LINUX
+  (void)now;
+  ts.tv_sec = (time_t)(deadline_ns / 1000000000u);
+  ts.tv_nsec = (long)(deadline_ns % 1000000000u);
+#else
+  /* The condition variable measures on the real-time clock: wait as long
+   * as is left on the monotonic one, capped at a day (a far deadline is
+   * re-armed by the caller's loop). */
+  uint64_t wait = deadline_ns - now;
+  if (wait > 86400ull * 1000000000u) wait = 86400ull * 1000000000u;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t ns = (uint64_t)ts.tv_nsec + wait;
+  ts.tv_sec += (time_t)(ns / 1000000000u);
+  ts.tv_nsec = (long)(ns % 1000000000u);
+#endif
+  return pthread_cond_timedwait(cond, mutex, &ts);
 }
 
 static const unsigned __int128 kFnvPrime =
@@ -421,7 +566,7 @@ rk_status_t rk__run_process(char *const argv[], char **out_output,
   int fds[2];
   /* Close-on-exec on both ends: a child started by another thread at the
    * same time must not inherit this pipe (it would hold it open). */
-  if (pipe2(fds, O_CLOEXEC) != 0)
+  if (rk__pipe_cloexec(fds) != 0)
     return rk__fail(RK_ERR_UNAVAILABLE, "pipe: %s", strerror(errno));
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -481,7 +626,7 @@ rk_status_t rk__run_process(char *const argv[], char **out_output,
 
 int rk__allowed_cpus(int *out_ids, int max) {
   int n = 0;
-#if defined(__linux__)
+#if RK__LINUX
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) {
     for (int c = 0; c < CPU_SETSIZE && n < max; ++c)
@@ -512,5 +657,167 @@ rk_status_t rk__env_long(const char *name, long lo, long hi, long *inout) {
 void rk__set_thread_name(const char *name) {
   char buf[16];
   snprintf(buf, sizeof buf, "%s", name);
+#if RK__LINUX
   pthread_setname_np(pthread_self(), buf);
+#elif RK__APPLE
+  pthread_setname_np(buf); /* Darwin names the calling thread only */
+#else
+  (void)buf; /* POSIX has no thread names */
+#endif
+}
+
+bool rk__pin_thread_set(pthread_t thread, const int *cpus, int n) {
+#if RK__LINUX
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int i = 0; i < n; ++i) {
+    if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE) return false;
+    CPU_SET(cpus[i], &set);
+  }
+  return n > 0 && pthread_setaffinity_np(thread, sizeof set, &set) == 0;
+#else
+  /* macOS has no CPU affinity (thread_policy_set's affinity tags only
+   * group threads, and Apple silicon ignores them): the scheduler
+   * decides. */
+  (void)thread;
+  (void)cpus;
+  (void)n;
+  return false;
+#endif
+}
+
+bool rk__pin_thread(pthread_t thread, int cpu) {
+  return rk__pin_thread_set(thread, &cpu, 1);
+}
+
+int rk__current_cpu(void) {
+#if RK__LINUX
+  return sched_getcpu();
+#else
+  return -1;
+#endif
+}
+
+bool rk__cpu_brand(char *out, size_t cap) {
+#if RK__APPLE
+  size_t size = cap;
+  if (cap == 0 ||
+      sysctlbyname("machdep.cpu.brand_string", out, &size, NULL, 0) != 0)
+    return false;
+  out[cap - 1] = '\0';
+  return out[0] != '\0';
+#else
+  (void)out;
+  (void)cap;
+  return false;
+#endif
+}
+
+int32_t rk__thread_id(void) {
+#if RK__LINUX
+  return (int32_t)syscall(SYS_gettid);
+#elif RK__APPLE
+  uint64_t id = 0;
+  pthread_threadid_np(pthread_self(), &id);
+  return (int32_t)id;
+#else
+  static uint32_t next;
+  static _Thread_local int32_t mine;
+  if (mine == 0)
+    mine = (int32_t)__atomic_add_fetch(&next, 1u, __ATOMIC_RELAXED);
+  return mine;
+#endif
+}
+
+#if !RK__APPLE && defined(__GLIBC__)
+/* glibc declares it with _GNU_SOURCE only; the variable is always there. */
+extern char *program_invocation_short_name;
+#endif
+
+const char *rk__program_name(void) {
+  const char *name = NULL;
+#if RK__APPLE
+  name = getprogname();
+#elif defined(__GLIBC__)
+  name = program_invocation_short_name;
+#endif
+  return name && *name ? name : "unknown";
+}
+
+bool rk__executable_path(char *out, size_t cap) {
+  if (!out || cap == 0) return false;
+#if RK__LINUX
+  ssize_t n = readlink("/proc/self/exe", out, cap - 1);
+  if (n <= 0 || (size_t)n >= cap - 1) return false;
+  out[n] = '\0';
+  return true;
+#elif RK__APPLE
+  char raw[4096];
+  uint32_t size = sizeof raw;
+  if (_NSGetExecutablePath(raw, &size) != 0) return false;
+  char *real = realpath(raw, NULL);
+  bool ok = real && strlen(real) < cap;
+  if (ok) memcpy(out, real, strlen(real) + 1);
+  free(real);
+  return ok;
+#else
+  return false;
+#endif
+}
+
+/* Moves fd to a descriptor >= 3 with close-on-exec; -1 on failure (fd is
+ * closed either way when it moves). */
+static int cloexec_above_stdio(int fd) {
+  if (fd < 0) return -1;
+  if (fd <= 2) {
+    int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return moved;
+  }
+  if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+int rk__anonymous_file(const char *name) {
+#if RK__LINUX
+  return cloexec_above_stdio(memfd_create(name, MFD_CLOEXEC));
+#else
+  const char *dir = getenv("TMPDIR");
+  if (!dir || !*dir) dir = "/tmp";
+  char path[4096];
+  int len = snprintf(path, sizeof path, "%s%s%s-XXXXXX", dir,
+                     dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+  if (len < 0 || (size_t)len >= sizeof path) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  int fd = mkstemp(path);
+  if (fd < 0) return -1;
+  unlink(path);
+  return cloexec_above_stdio(fd);
+#endif
+}
+
+int rk__pipe_cloexec(int fds[2]) {
+#if RK__LINUX
+  return pipe2(fds, O_CLOEXEC);
+#else
+  if (pipe(fds) != 0) return -1;
+  if (fcntl(fds[0], F_SETFD, FD_CLOEXEC) != 0 ||
+      fcntl(fds[1], F_SETFD, FD_CLOEXEC) != 0) {
+    int e = errno;
+    close(fds[0]);
+    close(fds[1]);
+    errno = e;
+    return -1;
+  }
+  return 0;
+#endif
 }

@@ -1,8 +1,10 @@
 /* Small operating-system helpers: clocks, futex-style waiting, hashing,
- * files and running a child process. */
+ * files and running a child process. Each has a Linux path and a POSIX
+ * one (macOS); base/platform.h says which is built. */
 #ifndef RK_BASE_SYS_H_
 #define RK_BASE_SYS_H_
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,8 +44,10 @@ static inline void rk__fence_seq_cst(void) {
 #endif
 }
 
-/* Blocks while *word == expected (a futex on Linux). May return spuriously;
- * callers re-check their condition. timeout_ns 0 waits forever. */
+/* Blocks while *word == expected (a futex on Linux; elsewhere a mutex and
+ * condition variable from a table hashed by address). May return
+ * spuriously; callers re-check their condition. timeout_ns 0 waits
+ * forever. The waker changes *word before calling rk__wake_all. */
 void rk__wait_while_equal(const uint32_t *word, uint32_t expected,
                           uint64_t timeout_ns);
 /* Wakes all threads blocked on `word`. */
@@ -123,5 +127,64 @@ void rk__set_thread_name(const char *name);
 
 /* Number of CPUs this process may run on, and their ids (up to max). */
 int rk__allowed_cpus(int *out_ids, int max);
+
+/* Pins `thread` to CPU `cpu`. A hint: false where the system has no CPU
+ * affinity (macOS) or refuses it (containers). */
+bool rk__pin_thread(pthread_t thread, int cpu);
+/* The same for the n CPUs of `cpus` (e.g. all of rk__allowed_cpus, to undo
+ * a pin). */
+bool rk__pin_thread_set(pthread_t thread, const int *cpus, int n);
+/* The CPU the caller runs on, or -1 where the system does not say. */
+int rk__current_cpu(void);
+
+/* The CPU's model name where the system names it outside /proc/cpuinfo
+ * (macOS: sysctl machdep.cpu.brand_string, "Apple M2"); false elsewhere,
+ * where callers read /proc/cpuinfo. */
+bool rk__cpu_brand(char *out, size_t cap);
+
+/* A small number naming the calling thread in traces: the kernel's thread
+ * id on Linux and macOS, else a per-process counter. */
+int32_t rk__thread_id(void);
+/* The running program's name without its directory ("rk"), never NULL. */
+const char *rk__program_name(void);
+/* The running program's file, for starting copies of it (tests, demos):
+ * false when the system does not say or it does not fit in cap. */
+bool rk__executable_path(char *out, size_t cap);
+
+/* A file with no name, open for reading and writing with close-on-exec,
+ * never descriptor 0-2 (memfd_create on Linux; elsewhere mkstemp in
+ * $TMPDIR, unlinked at once). -1 with errno on failure. */
+int rk__anonymous_file(const char *name);
+/* pipe(2) with close-on-exec on both ends (pipe2 on Linux; elsewhere pipe
+ * and fcntl, which leaves a window in which a fork by another thread can
+ * inherit the ends). 0, or -1 with errno. */
+int rk__pipe_cloexec(int fds[2]);
+
+/* pthread_mutex_lock until deadline_ns (an rk__now_ns time): 0, or
+ * ETIMEDOUT. pthread_mutex_timedlock where the system has it (Linux);
+ * macOS has none: there trylock with sleeps of up to a millisecond. */
+int rk__mutex_lock_until(pthread_mutex_t *mutex, uint64_t deadline_ns);
+
+/* A reusable barrier for n threads (pthread barriers are optional in POSIX
+ * and macOS has none). rk__barrier_wait returns once n threads wait. */
+typedef struct rk__barrier {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  unsigned n, waiting, phase;
+} rk__barrier_t;
+void rk__barrier_init(rk__barrier_t *barrier, unsigned n);
+void rk__barrier_wait(rk__barrier_t *barrier);
+void rk__barrier_destroy(rk__barrier_t *barrier);
+
+/* A condition variable whose timed waits follow rk__now_ns's monotonic
+ * clock where the system allows (Linux); elsewhere (macOS has no
+ * pthread_condattr_setclock) they are measured on the real-time clock,
+ * converted from the monotonic deadline at each wait. */
+void rk__cond_init_monotonic(pthread_cond_t *cond);
+/* pthread_cond_timedwait until deadline_ns (an rk__now_ns time): 0 when
+ * woken, ETIMEDOUT (at once when the deadline has passed), or another
+ * error. Spurious wake-ups return 0; callers loop. */
+int rk__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex,
+                        uint64_t deadline_ns);
 
 #endif /* RK_BASE_SYS_H_ */

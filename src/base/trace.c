@@ -18,12 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/error.h"
 #include "base/log.h"
 #include "base/nvtx.h"
+#include "base/platform.h"
 #include "base/strbuf.h"
 #include "base/sys.h"
 #include "rk/rk.h"
@@ -87,7 +87,7 @@ static _Thread_local int32_t tl_tid;
 static _Thread_local uint32_t tl_session; /* the session that named us */
 
 static int32_t thread_id(void) {
-  if (tl_tid == 0) tl_tid = (int32_t)syscall(SYS_gettid);
+  if (tl_tid == 0) tl_tid = rk__thread_id();
   return tl_tid;
 }
 
@@ -158,8 +158,10 @@ static void name_thread(void) {
   if (tl_session == session) return;
   tl_session = session;
   char name[16] = "";
-  if (pthread_getname_np(pthread_self(), name, sizeof name) != 0 || !name[0])
-    snprintf(name, sizeof name, "thread %d", (int)thread_id());
+#if RK__LINUX || RK__APPLE
+  if (pthread_getname_np(pthread_self(), name, sizeof name) != 0) name[0] = 0;
+#endif
+  if (!name[0]) snprintf(name, sizeof name, "thread %d", (int)thread_id());
   rk__trace_event_t *e = new_event('M', "__metadata", "thread_name", 0, 0, 0);
   rk__trace_arg_str(e, "name", name);
   rk__trace_commit(e);
@@ -386,7 +388,7 @@ static void format_trace(rk__strbuf_t *sb, uint64_t kept, uint64_t dropped) {
                     "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
                     "\"tid\":%d,\"args\":{\"name\":",
                     pid, pid);
-  put_json_string(sb, program_invocation_short_name);
+  put_json_string(sb, rk__program_name());
   rk__strbuf_puts(sb, "}}");
   uint64_t last_ts = 0, written = 0;
   for (uint64_t i = 0; i < kept; ++i) {

@@ -326,30 +326,15 @@ static uint64_t deadline_after(uint64_t timeout_ns) {
   return timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
 }
 
-static void abs_time(uint64_t deadline, uint64_t cap_ns, struct timespec *ts) {
-  uint64_t now = rk__now_ns();
-  uint64_t wait = deadline > now ? deadline - now : 0;
-  if (wait > cap_ns) wait = cap_ns;
-  clock_gettime(CLOCK_MONOTONIC, ts);
-  uint64_t ns = (uint64_t)ts->tv_nsec + wait;
-  ts->tv_sec += (time_t)(ns / 1000000000u);
-  ts->tv_nsec = (long)(ns % 1000000000u);
-}
-
-static void cond_init(pthread_cond_t *cv) {
-  pthread_condattr_t a;
-  pthread_condattr_init(&a);
-  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-  pthread_cond_init(cv, &a);
-  pthread_condattr_destroy(&a);
-}
+static void cond_init(pthread_cond_t *cv) { rk__cond_init_monotonic(cv); }
 
 /* Waits on cv until deadline, at most cap_ns at a time. */
 static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
                             uint64_t deadline, uint64_t cap_ns) {
-  struct timespec ts;
-  abs_time(deadline, cap_ns, &ts);
-  pthread_cond_timedwait(cv, mu, &ts);
+  uint64_t now = rk__now_ns();
+  uint64_t wait = deadline > now ? deadline - now : 0;
+  if (wait > cap_ns) wait = cap_ns;
+  rk__cond_wait_until(cv, mu, now + wait);
 }
 
 static void copy_name(char *dst, size_t cap, const char *src) {

@@ -131,7 +131,12 @@ void rk__cost_curve_rates(const rk__cost_curve_t *curve, double bytes,
 static void read_cpu_model(char *out, size_t cap) {
   snprintf(out, cap, "unknown");
   FILE *f = fopen("/proc/cpuinfo", "r");
-  if (!f) return;
+  if (!f) {
+    if (rk__cpu_brand(out, cap))
+      for (char *c = out; *c; ++c)
+        if (*c == ';') *c = ','; /* ';' separates fields */
+    return;
+  }
   char line[512];
   while (fgets(line, sizeof line, f)) {
     /* x86: "model name"; ARM: "Model" or "Hardware" or "CPU part". */

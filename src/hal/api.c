@@ -1,12 +1,15 @@
 /* Public backend API: validation, ownership lists, selection, dispatch. */
 #include <ctype.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "base/error.h"
+#include "base/platform.h"
+#if RK__LINUX
+#include <link.h>
+#endif
 #include "base/strbuf.h"
 #include "base/trace.h"
 #include "hal/hal.h"
@@ -80,6 +83,7 @@ static bool has_native_device(const rk_backend_t *be) {
   return false;
 }
 
+#if RK__LINUX
 /* Whether the main program has no program interpreter (PT_INTERP): it was
  * linked statically (cc -static). */
 static int main_program_interp(struct dl_phdr_info *info, size_t size,
@@ -96,6 +100,11 @@ static bool statically_linked(void) {
   dl_iterate_phdr(main_program_interp, &dynamic);
   return !dynamic;
 }
+#else
+/* macOS links no program statically (there is no static libSystem); other
+ * systems are not asked. */
+static bool statically_linked(void) { return false; }
+#endif
 
 static rk_status_t backend_open(rk_backend_kind_t kind,
                                 rk_backend_t **out_backend) {

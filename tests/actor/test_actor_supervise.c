@@ -708,8 +708,8 @@ static void test_registry(void) {
                        "a b",
                        "tab\t",
                        "é",
-                       "0123456789012345678901234567890123456789012345678901"
-                       "234567890123"};
+                       ("0123456789012345678901234567890123456789012345678901"
+                        "234567890123")};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     CHECK_STATUS(rk_actor_register(b, bad[i]), RK_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(rk_actor_lookup(bad[i], &found), RK_ERR_INVALID_ARGUMENT);

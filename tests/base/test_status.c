@@ -8,6 +8,7 @@
 #include <wchar.h>
 
 #include "base/error.h"
+#include "base/sys.h"
 #include "rk_test.h"
 
 enum { kCapacity = 16384 }; /* the message buffer (base/status.c) */
@@ -63,7 +64,7 @@ static void test_version(void) {
 
 typedef struct thread_arg {
   const char *name; /* a bogus backend name, unique to the thread */
-  pthread_barrier_t *barrier;
+  rk__barrier_t *barrier;
   char initial[64];
   char final[256];
 } thread_arg_t;
@@ -74,9 +75,9 @@ static void *error_thread(void *p) {
   rk_backend_kind_t k;
   rk_backend_kind_from_name(a->name, &k);
   /* Both threads have set their message before either reads it. */
-  pthread_barrier_wait(a->barrier);
+  rk__barrier_wait(a->barrier);
   snprintf(a->final, sizeof a->final, "%s", rk_last_error());
-  pthread_barrier_wait(a->barrier);
+  rk__barrier_wait(a->barrier);
   return NULL;
 }
 
@@ -84,8 +85,8 @@ static void test_per_thread(void) {
   rk_backend_kind_t k;
   CHECK_STATUS(rk_backend_kind_from_name("main-thread-name", &k),
                RK_ERR_INVALID_ARGUMENT);
-  pthread_barrier_t barrier;
-  pthread_barrier_init(&barrier, NULL, 2);
+  rk__barrier_t barrier;
+  rk__barrier_init(&barrier, 2);
   thread_arg_t a = {"thread-a-name", &barrier, "", ""};
   thread_arg_t b = {"thread-b-name", &barrier, "", ""};
   pthread_t ta, tb;
@@ -93,7 +94,7 @@ static void test_per_thread(void) {
   pthread_create(&tb, NULL, error_thread, &b);
   pthread_join(ta, NULL);
   pthread_join(tb, NULL);
-  pthread_barrier_destroy(&barrier);
+  rk__barrier_destroy(&barrier);
   CHECK(a.initial[0] == '\0', "a new thread starts with message '%s'",
         a.initial);
   CHECK(b.initial[0] == '\0', "a new thread starts with message '%s'",

@@ -32,6 +32,10 @@ scenario=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
+# mode_of FILE: its permission bits in octal ("640"), with GNU stat or
+# (macOS) BSD stat.
+mode_of() { stat -c %a "$1" 2>/dev/null || stat -f %Lp "$1"; }
+
 fail() {
   echo "FAILED: $*"
   failed=1
@@ -122,7 +126,7 @@ case $scenario in
     [ -L "$tmp/link.profile" ] || fail "the link was replaced"
     head -n 1 "$tmp/real/target.profile" | grep -q '^# rk cost profile' ||
       fail "the link's target was not written"
-    [ "$(stat -c %a "$tmp/real/target.profile")" = 640 ] ||
+    [ "$(mode_of "$tmp/real/target.profile")" = 640 ] ||
       fail "the target's mode changed"
     [ "$(ls -A "$tmp/real")" = target.profile ] ||
       fail "files left in $tmp/real: $(ls -A "$tmp/real")"

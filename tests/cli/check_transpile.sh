@@ -41,6 +41,10 @@ scenario=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
+# mode_of FILE: its permission bits in octal ("640"), with GNU stat or
+# (macOS) BSD stat.
+mode_of() { stat -c %a "$1" 2>/dev/null || stat -f %Lp "$1"; }
+
 fail() {
   echo "FAILED: $*"
   failed=1
@@ -138,13 +142,13 @@ case $scenario in
     grep -q "no entry point 'nope'" "$tmp/err" ||
       fail "unknown entry not reported: $(cat "$tmp/err")"
     same "$out" "$tmp/before" "OUT after failed runs"
-    [ "$(stat -c %a "$out")" = 640 ] || fail "OUT mode changed"
+    [ "$(mode_of "$out")" = 640 ] || fail "OUT mode changed"
     only_files "$tmp/d" out.cu
     # A good run replaces OUT and keeps its permissions.
     (cd "$codegen/kernels" &&
       "$rk" transpile saxpy.c --target cuda -o "$out") || fail "good run"
     same "$out" "$codegen/golden/saxpy.cu" "OUT after a good run"
-    [ "$(stat -c %a "$out")" = 640 ] || fail "a good run changed OUT's mode"
+    [ "$(mode_of "$out")" = 640 ] || fail "a good run changed OUT's mode"
     only_files "$tmp/d" out.cu
     ;;
 
@@ -198,7 +202,7 @@ case $scenario in
     [ -L link.cu ] || fail "link.cu was replaced by a file"
     "$rk" transpile "$codegen/kernels/saxpy.c" --target cuda >"$tmp/want"
     same real/out.cu "$tmp/want" "the link's target"
-    [ "$(stat -c %a real/out.cu)" = 640 ] || fail "the target's mode changed"
+    [ "$(mode_of real/out.cu)" = 640 ] || fail "the target's mode changed"
     only_files real out.cu
     # A dangling link: refused, and neither the link nor its target made.
     ln -s nowhere/out.cu dangling.cu

@@ -579,13 +579,8 @@ int main(int argc, char **argv) {
   const char *version;
   if (rk_cluster_available(&version) != RK_OK)
     RK_TEST_SKIP("%s", rk_last_error());
-  g_self = "/proc/self/exe";
   static char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    self[n] = '\0';
-    g_self = self;
-  }
+  g_self = rk__executable_path(self, sizeof self) ? self : argv[0];
   const char *tls = getenv("UCX_TLS");
   printf("UCX %s, UCX_TLS=%s\n", version, tls ? tls : "(default)");
   uint32_t stream_n = 100000;

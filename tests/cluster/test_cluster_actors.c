@@ -661,12 +661,7 @@ int main(int argc, char **argv) {
   if (rk_cluster_available(&version) != RK_OK)
     RK_TEST_SKIP("%s", rk_last_error());
   static char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  g_self = "/proc/self/exe";
-  if (n > 0) {
-    self[n] = '\0';
-    g_self = self;
-  }
+  g_self = rk__executable_path(self, sizeof self) ? self : argv[0];
   rk_test_use_temp_cache(); /* inherited by the members: one compile each */
   g_ctx = cpu_context();
   rk_cluster_options_t o;

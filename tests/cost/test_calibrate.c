@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
+#if defined(__linux__)
+#include <sys/sysmacros.h> /* makedev; macOS has it in sys/types.h */
+#endif
 #include <unistd.h>
 
 #include "base/sys.h"

@@ -36,9 +36,12 @@ echo "== cmake --install $build_dir --prefix $prefix"
 env -u DESTDIR "$cmake" --install "$build_dir" --prefix "$prefix" \
   >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "install failed"; }
 
+# The shared library: librk.so, or librk.dylib on macOS.
+shlib=librk.so
+[ "$(uname -s)" = Darwin ] && shlib=librk.dylib
 missing=()
 for f in include/rk/rk.h include/rk/status.h include/rk/backend.h \
-         include/rk/kernel.h bin/rk "$libdir/librk.so" "$libdir/librk.a" \
+         include/rk/kernel.h bin/rk "$libdir/$shlib" "$libdir/librk.a" \
          "$libdir/cmake/rk/rkConfig.cmake" \
          "$libdir/cmake/rk/rkConfigVersion.cmake" \
          "$libdir/cmake/rk/rkTargets.cmake" "$libdir/pkgconfig/rk.pc"; do

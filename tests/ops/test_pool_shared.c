@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/pool.h"
+#include "base/sys.h"
 #include "rk/ops.h"
 #define RK_TEST_IMPLEMENTATION
 #include "rk_test.h"
@@ -58,9 +59,8 @@ static void *ops_loop(void *arg) {
 }
 
 static int allowed_cpus(void) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return CPU_COUNT(&set);
+  int ids[1024];
+  return rk__allowed_cpus(ids, 1024);
 }
 
 int main(void) {

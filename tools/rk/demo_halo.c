@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/sys.h"
 #include "rk/rk.h"
 #include "tool.h"
 
@@ -468,12 +469,10 @@ static bool run_tiles_split(rk_backend_t *be, rk_context_t *ctx,
   /* The second process: this program again (fork and exec, so that it
    * starts with a clean UCX and one thread), told the hub's address. */
   char self[4096];
-  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (len <= 0) {
+  if (!rk__executable_path(self, sizeof self)) {
     rk_cluster_destroy(c);
-    return ok(RK_ERR_UNAVAILABLE, "finding this program (/proc/self/exe)");
+    return ok(RK_ERR_UNAVAILABLE, "finding this program's file");
   }
-  self[len] = '\0';
   fflush(NULL);
   const pid_t pid = fork();
   if (pid == 0) {

@@ -173,12 +173,9 @@ static bool inbox_ready(void *ctx) {
   return rk__k2k_inbox_available(((rk__actor_worker_t *)ctx)->k2k) != 0;
 }
 
+/* Best effort: containers may forbid it, macOS has no CPU affinity. */
 static void pin(int cpu) {
-  if (cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  if (cpu >= 0) rk__pin_thread(pthread_self(), cpu);
 }
 
 static void *worker_main(void *arg) {
@@ -217,7 +214,7 @@ static int pick_cpu(void) {
   int cpus[1024];
   int n = rk__allowed_cpus(cpus, 1024);
   if (n < 2) return -1;
-  int here = sched_getcpu();
+  int here = rk__current_cpu();
   unsigned start = __atomic_fetch_add(&next, 1u, __ATOMIC_RELAXED);
   for (int i = 0; i < n; ++i) {
     int cpu = cpus[(start + (unsigned)i) % (unsigned)n];

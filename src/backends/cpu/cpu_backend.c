@@ -40,7 +40,8 @@ static void fill_info(rk_device_info_t *info) {
   memset(info, 0, sizeof *info);
   struct utsname u;
   const char *machine = uname(&u) == 0 ? u.machine : "unknown";
-  if (!cpuinfo_field("model name", info->name, sizeof info->name))
+  if (!cpuinfo_field("model name", info->name, sizeof info->name) &&
+      !rk__cpu_brand(info->name, sizeof info->name))
     snprintf(info->name, sizeof info->name, "%s CPU", machine);
   if (!cpuinfo_field("vendor_id", info->vendor, sizeof info->vendor) &&
       !cpuinfo_field("CPU implementer", info->vendor, sizeof info->vendor))

@@ -40,6 +40,7 @@
 #include "backends/cpu/cpu.h"
 #include "base/cache_dir.h"
 #include "base/error.h"
+#include "base/platform.h"
 #include "base/strbuf.h"
 #include "base/sys.h"
 #include "hal/kernel_source.h"
@@ -48,9 +49,17 @@ extern const char rk__kernel_header_text[];
 extern const size_t rk__kernel_header_size;
 extern const char rk__codegen_id[];
 
+/* Apple's clang names the host CPU with -mcpu=native on arm64 (older
+ * releases refuse -march=native there). */
+#if RK__APPLE && defined(__aarch64__)
+#define RK_CPU_NATIVE_FLAG "-mcpu=native"
+#else
+#define RK_CPU_NATIVE_FLAG "-march=native"
+#endif
+
 static const char *const kFlags[] = {
     "-std=c11",          "-O3",
-    "-march=native",     "-fPIC",
+    RK_CPU_NATIVE_FLAG,  "-fPIC",
     "-shared",           "-fno-math-errno",
     "-DRK_CPU_MODULE=1", "-fdiagnostics-color=never",
 };
@@ -312,7 +321,7 @@ static void fd_name(int fd, char out[32]) {
   snprintf(out, 32, "/proc/self/fd/%d", fd);
 }
 
-#if defined(__linux__) && defined(MFD_ALLOW_SEALING)
+#if RK__LINUX && defined(MFD_ALLOW_SEALING)
 /* Set once /proc/self/fd/N has been seen to name this process's file N
  * (procfs is mounted there); then later copies skip that check. */
 static int g_proc_fd_works;

@@ -7,9 +7,10 @@
  * round resumes them in order, so all writes before a barrier are seen by
  * all threads after it, exactly as on a GPU.
  *
- * On x86-64 the switch is a few instructions saving the callee-saved
- * registers; elsewhere ucontext is used. Under ASan and TSan every switch is
- * announced to the sanitizer.
+ * On x86-64 and AArch64 (Linux and macOS) the switch is a few instructions
+ * saving the callee-saved registers (cpu_fiber_switch.h); elsewhere
+ * ucontext is used (deprecated on macOS, which gets the assembly). Under ASan
+ * and TSan every switch is announced to the sanitizer.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -49,9 +50,8 @@
 #define RK_FIBER_NO_TSAN
 #endif
 
-#if defined(__x86_64__) && !defined(RK_FIBER_UCONTEXT)
-#define RK_FIBER_ASM_X64 1
-#else
+#include "backends/cpu/cpu_fiber_switch.h"
+#ifndef RK_FIBER_ASM
 #include <ucontext.h>
 #endif
 
@@ -60,7 +60,7 @@ enum { kStackSize = 256 * 1024 };
 enum fiber_state { kReady, kWaiting, kDone };
 
 struct cpu_fiber {
-#ifdef RK_FIBER_ASM_X64
+#ifdef RK_FIBER_ASM
   void *sp;
 #else
   ucontext_t uc;
@@ -81,7 +81,7 @@ struct cpu_fiber_set {
   uint32_t current;
   cpu_fiber_fn_t fn;
   void *arg;
-#ifdef RK_FIBER_ASM_X64
+#ifdef RK_FIBER_ASM
   void *main_sp;
 #else
   ucontext_t main_uc;
@@ -94,47 +94,6 @@ struct cpu_fiber_set {
   void *tsan_main;
 #endif
 };
-
-#ifdef RK_FIBER_ASM_X64
-/* void rk__fiber_switch(void **save_sp, void *new_sp): saves the callee-saved
- * registers on the current stack, stores the stack pointer in *save_sp, then
- * restores the registers saved on new_sp and returns there.
- * rk__fiber_start: first "return address" of a new fiber; calls r13(r12). */
-void rk__fiber_switch(void **save_sp, void *new_sp);
-void rk__fiber_start(void);
-__asm__(
-    ".text\n"
-    ".globl rk__fiber_switch\n"
-    ".hidden rk__fiber_switch\n"
-    ".type rk__fiber_switch,@function\n"
-    "rk__fiber_switch:\n"
-    "  pushq %rbp\n"
-    "  pushq %rbx\n"
-    "  pushq %r12\n"
-    "  pushq %r13\n"
-    "  pushq %r14\n"
-    "  pushq %r15\n"
-    "  movq %rsp, (%rdi)\n"
-    "  movq %rsi, %rsp\n"
-    "  popq %r15\n"
-    "  popq %r14\n"
-    "  popq %r13\n"
-    "  popq %r12\n"
-    "  popq %rbx\n"
-    "  popq %rbp\n"
-    "  ret\n"
-    ".size rk__fiber_switch, .-rk__fiber_switch\n"
-    ".globl rk__fiber_start\n"
-    ".hidden rk__fiber_start\n"
-    ".type rk__fiber_start,@function\n"
-    "rk__fiber_start:\n"
-    "  movq %r12, %rdi\n"
-    "  callq *%r13\n"
-    "  ud2\n"
-    ".size rk__fiber_start, .-rk__fiber_start\n"
-    ".section .note.GNU-stack,\"\",@progbits\n"
-    ".text\n");
-#endif
 
 cpu_fiber_set_t *rk__cpu_fiber_set_create(void) {
   return calloc(1, sizeof(cpu_fiber_set_t));
@@ -207,7 +166,7 @@ RK_FIBER_NO_TSAN static void switch_to_main(cpu_fiber_t *f, bool exiting) {
 #ifdef RK_FIBER_TSAN
   __tsan_switch_to_fiber(set->tsan_main, 0);
 #endif
-#ifdef RK_FIBER_ASM_X64
+#ifdef RK_FIBER_ASM
   rk__fiber_switch(&f->sp, set->main_sp);
 #else
   swapcontext(&f->uc, &set->main_uc);
@@ -226,7 +185,7 @@ static void switch_to_fiber(cpu_fiber_set_t *set, cpu_fiber_t *f) {
 #ifdef RK_FIBER_TSAN
   __tsan_switch_to_fiber(f->tsan, 0);
 #endif
-#ifdef RK_FIBER_ASM_X64
+#ifdef RK_FIBER_ASM
   rk__fiber_switch(&set->main_sp, f->sp);
 #else
   swapcontext(&set->main_uc, &f->uc);
@@ -236,7 +195,8 @@ static void switch_to_fiber(cpu_fiber_set_t *set, cpu_fiber_t *f) {
 #endif
 }
 
-RK_FIBER_NO_TSAN static void fiber_main(cpu_fiber_t *f) {
+RK_FIBER_NO_TSAN static void fiber_main(void *arg) {
+  cpu_fiber_t *f = arg;
   cpu_fiber_set_t *set = f->set;
 #ifdef RK_FIBER_ASAN
   __sanitizer_finish_switch_fiber(NULL, &set->main_bottom, &set->main_size);
@@ -247,7 +207,7 @@ RK_FIBER_NO_TSAN static void fiber_main(cpu_fiber_t *f) {
   abort(); /* unreachable: a finished fiber is never resumed */
 }
 
-#ifndef RK_FIBER_ASM_X64
+#ifndef RK_FIBER_ASM
 static void fiber_main_uc(unsigned hi, unsigned lo) {
   fiber_main((cpu_fiber_t *)(((uintptr_t)hi << 32) | (uintptr_t)lo));
 }
@@ -258,14 +218,8 @@ static void prepare(cpu_fiber_set_t *set, cpu_fiber_t *f, uint32_t index) {
   f->index = index;
   f->state = kReady;
   f->set = set;
-#ifdef RK_FIBER_ASM_X64
-  uintptr_t top = ((uintptr_t)f->map + f->map_size) & ~(uintptr_t)15;
-  void **sp = (void **)(top - 72);
-  memset(sp, 0, 72);
-  sp[2] = (void *)(uintptr_t)fiber_main; /* r13 */
-  sp[3] = f;                             /* r12 */
-  sp[6] = (void *)(uintptr_t)rk__fiber_start;
-  f->sp = sp;
+#ifdef RK_FIBER_ASM
+  f->sp = rk__fiber_initial_sp(f->map + f->map_size, fiber_main, f);
 #else
   getcontext(&f->uc);
   f->uc.uc_stack.ss_sp = f->map + page;

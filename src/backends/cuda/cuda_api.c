@@ -10,7 +10,11 @@
 #include "backends/cuda/cuda_api.h"
 
 #include <dlfcn.h>
+
+#include "base/platform.h"
+#if RK__LINUX
 #include <link.h>
+#endif
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -119,11 +123,13 @@ static void *open_first(const char *const *names, size_t count, char *path,
     dlerror();
     void *handle = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (handle) {
-      struct link_map *map = NULL;
       const char *found = names[i];
+#if RK__LINUX
+      struct link_map *map = NULL;
       if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name &&
           map->l_name[0])
         found = map->l_name;
+#endif
       snprintf(path, path_cap, "%s", found);
       return handle;
     }

@@ -16,6 +16,7 @@
 
 #include "backends/opencl/opencl.h"
 #include "base/error.h"
+#include "base/sys.h"
 
 typedef enum { kOpCopy, kOpLaunch } op_kind_t;
 
@@ -110,15 +111,9 @@ static void *stream_main(void *arg) {
     /* A synchronizing thread usually comes soon after work is held and
      * submits it itself, sooner than a hand-over to this thread would: give
      * it kGraceNs before stepping in. */
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_nsec += kGraceNs;
-    if (deadline.tv_nsec >= 1000000000L) {
-      deadline.tv_sec += 1;
-      deadline.tv_nsec -= 1000000000L;
-    }
+    const uint64_t deadline = rk__now_ns() + (uint64_t)kGraceNs;
     while (st->head && !st->busy && !st->stop &&
-           pthread_cond_timedwait(&st->has_work, &st->lock, &deadline) == 0) {
+           rk__cond_wait_until(&st->has_work, &st->lock, deadline) == 0) {
     }
     if (!st->head || st->busy) continue;
     cl_event last = st->last;
@@ -154,11 +149,7 @@ rk_status_t rk__ocl_stream_create(rk_context_t *context, rk_stream_t **out) {
     return rk__cl_fail(err, "clCreateCommandQueue (stream)");
   }
   pthread_mutex_init(&st->lock, NULL);
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&st->has_work, &attr);
-  pthread_condattr_destroy(&attr);
+  rk__cond_init_monotonic(&st->has_work);
   pthread_cond_init(&st->idle, NULL);
   rk__pending_init(&st->pending);
   if (pthread_create(&st->thread, NULL, stream_main, st) != 0) {

@@ -161,8 +161,8 @@ static void test_buffer_offsets(void) {
       "__global const float *rk_pb_x, ulong rk_po_x",
       "__global float *rk_pb_y, ulong rk_po_y",
       "__local uchar *rk_dyn_shared",
-      "__global float *restrict y = (__global float *)((__global uchar "
-      "*)rk_pb_y + rk_po_y);",
+      ("__global float *restrict y = (__global float *)((__global uchar "
+       "*)rk_pb_y + rk_po_y);"),
       "rk_pb_rk_status, ulong rk_po_rk_status",
   };
   for (size_t i = 0; i < sizeof kWant / sizeof kWant[0]; ++i)
