@@ -159,9 +159,6 @@ struct rk_actor {
   int32_t trad_last_fault, trad_inject; /* atomic */
 };
 
-/* Polls of a waiting call before it starts pausing between them. */
-enum { kTightPolls = 128 };
-
 /* Actors abandoned by rk_actor_destroy with a handler still running: kept
  * reachable (their worker may still use the memory) until exit. */
 static pthread_mutex_t g_abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1787,10 +1784,8 @@ static rk_status_t call_fast(rk_actor_t *a, const rk_abi_msg_t *m,
   for (;;) {
     if (drain_for(a, w) && !w->done) bump_epoch(a); /* others' answers */
     if (w->done || !may_spin(a)) break;
-    /* The first polls without a pause: a pause takes tens of nanoseconds
-     * on some CPUs, as long as the answer's trip itself. */
     for (int i = 0; i < 256 && !rk__ring_available(&a->out_c); ++i)
-      if (i >= kTightPolls) rk__cpu_relax();
+      rk__cpu_relax();
     if (rk__ring_available(&a->out_c)) continue;
     /* Waiting in earnest: now the clock. */
     const uint64_t now = rk__now_ns();

@@ -12,8 +12,6 @@
 /* How long an idle spell spins before it looks whether spinning may pay
  * (rk__actor_may_spin). */
 enum { kCountAfterNs = 2000 };
-/* Polls without a pause when the worker goes idle (see the loop). */
-enum { kTightPolls = 128 };
 
 /* The run state as the host sees it, written only when it changes. */
 static void set_run_state(rk_abi_control_t *c, uint32_t *cached,
@@ -176,16 +174,6 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
     if (avail || got) {
       idle_since = 0;
       continue;
-    }
-    if (!idle_since) {
-      /* Just gone idle: poll without pausing for a while first, before the
-       * clock read and the pauses below. A pause takes tens of
-       * nanoseconds on some CPUs, as long as a message's trip, and a
-       * round trip's next request usually comes within this. */
-      bool seen = false;
-      for (int i = 0; i < kTightPolls && !seen; ++i)
-        seen = rk__ring_available(&in) != 0;
-      if (seen) continue;
     }
     uint64_t now = rk__now_ns();
     if (!idle_since) {
