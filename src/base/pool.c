@@ -69,10 +69,19 @@ static void work(pool_job_t *job) {
   }
 }
 
-static pool_job_t *find_job(rk__pool_t *pool) {
-  for (pool_job_t *j = pool->jobs; j; j = j->next_job)
-    if (__atomic_load_n(&j->next, __ATOMIC_RELAXED) < j->n) return j;
-  return NULL;
+/* The first job with items left, and whether any other job was listed
+ * with it. */
+static pool_job_t *find_job(rk__pool_t *pool, bool *others) {
+  pool_job_t *found = NULL;
+  *others = false;
+  for (pool_job_t *j = pool->jobs; j; j = j->next_job) {
+    if (found) {
+      *others = true;
+      break;
+    }
+    if (__atomic_load_n(&j->next, __ATOMIC_RELAXED) < j->n) found = j;
+  }
+  return found;
 }
 
 static void *worker_main(void *arg) {
@@ -88,14 +97,19 @@ static void *worker_main(void *arg) {
       pthread_mutex_unlock(&pool->lock);
       break;
     }
-    pool_job_t *job = find_job(pool);
+    bool others;
+    pool_job_t *job = find_job(pool, &others);
     if (job) __atomic_add_fetch(&job->active, 1, __ATOMIC_ACQ_REL);
     uint32_t seen = __atomic_load_n(&pool->gen, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&pool->lock);
     if (job) {
       work(job);
       __atomic_sub_fetch(&job->active, 1, __ATOMIC_RELEASE);
-      continue;
+      /* With other jobs listed, look at the list again. Alone, wait for
+       * the next generation straight away: every job listed after `seen`
+       * was read bumps gen, and not taking the lock here leaves it to the
+       * launcher, which takes it next to unlink this job. */
+      if (others) continue;
     }
     uint64_t start = rk__now_ns();
     for (unsigned i = 1; __atomic_load_n(&pool->gen, __ATOMIC_ACQUIRE) == seen;

@@ -24,7 +24,14 @@
  *                        launcher (does not look at `waiting`)
  *   -DBUG_NO_ACTIVE_WAIT the launcher returns without waiting for workers
  *                        still inside its job
- */
+ *   -DBUG_LATE_SEEN      a worker that ran the only listed job waits for
+ *                        the next generation with gen read after the job
+ *                        instead of the value read under the lock: a bump
+ *                        during the job (the stopper's) is lost
+ *
+ * A worker that found a job with no other job listed does not take the
+ * lock again after it: it waits for the next generation with the `seen`
+ * it read under the lock (every job listed later bumps gen after it). */
 #ifndef NW
 #define NW 2
 #endif
@@ -122,7 +129,7 @@ inline work(j) {
 
 proctype worker() {
   byte seen, first, d, tmp, q, j;
-  bool found;
+  bool found, others;
   do
   :: lock();
      if
@@ -131,6 +138,7 @@ proctype worker() {
      fi;
      /* find_job: a listed job with items left */
      found = false;
+     others = false;
      j = 0;
      do
      :: j < NL && !found ->
@@ -140,6 +148,20 @@ proctype worker() {
         fi
      :: else -> break
      od;
+     /* ... and whether another listed job has items left (pool.c's
+      * find_job says "another job is listed after it", which covers
+      * every such job: this is the weakest form of the condition) */
+     q = 0;
+     do
+     :: q < NL ->
+        if
+        :: listed[q] && !(found && q == j) && next[q] < ITEMS -> others = true
+        :: else -> skip
+        fi;
+        q++
+     :: else -> break
+     od;
+     q = 0;
      if
      :: found -> inside[j]++
      :: else -> skip
@@ -150,7 +172,16 @@ proctype worker() {
      :: found ->
         work(j);
         assert(!returned[j]);
-        inside[j]--
+        inside[j]--;
+#ifdef BUG_LATE_SEEN
+        seen = gen;
+#endif
+        /* Alone: fall through to the wait below with `seen`. */
+        found = others
+     :: else -> skip
+     fi;
+     if
+     :: found -> skip       /* others listed: look at the list again */
      :: else ->
         /* (the spin phase is left out: it only delays parking) */
         if
