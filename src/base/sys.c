@@ -640,6 +640,31 @@ int rk__allowed_cpus(int *out_ids, int max) {
   return n;
 }
 
+bool rk__machine_crowded(void) {
+#if RK__LINUX
+  /* /proc/loadavg's fourth field, "running/total": the tasks runnable on
+   * the machine right now, the caller included. */
+  int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[128];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char *p = buf;
+  for (int field = 0; field < 3 && p; ++field) {
+    p = strchr(p, ' ');
+    if (p) ++p;
+  }
+  if (!p) return false;
+  long running = strtol(p, NULL, 10);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 && running > online;
+#else
+  return false;
+#endif
+}
+
 rk_status_t rk__env_long(const char *name, long lo, long hi, long *inout) {
   const char *v = getenv(name);
   if (!v || !*v) return RK_OK;

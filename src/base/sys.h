@@ -128,6 +128,13 @@ void rk__set_thread_name(const char *name);
 /* Number of CPUs this process may run on, and their ids (up to max). */
 int rk__allowed_cpus(int *out_ids, int max);
 
+/* Whether more threads are runnable on the machine right now (the caller
+ * and other processes' included) than it has CPUs online: a spinning
+ * thread would then take a CPU from one that has work. A few
+ * microseconds (a read of /proc/loadavg); false where the system does not
+ * say. */
+bool rk__machine_crowded(void);
+
 /* Pins `thread` to CPU `cpu`. A hint: false where the system has no CPU
  * affinity (macOS) or refuses it (containers). */
 bool rk__pin_thread(pthread_t thread, int cpu);

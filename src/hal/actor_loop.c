@@ -12,6 +12,9 @@
 /* How long an idle spell spins before it looks whether spinning may pay
  * (rk__actor_may_spin). */
 enum { kCountAfterNs = 2000 };
+/* How often a lasting idle spell looks again whether the machine has more
+ * runnable threads than CPUs (a read of /proc/loadavg, a few us). */
+enum { kCrowdEveryNs = 20000 };
 
 /* The run state as the host sees it, written only when it changes. */
 static void set_run_state(rk_abi_control_t *c, uint32_t *cached,
@@ -122,6 +125,7 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
   uint32_t run_state = RK_ABI_RUN_STARTING;
   uint64_t idle_since = 0;
   bool spin_ok = true, counted = false;
+  uint64_t crowd_check = 0; /* when the machine's crowding was last read */
   bool stop_locked = false;
   for (;;) {
     /* Read before the control block: a request the host makes after this
@@ -186,10 +190,19 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
        * host writes the count on every call, and each read here pulls its
        * line away (a round trip of calls idles between every two). */
       counted = true;
+      crowd_check = now;
       spin_ok =
-          !l->host_busy ||
-          rk__actor_may_spin(
-              __atomic_load_n(l->host_busy, __ATOMIC_RELAXED) + 1, l->cpus);
+          (!l->host_busy ||
+           rk__actor_may_spin(
+               __atomic_load_n(l->host_busy, __ATOMIC_RELAXED) + 1, l->cpus)) &&
+          /* Threads of other processes count too (a cluster's progress
+           * thread and its callers, say): spinning while the machine has
+           * more runnable threads than CPUs takes a CPU from one of them. */
+          !rk__machine_crowded();
+    } else if (spin_ok && counted && now - crowd_check >= kCrowdEveryNs) {
+      /* ... and again while the spell lasts: the others come and go. */
+      crowd_check = now;
+      spin_ok = !rk__machine_crowded();
     }
     if (spin_ok && now - idle_since < l->spin_ns) {
       for (int i = 0; i < 128 && !rk__ring_available(&in) &&
