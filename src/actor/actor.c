@@ -105,7 +105,8 @@ struct rk_actor {
   rk__relaunch_t *relaunch;
   rk__k2k_t *k2k; /* messages to and from other actors (k2k.c) */
 
-  uint32_t cpus; /* allowed CPUs */
+  uint32_t cpus;      /* allowed CPUs */
+  uint32_t park_idle; /* atomic: rk__actor_park_when_idle */
   /* Threads in a call or waiting in send/receive and not returned yet
    * (atomic): destroy waits for them, and they are who competes for the
    * CPUs with the device side (may_spin), which reads the count too. A
@@ -437,6 +438,7 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
   d->grid = o->grid;
   d->block = o->block;
   d->host_busy = &a->waiting;
+  d->park_idle = &a->park_idle;
   d->cpus = a->cpus;
   RK_RETURN_IF_ERROR(rk__ring_init(d->in, o->input_capacity, in_slot));
   RK_RETURN_IF_ERROR(rk__ring_init(d->out, o->output_capacity, out_slot));
@@ -2353,3 +2355,6 @@ const char *rk__actor_handler_name(const rk_actor_t *a) {
   return a->function ? rk_function_name(a->function) : "?";
 }
 rk_actor_mode_t rk__actor_mode(const rk_actor_t *a) { return a->mode; }
+void rk__actor_park_when_idle(rk_actor_t *a, bool on) {
+  __atomic_store_n(&a->park_idle, on ? 1u : 0u, __ATOMIC_RELAXED);
+}

@@ -108,5 +108,10 @@ uint32_t rk__actor_waiting(const rk_actor_t *actor);
 struct rk__k2k *rk__actor_k2k(const rk_actor_t *actor);
 const char *rk__actor_handler_name(const rk_actor_t *actor);
 rk_actor_mode_t rk__actor_mode(const rk_actor_t *actor);
+/* The device side (a host thread) parks as soon as its input ring is
+ * empty instead of spinning: for an actor whose requests arrive through a
+ * thread that spins itself (a cluster's progress thread), where a spinning
+ * worker only takes a CPU from it. */
+void rk__actor_park_when_idle(rk_actor_t *actor, bool on);
 
 #endif /* RK_ACTOR_ACTOR_INTERNAL_H_ */

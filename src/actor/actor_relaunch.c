@@ -278,6 +278,7 @@ static void *driver_main(void *arg) {
                                  .out_slots = r->dev.out_slots,
                                  .spin_ns = r->spin_ns,
                                  .host_busy = r->dev.host_busy,
+                                 .park_idle = r->dev.park_idle,
                                  .cpus = r->dev.cpus,
                                  .batch = r->batch,
                                  .shared_consumer = true,

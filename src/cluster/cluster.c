@@ -2649,6 +2649,9 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
   pthread_mutex_lock(&c->exports_mu);
   c->export_list[c->export_count++] = e;
   pthread_mutex_unlock(&c->exports_mu);
+  /* Its requests come through the progress thread, which spins after each
+   * one: a worker spinning beside it on the same CPUs only delays both. */
+  rk__actor_park_when_idle(actor, true);
   return RK_OK;
 }
 
@@ -2691,6 +2694,7 @@ rk_status_t rk_cluster_unexport(rk_cluster_t *c, const char *name) {
     refuse(c, &q->h, RK_ERR_INVALID_STATE, RK_ACTOR_TERMINATED,
            "the actor was unexported before it took the message");
   pthread_mutex_unlock(&e->mu);
+  rk__actor_park_when_idle(e->actor, false);
   free_export(c, e);
   return RK_OK;
 }

@@ -182,8 +182,9 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
     uint64_t now = rk__now_ns();
     if (!idle_since) {
       idle_since = now;
-      spin_ok = true;
-      counted = false;
+      spin_ok =
+          !(l->park_idle && __atomic_load_n(l->park_idle, __ATOMIC_RELAXED));
+      counted = !spin_ok; /* nothing to look at: it parks */
     }
     if (!counted && now - idle_since >= kCountAfterNs) {
       /* Looked at once per idle spell, and only in one that lasts: the

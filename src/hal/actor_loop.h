@@ -35,6 +35,8 @@ typedef struct rk__actor_loop {
   /* Optional (NULL: always spin spin_ns): host threads in calls or waiting
    * on the actor; the loop spins only while they and it fit on `cpus`. */
   const uint32_t *host_busy;
+  /* Nonzero (atomic; may be NULL): no spinning, park when idle. */
+  const uint32_t *park_idle;
   uint32_t cpus;
   uint32_t batch; /* most requests per call of handle */
   /* Other threads consume the input ring too (a relaunch caller running

@@ -189,6 +189,7 @@ static void *worker_main(void *arg) {
                                  .out_slots = w->dev.out_slots,
                                  .spin_ns = w->spin_ns,
                                  .host_busy = w->dev.host_busy,
+                                 .park_idle = w->dev.park_idle,
                                  .cpus = w->dev.cpus,
                                  .batch = kBatch,
                                  .handle = handle_batch,
