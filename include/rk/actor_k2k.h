@@ -92,7 +92,10 @@ typedef struct rk_actor_k2k_stats {
   uint64_t last_sent_timestamp, last_received_timestamp;
 } rk_actor_k2k_stats_t;
 
-/* A snapshot of the actor's K2K counters. */
+/* A snapshot of the actor's K2K counters. A sender's counts are stored
+ * after its messages are queued, so a receiver may have taken a message
+ * that its sender's `sent` does not count yet; a snapshot that counts a
+ * message has its stamp (or a later one) in last_sent_timestamp. */
 rk_status_t rk_actor_k2k_stats(rk_actor_t *actor,
                                rk_actor_k2k_stats_t *out_stats);
 

@@ -557,8 +557,11 @@ void rk__k2k_deliver(rk__k2k_t *k, uint64_t stamp) {
     }
   }
   if (sent) {
+    /* The stamp before the count (release): a reader that sees the count
+     * (acquire, rk_actor_k2k_stats) sees this stamp or a later one. The
+     * receiver may take the messages before either is stored. */
     __atomic_store_n(&k->last_sent_ts, stamp, __ATOMIC_RELAXED);
-    ADD_RELAXED(&k->sent, sent);
+    __atomic_add_fetch(&k->sent, sent, __ATOMIC_RELEASE);
   }
   if (full) ADD_RELAXED(&k->refused_full, full);
   if (unconnected) ADD_RELAXED(&k->refused_unconnected, unconnected);
@@ -844,7 +847,7 @@ void rk__k2k_stats(const rk__k2k_t *k, rk_actor_k2k_stats_t *o) {
     }
     return;
   }
-  o->sent = LOAD_RELAXED(&k->sent);
+  o->sent = __atomic_load_n(&k->sent, __ATOMIC_ACQUIRE);
   o->refused_full = LOAD_RELAXED(&k->refused_full);
   o->refused_unconnected = LOAD_RELAXED(&k->refused_unconnected);
   o->received = LOAD_RELAXED(&k->received);

@@ -454,6 +454,22 @@ static bool wait_received(rk_actor_t *b, uint64_t n) {
   return true;
 }
 
+/* The sender's stats count its n-th message (it stores them after the
+ * receiver may already have taken it). */
+static bool wait_sent(rk_actor_t *a, uint64_t n) {
+  uint64_t until = rk__now_ns() + 20000000000ull;
+  while (k2k_stats(a).sent < n) {
+    if (rk__now_ns() > until) {
+      CHECK(false, "the sender counted %llu of %llu messages in 20 s",
+            (unsigned long long)k2k_stats(a).sent, (unsigned long long)n);
+      return false;
+    }
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
+  }
+  return true;
+}
+
 static uint64_t wall_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -474,7 +490,7 @@ static void test_clock(void) {
   const uint64_t before = rk_hlc_peek(rk_hlc_host());
   tok_t t = {0, 1, 1};
   CHECK_OK(rk_actor_send(a, &t, sizeof t, RK_TIMEOUT_INFINITE, NULL));
-  if (!wait_received(b, 1)) return;
+  if (!wait_received(b, 1) || !wait_sent(a, 1)) return;
   rk_actor_k2k_stats_t sa = k2k_stats(a), sb = k2k_stats(b);
   CHECK(sa.last_sent_timestamp > before,
         "A's message (%llu) is later than the request that made A send it "
@@ -498,7 +514,7 @@ static void test_clock(void) {
   __atomic_store_n(&rk__actor_control(a)->clock, ahead, __ATOMIC_RELAXED);
   t.seq = 2;
   CHECK_OK(rk_actor_send(a, &t, sizeof t, RK_TIMEOUT_INFINITE, NULL));
-  if (!wait_received(b, 2)) return;
+  if (!wait_received(b, 2) || !wait_sent(a, 2)) return;
   sa = k2k_stats(a);
   CHECK(sa.last_sent_timestamp > ahead,
         "A's message (%llu) is later than A's clock (%llu)",
