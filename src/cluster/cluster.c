@@ -1618,6 +1618,10 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
   }
   pthread_mutex_lock(&h->mu);
   pthread_mutex_unlock(&c->mu);
+  /* Stopping is sticky: a call that returned "not answered" saw the handle
+   * stopped, so an answer that finds the handle stopped and no waiter may
+   * be that call's and is not delivered to rk_remote_actor_receive. */
+  const bool was_stopped = stopped(h);
   rk_status_t s = (rk_status_t)r->status;
   rk_actor_message_t info;
   info.correlation_id = r->request_id;
@@ -1662,8 +1666,8 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
       w->text[n] = '\0';
     }
     w->done = true;
-  } else if (h->discard) {
-    h->outstanding--; /* a port's message: nobody asked for the answer */
+  } else if (h->discard || was_stopped) {
+    h->outstanding--; /* a port's message, or too late to be anyone's */
   } else {
     answer_t *a = malloc(sizeof *a + size + 1);
     if (a) {
