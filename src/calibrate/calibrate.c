@@ -16,7 +16,9 @@
  * stops growing there.
  *
  * Robustness: each size's time is the median of several timed batches,
- * all sizes of an op interleaved pass by pass; a size far from the line
+ * all sizes of an op interleaved pass by pass, on the scalar and the SIMD
+ * candidate together (equal sizes side by side, so that a slow phase of
+ * the machine cannot tilt one candidate against the other); a size far from the line
  * through its neighbours is timed again with twice the batches; times are
  * then made non-decreasing in n on each side of the thread switch by
  * lowering the slower of two disagreeing sizes (see robust_times). The
@@ -237,49 +239,85 @@ static rk_status_t size_batch(calib_t *cal, rk_ops_t *ops, rk_op_t op, size_t n,
   return RK_OK;
 }
 
-/* Median seconds per call over `batches` batches, for `count` sizes at
- * once: every pass times one batch of each size, so a slow phase of the
- * machine spreads over all sizes instead of bending the curve at one.
- * A size whose single call exceeds the plan's limit is timed once and ends
- * the list (*out_count shrinks). */
-static rk_status_t time_sizes(calib_t *cal, rk_ops_t *ops, rk_op_t op,
-                              const char *label, const size_t *ns,
-                              int *inout_count, int batches, double *out_s) {
-  enum { kMax = RK__COST_MAX_POINTS + 1 };
-  long reps[kMax];
-  double samples[kMax][32];
-  bool slow[kMax];
-  int count = *inout_count;
+/* One timed size: an op's size on one candidate. */
+typedef struct job {
+  rk_ops_t *ops;
+  size_t n;
+  int group; /* the candidate's index in the calibration group */
+} job_t;
+
+enum { kMaxJobs = 2 * (RK__COST_MAX_POINTS + 1) };
+
+/* Median seconds per call over `batches` batches, for `count` jobs at
+ * once: every pass times one batch of each job, so a slow phase of the
+ * machine spreads over all sizes (and every candidate of the group)
+ * instead of bending one curve at one size or tilting one candidate
+ * against another. Jobs come in ascending n within a group. A job whose
+ * single call exceeds the plan's limit is timed once and ends its group's
+ * list: the group's larger sizes are not timed (out_s 0). */
+static rk_status_t time_jobs(calib_t *cal, rk_op_t op, const char *label,
+                             const job_t *jobs, int count, int batches,
+                             double *out_s) {
+  long reps[kMaxJobs];
+  double samples[kMaxJobs][32];
+  int taken[kMaxJobs];
+  bool ended[kMaxJobs];
+  if (count > kMaxJobs) count = kMaxJobs;
   if (batches > 32) batches = 32;
+  memset(ended, 0, sizeof ended);
   for (int i = 0; i < count; ++i) {
-    double one;
-    RK_RETURN_IF_ERROR(size_batch(cal, ops, op, ns[i], &reps[i], &one));
-    slow[i] = one > cal->plan.max_call_s;
-    if (slow[i]) {
-      samples[i][0] = one;
+    taken[i] = 0;
+    out_s[i] = 0.0;
+    if (ended[jobs[i].group]) {
       cal->step += batches;
-      *inout_count = count = i + 1; /* larger sizes would be slower still */
-      break;
+      continue;
     }
+    double one;
     RK_RETURN_IF_ERROR(
-        time_batch(cal, ops, op, ns[i], reps[i], &samples[i][0]));
+        size_batch(cal, jobs[i].ops, op, jobs[i].n, &reps[i], &one));
+    if (one > cal->plan.max_call_s) {
+      samples[i][0] = one;
+      taken[i] = -1; /* once, no passes */
+      cal->step += batches;
+      ended[jobs[i].group] = true; /* larger sizes would be slower still */
+      continue;
+    }
+    RK_RETURN_IF_ERROR(time_batch(cal, jobs[i].ops, op, jobs[i].n, reps[i],
+                                  &samples[i][0]));
+    taken[i] = 1;
     ++cal->step;
   }
   for (int b = 1; b < batches; ++b) {
     progress(cal, "%s: pass %d of %d", label, b + 1, batches);
-    for (int i = 0; i < count; ++i) {
-      if (slow[i]) continue;
-      RK_RETURN_IF_ERROR(
-          time_batch(cal, ops, op, ns[i], reps[i], &samples[i][b]));
+    for (int o = 0; o < count; ++o) {
+      /* Candidates at one size take turns going first (the one after
+       * another may find the caches, or the other CPU, as it left them). */
+      int i = o;
+      if (b % 2 && o + 1 < count && jobs[o + 1].n == jobs[o].n)
+        i = o + 1;
+      else if (b % 2 && o > 0 && jobs[o - 1].n == jobs[o].n)
+        i = o - 1;
+      if (taken[i] <= 0) continue;
+      RK_RETURN_IF_ERROR(time_batch(cal, jobs[i].ops, op, jobs[i].n, reps[i],
+                                    &samples[i][taken[i]++]));
       ++cal->step;
     }
   }
   for (int i = 0; i < count; ++i) {
-    int k = slow[i] ? 1 : batches;
+    if (taken[i] == 0) continue;
+    int k = taken[i] < 0 ? 1 : taken[i];
     qsort(samples[i], (size_t)k, sizeof samples[i][0], cmp_double);
     out_s[i] = samples[i][k / 2];
   }
   return RK_OK;
+}
+
+/* One size on one candidate, `batches` times. */
+static rk_status_t time_one(calib_t *cal, rk_ops_t *ops, rk_op_t op,
+                            const char *label, size_t n, int batches,
+                            double *out_s) {
+  job_t j = {ops, n, 0};
+  return time_jobs(cal, op, label, &j, 1, batches, out_s);
 }
 
 /* The sizes of `op` on a target, ascending, after n = 1 (the launch probe)
@@ -344,13 +382,12 @@ static rk_status_t robust_times(calib_t *cal, rk_ops_t *ops, rk_op_t op,
     double want = exp(y0 + (y2 - y0) * (x1 - x0) / (x2 - x0));
     double ratio = secs[i] / want;
     if (ratio < 1.25 && ratio > 0.8) continue;
-    int one = 1;
     double again;
     char what[96];
     snprintf(what, sizeof what, "%s: n=%zu again", label, ns[i]);
-    RK_RETURN_IF_ERROR(time_sizes(cal, ops, op, what, &ns[i], &one,
-                                  2 * cal->plan.batches, &again));
-    secs[i] = again;
+    RK_RETURN_IF_ERROR(time_one(cal, ops, op, what, ns[i],
+                                2 * cal->plan.batches, &again));
+    if (again > 0) secs[i] = again;
   }
   for (int i = count - 2; i >= 0; --i)
     if (!(sw && i == sw - 1) && secs[i] > secs[i + 1]) secs[i] = secs[i + 1];
@@ -396,103 +433,188 @@ static double link_s(const rk__cost_link_t *l, double bytes) {
   return bytes > 0 ? l->latency_s + bytes / l->bandwidth : 0.0;
 }
 
-static rk_status_t measure_target(calib_t *cal, rk__cost_target_t *t) {
-  rk_ops_options_t o;
-  rk_ops_options_init(&o);
-  o.policy = RK_POLICY_FORCED;
-  o.target = t->target;
-  rk_ops_t *ops = NULL;
-  RK_RETURN_IF_ERROR(rk_ops_create(&o, &ops));
-  rk_status_t s = RK_OK;
-  bool gpu = t->target.kind == RK_EXEC_GPU;
-  if (gpu) {
-    progress(cal, "%s: host<->device copies", t->key);
-    s = measure_links(cal, t);
-    ++cal->step;
-    /* Kernels on device-resident operands; where that is not possible
-     * (too little device memory), the host-pointer ops with the measured
-     * copies taken out. */
-    char *saved = rk__error_save();
-    cal->resident = s == RK_OK;
-    for (int i = 0; i < 4 && cal->resident; ++i)
-      cal->resident =
-          rk_ops_buffer_create(ops, &t->target, cal->cap, &cal->dev[i]) ==
-              RK_OK &&
-          rk_ops_buffer_write(cal->dev[i], 0, i == 3 ? cal->d : cal->a,
-                              cal->cap) == RK_OK;
-    rk__error_restore(saved);
-  }
-  bool simd = t->target.kind == RK_EXEC_SIMD;
-  for (int u = 0; u < NUNITS && s == RK_OK; ++u) {
-    rk_op_t op = kUnits[u];
-    rk__cost_class_t cls = rk__op_class(op);
-    /* Every size first (n = 1 is the launch probe), made robust, then the
-     * fit: the launch latency is 90% of the fastest call less its copies,
-     * so that the prediction of each measured size is its measured time
-     * (an engine that changes with size, e.g. a BLAS only for larger
-     * GEMMs, can make n = 1 slower than n = 8). */
-    size_t ns[RK__COST_MAX_POINTS + 1];
-    double secs[RK__COST_MAX_POINTS + 1], copies[RK__COST_MAX_POINTS + 1];
-    int sw = 0;
-    int measured =
-        sizes_for(&cal->plan, op, simd, ns, RK__COST_MAX_POINTS + 1, &sw);
-    int planned = measured;
-    char label[80];
-    snprintf(label, sizeof label, "%s %s", t->key, rk_op_name(op));
-    progress(cal, "%s", label);
-    s = time_sizes(cal, ops, op, label, ns, &measured, cal->plan.batches, secs);
-    if (s == RK_OK) {
-      if (sw >= measured) sw = 0;
-      s = robust_times(cal, ops, op, label, ns, measured, sw, secs);
-    }
-    /* Steps of sizes a slow candidate skipped. */
-    cal->step += (planned - measured) * cal->plan.batches;
-    if (s != RK_OK) break;
-    for (int i = 0; i < measured; ++i) {
-      rk_op_desc_t d = desc_for(op, ns[i]);
-      uint64_t in, out;
-      rk__op_io_bytes(&d, &in, &out);
-      copies[i] = gpu && !cal->resident ? link_s(&t->h2d, (double)in) +
-                                              link_s(&t->d2h, (double)out)
-                                        : 0.0;
-    }
-    double fixed = 1e30;
-    for (int i = 0; i < measured; ++i) {
-      double f = secs[i] - copies[i];
-      if (f < 0.1 * secs[i]) f = 0.1 * secs[i];
-      if (f < fixed) fixed = f;
-    }
-    rk__cost_curve_t fresh;
-    memset(&fresh, 0, sizeof fresh);
-    fresh.launch_s = measured ? 0.9 * fixed : 0.0;
-    fresh.measured = true;
-    for (int i = 1; i < measured; ++i) {
-      rk_op_desc_t d = desc_for(op, ns[i]);
-      double work = secs[i] - copies[i] - fresh.launch_s;
-      /* Never let the fixed costs swallow the whole call. */
-      if (work < 0.05 * secs[i]) work = 0.05 * secs[i];
-      double bytes = (double)rk_op_bytes(&d);
-      double flops = (double)rk_op_flops(&d);
-      if (fresh.count < RK__COST_MAX_POINTS && bytes > 0 && flops > 0) {
-        rk__cost_point_t *pt = &fresh.points[fresh.count++];
-        pt->bytes = bytes;
-        pt->flop_rate = flops / work;
-        pt->bandwidth = bytes / work;
-      }
-    }
-    if (fresh.count == 0) continue;
-    if (is_matrix(op))
-      t->curves[cls] = fresh;
-    else
-      t->ops[op] = fresh;
-    if (!is_matrix(op) && is_class_rep(op)) t->curves[cls] = fresh;
-  }
+/* A GPU candidate's host<->device copies, and its operands on the device
+ * (cal->resident) where there is room. */
+static rk_status_t prepare_gpu(calib_t *cal, rk__cost_target_t *t,
+                               rk_ops_t *ops) {
+  progress(cal, "%s: host<->device copies", t->key);
+  rk_status_t s = measure_links(cal, t);
+  ++cal->step;
+  /* Kernels on device-resident operands; where that is not possible
+   * (too little device memory), the host-pointer ops with the measured
+   * copies taken out. */
+  char *saved = rk__error_save();
+  cal->resident = s == RK_OK;
+  for (int i = 0; i < 4 && cal->resident; ++i)
+    cal->resident =
+        rk_ops_buffer_create(ops, &t->target, cal->cap, &cal->dev[i]) ==
+            RK_OK &&
+        rk_ops_buffer_write(cal->dev[i], 0, i == 3 ? cal->d : cal->a,
+                            cal->cap) == RK_OK;
+  rk__error_restore(saved);
+  return s;
+}
+
+static void release_gpu(calib_t *cal) {
   for (int i = 0; i < 4; ++i) {
     rk_ops_buffer_destroy(cal->dev[i]);
     cal->dev[i] = NULL;
   }
   cal->resident = false;
-  rk_ops_destroy(ops);
+}
+
+/* The curve of `op` on `t` from its robust times: the launch latency is
+ * 90% of the fastest call less its copies, so that the prediction of each
+ * measured size is its measured time (an engine that changes with size,
+ * e.g. a BLAS only for larger GEMMs, can make n = 1 slower than n = 8). */
+static void fit_curve(const calib_t *cal, rk__cost_target_t *t, rk_op_t op,
+                      const size_t *ns, const double *secs, int measured) {
+  const bool gpu = t->target.kind == RK_EXEC_GPU;
+  double copies[RK__COST_MAX_POINTS + 1];
+  for (int i = 0; i < measured; ++i) {
+    rk_op_desc_t d = desc_for(op, ns[i]);
+    uint64_t in, out;
+    rk__op_io_bytes(&d, &in, &out);
+    copies[i] = gpu && !cal->resident ? link_s(&t->h2d, (double)in) +
+                                            link_s(&t->d2h, (double)out)
+                                      : 0.0;
+  }
+  double fixed = 1e30;
+  for (int i = 0; i < measured; ++i) {
+    double f = secs[i] - copies[i];
+    if (f < 0.1 * secs[i]) f = 0.1 * secs[i];
+    if (f < fixed) fixed = f;
+  }
+  rk__cost_curve_t fresh;
+  memset(&fresh, 0, sizeof fresh);
+  fresh.launch_s = measured ? 0.9 * fixed : 0.0;
+  fresh.measured = true;
+  for (int i = 1; i < measured; ++i) {
+    rk_op_desc_t d = desc_for(op, ns[i]);
+    double work = secs[i] - copies[i] - fresh.launch_s;
+    /* Never let the fixed costs swallow the whole call. */
+    if (work < 0.05 * secs[i]) work = 0.05 * secs[i];
+    double bytes = (double)rk_op_bytes(&d);
+    double flops = (double)rk_op_flops(&d);
+    if (fresh.count < RK__COST_MAX_POINTS && bytes > 0 && flops > 0) {
+      rk__cost_point_t *pt = &fresh.points[fresh.count++];
+      pt->bytes = bytes;
+      pt->flop_rate = flops / work;
+      pt->bandwidth = bytes / work;
+    }
+  }
+  if (fresh.count == 0) return;
+  rk__cost_class_t cls = rk__op_class(op);
+  if (is_matrix(op))
+    t->curves[cls] = fresh;
+  else
+    t->ops[op] = fresh;
+  if (!is_matrix(op) && is_class_rep(op)) t->curves[cls] = fresh;
+}
+
+enum { kMaxGroup = 2 };
+
+/* Above the thread switch the SIMD candidate runs the scalar loop
+ * vectorised on every CPU, so it is not slower than the scalar candidate
+ * at the same size. A single thread's memory bandwidth moves a lot
+ * between moments and processes (on a 2-vCPU VM, 0.35x to 2.9x of its
+ * calibrated value), so at the memory-bound sizes, where the two can
+ * measure as a near tie, it decides the choice by chance; there the SIMD
+ * time (index 1) is capped at 99% of the scalar time (index 0) at the same
+ * size, and the smaller SIMD sizes lowered to stay non-decreasing. */
+static void simd_dominates(size_t (*ns)[RK__COST_MAX_POINTS + 1],
+                           double (*secs)[RK__COST_MAX_POINTS + 1],
+                           const int *measured, int sw) {
+  for (int i = sw; i < measured[1]; ++i)
+    for (int j = 0; j < measured[0]; ++j)
+      if (ns[0][j] == ns[1][i] && secs[1][i] > 0.99 * secs[0][j])
+        secs[1][i] = 0.99 * secs[0][j];
+  for (int i = measured[1] - 2; i >= sw; --i)
+    if (secs[1][i] > secs[1][i + 1]) secs[1][i] = secs[1][i + 1];
+}
+
+/* `op` on a group of candidates (the CPU ones together, a GPU alone):
+ * every size of every candidate (n = 1 is the launch probe) timed in the
+ * same passes, in ascending n with the candidates' equal sizes side by
+ * side, so that the ratio of two candidates at one size is measured at
+ * one moment; then each candidate's times made robust and fitted. */
+static rk_status_t measure_op(calib_t *cal, rk__cost_target_t *const *ts,
+                              rk_ops_t *const *opses, int nt, rk_op_t op) {
+  size_t ns[kMaxGroup][RK__COST_MAX_POINTS + 1];
+  double secs[kMaxGroup][RK__COST_MAX_POINTS + 1];
+  int planned[kMaxGroup], sw[kMaxGroup], next[kMaxGroup];
+  job_t jobs[kMaxJobs];
+  int at[kMaxJobs];
+  int count = 0;
+  char label[80];
+  int len = 0;
+  for (int k = 0; k < nt; ++k) {
+    planned[k] = sizes_for(&cal->plan, op, ts[k]->target.kind == RK_EXEC_SIMD,
+                           ns[k], RK__COST_MAX_POINTS + 1, &sw[k]);
+    next[k] = 0;
+    len += snprintf(label + len, sizeof label - (size_t)len, "%s%s",
+                    k ? "+" : "", ts[k]->key);
+    if (len >= (int)sizeof label) len = (int)sizeof label - 1;
+  }
+  snprintf(label + len, sizeof label - (size_t)len, " %s", rk_op_name(op));
+  for (;;) { /* merge the candidates' sizes, ascending */
+    int pick = -1;
+    for (int k = 0; k < nt; ++k)
+      if (next[k] < planned[k] &&
+          (pick < 0 || ns[k][next[k]] < ns[pick][next[pick]]))
+        pick = k;
+    if (pick < 0 || count == kMaxJobs) break;
+    jobs[count] = (job_t){opses[pick], ns[pick][next[pick]], pick};
+    at[count++] = next[pick]++;
+  }
+  progress(cal, "%s", label);
+  double out[kMaxJobs];
+  RK_RETURN_IF_ERROR(
+      time_jobs(cal, op, label, jobs, count, cal->plan.batches, out));
+  int measured[kMaxGroup] = {0};
+  for (int j = 0; j < count; ++j)
+    if (out[j] > 0) {
+      secs[jobs[j].group][at[j]] = out[j];
+      if (at[j] + 1 > measured[jobs[j].group])
+        measured[jobs[j].group] = at[j] + 1;
+    }
+  for (int k = 0; k < nt; ++k) {
+    if (sw[k] >= measured[k]) sw[k] = 0;
+    char one[80];
+    snprintf(one, sizeof one, "%s %s", ts[k]->key, rk_op_name(op));
+    RK_RETURN_IF_ERROR(robust_times(cal, opses[k], op, one, ns[k],
+                                    measured[k], sw[k], secs[k]));
+  }
+  if (nt == 2 && ts[0]->target.kind == RK_EXEC_SCALAR &&
+      ts[1]->target.kind == RK_EXEC_SIMD && sw[1] > 0)
+    simd_dominates(ns, secs, measured, sw[1]);
+  for (int k = 0; k < nt; ++k)
+    fit_curve(cal, ts[k], op, ns[k], secs[k], measured[k]);
+  return RK_OK;
+}
+
+/* Every op on a group of candidates measured together (see measure_op). */
+static rk_status_t measure_group(calib_t *cal, rk__cost_target_t *const *ts,
+                                 int nt) {
+  rk_ops_t *ops[kMaxGroup] = {NULL};
+  rk_status_t s = RK_OK;
+  int made = 0;
+  for (; made < nt && s == RK_OK; ++made) {
+    rk_ops_options_t o;
+    rk_ops_options_init(&o);
+    o.policy = RK_POLICY_FORCED;
+    o.target = ts[made]->target;
+    s = rk_ops_create(&o, &ops[made]);
+  }
+  if (s == RK_OK && nt == 1 && ts[0]->target.kind == RK_EXEC_GPU)
+    s = prepare_gpu(cal, ts[0], ops[0]);
+  for (int u = 0; u < NUNITS && s == RK_OK; ++u)
+    s = measure_op(cal, ts, ops, nt, kUnits[u]);
+  if (s != RK_OK)
+    s = rk__fail_context(s, "calibrate: %s%s%s", ts[0]->key, nt > 1 ? "+" : "",
+                         nt > 1 ? ts[1]->key : "");
+  release_gpu(cal);
+  for (int k = 0; k < made; ++k) rk_ops_destroy(ops[k]);
   return s;
 }
 
@@ -519,9 +641,8 @@ static void measure_threads(calib_t *cal, rk_cost_model_t *model, char *note,
     rk_op_report_t r;
     if (rk_ops_add(ops, n, cal->a, cal->b, cal->c, &r) == RK_OK && k == 1)
       threads_all = r.threads;
-    int one_size = 1;
-    if (time_sizes(cal, ops, RK_OP_ADD, "simd: thread scaling", &n, &one_size,
-                   cal->plan.batches, &secs[k]) != RK_OK)
+    if (time_one(cal, ops, RK_OP_ADD, "simd: thread scaling", n,
+                 cal->plan.batches, &secs[k]) != RK_OK)
       secs[k] = 0;
     rk_ops_destroy(ops);
   }
@@ -631,11 +752,20 @@ rk_status_t rk_cost_calibrate(const rk_calibrate_options_t *options,
   }
   cal.steps += 2 * cal.plan.batches; /* thread scaling */
   uint64_t start = rk__now_ns();
+  /* The CPU candidates together, so that their ratio at each size is
+   * timed at one moment; each GPU on its own (its operands live on it). */
+  rk__cost_target_t *cpus[kMaxGroup];
+  int ncpus = 0;
+  for (size_t i = 0; i < model->machine.ntargets; ++i) {
+    rk__cost_target_t *t = &model->machine.targets[i];
+    if (t->candidate && t->target.kind != RK_EXEC_GPU && ncpus < kMaxGroup)
+      cpus[ncpus++] = t;
+  }
+  if (ncpus) s = measure_group(&cal, cpus, ncpus);
   for (size_t i = 0; i < model->machine.ntargets && s == RK_OK; ++i) {
     rk__cost_target_t *t = &model->machine.targets[i];
-    if (!t->candidate) continue;
-    s = measure_target(&cal, t);
-    if (s != RK_OK) s = rk__fail_context(s, "calibrate: %s", t->key);
+    if (t->candidate && t->target.kind == RK_EXEC_GPU)
+      s = measure_group(&cal, &t, 1);
   }
   char scaling[256] = "";
   if (s == RK_OK) {

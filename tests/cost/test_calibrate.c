@@ -230,6 +230,28 @@ int main(void) {
   CHECK(seen.last == 1.0 && strcmp(seen.final_what, "done") == 0,
         "last progress %g '%s'", seen.last, seen.final_what);
 
+  /* Above the thread switch SIMD is never predicted slower than scalar
+   * at a measured size (a near tie there is the one-thread bandwidth's
+   * noise). */
+  static const rk_op_t kVec[] = {RK_OP_ADD, RK_OP_SCALE, RK_OP_AXPY,
+                                 RK_OP_RELU, RK_OP_SUM, RK_OP_DOT};
+  for (size_t v = 0; v < sizeof kVec / sizeof kVec[0]; ++v)
+    for (size_t n = (size_t)1 << 18; n <= ((size_t)1 << 20); n *= 4) {
+      rk_op_desc_t d = {.op = kVec[v], .n = n, .result_on_host = true};
+      rk_prediction_t p[8];
+      size_t count = 0, best = 0, sc = 8, sd = 8;
+      if (!CHECK_OK(rk_cost_model_predict(fresh, &d, p, 8, &count, &best)))
+        break;
+      for (size_t i = 0; i < count; ++i) {
+        if (p[i].target.kind == RK_EXEC_SCALAR) sc = i;
+        if (p[i].target.kind == RK_EXEC_SIMD) sd = i;
+      }
+      if (sc < count && sd < count)
+        CHECK(p[sd].total_s < p[sc].total_s,
+              "%s n=%zu: simd predicted %g s, scalar %g s", rk_op_name(kVec[v]),
+              n, p[sd].total_s, p[sc].total_s);
+    }
+
   rk_cost_model_info_t info;
   CHECK_OK(rk_cost_model_info(fresh, &info));
   CHECK(info.from_profile && strcmp(info.profile_path, path) == 0,
