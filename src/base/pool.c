@@ -144,8 +144,12 @@ static void pool_destroy(rk__pool_t *pool) {
 static rk_status_t pool_create(int threads, rk__pool_t **out) {
   int cpus[1024];
   int ncpus = rk__allowed_cpus(cpus, 1024);
-  long spin_us = 200;
+  long spin_us = 200, pin = 1;
   RK_RETURN_IF_ERROR(rk__env_long("RK_CPU_SPIN_US", 0, 1000000, &spin_us));
+  /* RK_CPU_PIN=0 leaves workers to the scheduler: short launches then
+   * sometimes run on one CPU (docs/cpu-backend.md). */
+  RK_RETURN_IF_ERROR(rk__env_long("RK_CPU_PIN", 0, 1, &pin));
+  if (!pin) ncpus = 0;
   rk__pool_t *pool = calloc(1, sizeof *pool);
   if (!pool) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cpu worker pool");
   pool->threads = threads;
