@@ -14,9 +14,11 @@
  *       RK_SEND_FULL), B's handler takes them. Messages per second over
  *       the messages B handled; the FULL answers are counted, not retried.
  *
- * The workers are placed by rk (RK_BENCH_K2K_SCHEDULER=1: by the
- * scheduler) and spin RK_ACTOR_SPIN_US (200 us unless set) before they
- * park.
+ * Each pair's two workers get CPUs of their own (rk_actor_options_t cpu:
+ * A on the first allowed CPU, B on the second); RK_BENCH_K2K_PLACE=rk
+ * leaves the choice to rk (on two CPUs it puts both on the launcher's
+ * other CPU) and RK_BENCH_K2K_SCHEDULER=1 to the scheduler. They spin
+ * RK_ACTOR_SPIN_US (200 us unless set) before they park.
  *
  * Every hop and message is checked (B's count and A's answers). Method as
  * in bench_actors: an untimed warm-up round, then R rounds in each of
@@ -151,9 +153,10 @@ static double floor_round(floor_t *f, long n, int host_cpu) {
 /* ---- (b), (c) Actors ------------------------------------------------------
  */
 
-static rk_actor_t *launch(rk_context_t *ctx, const char *handler) {
+static rk_actor_t *launch(rk_context_t *ctx, const char *handler, int cpu) {
   rk_actor_options_t o;
   rk_actor_options_init(&o);
+  o.cpu = cpu;
   o.auto_activate = false;
   o.input_capacity = 1024;
   o.output_capacity = 1024;
@@ -265,9 +268,14 @@ int main(int argc, char **argv) {
   rk_context_t *ctx = NULL;
   check(rk_backend_open(kind, &be), "opening the backend");
   check(rk_backend_create_context(be, 0, &ctx), "creating a context");
-  if (getenv("RK_BENCH_K2K_SCHEDULER")) pin(host_cpu);
-  rk_actor_t *a = launch(ctx, "hop"), *b = launch(ctx, "hop");
-  rk_actor_t *ta = launch(ctx, "burst"), *tb = launch(ctx, "hop");
+  const char *place = getenv("RK_BENCH_K2K_PLACE");
+  const bool by_scheduler = getenv("RK_BENCH_K2K_SCHEDULER") != NULL;
+  const bool by_rk = by_scheduler || (place && strcmp(place, "rk") == 0);
+  const int cpu_a = !by_rk && ncpus >= 2 ? cpus[0] : RK_ACTOR_CPU_ANY;
+  const int cpu_b = !by_rk && ncpus >= 2 ? cpus[1] : RK_ACTOR_CPU_ANY;
+  if (by_scheduler) pin(host_cpu);
+  rk_actor_t *a = launch(ctx, "hop", cpu_a), *b = launch(ctx, "hop", cpu_b);
+  rk_actor_t *ta = launch(ctx, "burst", cpu_a), *tb = launch(ctx, "hop", cpu_b);
   unpin();
   check(rk_actor_connect(a, 0, b), "connect a -> b");
   check(rk_actor_connect(b, 0, a), "connect b -> a");
@@ -315,8 +323,13 @@ int main(int argc, char **argv) {
   const rkb_summary_t stp = rkb_summarize(tput, (size_t)rounds);
   const double ratio = sh.median / sf.median;
   const char *backend = backend_name;
-  printf("bench_k2k: %s backend, %d CPUs allowed%s, %d rounds, path %s\n",
-         backend, ncpus, ncpus < 2 ? " (nothing pinned)" : "", rounds, path);
+  const char *placement = by_scheduler ? "the scheduler"
+                          : by_rk       ? "rk"
+                          : ncpus >= 2  ? "one CPU each"
+                                        : "nothing pinned";
+  printf("bench_k2k: %s backend, %d CPUs allowed, workers placed by %s, %d "
+         "rounds, path %s\n",
+         backend, ncpus, placement, rounds, path);
   if (kind != RK_BACKEND_CPU)
     printf(
         "  (the floor is the host's; the 2x target is the CPU "
@@ -334,6 +347,7 @@ int main(int argc, char **argv) {
   if (json) {
     rkb_json_str(&j, "backend", backend);
     rkb_json_str(&j, "path", path);
+    rkb_json_str(&j, "placement", placement);
     rkb_json_int(&j, "cpus", ncpus);
     rkb_json_int(&j, "rounds", rounds);
     rkb_json_summary(&j, "floor_one_way_ns", &sf);

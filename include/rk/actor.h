@@ -115,7 +115,16 @@ typedef struct rk_actor_options {
   const char *source_name;
   /* Bypass the backend's compiled-module cache. */
   bool no_cache;
+  /* CPU backend, persistent actors: the CPU the actor's worker thread is
+   * pinned to, one this process may run on (RK_ACTOR_CPU_ANY, the default:
+   * rk picks one other than the launching thread's, the least used). Two
+   * actors that message each other back and forth run fastest on CPUs of
+   * their own; many actors that take turns, on a CPU they share. Other
+   * backends and traditional actors have no worker thread and ignore it. */
+  int cpu;
 } rk_actor_options_t;
+
+#define RK_ACTOR_CPU_ANY (-1)
 
 /* Fills in the defaults above. */
 void rk_actor_options_init(rk_actor_options_t *options);

@@ -207,6 +207,7 @@ void rk_actor_options_init(rk_actor_options_t *options) {
   options->input_capacity = kDefaultCapacity;
   options->output_capacity = kDefaultCapacity;
   options->auto_activate = true;
+  options->cpu = RK_ACTOR_CPU_ANY;
 }
 
 static rk_actor_state_t get_state(const rk_actor_t *a) {
@@ -301,6 +302,18 @@ static rk_status_t check_options(const rk_actor_options_t *o) {
   if (o->initial_state_size && !o->initial_state)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor: initial_state_size without initial_state");
+  if (o->cpu != RK_ACTOR_CPU_ANY) {
+    int cpus[1024];
+    const int n = rk__allowed_cpus(cpus, 1024);
+    bool allowed = false;
+    for (int i = 0; i < n && !allowed; ++i) allowed = cpus[i] == o->cpu;
+    if (!allowed)
+      return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                      "actor: cpu %d is not a CPU this process may run on "
+                      "(%d allowed%s; RK_ACTOR_CPU_ANY lets rk choose)",
+                      o->cpu, n > 0 ? n : 0,
+                      n > 0 ? ", see sched_getaffinity" : "");
+  }
   return RK_OK;
 }
 
@@ -440,6 +453,7 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
   d->host_busy = &a->waiting;
   d->park_idle = &a->park_idle;
   d->cpus = a->cpus;
+  d->cpu = o->cpu;
   RK_RETURN_IF_ERROR(rk__ring_init(d->in, o->input_capacity, in_slot));
   RK_RETURN_IF_ERROR(rk__ring_init(d->out, o->output_capacity, out_slot));
   /* Slot marks where every producer is host code (base/ring.c): the input

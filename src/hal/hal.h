@@ -114,6 +114,9 @@ typedef struct rk__actor_device {
    * spins only while they and itself fit on the CPUs (rk__actor_may_spin). */
   const uint32_t *host_busy;
   uint32_t cpus;
+  /* The CPU to pin that thread to, or RK_ACTOR_CPU_ANY (the backend's
+   * choice). */
+  int cpu;
   /* Nonzero (atomic; NULL: never): park as soon as the input ring is empty
    * instead of spinning (rk__actor_park_when_idle). */
   const uint32_t *park_idle;

@@ -1,13 +1,17 @@
 /* Actors end to end on the CPU backend, in both modes: call/send/receive
  * with correlation ids, FIFO order, handler state and errors, every state
  * transition and error path, many producers into one actor. */
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "actor/actor_internal.h"
 #include "actor_test_util.h"
+#include "base/platform.h"
 #include "base/sys.h"
 #define RK_TEST_IMPLEMENTATION
 #include "rk_test.h"
@@ -54,6 +58,85 @@ static void test_add_one(rk_actor_mode_t mode) {
   CHECK(rk_actor_state(a) == RK_ACTOR_TERMINATED, "terminated");
   rk_actor_destroy(a);
 }
+
+#if RK__LINUX
+/* The CPU a thread of this process may run on, when exactly one; else -1. */
+static int only_cpu_of(pid_t tid) {
+  cpu_set_t set;
+  if (sched_getaffinity(tid, sizeof set, &set) != 0 || CPU_COUNT(&set) != 1)
+    return -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) return c;
+  return -1;
+}
+
+/* The rk-actor threads started since `before` (at most one expected). */
+static pid_t new_actor_thread(const pid_t *before, int nbefore) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return 0;
+  pid_t found = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    pid_t tid = (pid_t)atol(e->d_name);
+    bool old = false;
+    for (int j = 0; j < nbefore && !old; ++j) old = before[j] == tid;
+    if (old) continue;
+    char path[64], comm[32] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (f) {
+      if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = '\0';
+      fclose(f);
+    }
+    if (strcmp(comm, "rk-actor") == 0) found = tid;
+  }
+  closedir(d);
+  return found;
+}
+
+/* rk_actor_options_t.cpu: the worker runs pinned there, even on the
+ * launching thread's CPU (which rk's own choice avoids); a CPU the process
+ * may not use is refused. */
+static void test_placement(void) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  CHECK(o.cpu == RK_ACTOR_CPU_ANY, "default cpu %d", o.cpu);
+  o.cpu = 1 << 20;
+  rk_actor_t *a = NULL;
+  CHECK_STATUS(rk_actor_launch(g_ctx, kAddOneSource, "add_one", &o, &a),
+               RK_ERR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("not a CPU this process may run on");
+  int cpus[64];
+  if (rk__allowed_cpus(cpus, 64) < 2) {
+    printf("  placement: one CPU allowed, nothing to place\n");
+    return;
+  }
+  pid_t before[512];
+  int nbefore = 0;
+  DIR *d = opendir("/proc/self/task");
+  if (!CHECK(d != NULL, "cannot list threads")) return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL && nbefore < 512)
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
+      before[nbefore++] = (pid_t)atol(e->d_name);
+  closedir(d);
+  o.cpu = rk__current_cpu();
+  if (o.cpu < 0) return;
+  a = launch(kAddOneSource, "add_one", RK_ACTOR_PERSISTENT, &o);
+  if (!a) return;
+  int_msg_t q = {1}, r = {0};
+  /* The worker pins itself when it starts; it has once it answered. */
+  CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
+                         NULL));
+  pid_t tid = new_actor_thread(before, nbefore);
+  if (CHECK(tid != 0, "no rk-actor thread appeared"))
+    CHECK(only_cpu_of(tid) == o.cpu, "the worker runs on CPU %d, asked %d",
+          only_cpu_of(tid), o.cpu);
+  CHECK_OK(rk_actor_terminate(a, RK_TIMEOUT_INFINITE));
+  rk_actor_destroy(a);
+}
+#endif
 
 /* 1000 pipelined sends: 1000 responses in FIFO order, processed == 1000. */
 static void test_pipelined(rk_actor_mode_t mode) {
@@ -1289,6 +1372,12 @@ int main(int argc, char **argv) {
   }
   actor_test_watch("bad arguments and teardown", 60);
   test_bad_arguments();
+#if RK__LINUX
+  if (kind == RK_BACKEND_CPU && resident) {
+    actor_test_watch("placement", 60);
+    test_placement();
+  }
+#endif
   CHECK_OK(rk_context_destroy(g_ctx));
   CHECK_OK(rk_backend_destroy(be));
   return rk_test_finish("actor");

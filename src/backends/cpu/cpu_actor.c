@@ -51,7 +51,10 @@ static uint64_t batch_phys(rk__actor_worker_t *w) {
   return w->phys;
 }
 
+static void unpick_cpu(int cpu);
+
 static void worker_free(rk__actor_worker_t *w) {
+  unpick_cpu(w->cpu);
   free(w->scratch);
   free(w->state);
   free(w);
@@ -209,19 +212,48 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-/* A CPU for the worker: not the caller's, spread over the allowed ones. */
-static int pick_cpu(void) {
+/* Actor workers pinned to each CPU (CPU numbers below kPinnedMax). */
+enum { kPinnedMax = 1024 };
+static uint32_t g_pinned[kPinnedMax];
+
+/* A CPU for the worker: `want` when the caller chose one (it must be
+ * allowed), else one of the allowed CPUs other than the caller's, with the
+ * fewest live actor workers (round robin among equals). On two CPUs every
+ * worker lands on the caller's other CPU: workers that take turns there
+ * hand over without waking another CPU (a halo exchange of many tiles runs
+ * twice as fast as spread over both), while two actors that message each
+ * other back and forth run best on CPUs of their own (rk_actor_options_t
+ * cpu). */
+static int pick_cpu(int want) {
   static unsigned next;
   int cpus[1024];
   int n = rk__allowed_cpus(cpus, 1024);
+  if (want >= 0) {
+    if (want < kPinnedMax)
+      __atomic_add_fetch(&g_pinned[want], 1u, __ATOMIC_RELAXED);
+    return want < kPinnedMax ? want : -1;
+  }
   if (n < 2) return -1;
   int here = rk__current_cpu();
   unsigned start = __atomic_fetch_add(&next, 1u, __ATOMIC_RELAXED);
+  int best = -1;
+  uint32_t best_actors = 0;
   for (int i = 0; i < n; ++i) {
     int cpu = cpus[(start + (unsigned)i) % (unsigned)n];
-    if (cpu != here) return cpu;
+    if (cpu == here || cpu < 0 || cpu >= kPinnedMax) continue;
+    uint32_t actors = __atomic_load_n(&g_pinned[cpu], __ATOMIC_RELAXED);
+    if (best < 0 || actors < best_actors) {
+      best = cpu;
+      best_actors = actors;
+    }
   }
-  return -1;
+  if (best >= 0) __atomic_add_fetch(&g_pinned[best], 1u, __ATOMIC_RELAXED);
+  return best;
+}
+
+static void unpick_cpu(int cpu) {
+  if (cpu >= 0 && cpu < kPinnedMax)
+    __atomic_sub_fetch(&g_pinned[cpu], 1u, __ATOMIC_RELAXED);
 }
 
 rk_status_t rk__cpu_actor_start(rk_context_t *context,
@@ -232,6 +264,7 @@ rk_status_t rk__cpu_actor_start(rk_context_t *context,
   size_t index = (size_t)(dev->function - mod->base.functions);
   rk__actor_worker_t *w = calloc(1, sizeof *w);
   if (!w) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cpu: actor worker");
+  w->cpu = -1; /* not counted on any CPU yet */
   w->dev = *dev;
   w->dev.initial_state = NULL;
   w->entry = &mod->desc->entries[index];
@@ -258,7 +291,7 @@ rk_status_t rk__cpu_actor_start(rk_context_t *context,
     return rk__fail(RK_ERR_OUT_OF_MEMORY, "cpu: actor scratch");
   }
   w->spin_ns = rk__actor_spin_ns(false);
-  w->cpu = pick_cpu();
+  w->cpu = pick_cpu(dev->cpu);
   int err = pthread_create(&w->thread, NULL, worker_main, w);
   if (err) {
     worker_free(w);
