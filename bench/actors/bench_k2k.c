@@ -324,12 +324,13 @@ int main(int argc, char **argv) {
   const double ratio = sh.median / sf.median;
   const char *backend = backend_name;
   const char *placement = by_scheduler ? "the scheduler"
-                          : by_rk       ? "rk"
-                          : ncpus >= 2  ? "one CPU each"
-                                        : "nothing pinned";
-  printf("bench_k2k: %s backend, %d CPUs allowed, workers placed by %s, %d "
-         "rounds, path %s\n",
-         backend, ncpus, placement, rounds, path);
+                          : by_rk      ? "rk"
+                          : ncpus >= 2 ? "one CPU each"
+                                       : "nothing pinned";
+  printf(
+      "bench_k2k: %s backend, %d CPUs allowed, workers placed by %s, %d "
+      "rounds, path %s\n",
+      backend, ncpus, placement, rounds, path);
   if (kind != RK_BACKEND_CPU)
     printf(
         "  (the floor is the host's; the 2x target is the CPU "

@@ -18,8 +18,8 @@
  * Robustness: each size's time is the median of several timed batches,
  * all sizes of an op interleaved pass by pass, on the scalar and the SIMD
  * candidate together (equal sizes side by side, so that a slow phase of
- * the machine cannot tilt one candidate against the other); a size far from the line
- * through its neighbours is timed again with twice the batches; times are
+ * the machine cannot tilt one candidate against the other); a size far from the
+ * line through its neighbours is timed again with twice the batches; times are
  * then made non-decreasing in n on each side of the thread switch by
  * lowering the slower of two disagreeing sizes (see robust_times). The
  * launch latency is 90% of the fastest call (n = 1 included); each size
@@ -282,8 +282,8 @@ static rk_status_t time_jobs(calib_t *cal, rk_op_t op, const char *label,
       ended[jobs[i].group] = true; /* larger sizes would be slower still */
       continue;
     }
-    RK_RETURN_IF_ERROR(time_batch(cal, jobs[i].ops, op, jobs[i].n, reps[i],
-                                  &samples[i][0]));
+    RK_RETURN_IF_ERROR(
+        time_batch(cal, jobs[i].ops, op, jobs[i].n, reps[i], &samples[i][0]));
     taken[i] = 1;
     ++cal->step;
   }
@@ -385,8 +385,8 @@ static rk_status_t robust_times(calib_t *cal, rk_ops_t *ops, rk_op_t op,
     double again;
     char what[96];
     snprintf(what, sizeof what, "%s: n=%zu again", label, ns[i]);
-    RK_RETURN_IF_ERROR(time_one(cal, ops, op, what, ns[i],
-                                2 * cal->plan.batches, &again));
+    RK_RETURN_IF_ERROR(
+        time_one(cal, ops, op, what, ns[i], 2 * cal->plan.batches, &again));
     if (again > 0) secs[i] = again;
   }
   for (int i = count - 2; i >= 0; --i)
@@ -475,9 +475,9 @@ static void fit_curve(const calib_t *cal, rk__cost_target_t *t, rk_op_t op,
     rk_op_desc_t d = desc_for(op, ns[i]);
     uint64_t in, out;
     rk__op_io_bytes(&d, &in, &out);
-    copies[i] = gpu && !cal->resident ? link_s(&t->h2d, (double)in) +
-                                            link_s(&t->d2h, (double)out)
-                                      : 0.0;
+    copies[i] = gpu && !cal->resident
+                    ? link_s(&t->h2d, (double)in) + link_s(&t->d2h, (double)out)
+                    : 0.0;
   }
   double fixed = 1e30;
   for (int i = 0; i < measured; ++i) {
@@ -582,8 +582,8 @@ static rk_status_t measure_op(calib_t *cal, rk__cost_target_t *const *ts,
     if (sw[k] >= measured[k]) sw[k] = 0;
     char one[80];
     snprintf(one, sizeof one, "%s %s", ts[k]->key, rk_op_name(op));
-    RK_RETURN_IF_ERROR(robust_times(cal, opses[k], op, one, ns[k],
-                                    measured[k], sw[k], secs[k]));
+    RK_RETURN_IF_ERROR(robust_times(cal, opses[k], op, one, ns[k], measured[k],
+                                    sw[k], secs[k]));
   }
   if (nt == 2 && ts[0]->target.kind == RK_EXEC_SCALAR &&
       ts[1]->target.kind == RK_EXEC_SIMD && sw[1] > 0)

@@ -127,8 +127,8 @@ static void test_placement(void) {
   if (!a) return;
   int_msg_t q = {1}, r = {0};
   /* The worker pins itself when it starts; it has once it answered. */
-  CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE,
-                         NULL));
+  CHECK_OK(
+      rk_actor_call(a, &q, sizeof q, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL));
   pid_t tid = new_actor_thread(before, nbefore);
   if (CHECK(tid != 0, "no rk-actor thread appeared"))
     CHECK(only_cpu_of(tid) == o.cpu, "the worker runs on CPU %d, asked %d",

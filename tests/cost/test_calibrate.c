@@ -233,8 +233,8 @@ int main(void) {
   /* Above the thread switch SIMD is never predicted slower than scalar
    * at a measured size (a near tie there is the one-thread bandwidth's
    * noise). */
-  static const rk_op_t kVec[] = {RK_OP_ADD, RK_OP_SCALE, RK_OP_AXPY,
-                                 RK_OP_RELU, RK_OP_SUM, RK_OP_DOT};
+  static const rk_op_t kVec[] = {RK_OP_ADD,  RK_OP_SCALE, RK_OP_AXPY,
+                                 RK_OP_RELU, RK_OP_SUM,   RK_OP_DOT};
   for (size_t v = 0; v < sizeof kVec / sizeof kVec[0]; ++v)
     for (size_t n = (size_t)1 << 18; n <= ((size_t)1 << 20); n *= 4) {
       rk_op_desc_t d = {.op = kVec[v], .n = n, .result_on_host = true};
