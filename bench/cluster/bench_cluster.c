@@ -2,11 +2,13 @@
  * same transport, side by side in one run.
  *
  *   bench_cluster [--quick] [--json] [--rounds R] [--calls N] [--stream M]
- *                 [--window W]
+ *                 [--window W] [--traditional]
  *
  * Two processes (this one forks before either touches UCX): the server
- * exports an rk actor (echo of an 8-byte message, persistent, CPU backend)
- * and also answers raw AMs; the client measures, in alternating rounds,
+ * exports an rk actor (echo of an 8-byte message, CPU backend; persistent,
+ * or with --traditional one whose handler runs on the thread that takes
+ * the request, the server's progress thread) and also answers raw AMs; the
+ * client measures, in alternating rounds,
  *   - round trip: N rk_remote_actor_call vs N raw AM ping-pongs (the server
  *     replies from its progress loop), microseconds per round trip;
  *   - streaming: M requests with at most W outstanding, each answered, vs
@@ -44,6 +46,7 @@ typedef struct {
 enum { AM_PING = 20, AM_PONG = 21 };
 
 static const rk_ucp_api_t *U;
+static bool g_traditional; /* the server's actor: RK_ACTOR_TRADITIONAL */
 
 /* ---- pipes between the two processes ---------------------------------- */
 
@@ -174,9 +177,12 @@ static int server(void) {
   rk_backend_t *be;
   rk_context_t *ctx;
   rk_actor_t *a;
+  rk_actor_options_t ao;
+  rk_actor_options_init(&ao);
+  if (g_traditional) ao.mode = RK_ACTOR_TRADITIONAL;
   if (rk_backend_open(RK_BACKEND_CPU, &be) != RK_OK ||
       rk_backend_create_context(be, 0, &ctx) != RK_OK ||
-      rk_actor_launch(ctx, kEcho, "echo", NULL, &a) != RK_OK) {
+      rk_actor_launch(ctx, kEcho, "echo", &ao, &a) != RK_OK) {
     fprintf(stderr, "server: %s\n", rk_last_error());
     return 1;
   }
@@ -334,9 +340,9 @@ static int client(params_t pr, bool json) {
   rk_cluster_available(&version);
   printf(
       "bench_cluster: UCX %s, UCX_TLS=%s, %d rounds of %d calls and %d "
-      "streamed messages (window %d), 8-byte messages\n",
+      "streamed messages (window %d), 8-byte messages, %s actor\n",
       version, tls ? tls : "(default)", pr.rounds, pr.calls, pr.stream,
-      pr.window);
+      pr.window, g_traditional ? "traditional" : "persistent");
   double *rk_lat = calloc((size_t)pr.rounds, sizeof(double));
   double *raw_lat = calloc((size_t)pr.rounds, sizeof(double));
   double *rk_tp = calloc((size_t)pr.rounds, sizeof(double));
@@ -367,6 +373,8 @@ static int client(params_t pr, bool json) {
   if (json) {
     rkb_json_str(&j, "ucx_version", version);
     rkb_json_str(&j, "ucx_tls", tls ? tls : "");
+    rkb_json_str(&j, "actor_mode",
+                 g_traditional ? "traditional" : "persistent");
     rkb_json_int(&j, "calls", pr.calls);
     rkb_json_int(&j, "stream", pr.stream);
     rkb_json_int(&j, "window", pr.window);
@@ -395,6 +403,8 @@ int main(int argc, char **argv) {
     long v;
     if (!strcmp(argv[i], "--json")) {
       json = true;
+    } else if (!strcmp(argv[i], "--traditional")) {
+      g_traditional = true;
     } else if (!strcmp(argv[i], "--quick")) {
       p = (params_t){3, 200, 2000, 64};
     } else if (i + 1 < argc && !strcmp(argv[i], "--rounds") &&
@@ -416,7 +426,8 @@ int main(int argc, char **argv) {
     } else {
       fprintf(stderr,
               "usage: bench_cluster [--quick] [--json] [--rounds R] "
-              "[--calls N] [--stream M] [--window W (<= 1024)]\n");
+              "[--calls N] [--stream M] [--window W (<= 1024)] "
+              "[--traditional]\n");
       return 2;
     }
   }

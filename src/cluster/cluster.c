@@ -1813,24 +1813,32 @@ static void on_local_failed(rk_actor_t *actor, const char *why, void *user) {
  * activity; then, when no request is in an actor, sleeps on the worker's
  * event fd; while requests are in actors, whose answers signal no fd, it
  * naps, from 20 us growing to 1 ms, between looks. It stands aside while a
- * user thread drives the worker itself (waiting for an answer). */
+ * user thread drives the worker itself (waiting for an answer), and does
+ * not spin again until it has done some work of its own. */
 static void *progress_main(void *arg) {
   rk_cluster_t *c = arg;
   uint64_t idle_since = rk__now_ns();
   uint64_t nap_ns = 20000;
+  bool aside = false;
   while (!atomic_load(&c->stop)) {
     if (atomic_load_explicit(&c->drivers, memory_order_relaxed)) {
       struct timespec ts = {0, 20000};
       nanosleep(&ts, NULL);
+      aside = true;
       continue;
     }
     unsigned did = pump(c) + forward_all(c);
     if (did) {
       idle_since = rk__now_ns();
       nap_ns = 20000;
+      aside = false;
       continue;
     }
-    if (rk__now_ns() - idle_since < (uint64_t)c->spin_us * 1000u) continue;
+    /* After standing aside it does not spin: the user thread that drove
+     * the worker is likely to again (a caller between two calls), and a
+     * spinning progress thread would take the CPU it needs. */
+    if (!aside && rk__now_ns() - idle_since < (uint64_t)c->spin_us * 1000u)
+      continue;
     if (atomic_load(&c->in_flight) || atomic_load(&c->nbridges) || c->efd < 0) {
       struct timespec ts = {0, (long)nap_ns};
       nanosleep(&ts, NULL);
