@@ -128,11 +128,14 @@ void rk__set_thread_name(const char *name);
 /* Number of CPUs this process may run on, and their ids (up to max). */
 int rk__allowed_cpus(int *out_ids, int max);
 
-/* Whether more threads are runnable on the machine right now (the caller
- * and other processes' included) than it has CPUs online: a spinning
- * thread would then take a CPU from one that has work. A few
- * microseconds (a read of /proc/loadavg); false where the system does not
- * say. */
+/* The threads runnable on the machine right now, the caller and other
+ * processes' included (one read of /proc/loadavg); -1 where the system
+ * does not say. */
+long rk__machine_running(void);
+
+/* Whether more threads are runnable right now than the machine has CPUs
+ * online: a spinning thread would then take a CPU from one that has work.
+ * False where the system does not say. */
 bool rk__machine_crowded(void);
 
 /* Pins `thread` to CPU `cpu`. A hint: false where the system has no CPU

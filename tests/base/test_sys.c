@@ -277,8 +277,70 @@ static void test_threads_and_program(void) {
 #endif
 }
 
+/* ---- Crowding ------------------------------------------------------------
+ */
+
+static uint32_t g_spin_stop;
+
+static void *spin_until_stopped(void *arg) {
+  (void)arg;
+  while (!__atomic_load_n(&g_spin_stop, __ATOMIC_RELAXED)) {
+  }
+  return NULL;
+}
+
+/* With two more spinning threads than CPUs the machine is crowded, and
+ * every look reads the count afresh (the file is opened once and read at
+ * offset 0): the count rises while they spin and falls after. */
+static void test_machine_crowded(void) {
+#if RK__LINUX
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (online < 1 || online > 64) return;
+  long idle_max = 0;
+  for (int i = 0; i < 20; ++i) {
+    long r = rk__machine_running();
+    if (r > idle_max) idle_max = r;
+  }
+  pthread_t t[66];
+  int started = 0;
+  for (long i = 0; i < online + 2; ++i)
+    started += pthread_create(&t[started], NULL, spin_until_stopped, NULL) == 0;
+  sleep_ms(20);
+  long busy_max = 0;
+  int crowded = 0;
+  for (int i = 0; i < 200 && busy_max < started; ++i) {
+    long r = rk__machine_running();
+    if (r > busy_max) busy_max = r;
+    crowded += rk__machine_crowded();
+    sleep_ms(1);
+  }
+  __atomic_store_n(&g_spin_stop, 1, __ATOMIC_RELAXED);
+  for (int i = 0; i < started; ++i) pthread_join(t[i], NULL);
+  long after_min = 1L << 30;
+  for (int i = 0; i < 200 && after_min >= started; ++i) {
+    long r = rk__machine_running();
+    if (r >= 0 && r < after_min) after_min = r;
+    sleep_ms(1);
+  }
+  printf(
+      "runnable: up to %ld before, up to %ld while %d threads spun "
+      "(crowded %d times), down to %ld after\n",
+      idle_max, busy_max, started, crowded, after_min);
+  CHECK(busy_max >= started && crowded > 0,
+        "%d threads spinning on %ld CPUs: runnable up to %ld, crowded %d "
+        "times",
+        started, online, busy_max, crowded);
+  CHECK(after_min < started, "still %ld runnable after the %d stopped",
+        after_min, started);
+#else
+  CHECK(rk__machine_running() == -1 && !rk__machine_crowded(),
+        "a count without a way to know");
+#endif
+}
+
 int main(void) {
   printf("platform paths: %s\n", RK__LINUX ? "Linux" : "POSIX");
+  test_machine_crowded();
   test_wait_returns_at_once_when_changed();
   test_wait_blocks_until_woken();
   test_wait_timeout();
