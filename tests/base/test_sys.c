@@ -280,6 +280,7 @@ static void test_threads_and_program(void) {
 /* ---- Crowding ------------------------------------------------------------
  */
 
+#if RK__LINUX
 static uint32_t g_spin_stop;
 
 static void *spin_until_stopped(void *arg) {
@@ -288,6 +289,7 @@ static void *spin_until_stopped(void *arg) {
   }
   return NULL;
 }
+#endif
 
 /* With two more spinning threads than CPUs the machine is crowded, and
  * every look reads the count afresh (the file is opened once and read at
