@@ -117,7 +117,8 @@ size_t rk__capture_end(rk__capture_t *c, const char *who, char *out,
   if (size > 0) {
     size_t want = (size_t)size < sizeof text ? (size_t)size : sizeof text;
     while (n < want) {
-      ssize_t r = pread(c->file, text + n, want - n, (off_t)n);
+      /* The room left in `text` bounds the read (fortified pread checks). */
+      ssize_t r = pread(c->file, text + n, sizeof text - n, (off_t)n);
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) break;
       n += (size_t)r;
