@@ -216,6 +216,12 @@ typedef struct rk_abi_control {
  * restart); a device side that cannot do that treats it as DRAIN. */
 #define RK_ABI_TERMINATE_DRAIN 1u
 #define RK_ABI_TERMINATE_NOW 2u
+/* PARK (a resident GPU kernel only): leave the loop at the next request
+ * boundary without reporting a stop (`terminated` stays 0), every claimed
+ * request answered and the queued ones left in the ring; the backend
+ * relaunches the kernel where it left (the CUDA backend, around driver
+ * work that waits for the device to be idle, see cuda_actor.c). */
+#define RK_ABI_TERMINATE_PARK 3u
 
 _Static_assert(sizeof(rk_abi_control_t) == 3 * RK_ABI_LINE, "control size");
 _Static_assert(offsetof(rk_abi_control_t, handler_flags) == 20,

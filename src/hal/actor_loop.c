@@ -132,6 +132,10 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
      * read changes the sequence, so the waits below cannot miss it. */
     const uint32_t seq = rk__ring_data_seq(in.hdr);
     const uint32_t terminate = LOAD_ACQUIRE(&c->terminate);
+    /* Asked to step aside (abi/actor_abi.h; the host relaunches the
+     * device side where this one left): nothing in hand, no stop to
+     * report. */
+    if (terminate == RK_ABI_TERMINATE_PARK) return;
     if (terminate == RK_ABI_TERMINATE_NOW) {
       /* A restart: the queued requests are the next device side's. Stop
        * holding the consumer role, so nobody takes one after `terminated`

@@ -319,7 +319,7 @@ static void test_machine_crowded(void) {
   __atomic_store_n(&g_spin_stop, 1, __ATOMIC_RELAXED);
   for (int i = 0; i < started; ++i) pthread_join(t[i], NULL);
   long after_min = 1L << 30;
-  for (int i = 0; i < 200 && after_min >= started; ++i) {
+  for (int i = 0; i < 1000 && after_min >= started; ++i) {
     long r = rk__machine_running();
     if (r >= 0 && r < after_min) after_min = r;
     sleep_ms(1);
@@ -332,8 +332,17 @@ static void test_machine_crowded(void) {
         "%d threads spinning on %ld CPUs: runnable up to %ld, crowded %d "
         "times",
         started, online, busy_max, crowded);
-  CHECK(after_min < started, "still %ld runnable after the %d stopped",
-        after_min, started);
+  /* The count is the whole machine's: where other processes kept it at
+   * the spinners' number already before they started (tests run side by
+   * side), the fall cannot be told from their load. */
+  if (idle_max >= started)
+    printf(
+        "note: %ld runnable before the spinners started: the fall after "
+        "is not checked\n",
+        idle_max);
+  else
+    CHECK(after_min < started, "still %ld runnable after the %d stopped",
+          after_min, started);
 #else
   CHECK(rk__machine_running() == -1 && !rk__machine_crowded(),
         "a count without a way to know");

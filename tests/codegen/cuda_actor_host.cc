@@ -154,6 +154,7 @@ struct host_actor {
   std::vector<rk_abi_chan_t *> chans; /* channels into it (it frees them) */
   bool exact_clock = true; /* false for K2K: sends and inbox tick it too */
   unsigned int blocks = 0;
+  kernel_fn *kernel = nullptr;
   std::vector<std::thread> threads;
   std::vector<uint64_t> stamps; /* request timestamps by correlation id */
   uint64_t next_id = 0;         /* the last id sent */
@@ -218,6 +219,24 @@ static void wait_run_state(const host_actor *a, uint32_t want) {
 
 /* Starts `kernel` with `blocks` blocks of one thread (the kernel's own
  * threads 1.. only leave, which one more thread checks first). */
+/* One thread per block, each running the kernel as thread (0, 0, 0). */
+static void launch_blocks(host_actor *a) {
+  kernel_fn *kernel = a->kernel;
+  unsigned char *ctl = (unsigned char *)a->control;
+  unsigned char *in = (unsigned char *)a->in, *out = (unsigned char *)a->out;
+  unsigned char *in_slots = a->in_slots, *out_slots = a->out_slots;
+  unsigned char *state = a->state;
+  unsigned long long *sched = a->sched;
+  unsigned char *k2k = (unsigned char *)a->k2k, *kmem = a->kmem;
+  gridDim = {a->blocks, 1, 1};
+  for (unsigned int b = 0; b < a->blocks; ++b)
+    a->threads.emplace_back([=] {
+      blockIdx = {b, 0, 0};
+      threadIdx = {0, 0, 0};
+      kernel(ctl, in, out, in_slots, out_slots, state, sched, k2k, kmem);
+    });
+}
+
 static void actor_start(host_actor *a, const char *name, kernel_fn *kernel,
                         unsigned int blocks, uint32_t in_capacity,
                         uint32_t out_capacity, uint32_t in_payload,
@@ -250,6 +269,7 @@ static void actor_start(host_actor *a, const char *name, kernel_fn *kernel,
   a->k2k->version = RK_ABI_VERSION;
   a->kmem = (unsigned char *)zalloc(kKmemBytes);
   a->blocks = blocks;
+  a->kernel = kernel;
   a->stamps.assign(1, 0);
   gridDim = {blocks, 1, 1};
   unsigned char *ctl = (unsigned char *)a->control;
@@ -266,12 +286,7 @@ static void actor_start(host_actor *a, const char *name, kernel_fn *kernel,
   other.join();
   EXPECT(load32(&a->control->run_state) == RK_ABI_RUN_STARTING,
          "%s: thread 1 of a block touched the control block", name);
-  for (unsigned int b = 0; b < blocks; ++b)
-    a->threads.emplace_back([=] {
-      blockIdx = {b, 0, 0};
-      threadIdx = {0, 0, 0};
-      kernel(ctl, in, out, in_slots, out_slots, state, sched, k2k, kmem);
-    });
+  launch_blocks(a);
   a->started = now_s();
   wait_run_state(a, active ? RK_ABI_RUN_ACTIVE : RK_ABI_RUN_IDLE);
 }
@@ -345,22 +360,71 @@ static bool try_receive(host_actor *a, Resp *payload, Code expected_code) {
   return true;
 }
 
-/* Sends `n` requests made by make(i) and takes their answers, keeping
- * both rings busy; check(id, resp) returns the expected code and checks
- * the payload. */
+/* Sends `n` requests made by make(i), i the request's place in the run
+ * (its id - 1), and takes as many answers, keeping both rings busy;
+ * check(id, resp) returns the expected code and checks the payload. */
 template <typename Req, typename Resp, typename Make, typename Check>
 static void exchange(host_actor *a, int n, Make make, Check check) {
   int sent = 0, got = 0;
   double since = now_s();
   while (got < n) {
     if (sent < n) {
-      Req r = make(sent);
+      /* By the request's place in the whole run (its id - 1). */
+      Req r = make((int)a->next_id);
       if (try_send(a, &r, sizeof r)) sent++;
     }
     Resp resp;
     if (try_receive(a, &resp, check)) got++;
     watchdog(a, since, "exchanging messages");
   }
+}
+
+/* Parks the kernel as the CUDA backend does around a module load
+ * (RK_ABI_TERMINATE_PARK), with `queued` more requests made by make()
+ * sent first and left in the ring: every block leaves at a request
+ * boundary without reporting a stop, every claimed request answered (the
+ * answers taken meanwhile are checked with `check`); then relaunches it
+ * as the backend does, the scheduling words set from the input ring's
+ * head. Returns how many requests were still queued at the park. */
+template <typename Req, typename Resp, typename Make, typename Check>
+static uint64_t actor_park_relaunch(host_actor *a, int queued, Make make,
+                                    Check check) {
+  for (int i = 0; i < queued;) {
+    Req r = make((int)a->next_id);
+    if (try_send(a, &r, sizeof r)) {
+      ++i;
+    } else {
+      Resp resp;
+      try_receive(a, &resp, check);
+    }
+  }
+  __atomic_store_n(&a->control->terminate, RK_ABI_TERMINATE_PARK,
+                   __ATOMIC_RELEASE);
+  double since = now_s();
+  while (__atomic_load_n(&a->sched[2], __ATOMIC_ACQUIRE) != a->blocks) {
+    Resp resp;
+    try_receive(a, &resp, check);
+    watchdog(a, since, "parking");
+  }
+  for (std::thread &t : a->threads) t.join();
+  a->threads.clear();
+  const uint64_t head = load64(&a->in->head);
+  const uint64_t left = a->in->tail - head;
+  EXPECT(!load32(&a->control->terminated) &&
+             load32(&a->control->run_state) != RK_ABI_RUN_STOPPED,
+         "%s: a park reported a stop (terminated %u, run_state %u)", a->name,
+         load32(&a->control->terminated), load32(&a->control->run_state));
+  EXPECT(a->sched[0] == head && a->sched[1] == head &&
+             load64(&a->out->tail) == head,
+         "%s: parked with claimed %llu published %llu, in head %llu, out "
+         "tail %llu",
+         a->name, a->sched[0], a->sched[1], (unsigned long long)head,
+         (unsigned long long)load64(&a->out->tail));
+  a->sched[0] = a->sched[1] = head;
+  a->sched[2] = 0;
+  __atomic_store_n(&a->control->terminate, 0u, __ATOMIC_RELEASE);
+  launch_blocks(a);
+  return left;
 }
 
 /* Asks the actor to terminate; waits for it to say so, taking the
@@ -404,6 +468,11 @@ static void actor_stop(host_actor *a, Check check) {
          g_failures > a->failures_before ? "FAIL" : "ok", a->name, a->blocks,
          (unsigned long long)n, (unsigned long long)a->errors,
          now_s() - a->started);
+  /* Everything stays until actor_free: a scenario reads the state, the
+   * control block, the K2K table and the channels after the stop. */
+}
+
+static void actor_free(host_actor *a) {
   free(a->control);
   free(a->in);
   free(a->out);
@@ -411,15 +480,14 @@ static void actor_stop(host_actor *a, Check check) {
   free(a->out_slots);
   free(a->state);
   free(a->sched);
-  /* The K2K table and channels stay: a scenario reads them after the stop
-   * (actor_free). */
-}
-
-static void actor_free(host_actor *a) {
   for (rk_abi_chan_t *c : a->chans) free(c);
   a->chans.clear();
   free(a->k2k);
   free(a->kmem);
+  a->control = nullptr;
+  a->in = a->out = nullptr;
+  a->in_slots = a->out_slots = a->state = nullptr;
+  a->sched = nullptr;
   a->k2k = nullptr;
   a->kmem = nullptr;
 }
@@ -447,8 +515,15 @@ static void run_echo() {
            (float)r.v * r.scale);
     return 0;
   };
-  exchange<echo_req_t, echo_resp_t>(&a, kMessages, make, check);
+  exchange<echo_req_t, echo_resp_t>(&a, kMessages / 2, make, check);
+  /* Parked with requests queued (as around a module load), relaunched:
+   * the rest are answered once each, in order. */
+  const uint64_t left =
+      actor_park_relaunch<echo_req_t, echo_resp_t>(&a, 6, make, check);
+  exchange<echo_req_t, echo_resp_t>(&a, kMessages / 2, make, check);
   actor_stop<echo_resp_t>(&a, check);
+  printf("      add_one parked with %llu requests queued, relaunched\n",
+         (unsigned long long)left);
   actor_free(&a);
 }
 
@@ -488,7 +563,10 @@ static void run_counter() {
            model.count, model.sum, mean);
     return 0;
   };
-  exchange<counter_req_t, counter_resp_t>(&a, kMessages, make, check);
+  exchange<counter_req_t, counter_resp_t>(&a, kMessages / 2, make, check);
+  /* The state and the order carry across a park and a relaunch. */
+  actor_park_relaunch<counter_req_t, counter_resp_t>(&a, 12, make, check);
+  exchange<counter_req_t, counter_resp_t>(&a, kMessages / 2, make, check);
   actor_stop<counter_resp_t>(&a, check);
   actor_free(&a);
 }
@@ -734,10 +812,21 @@ static void run_k2k_pipeline(const kernels &k, int n) {
   activate(&a);
   int full = 0;
   long long sum = 0;
+  auto no_request = [](int) { return k2k_msg_t{0, 0, 0, 0}; };
+  k2k_ack_t last;
   for (int i = 1; i <= n; ++i) {
     k2k_msg_t m = {1, i, i * 3, 0};
     sum += m.val;
     full += relay_until_queued(&a, m);
+    /* Each parked and relaunched once on the way (as around a module
+     * load): the receiver with messages in its channel, then the sender;
+     * both take their channels' indices up where they left them. */
+    if (i == n / 3)
+      actor_park_relaunch<k2k_msg_t, k2k_ack_t>(
+          &b, 0, no_request, [](uint64_t, const k2k_ack_t &) { return 0; });
+    if (i == 2 * n / 3)
+      actor_park_relaunch<k2k_msg_t, k2k_ack_t>(&a, 0, no_request,
+                                                relay_check(&last));
   }
   stop_relay(&a);
   stop_sink(&b);

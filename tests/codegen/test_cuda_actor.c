@@ -335,6 +335,7 @@ static void test_abi_numbers(const char *text) {
       {"rk_pa_k2k_max_in", RK_ABI_K2K_MAX_IN},
       {"rk_pa_k2k_view_size", RK_ABI_K2K_VIEW},
       {"rk_pa_k2k_scratch", RK_ABI_K2K_SCRATCH},
+      {"rk_pa_terminate_park", RK_ABI_TERMINATE_PARK},
   };
   enum { kWantCount = sizeof kWant / sizeof kWant[0] };
   static const char kDecl[] = "static constexpr unsigned int ";

@@ -197,4 +197,16 @@ rk_status_t rk__cu_actor_start(rk_context_t *context,
                                rk__actor_worker_t **out_worker);
 void rk__cu_actor_release(rk__actor_worker_t *worker, bool stopped);
 
+/* Driver work that may wait until no kernel runs on the device (loading a
+ * module, pinning host memory) goes between these two: every resident
+ * actor kernel of the process leaves at a request boundary and is
+ * relaunched where it stopped afterwards (cuda_actor.c). A kernel that
+ * does not leave within 5 s makes the pause fail (RK_ERR_TIMEOUT, nothing
+ * held, every kernel running again): do not resume then. Both leave
+ * `caller`'s context current (NULL: whichever). */
+rk_status_t rk__cu_pause_actors(cu_context_t *caller, const char *why);
+/* How long a pause waits for the kernels (5 s; tests shorten it). */
+extern uint64_t rk__cu_pause_timeout_ns;
+void rk__cu_resume_actors(cu_context_t *caller);
+
 #endif /* RK_BACKENDS_CUDA_CUDA_H_ */

@@ -15,9 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/cuda/cuda.h"
 #include "base/error.h"
+#include "base/log.h"
+#include "base/ring.h"
+#include "base/sys.h"
 
 /* The kernel's scheduling words (rk_sched): claim, done, exited, spare. */
 enum { kSchedBytes = 4 * sizeof(uint64_t) };
@@ -27,7 +31,177 @@ struct rk__actor_worker {
   CUstream stream;
   CUdeviceptr mem;                /* scheduling words, then the state */
   rk__actor_worker_t *next_stuck; /* g_stuck */
+  /* What a relaunch needs (see "Pausing for the driver" below). */
+  CUfunction fn;
+  rk_dim3_t grid, block;
+  CUdeviceptr params[9]; /* the kernel's parameters, in order */
+  rk_abi_control_t *control;
+  rk_abi_ring_t *in;
+  char name[64];                     /* the handler */
+  rk__actor_worker_t *next_resident; /* g_resident */
+  bool parking; /* asked to park by this pause (terminate was 0) */
+  bool left;    /* its kernel ended during this pause */
 };
+
+/* ---- Pausing for the driver ------------------------------------------------
+ *
+ * Loading a module (cuModuleLoadData, eagerly or lazily) waits until no
+ * kernel runs on the device, in every context of the process: beside a
+ * resident actor kernel, which only ends when asked, it never returns (seen
+ * on an H200, driver 580, CUDA 13; RK_LOG=debug names each pause). So the
+ * driver work that may wait for an idle device runs inside
+ * rk__cu_pause_actors / rk__cu_resume_actors: every resident actor kernel
+ * of the process is asked to leave at its next request boundary
+ * (RK_ABI_TERMINATE_PARK: every claimed request answered, the queued ones
+ * left in the ring, no stop reported), its stream is waited for, and after
+ * the driver work it is relaunched on the same rings, state and channels,
+ * its scheduling words set from the input ring's head. Requests sent
+ * meanwhile wait in the ring. g_pause_lock is held from pause to resume,
+ * and while a kernel is launched and listed, so that no kernel starts
+ * while the driver work runs. */
+static pthread_mutex_t g_pause_lock = PTHREAD_MUTEX_INITIALIZER;
+static rk__actor_worker_t *g_resident; /* running actor kernels */
+
+/* A kernel asked to park that has not left by then makes the driver work
+ * fail instead of waiting for ever (a handler that runs long, or a kernel
+ * blocked on a full output ring nobody receives from). */
+uint64_t rk__cu_pause_timeout_ns = 5000000000ull;
+
+static void sleep_us(long us) {
+  const struct timespec ts = {0, us * 1000L};
+  nanosleep(&ts, NULL);
+}
+
+/* The kernel's scheduling words before a launch: claim and publish from
+ * the input ring's head (the first unanswered request; the device side is
+ * not running, so it does not move), no block out yet. */
+static CUresult set_sched(const rk_cu_api_t *api, rk__actor_worker_t *w) {
+  const uint64_t head = __atomic_load_n(&w->in->head, __ATOMIC_ACQUIRE);
+  const uint64_t words[4] = {head, head, 0, 0};
+  /* From pageable memory: staged before the call returns. */
+  return api->cuMemcpyHtoDAsync(w->mem, words, sizeof words, w->stream);
+}
+
+static CUresult launch_worker(const rk_cu_api_t *api, rk__actor_worker_t *w) {
+  void *params[9];
+  for (int i = 0; i < 9; ++i) params[i] = &w->params[i];
+  return api->cuLaunchKernel(w->fn, w->grid.x, w->grid.y, w->grid.z, w->block.x,
+                             w->block.y, w->block.z, 0, w->stream, params,
+                             NULL);
+}
+
+/* Whether w's kernel has ended: 1 yes, 0 not yet, -1 its stream failed
+ * (a sticky error: the kernel is gone and is not relaunched). */
+static int kernel_left(rk__actor_worker_t *w) {
+  const rk_cu_api_t *api = w->ctx->api;
+  if (api->cuCtxSetCurrent(w->ctx->cu) != RK_CUDA_SUCCESS) return -1;
+  CUresult err = api->cuStreamQuery(w->stream);
+  if (err == RK_CUDA_ERROR_NOT_READY) return 0;
+  return err == RK_CUDA_SUCCESS ? 1 : -1;
+}
+
+/* Relaunches a kernel that left to park, where it stopped; a kernel that
+ * stopped for good (terminated) stays stopped. A relaunch that fails
+ * leaves the actor stopped, and says so, so that nobody waits for it. */
+static void relaunch(rk__actor_worker_t *w) {
+  rk_abi_control_t *c = w->control;
+  uint32_t park = RK_ABI_TERMINATE_PARK;
+  /* Withdraw the request first (a terminate asked meanwhile stays: the
+   * relaunched kernel drains). */
+  __atomic_compare_exchange_n(&c->terminate, &park, 0u, false, __ATOMIC_ACQ_REL,
+                              __ATOMIC_ACQUIRE);
+  if (__atomic_load_n(&c->terminated, __ATOMIC_ACQUIRE)) return;
+  const rk_cu_api_t *api = w->ctx->api;
+  CUresult err = api->cuCtxSetCurrent(w->ctx->cu);
+  if (err == RK_CUDA_SUCCESS) err = set_sched(api, w);
+  if (err == RK_CUDA_SUCCESS) err = launch_worker(api, w);
+  if (err != RK_CUDA_SUCCESS) {
+    rk__log(RK__LOG_WARN,
+            "cuda: actor '%s' could not be relaunched after a pause (CUDA "
+            "error %d); it is stopped",
+            w->name, (int)err);
+    __atomic_store_n(&c->run_state, RK_ABI_RUN_STOPPED, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->terminated, 1u, __ATOMIC_RELEASE);
+  }
+}
+
+rk_status_t rk__cu_pause_actors(cu_context_t *caller, const char *why) {
+  pthread_mutex_lock(&g_pause_lock);
+  if (!g_resident) return RK_OK;
+  rk__log(RK__LOG_DEBUG, "cuda: pausing the resident actor kernels for %s",
+          why);
+  for (rk__actor_worker_t *w = g_resident; w; w = w->next_resident) {
+    uint32_t zero = 0;
+    w->left = false;
+    w->parking = __atomic_compare_exchange_n(
+        &w->control->terminate, &zero, RK_ABI_TERMINATE_PARK, false,
+        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    /* A kernel polls; a stand-in that sleeps on the ring is woken. */
+    if (w->parking) rk__ring_kick(w->in);
+  }
+  /* Every kernel must be gone, parked or stopping. */
+  const uint64_t deadline = rk__now_ns() + rk__cu_pause_timeout_ns;
+  rk__actor_worker_t *late = NULL;
+  long nap = 10;
+  for (rk__actor_worker_t *w = g_resident; w; w = w->next_resident) {
+    int left;
+    while ((left = kernel_left(w)) == 0 && rk__now_ns() < deadline) {
+      sleep_us(nap);
+      if (nap < 1000) nap *= 2;
+    }
+    if (left == 0) {
+      late = w;
+      break;
+    }
+    w->left = true;
+  }
+  if (caller) caller->api->cuCtxSetCurrent(caller->cu);
+  if (!late) return RK_OK;
+  /* Give up: withdraw every request, relaunch what left meanwhile (a
+   * kernel that saw the request just before it was withdrawn is gone
+   * within microseconds; the grace covers it). */
+  for (rk__actor_worker_t *w = g_resident; w; w = w->next_resident) {
+    if (!w->parking) continue;
+    uint32_t park = RK_ABI_TERMINATE_PARK;
+    __atomic_compare_exchange_n(&w->control->terminate, &park, 0u, false,
+                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  }
+  sleep_us(10000);
+  for (rk__actor_worker_t *w = g_resident; w; w = w->next_resident)
+    if (w->parking && (w->left || kernel_left(w) == 1)) relaunch(w);
+  if (caller) caller->api->cuCtxSetCurrent(caller->cu);
+  const char *name = late->name;
+  pthread_mutex_unlock(&g_pause_lock);
+  return rk__fail(RK_ERR_TIMEOUT,
+                  "cuda: %s waits until no kernel runs on the device, and "
+                  "actor '%s' did not leave its kernel within %.1f s when "
+                  "asked (a handler still running, or responses nobody "
+                  "received filling its output ring); nothing was done",
+                  why, name, (double)rk__cu_pause_timeout_ns / 1e9);
+}
+
+void rk__cu_resume_actors(cu_context_t *caller) {
+  for (rk__actor_worker_t *w = g_resident; w; w = w->next_resident)
+    if (w->parking && w->left) relaunch(w);
+  if (g_resident && caller) caller->api->cuCtxSetCurrent(caller->cu);
+  pthread_mutex_unlock(&g_pause_lock);
+}
+
+/* Lists a kernel about to be launched (g_pause_lock held). */
+static void list_resident(rk__actor_worker_t *w) {
+  w->next_resident = g_resident;
+  g_resident = w;
+}
+
+static void unlist_resident(rk__actor_worker_t *w) {
+  pthread_mutex_lock(&g_pause_lock);
+  for (rk__actor_worker_t **p = &g_resident; *p; p = &(*p)->next_resident)
+    if (*p == w) {
+      *p = w->next_resident;
+      break;
+    }
+  pthread_mutex_unlock(&g_pause_lock);
+}
 
 /* Workers whose kernel never stopped: the kernel may still use their
  * stream and memory, so they are never freed. The list keeps them
@@ -164,12 +338,20 @@ rk_status_t rk__cu_actor_start(rk_context_t *context,
       s = rk__cu_check(ctx, err, "cuMemAlloc (actor state)");
     }
   }
+  w->fn = fn;
+  w->grid = dev->grid;
+  w->block = dev->block;
+  w->control = dev->control;
+  w->in = dev->in;
+  snprintf(w->name, sizeof w->name, "%s", handler);
   if (s == RK_OK) {
     err = api->cuMemsetD8Async(w->mem, 0, bytes, w->stream);
     if (err == RK_CUDA_SUCCESS && dev->has_state && dev->initial_state &&
         state_size)
       err = api->cuMemcpyHtoDAsync(w->mem + kSchedBytes, dev->initial_state,
                                    state_size, w->stream);
+    /* A restart goes on from where the last kernel stopped. */
+    if (err == RK_CUDA_SUCCESS) err = set_sched(api, w);
     /* The initial state is the caller's memory: copied before returning. */
     if (err == RK_CUDA_SUCCESS) err = api->cuStreamSynchronize(w->stream);
     if (err != RK_CUDA_SUCCESS) s = rk__cu_check(ctx, err, "actor state");
@@ -186,11 +368,14 @@ rk_status_t rk__cu_actor_start(rk_context_t *context,
                           ? device_address(dbase, dev->control, dev->k2k_table)
                           : 0;
     CUdeviceptr kmem = dev->k2k_mem_bytes ? w->mem + kmem_at : 0;
-    void *params[] = {&control, &in,    &out, &in_slots, &out_slots,
-                      &state,   &sched, &k2k, &kmem};
-    err = api->cuLaunchKernel(fn, dev->grid.x, dev->grid.y, dev->grid.z,
-                              dev->block.x, dev->block.y, dev->block.z, 0,
-                              w->stream, params, NULL);
+    const CUdeviceptr params[9] = {control, in,    out, in_slots, out_slots,
+                                   state,   sched, k2k, kmem};
+    memcpy(w->params, params, sizeof params);
+    /* Not while driver work waits for the device to be idle. */
+    pthread_mutex_lock(&g_pause_lock);
+    err = launch_worker(api, w);
+    if (err == RK_CUDA_SUCCESS) list_resident(w);
+    pthread_mutex_unlock(&g_pause_lock);
     if (err != RK_CUDA_SUCCESS) {
       s = rk__cu_check(ctx, err, "cuLaunchKernel");
       s = rk__fail_context(s, "actor '%s': launching its persistent kernel",
@@ -210,6 +395,7 @@ void rk__cu_actor_release(rk__actor_worker_t *w, bool stopped) {
   if (stopped) {
     /* The kernel set `terminated` as its last store: it is leaving. */
     cu_context_t *ctx = w->ctx;
+    unlist_resident(w);
     worker_free(w);
     rk__cu_resident_end(ctx);
     return;

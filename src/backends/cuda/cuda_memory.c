@@ -269,8 +269,11 @@ rk_status_t rk__cu_mapped_alloc(rk_context_t *context, size_t bytes,
   RK_RETURN_IF_ERROR(rk__cu_enter(ctx));
   void *p = reuse_pinned(ctx, bytes);
   if (!p) {
+    /* Mapping memory into every device may wait for them to be idle. */
+    RK_RETURN_IF_ERROR(rk__cu_pause_actors(ctx, "pinning host memory"));
     CUresult err = ctx->api->cuMemHostAlloc(
         &p, bytes, RK_CU_MEMHOSTALLOC_PORTABLE | RK_CU_MEMHOSTALLOC_DEVICEMAP);
+    rk__cu_resume_actors(ctx);
     if (err != RK_CUDA_SUCCESS) {
       rk_status_t s = rk__cu_check(ctx, err, "cuMemHostAlloc");
       return rk__fail_context(s, "cuda: %zu bytes of pinned mapped memory",

@@ -314,8 +314,15 @@ rk_status_t rk__cu_compile(rk_context_t *context, const char *source,
     return rk__fail(RK_ERR_OUT_OF_MEMORY, "cuda: module");
   }
   m->entries = list;
+  /* Loading code waits for an idle device: resident actor kernels step
+   * aside meanwhile. */
+  rk_status_t s = rk__cu_pause_actors(ctx, "loading a module");
+  if (s != RK_OK) {
+    rk__cu_image_free(&img);
+    module_free(m, ctx);
+    return rk__fail_context(s, "%s", name);
+  }
   CUresult err = ctx->api->cuModuleLoadData(&m->module, img.data);
-  rk_status_t s = RK_OK;
   if (err != RK_CUDA_SUCCESS) {
     m->module = NULL;
     s = rk__cu_check(ctx, err, "cuModuleLoadData");
@@ -325,6 +332,7 @@ rk_status_t rk__cu_compile(rk_context_t *context, const char *source,
   bool hit = img.cache_hit;
   rk__cu_image_free(&img);
   if (s == RK_OK) s = load_functions(ctx, m, name);
+  rk__cu_resume_actors(ctx);
   if (s != RK_OK) {
     module_free(m, ctx);
     return s;

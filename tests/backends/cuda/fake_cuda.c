@@ -68,6 +68,13 @@
  *   void rk_fake_cuda_set_launch_hook(hook, user)  hook(name, params,
  *       nparams, user) is called by each successful launch, on the
  *       launching thread, without the fake's lock held (NULL: none).
+ *   CUstream rk_fake_cuda_launch_stream(void)  inside the hook: the
+ *       launch's stream.
+ *   void rk_fake_cuda_set_stream_busy(stream, busy)  a kernel the test
+ *       plays runs on `stream` while busy: cuStreamQuery answers
+ *       CUDA_ERROR_NOT_READY and cuStreamSynchronize waits. Loading a
+ *       module or pinning host memory meanwhile (which a GPU does only
+ *       once no kernel runs) counts in the stat "busy_loads".
  */
 #define _POSIX_C_SOURCE 200809L /* strnlen */
 #include <elf.h>
@@ -78,6 +85,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/cuda/cuda_api.h"
 
@@ -154,6 +162,7 @@ struct CUctx_st {
 struct CUstream_st {
   struct CUstream_st *next;
   unsigned int flags;
+  int busy; /* a test's played kernel runs on it (set_stream_busy) */
 };
 
 struct CUevent_st {
@@ -192,7 +201,21 @@ static void *g_hook_user;
 
 static struct {
   int launches, copies, memsets, calls, bad_calls, leaked_at_reset, resets;
+  int busy_loads; /* module loads or pinnings while a stream was busy */
 } g_count;
+
+/* The stream of the launch whose hook runs on this thread. */
+static _Thread_local CUstream t_launch_stream;
+
+/* Driver work that waits for an idle device on a GPU (the caller holds
+ * g_lock): counted when a stream is busy, where a GPU would never return. */
+static void note_idle_wait_locked(void) {
+  for (const struct CUstream_st *s = g_streams; s; s = s->next)
+    if (s->busy) {
+      g_count.busy_loads++;
+      return;
+    }
+}
 
 /* The context current on this thread (cuCtxSetCurrent). */
 static _Thread_local struct CUctx_st *t_current;
@@ -743,6 +766,7 @@ static CUresult fake_cuMemHostAlloc(void **ptr, size_t bytes,
                                     unsigned int flags) {
   ENTER(cuMemHostAlloc, kNeedsContext);
   if (!ptr || (flags & ~0x7u)) LEAVE(bad(RK_CUDA_ERROR_INVALID_VALUE));
+  note_idle_wait_locked();
   uintptr_t p = 0;
   CUresult r = alloc_locked(&p, bytes, true);
   if (r == RK_CUDA_SUCCESS) *ptr = (void *)p;
@@ -833,6 +857,7 @@ static CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char value,
 static CUresult fake_cuModuleLoadData(CUmodule *mod, const void *image) {
   ENTER(cuModuleLoadData, kNeedsContext);
   if (!mod || !image) LEAVE(bad(RK_CUDA_ERROR_INVALID_VALUE));
+  note_idle_wait_locked();
   const unsigned char *img = image;
   size_t size = 0;
   bool ptx = false;
@@ -1023,7 +1048,11 @@ static CUresult launch(const char *entry, CUfunction fn, unsigned gx,
     nparams = fn->nparams;
   }
   pthread_mutex_unlock(&g_lock);
-  if (r == RK_CUDA_SUCCESS && hook) hook(name, params, nparams, user);
+  if (r == RK_CUDA_SUCCESS && hook) {
+    t_launch_stream = stream;
+    hook(name, params, nparams, user);
+    t_launch_stream = NULL;
+  }
   return r;
 }
 
@@ -1076,14 +1105,22 @@ static CUresult fake_cuStreamDestroy(CUstream stream) {
 
 static CUresult fake_cuStreamSynchronize(CUstream stream) {
   ENTER(cuStreamSynchronize, kNeedsContext);
-  LEAVE(stream_ok(stream) ? RK_CUDA_SUCCESS
-                          : bad(RK_CUDA_ERROR_INVALID_HANDLE));
+  if (!stream_ok(stream)) LEAVE(bad(RK_CUDA_ERROR_INVALID_HANDLE));
+  /* A played kernel: until it ends. */
+  while (stream && stream->busy) {
+    pthread_mutex_unlock(&g_lock);
+    const struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&g_lock);
+    if (!stream_ok(stream)) LEAVE(bad(RK_CUDA_ERROR_INVALID_HANDLE));
+  }
+  LEAVE(RK_CUDA_SUCCESS);
 }
 
 static CUresult fake_cuStreamQuery(CUstream stream) {
   ENTER(cuStreamQuery, kNeedsContext);
-  LEAVE(stream_ok(stream) ? RK_CUDA_SUCCESS
-                          : bad(RK_CUDA_ERROR_INVALID_HANDLE));
+  if (!stream_ok(stream)) LEAVE(bad(RK_CUDA_ERROR_INVALID_HANDLE));
+  LEAVE(stream && stream->busy ? RK_CUDA_ERROR_NOT_READY : RK_CUDA_SUCCESS);
 }
 
 static CUresult fake_cuStreamWaitEvent(CUstream stream, CUevent event,
@@ -1177,6 +1214,7 @@ FAKE_EXPORT int rk_fake_cuda_stats(const char *what) {
   if (strcmp(what, "leaked_at_reset") == 0) v = g_count.leaked_at_reset;
   if (strcmp(what, "resets") == 0) v = g_count.resets;
   if (strcmp(what, "sticky") == 0) v = g_ctx.sticky;
+  if (strcmp(what, "busy_loads") == 0) v = g_count.busy_loads;
   pthread_mutex_unlock(&g_lock);
   return v;
 }
@@ -1199,6 +1237,19 @@ FAKE_EXPORT void rk_fake_cuda_set_launch_hook(
   pthread_mutex_lock(&g_lock);
   g_hook = hook;
   g_hook_user = user;
+  pthread_mutex_unlock(&g_lock);
+}
+
+/* The stream of the launch whose hook is running (NULL elsewhere). */
+FAKE_EXPORT CUstream rk_fake_cuda_launch_stream(void);
+FAKE_EXPORT CUstream rk_fake_cuda_launch_stream(void) {
+  return t_launch_stream;
+}
+
+FAKE_EXPORT void rk_fake_cuda_set_stream_busy(CUstream stream, int busy);
+FAKE_EXPORT void rk_fake_cuda_set_stream_busy(CUstream stream, int busy) {
+  pthread_mutex_lock(&g_lock);
+  if (stream_ok(stream) && stream) stream->busy = busy;
   pthread_mutex_unlock(&g_lock);
 }
 

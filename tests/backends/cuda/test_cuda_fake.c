@@ -66,6 +66,8 @@ static struct {
   int (*stats)(const char *what);
   const char *(*last_launch)(void);
   void (*set_hook)(launch_hook_t hook, void *user);
+  void *(*launch_stream)(void);
+  void (*set_stream_busy)(void *stream, int busy);
 } g_fake;
 
 static bool g_pools = true;
@@ -84,7 +86,12 @@ static void open_fake(void) {
       dlsym(g_fake.handle, "rk_fake_cuda_last_launch");
   *(void **)&g_fake.set_hook =
       dlsym(g_fake.handle, "rk_fake_cuda_set_launch_hook");
-  if (!g_fake.stats || !g_fake.last_launch || !g_fake.set_hook) {
+  *(void **)&g_fake.launch_stream =
+      dlsym(g_fake.handle, "rk_fake_cuda_launch_stream");
+  *(void **)&g_fake.set_stream_busy =
+      dlsym(g_fake.handle, "rk_fake_cuda_set_stream_busy");
+  if (!g_fake.stats || !g_fake.last_launch || !g_fake.set_hook ||
+      !g_fake.launch_stream || !g_fake.set_stream_busy) {
     printf("the fake driver lacks its test exports\n");
     exit(1);
   }
@@ -972,7 +979,21 @@ typedef struct device_play {
   pthread_t thread;
   rk_abi_control_t *control;
   rk__actor_loop_t loop;
-  int handled; /* traditional launches answered */
+  int handled;  /* traditional launches answered */
+  void *stream; /* the persistent kernel's, busy while it runs */
+  int launches; /* of the persistent kernel: 1, then one per relaunch */
+  /* A kernel that does not step aside when asked to park: it waits until
+   * the request is withdrawn and goes on. */
+  bool stubborn;
+  /* Keep the stream of a launch of `scale` busy (a user's kernel that
+   * runs on) until the test releases `held`. */
+  bool hold_plain;
+  void *held;
+  /* After answering this many requests the played kernel stalls until
+   * the host asks it to stop or park (once; 0: never). */
+  int stall_after;
+  int answered;         /* requests the persistent kernel answered */
+  uint64_t queued_park; /* requests left in the ring by the last park */
 } device_play_t;
 
 static uint64_t param_u64(void **params, int i) {
@@ -989,9 +1010,16 @@ static uint32_t play_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
     unsigned char *dst = rk__ring_reserve_at(out, done);
     if (!dst) break;
     const unsigned char *src = rk__ring_peek(in, done);
+    if (d->stall_after && d->answered == d->stall_after) {
+      while (!__atomic_load_n(&d->control->terminate, __ATOMIC_ACQUIRE))
+        usleep(100);
+      d->stall_after = 0;
+      break;
+    }
     msg_t m;
     memcpy(&m, src + RK_ABI_MSG_HEADER, sizeof m);
     m.v += 1;
+    d->answered++;
     memcpy(dst + RK_ABI_MSG_HEADER, &m, sizeof m);
     rk__actor_respond(d->control, (const rk_abi_msg_t *)src,
                       (rk_abi_msg_t *)dst, 0);
@@ -1002,7 +1030,22 @@ static uint32_t play_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
 
 static void *play_main(void *arg) {
   device_play_t *d = arg;
-  rk__actor_loop_run(&d->loop);
+  for (;;) {
+    rk__actor_loop_run(&d->loop);
+    if (__atomic_load_n(&d->control->terminate, __ATOMIC_ACQUIRE) ==
+        RK_ABI_TERMINATE_PARK)
+      d->queued_park = __atomic_load_n(&d->loop.in->tail, __ATOMIC_ACQUIRE) -
+                       __atomic_load_n(&d->loop.in->head, __ATOMIC_ACQUIRE);
+    if (!d->stubborn ||
+        __atomic_load_n(&d->control->terminate, __ATOMIC_ACQUIRE) !=
+            RK_ABI_TERMINATE_PARK)
+      break;
+    while (__atomic_load_n(&d->control->terminate, __ATOMIC_ACQUIRE) ==
+           RK_ABI_TERMINATE_PARK)
+      usleep(100);
+  }
+  /* The kernel ended: its stream is idle. */
+  g_fake.set_stream_busy(d->stream, 0);
   return NULL;
 }
 
@@ -1014,8 +1057,17 @@ static void play_hook(const char *name, void **params, int nparams,
     msg_t *out = host_of(param_u64(params, 1));
     out->v = in->v + 1;
     d->handled++;
+  } else if (strcmp(name, "scale") == 0 && d->hold_plain) {
+    d->held = g_fake.launch_stream();
+    g_fake.set_stream_busy(d->held, 1);
   } else if (strcmp(name, "rk_actor_add_one") == 0 && nparams == 9 &&
-             !d->started) {
+             (!d->started || d->control == host_of(param_u64(params, 0)))) {
+    /* The first launch, or a relaunch after a park (the last one's thread
+     * has ended). */
+    if (d->started) pthread_join(d->thread, NULL);
+    d->launches++;
+    d->stream = g_fake.launch_stream();
+    g_fake.set_stream_busy(d->stream, 1);
     d->control = host_of(param_u64(params, 0));
     d->loop.control = d->control;
     d->loop.in = host_of(param_u64(params, 1));
@@ -1377,7 +1429,148 @@ static void test_actor_resident(void) {
 static void play_two_hook(const char *name, void **params, int nparams,
                           void *user) {
   device_play_t *plays = user;
-  play_hook(name, params, nparams, plays[0].started ? &plays[1] : &plays[0]);
+  /* A relaunch goes to the play it was: the same control block. */
+  const bool first =
+      !plays[0].started ||
+      (nparams == 9 && plays[0].control == host_of(param_u64(params, 0)));
+  play_hook(name, params, nparams, first ? &plays[0] : &plays[1]);
+}
+
+/* How long the CUDA backend waits for resident kernels to step aside
+ * (cuda_actor.c). */
+extern uint64_t rk__cu_pause_timeout_ns;
+
+/* Loading a module waits on a GPU until no kernel runs: beside a resident
+ * actor the backend parks the kernel, loads, and relaunches it where it
+ * stopped. Requests queued meanwhile are answered once each, in order; no
+ * module is loaded and no memory pinned while a played kernel runs; a
+ * kernel that does not step aside makes the load fail in time instead of
+ * hanging; and the fake's detector counts a load beside a kernel rk does
+ * not know (a user's kernel that runs on), so the checks can fail. */
+static void test_actor_pause(void) {
+  rk_backend_t *be = open_cuda();
+  if (!be) return;
+  rk_context_t *ctx = create_context(be);
+  if (!ctx) {
+    rk_backend_destroy(be);
+    return;
+  }
+  device_play_t play;
+  memset(&play, 0, sizeof play);
+  g_fake.set_hook(play_hook, &play);
+  const int busy_before = stat_of("busy_loads");
+  rk_actor_t *a = NULL;
+  rk_module_t *mod = NULL;
+  if (!CHECK_OK(rk_actor_launch(ctx, kSource, "add_one", NULL, &a))) a = NULL;
+  if (a && CHECK(play.started && play.launches == 1,
+                 "the persistent kernel was not launched")) {
+    msg_t q = {1}, r = {0};
+    if (CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r,
+                               5ull * 1000 * 1000 * 1000, NULL)))
+      CHECK(r.v == 2, "answer %d", r.v);
+    /* Requests the kernel stops answering after 5 (it stalls until asked
+     * to park), then a module built: it parks between two requests, the
+     * rest stay queued through the park and are answered after it, once
+     * each and in order. */
+    enum { kQueued = 40, kBefore = 5 };
+    play.stall_after = play.answered + kBefore;
+    uint64_t ids[kQueued];
+    for (int i = 0; i < kQueued; ++i) {
+      msg_t m = {100 + i};
+      CHECK_OK(
+          rk_actor_send(a, &m, sizeof m, 5ull * 1000 * 1000 * 1000, &ids[i]));
+    }
+    if (CHECK_OK(rk_context_compile(ctx, kSource, NULL, &mod))) {
+      CHECK(play.launches == 2,
+            "the kernel was launched %d times around a module load (1 "
+            "relaunch expected)",
+            play.launches);
+      CHECK(stat_of("busy_loads") == busy_before,
+            "a module was loaded while the actor kernel ran");
+      CHECK(play.queued_park == kQueued - kBefore,
+            "%llu of %d requests were queued when the kernel parked, want "
+            "%d",
+            (unsigned long long)play.queued_park, (int)kQueued,
+            (int)(kQueued - kBefore));
+    }
+    printf(
+        "note: a module loaded beside a resident actor: %llu of %d "
+        "requests queued at the park, kernel launched %d times\n",
+        (unsigned long long)play.queued_park, (int)kQueued, play.launches);
+    for (int i = 0; i < kQueued; ++i) {
+      msg_t m = {0};
+      rk_actor_message_t info;
+      if (!CHECK_OK(rk_actor_receive(a, &m, sizeof m, 5ull * 1000 * 1000 * 1000,
+                                     &info)))
+        break;
+      CHECK(info.correlation_id == ids[i] && m.v == 101 + i,
+            "answer %d: id %llu (want %llu), value %d", i,
+            (unsigned long long)info.correlation_id, (unsigned long long)ids[i],
+            m.v);
+    }
+    rk_actor_stats_t st;
+    if (CHECK_OK(rk_actor_stats(a, &st)))
+      CHECK(st.processed == 1 + kQueued, "processed %llu",
+            (unsigned long long)st.processed);
+
+    /* A kernel that does not step aside: the load fails after the
+     * pause's limit, saying which actor, and the actor goes on. */
+    const uint64_t limit = rk__cu_pause_timeout_ns;
+    rk__cu_pause_timeout_ns = 200000000ull; /* 0.2 s */
+    play.stubborn = true;
+    rk_module_t *late = NULL;
+    rk_status_t s = rk_context_compile(ctx, kSource, NULL, &late);
+    CHECK(s == RK_ERR_TIMEOUT && late == NULL,
+          "a load beside a kernel that does not step aside: %s",
+          rk_status_name(s));
+    CHECK_ERROR_HAS("add_one");
+    if (late) rk_module_destroy(late);
+    play.stubborn = false;
+    rk__cu_pause_timeout_ns = limit;
+    q.v = 7;
+    if (CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r,
+                               5ull * 1000 * 1000 * 1000, NULL)))
+      CHECK(r.v == 8, "answer after a refused load: %d", r.v);
+    CHECK(play.launches == 2, "the stubborn kernel was relaunched (%d)",
+          play.launches);
+    CHECK(stat_of("busy_loads") == busy_before,
+          "a module was loaded while the actor kernel ran");
+
+    CHECK_OK(rk_actor_terminate(a, 5ull * 1000 * 1000 * 1000));
+    pthread_join(play.thread, NULL);
+  }
+  if (a) rk_actor_destroy(a);
+
+  /* Negative control: a kernel rk does not know runs on (the user's own):
+   * rk has nothing to park, and the fake counts the load beside it. */
+  rk_function_t *scale = NULL;
+  rk_devptr_t x = 0;
+  rk_stream_t *st = NULL;
+  if (mod && CHECK_OK(rk_module_get_function(mod, "scale", &scale)) &&
+      CHECK_OK(rk_context_allocate(ctx, 64 * sizeof(float), &x)) &&
+      CHECK_OK(rk_context_create_stream(ctx, &st))) {
+    play.hold_plain = true;
+    rk_arg_t args[] = {rk_arg_i32(64), rk_arg_f32(2.0f), rk_arg_ptr(x)};
+    CHECK_OK(rk_function_launch(scale, rk_dim3(1, 1, 1), rk_dim3(64, 1, 1), 0,
+                                st, args, 3));
+    rk_module_t *beside = NULL;
+    CHECK_OK(rk_context_compile(ctx, kSource, NULL, &beside));
+    CHECK(stat_of("busy_loads") == busy_before + 1,
+          "the fake did not see a module loaded beside a running kernel "
+          "(%d -> %d): its check cannot fail",
+          busy_before, stat_of("busy_loads"));
+    /* The kernel ends (destroying the module waits for it). */
+    g_fake.set_stream_busy(play.held, 0);
+    play.hold_plain = false;
+    if (beside) CHECK_OK(rk_module_destroy(beside));
+    CHECK_OK(rk_stream_synchronize(st));
+  }
+  if (st) CHECK_OK(rk_stream_destroy(st));
+  if (x) CHECK_OK(rk_context_free(ctx, x));
+  if (mod) CHECK_OK(rk_module_destroy(mod));
+  g_fake.set_hook(NULL, NULL);
+  CHECK_OK(rk_context_destroy(ctx));
+  CHECK_OK(rk_backend_destroy(be));
 }
 
 /* An actor destroyed while another is resident: unloading its module and
@@ -1597,6 +1790,7 @@ int main(int argc, char **argv) {
     test_launch();
     printf("case 7: actors\n");
     test_actor_played();
+    test_actor_pause();
     test_actor_deferred();
     test_actor_unmapped();
     /* Last: its stuck kernels keep the primary context retained. */

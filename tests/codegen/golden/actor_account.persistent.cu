@@ -94,6 +94,7 @@ static constexpr unsigned int rk_pa_msg_handler_error = 1u;
 static constexpr unsigned int rk_pa_run_idle = 1u;
 static constexpr unsigned int rk_pa_run_active = 2u;
 static constexpr unsigned int rk_pa_run_stopped = 3u;
+static constexpr unsigned int rk_pa_terminate_park = 3u;
 static constexpr unsigned int rk_pa_line = 128u;
 static constexpr unsigned int rk_pa_msg_k2k = 3u;
 static constexpr unsigned int rk_pa_send_full = 1u;
@@ -193,9 +194,11 @@ typedef struct rk_pa_view {
 static_assert(sizeof(rk_pa_view_t) == rk_pa_k2k_view_size, "rk view size");
 
 /* One block's view of an actor; only thread (0, 0, 0) of a block has one.
- * rk_sched (zeroed before launch): [0] the next request index to claim,
- * [1] the next to publish, [2] blocks that have left their loop. Request
- * i is answered by response i: both rings start at index 0. */
+ * rk_sched (set before launch): [0] the next request index to claim,
+ * [1] the next to publish (both the input ring's head: 0 at the first
+ * launch, where the last kernel stopped after a restart or a park), [2]
+ * blocks that have left their loop (0). Request i is answered by
+ * response i: the two rings move together. */
 typedef struct rk_pa {
   unsigned char *control, *in, *out, *in_slots, *out_slots;
   unsigned long long *sched;
@@ -205,6 +208,7 @@ typedef struct rk_pa {
   unsigned int backoff;   /* ns of the next sleep, 32 .. 1024 */
   unsigned int run_state; /* last written; block (0, 0, 0) only */
   bool leader;            /* block (0, 0, 0): it writes run_state */
+  bool parked;            /* left for RK_ABI_TERMINATE_PARK */
   unsigned long long index; /* the claimed request */
   unsigned char *req, *resp; /* its slot and its response's slot */
   /* The handler's message and answer: a request's payload and its
@@ -246,6 +250,7 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
   a->backoff = 32u;
   a->run_state = ~0u;
   a->leader = blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0;
+  a->parked = false;
   a->index = 0;
   a->req = a->resp = a->in_msg = a->out_msg = nullptr;
   a->k2k = k2k;
@@ -356,6 +361,12 @@ static __device__ int rk_pa_next(rk_pa_t *a) {
      * so they are seen and answered. */
     unsigned long long flags =
         rk_pa_load_sys_u64(a->control + rk_pa_ctl_active);
+    /* Parking: leave at this request boundary, the queued requests
+     * and inbox messages stay for the relaunched kernel. */
+    if ((unsigned int)(flags >> 32) == rk_pa_terminate_park) {
+      a->parked = true;
+      return 0;
+    }
     bool active = (unsigned int)flags != 0u;
     bool terminate = (unsigned int)(flags >> 32) != 0u;
     unsigned long long claim = *(volatile unsigned long long *)&a->sched[0];
@@ -600,13 +611,17 @@ static __device__ void rk_pa_commit(rk_pa_t *a, int code) {
   rk_pa_store_gpu(&a->sched[1], a->index + 1ull); /* the next turn */
 }
 
-/* Leaves the loop. The last block out reports the actor stopped. */
+/* Leaves the loop. The last block out reports the actor stopped, unless
+ * it left to park (blocks that left earlier for the stop are counted in
+ * rk_sched[2] all the same, so a relaunched kernel drains what is left). */
 static __device__ void rk_pa_exit(rk_pa_t *a) {
   const unsigned int blocks = gridDim.x * gridDim.y * gridDim.z;
   /* This block's answers are published before it counts itself out, so
    * the last one out publishes `terminated` after all of them. */
   __threadfence_system();
   if (atomicAdd(&a->sched[2], 1ull) != blocks - 1u) return;
+  /* Parked: the host relaunches the kernel; there is no stop to report. */
+  if (a->parked) return;
   __threadfence_system();
   rk_pa_store_sys_u32(a->control + rk_pa_ctl_run_state, rk_pa_run_stopped);
   __threadfence_system();
