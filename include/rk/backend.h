@@ -152,7 +152,10 @@ rk_backend_t *rk_context_backend(const rk_context_t *context);
 rk_status_t rk_context_allocate(rk_context_t *context, size_t bytes,
                                 rk_devptr_t *out_ptr);
 /* Frees an allocation returned by rk_context_allocate. A pointer that is not
- * the start of a live allocation of this context is RK_ERR_INVALID_ARGUMENT. */
+ * the start of a live allocation of this context is RK_ERR_INVALID_ARGUMENT.
+ * Work queued before it that uses the memory: on CUDA the free waits for
+ * the context's streams first; elsewhere it fails when it runs, reported by
+ * the next synchronization (docs/api.md). */
 rk_status_t rk_context_free(rk_context_t *context, rk_devptr_t ptr);
 
 /* Synchronous copies. `ptr`s may point inside an allocation; the whole range

@@ -984,7 +984,7 @@ typedef struct device_play {
   int launches; /* of the persistent kernel: 1, then one per relaunch */
   /* A kernel that does not step aside when asked to park: it waits until
    * the request is withdrawn and goes on. */
-  bool stubborn;
+  bool stubborn; /* atomic */
   /* Keep the stream of a launch of `scale` busy (a user's kernel that
    * runs on) until the test releases `held`. */
   bool hold_plain;
@@ -1036,7 +1036,7 @@ static void *play_main(void *arg) {
         RK_ABI_TERMINATE_PARK)
       d->queued_park = __atomic_load_n(&d->loop.in->tail, __ATOMIC_ACQUIRE) -
                        __atomic_load_n(&d->loop.in->head, __ATOMIC_ACQUIRE);
-    if (!d->stubborn ||
+    if (!__atomic_load_n(&d->stubborn, __ATOMIC_ACQUIRE) ||
         __atomic_load_n(&d->control->terminate, __ATOMIC_ACQUIRE) !=
             RK_ABI_TERMINATE_PARK)
       break;
@@ -1517,7 +1517,7 @@ static void test_actor_pause(void) {
      * pause's limit, saying which actor, and the actor goes on. */
     const uint64_t limit = rk__cu_pause_timeout_ns;
     rk__cu_pause_timeout_ns = 200000000ull; /* 0.2 s */
-    play.stubborn = true;
+    __atomic_store_n(&play.stubborn, true, __ATOMIC_RELEASE);
     rk_module_t *late = NULL;
     rk_status_t s = rk_context_compile(ctx, kSource, NULL, &late);
     CHECK(s == RK_ERR_TIMEOUT && late == NULL,
@@ -1525,7 +1525,7 @@ static void test_actor_pause(void) {
           rk_status_name(s));
     CHECK_ERROR_HAS("add_one");
     if (late) rk_module_destroy(late);
-    play.stubborn = false;
+    __atomic_store_n(&play.stubborn, false, __ATOMIC_RELEASE);
     rk__cu_pause_timeout_ns = limit;
     q.v = 7;
     if (CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r,
