@@ -993,6 +993,7 @@ typedef struct device_play {
    * the host asks it to stop or park (once; 0: never). */
   int stall_after;
   int answered;         /* requests the persistent kernel answered */
+  int stalled;          /* atomic: it is stalling now */
   uint64_t queued_park; /* requests left in the ring by the last park */
 } device_play_t;
 
@@ -1011,6 +1012,7 @@ static uint32_t play_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
     if (!dst) break;
     const unsigned char *src = rk__ring_peek(in, done);
     if (d->stall_after && d->answered == d->stall_after) {
+      __atomic_store_n(&d->stalled, 1, __ATOMIC_RELEASE);
       while (!__atomic_load_n(&d->control->terminate, __ATOMIC_ACQUIRE))
         usleep(100);
       d->stall_after = 0;
@@ -1480,6 +1482,12 @@ static void test_actor_pause(void) {
       CHECK_OK(
           rk_actor_send(a, &m, sizeof m, 5ull * 1000 * 1000 * 1000, &ids[i]));
     }
+    /* The kernel has answered kBefore of them and stalls. */
+    for (int i = 0;
+         i < 50000 && !__atomic_load_n(&play.stalled, __ATOMIC_ACQUIRE); ++i)
+      usleep(100);
+    CHECK(__atomic_load_n(&play.stalled, __ATOMIC_ACQUIRE),
+          "the played kernel did not answer %d requests in 5 s", (int)kBefore);
     if (CHECK_OK(rk_context_compile(ctx, kSource, NULL, &mod))) {
       CHECK(play.launches == 2,
             "the kernel was launched %d times around a module load (1 "
