@@ -37,13 +37,18 @@ typedef struct inbox {
   uint32_t links;     /* links into it; each gets capacity / links */
   uint32_t quota;     /* set by connect, before activation */
   uint64_t *consumed; /* per link, kCounterStride apart: receiver-owned */
-  rk__ring_end_t c;   /* the consumer end: the receiver's device side */
+  /* The consumer end: the receiver's device side, which writes it as it
+   * takes messages (a line apart from what senders read). */
+  _Alignas(RK_ABI_LINE) rk__ring_end_t c;
 } inbox_t;
 
 typedef struct link {
   rk__k2k_t *dst;
   uint32_t index; /* the link's number in dst's inbox */
   uint64_t sent;  /* messages put into dst's inbox (sender-owned) */
+  /* The receiver's count of this link's messages done with, as last read
+   * (sender-owned; see link_credit). */
+  uint64_t seen;
   /* dst runs in a resident GPU kernel: the link's own channel (its ring's
    * tail is `sent`); NULL for an inbox on the host. */
   rk_abi_chan_t *chan;
@@ -83,11 +88,17 @@ struct rk__k2k {
   rk_abi_control_t *control;
   rk_abi_ring_t *in_ring; /* where the device side parks */
   uint32_t nports;
-  uint32_t ctl[RK__K2K_MAX_PORTS * RK__K2K_PORT_WORDS];
-  port_t ports[RK__K2K_MAX_PORTS];
   inbox_t *inbox;
   uint32_t senders_in;
-  /* Counters: written by the device side, read by stats. */
+  /* From here on written by its device side as it runs, on lines apart
+   * from what its senders read above: a handler's send writes `ctl`, and
+   * a sender pulling that line away on every message costs the handler a
+   * cache miss per send. */
+  _Alignas(RK_ABI_LINE) uint32_t ctl[RK__K2K_MAX_PORTS * RK__K2K_PORT_WORDS];
+  port_t ports[RK__K2K_MAX_PORTS];
+  /* Counters: written by the device side (one thread at a time: a CPU
+   * worker, or a relaunch or cluster thread holding its lock), read by
+   * stats. */
   uint64_t sent, refused_full, refused_unconnected; /* atomic */
   uint64_t undelivered; /* atomic: queued for a receiver released since */
   uint64_t received, received_errors; /* atomic */
@@ -240,21 +251,31 @@ uint32_t rk__k2k_port_size(const rk__k2k_t *k, uint32_t p) {
 }
 void rk__k2k_set_forwarded(rk__k2k_t *k) { k->forwarded = true; }
 
-/* What link l can still take. */
-static uint64_t link_credit(const link_t *l) {
+/* What link l can still take, at least `want` if it can. The receiver's
+ * count of messages done with only grows, so an old reading gives too
+ * little credit, never too much: it is loaded again (acquire: the receiver
+ * has finished reading the slots it counts) only when the last reading
+ * would give less than `want`. A steady exchange then reads no line the
+ * receiver writes on each send, only once every quota - want messages. */
+static uint64_t link_credit(link_t *l, uint64_t want) {
+  const uint64_t *done;
+  uint64_t cap;
   if (l->chan && !l->forwarded) {
     /* The channel's own ring: the receiver frees a slot by advancing its
      * head (a release store after it read the slot). */
-    const uint64_t head = LOAD_ACQUIRE(&l->chan->ring.head);
-    const uint64_t in_flight = l->sent - head;
-    const uint32_t cap = l->chan->ring.capacity;
-    return in_flight >= cap ? 0 : cap - in_flight;
+    done = &l->chan->ring.head;
+    cap = l->chan->ring.capacity;
+  } else {
+    const inbox_t *b = l->dst->inbox;
+    done = &b->consumed[(size_t)l->index * kCounterStride];
+    cap = b->quota;
   }
-  const inbox_t *b = l->dst->inbox;
-  const uint64_t done =
-      LOAD_ACQUIRE(&b->consumed[(size_t)l->index * kCounterStride]);
-  const uint64_t in_flight = l->sent - done;
-  return in_flight >= b->quota ? 0 : b->quota - in_flight;
+  uint64_t in_flight = l->sent - l->seen;
+  if (in_flight >= cap || cap - in_flight < want) {
+    l->seen = LOAD_ACQUIRE(done);
+    in_flight = l->sent - l->seen;
+  }
+  return in_flight >= cap ? 0 : cap - in_flight;
 }
 
 /* A receiver whose device side has stopped, or that is going away, takes
@@ -296,7 +317,7 @@ void rk__k2k_prepare(rk__k2k_t *k, uint32_t max) {
         refusal = kRefusalUnconnected;
         break;
       }
-      const link_t *l = &pt->links[i];
+      link_t *l = &pt->links[i];
       uint64_t c;
       if (l->chan && !l->forwarded) {
         /* A GPU receiver's channel is freed when it is released: look at
@@ -304,7 +325,7 @@ void rk__k2k_prepare(rk__k2k_t *k, uint32_t max) {
         rk__k2k_t *d = l->dst;
         __atomic_fetch_add(&d->busy, 1u, __ATOMIC_SEQ_CST);
         const bool gone = __atomic_load_n(&d->gone, __ATOMIC_SEQ_CST);
-        c = gone ? 0 : link_credit(l);
+        c = gone ? 0 : link_credit(l, max);
         __atomic_fetch_sub(&d->busy, 1u, __ATOMIC_RELEASE);
         if (gone) {
           credit = 0;
@@ -312,7 +333,7 @@ void rk__k2k_prepare(rk__k2k_t *k, uint32_t max) {
           break;
         }
       } else {
-        c = link_credit(l);
+        c = link_credit(l, max);
       }
       if (c < credit) credit = c;
     }
@@ -380,7 +401,7 @@ static uint64_t fwd_pass(fwd_t *f) {
     STORE_RELEASE(&ch->ring.head, tail);
     return n;
   }
-  const uint64_t credit = link_credit(l); /* in the inbox */
+  const uint64_t credit = link_credit(l, n); /* in the inbox */
   if (n > credit) n = credit;
   const uint32_t cap = ch->ring.capacity, slot = ch->ring.slot_size;
   const unsigned char *slots = (const unsigned char *)(ch + 1);
@@ -561,7 +582,7 @@ void rk__k2k_deliver(rk__k2k_t *k, uint64_t stamp) {
      * (acquire, rk_actor_k2k_stats) sees this stamp or a later one. The
      * receiver may take the messages before either is stored. */
     __atomic_store_n(&k->last_sent_ts, stamp, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&k->sent, sent, __ATOMIC_RELEASE);
+    STORE_RELEASE(&k->sent, LOAD_RELAXED(&k->sent) + sent);
   }
   if (full) ADD_RELAXED(&k->refused_full, full);
   if (unconnected) ADD_RELAXED(&k->refused_unconnected, unconnected);
@@ -608,7 +629,9 @@ void rk__k2k_inbox_release(rk__k2k_t *k, uint32_t n, uint32_t errors) {
     }
     done += chunk;
   }
-  ADD_RELAXED(&k->received, n);
+  /* One writer (above): a store, not a locked add. */
+  __atomic_store_n(&k->received, LOAD_RELAXED(&k->received) + n,
+                   __ATOMIC_RELAXED);
   if (errors) ADD_RELAXED(&k->received_errors, errors);
 }
 
@@ -694,6 +717,7 @@ static rk_status_t connect_chan(rk__k2k_t *src, const char *src_name,
   l->dst = dst;
   l->index = ch->link;
   l->sent = 0;
+  l->seen = 0;
   l->chan = ch;
   l->forwarded = false;
   dst->senders_in++;
@@ -779,6 +803,7 @@ rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
   l->dst = dst;
   l->index = b->links++;
   l->sent = 0;
+  l->seen = 0;
   l->chan = ch;
   l->forwarded = ch != NULL;
   b->quota = b->capacity / b->links;
