@@ -6,8 +6,10 @@
  *
  *   - Flow control by credit. Sender s may have at most Q = CAP / NP of its
  *     messages in the inbox: before its handler runs it computes
- *     credit = Q - (sent[s] - consumed[s]), where consumed[s] is a counter
- *     only the receiver writes (one per sender). A handler's rk_try_send
+ *     credit = Q - (sent[s] - seen[s]), where consumed[s] is a counter
+ *     only the receiver writes (one per sender) and seen[s] the sender's
+ *     last reading of it, taken again when it would give no credit (and
+ *     at will: the C code reads it when it gives less than a full outbox). A handler's rk_try_send
  *     beyond the credit is answered "full" on the spot; a message within it
  *     always finds a slot, so nobody waits for space and nothing is dropped.
  *     With NP = 1 (-DPAIR) the inbox is the (sender, receiver) pair channel:
@@ -65,6 +67,10 @@
  *                               its second look at the inbox.
  *   -DBUG_NO_RECHECK            the receiver sleeps without looking at the
  *                               inbox again after raising the waiter count.
+ *   -DBUG_CREDIT_GUESS          a sender that keeps its old reading of the
+ *                               receiver's count takes one more message as
+ *                               done without reading it (credit it was
+ *                               never given): a slot is overwritten.
  */
 #ifndef CAP
 #define CAP 2
@@ -113,13 +119,32 @@ bit cbusy[NP * CAP]; /* ghost */
 
 proctype csender(byte id) {
   byte sent = 0;
+  byte seen = 0; /* the channel's head as this sender last read it */
   byte idx;
   do
   :: sent == K -> break
   :: else ->
-    /* The credit before the handler runs; a send beyond it is answered
-     * "full" and the handler runs again later: modelled as a wait. */
-    (CAP - (sent - chead[id]) > 0);
+    /* The credit before the handler runs, from the head as last read:
+     * link_credit reads it again when that reading gives too little, and
+     * may at any time. */
+    if
+    :: seen = chead[id]
+    :: (CAP - (sent - seen) > 0) -> skip
+    fi;
+#ifdef BUG_CREDIT_GUESS
+    if
+    :: sent - seen > 0 -> seen++
+    :: else -> skip
+    fi;
+#endif
+    if
+    :: CAP - (sent - seen) == 0 ->
+      /* A send beyond it is answered "full" and the handler runs again
+       * later: modelled as a wait, then a fresh reading. */
+      (CAP - (sent - chead[id]) > 0);
+      goto next
+    :: else -> skip
+    fi;
     idx = ctail[id];
 #ifdef BUG_PUBLISH_BEFORE_WRITE
     ctail[id] = idx + 1;
@@ -132,7 +157,9 @@ proctype csender(byte id) {
 #ifndef BUG_PUBLISH_BEFORE_WRITE
     ctail[id] = idx + 1; /* release: the slot first */
 #endif
-    sent++
+    sent++;
+next:
+    skip
   od
 }
 
@@ -198,13 +225,27 @@ inline signal() {
 
 proctype sender(byte id) {
   byte sent = 0;
+  byte seen = 0; /* consumed[id] as this sender last read it */
   byte credit;
   byte idx;
   do
   :: sent == K -> break
   :: else ->
-    /* Before the handler runs: the credit for this call. */
-    credit = Q - (sent - consumed[id]);
+    /* Before the handler runs: the credit for this call, from the
+     * receiver's count as last read. link_credit reads it again when that
+     * reading gives too little, and may at any time (an old reading only
+     * gives less credit: the count only grows). */
+    if
+    :: seen = consumed[id]
+    :: (Q - (sent - seen) > 0) -> skip
+    fi;
+#ifdef BUG_CREDIT_GUESS
+    if
+    :: sent - seen > 0 -> seen++
+    :: else -> skip
+    fi;
+#endif
+    credit = Q - (sent - seen);
     if
     :: credit == 0 ->
       /* The handler sees "full" and runs again later: modelled as waiting
