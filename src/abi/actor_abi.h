@@ -223,6 +223,20 @@ typedef struct rk_abi_control {
  * work that waits for the device to be idle, see cuda_actor.c). */
 #define RK_ABI_TERMINATE_PARK 3u
 
+/* A resident GPU kernel's scheduling words (rk_sched: device memory, 64-bit
+ * words, set by the backend before each launch): the next request to
+ * claim and the next to answer (both the input ring's head at launch),
+ * the blocks that left their loop (0), and the kernel's copies of the
+ * control block's clock, processed and errors (their values at launch),
+ * which it reads there and writes both there and to the control block. */
+#define RK_ABI_SCHED_CLAIM 0u
+#define RK_ABI_SCHED_DONE 1u
+#define RK_ABI_SCHED_EXITED 2u
+#define RK_ABI_SCHED_CLOCK 4u
+#define RK_ABI_SCHED_PROCESSED 5u
+#define RK_ABI_SCHED_ERRORS 6u
+#define RK_ABI_SCHED_WORDS 8u
+
 _Static_assert(sizeof(rk_abi_control_t) == 3 * RK_ABI_LINE, "control size");
 _Static_assert(offsetof(rk_abi_control_t, handler_flags) == 20,
                "control handler_flags");

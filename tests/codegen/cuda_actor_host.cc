@@ -81,6 +81,12 @@ static void rk_pa_store_sys_u32(unsigned char *p, unsigned int v) {
 static void rk_pa_store_sys_u64(unsigned char *p, unsigned long long v) {
   __atomic_store_n((unsigned long long *)p, v, __ATOMIC_RELEASE);
 }
+static void rk_pa_load2_sys_u64(const unsigned char *p, const unsigned char *q,
+                                unsigned long long *a, unsigned long long *b) {
+  *a = __atomic_load_n((const unsigned long long *)p, __ATOMIC_RELAXED);
+  *b = __atomic_load_n((const unsigned long long *)q, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+}
 static unsigned long long rk_pa_load_gpu(const unsigned long long *p) {
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
@@ -165,6 +171,17 @@ struct host_actor {
   double started = 0;
   int failures_before = 0; /* g_failures when the scenario began */
 };
+
+/* The scheduling words before a launch, as the backend sets them: claim
+ * and publish from `head`, no block out, and the kernel's copies of the
+ * control block's clock and counters. */
+static void set_sched(host_actor *a, unsigned long long head) {
+  const rk_abi_control_t *c = a->control;
+  const unsigned long long words[8] = {head,         head,         0, 0,
+                                       c->clock,     c->processed,
+                                       c->errors,    0};
+  memcpy(a->sched, words, sizeof words);
+}
 
 static void *zalloc(size_t n) {
   n = (n + RK_ABI_LINE - 1) / RK_ABI_LINE * RK_ABI_LINE;
@@ -263,7 +280,8 @@ static void actor_start(host_actor *a, const char *name, kernel_fn *kernel,
   a->out_slots = (unsigned char *)zalloc((size_t)out_capacity *
                                          rk_abi_slot_size(out_payload));
   a->state = state_size ? (unsigned char *)zalloc(state_size) : nullptr;
-  a->sched = (unsigned long long *)zalloc(4 * sizeof *a->sched);
+  a->sched = (unsigned long long *)zalloc(8 * sizeof *a->sched);
+  set_sched(a, 0);
   a->k2k = (rk_abi_k2k_t *)zalloc(sizeof *a->k2k);
   a->k2k->magic = RK_ABI_K2K_MAGIC;
   a->k2k->version = RK_ABI_VERSION;
@@ -420,8 +438,7 @@ static uint64_t actor_park_relaunch(host_actor *a, int queued, Make make,
          "tail %llu",
          a->name, a->sched[0], a->sched[1], (unsigned long long)head,
          (unsigned long long)load64(&a->out->tail));
-  a->sched[0] = a->sched[1] = head;
-  a->sched[2] = 0;
+  set_sched(a, head);
   __atomic_store_n(&a->control->terminate, 0u, __ATOMIC_RELEASE);
   launch_blocks(a);
   return left;

@@ -336,6 +336,9 @@ static void test_abi_numbers(const char *text) {
       {"rk_pa_k2k_view_size", RK_ABI_K2K_VIEW},
       {"rk_pa_k2k_scratch", RK_ABI_K2K_SCRATCH},
       {"rk_pa_terminate_park", RK_ABI_TERMINATE_PARK},
+      {"rk_pa_sched_clock", RK_ABI_SCHED_CLOCK},
+      {"rk_pa_sched_processed", RK_ABI_SCHED_PROCESSED},
+      {"rk_pa_sched_errors", RK_ABI_SCHED_ERRORS},
   };
   enum { kWantCount = sizeof kWant / sizeof kWant[0] };
   static const char kDecl[] = "static constexpr unsigned int ";

@@ -23,8 +23,14 @@
 #include "base/ring.h"
 #include "base/sys.h"
 
-/* The kernel's scheduling words (rk_sched): claim, done, exited, spare. */
-enum { kSchedBytes = 4 * sizeof(uint64_t) };
+/* The kernel's scheduling words (rk_sched): claim, done, exited, spare,
+ * then the kernel's copies of the control block's clock, processed and
+ * errors (it reads them there, in device memory, and writes both), and a
+ * spare. */
+enum {
+  kSchedWords = RK_ABI_SCHED_WORDS,
+  kSchedBytes = kSchedWords * sizeof(uint64_t)
+};
 
 struct rk__actor_worker {
   cu_context_t *ctx;
@@ -74,10 +80,17 @@ static void sleep_us(long us) {
 
 /* The kernel's scheduling words before a launch: claim and publish from
  * the input ring's head (the first unanswered request; the device side is
- * not running, so it does not move), no block out yet. */
+ * not running, so it does not move), no block out yet, and the clock and
+ * counters where the last kernel (or nobody) left them. */
 static CUresult set_sched(const rk_cu_api_t *api, rk__actor_worker_t *w) {
   const uint64_t head = __atomic_load_n(&w->in->head, __ATOMIC_ACQUIRE);
-  const uint64_t words[4] = {head, head, 0, 0};
+  const rk_abi_control_t *c = w->control;
+  uint64_t words[kSchedWords] = {0};
+  words[RK_ABI_SCHED_CLAIM] = words[RK_ABI_SCHED_DONE] = head;
+  words[RK_ABI_SCHED_CLOCK] = __atomic_load_n(&c->clock, __ATOMIC_ACQUIRE);
+  words[RK_ABI_SCHED_PROCESSED] =
+      __atomic_load_n(&c->processed, __ATOMIC_ACQUIRE);
+  words[RK_ABI_SCHED_ERRORS] = __atomic_load_n(&c->errors, __ATOMIC_ACQUIRE);
   /* From pageable memory: staged before the call returns. */
   return api->cuMemcpyHtoDAsync(w->mem, words, sizeof words, w->stream);
 }

@@ -1086,7 +1086,8 @@ static void play_hook(const char *name, void **params, int nparams,
 
 /* What the backend gave the persistent kernel: the control block and both
  * rings in pinned memory (device addresses are host addresses here), the
- * state initialised, the scheduling words zeroed. */
+ * state initialised, the scheduling words zeroed but for the kernel's
+ * copies of the control block's clock and counters. */
 static void check_actor_params(bool has_state, int32_t initial) {
   const char *rec = g_fake.last_launch();
   uint64_t p[7] = {0};
@@ -1123,15 +1124,23 @@ static void check_actor_params(bool has_state, int32_t initial) {
               t->magic == RK_ABI_K2K_MAGIC && t->nin == 0 && t->nports == 0,
           "p7 is not an empty K2K table after the slots: %s", rec);
     CHECK(kmem > p[6] && (kmem - p[6]) % RK_ABI_LINE == 0 &&
-              kmem >= p[6] + 32 + (has_state ? sizeof(state_t) : 0),
+              kmem >= p[6] + 64 + (has_state ? sizeof(state_t) : 0),
           "rk_k2k_mem at 0x%llx, scheduling words at 0x%llx",
           (unsigned long long)kmem, (unsigned long long)p[6]);
   }
   const uint64_t *sched = host_of(p[6]);
-  CHECK(sched[0] == 0 && sched[1] == 0 && sched[2] == 0 && sched[3] == 0,
+  CHECK(sched[0] == 0 && sched[1] == 0 && sched[2] == 0 && sched[3] == 0 &&
+            sched[7] == 0,
         "scheduling words not zeroed");
+  CHECK(
+      sched[4] == c->clock && sched[5] == c->processed && sched[6] == c->errors,
+      "the kernel's clock and counters %llu %llu %llu, the control "
+      "block's %llu %llu %llu",
+      (unsigned long long)sched[4], (unsigned long long)sched[5],
+      (unsigned long long)sched[6], (unsigned long long)c->clock,
+      (unsigned long long)c->processed, (unsigned long long)c->errors);
   if (has_state) {
-    CHECK(p[5] == p[6] + 32, "state at 0x%llx, scheduling words at 0x%llx",
+    CHECK(p[5] == p[6] + 64, "state at 0x%llx, scheduling words at 0x%llx",
           (unsigned long long)p[5], (unsigned long long)p[6]);
     const state_t *st = host_of(p[5]);
     CHECK(st->count == initial, "initial state %d", st->count);

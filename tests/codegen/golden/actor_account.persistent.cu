@@ -119,6 +119,9 @@ static constexpr unsigned int rk_pa_k2k_outbox = 256u;
 static constexpr unsigned int rk_pa_k2k_max_in = 64u;
 static constexpr unsigned int rk_pa_k2k_view_size = 32u;
 static constexpr unsigned int rk_pa_k2k_scratch = 6272u;
+static constexpr unsigned int rk_pa_sched_clock = 4u;
+static constexpr unsigned int rk_pa_sched_processed = 5u;
+static constexpr unsigned int rk_pa_sched_errors = 6u;
 static_assert(rk_pa_ctl_terminate == rk_pa_ctl_active + 4u &&
               rk_pa_ctl_active % 8u == 0u,
               "active and terminate: one 64-bit word, active low");
@@ -167,6 +170,22 @@ static __device__ inline void rk_pa_store_sys_u64(unsigned char *p,
   asm volatile("st.release.sys.global.u64 [%0], %1;"
                : : "l"(p), "l"(v) : "memory");
 }
+/* Two words of the host's memory read together: both loads leave before
+ * either is waited for (one trip over the bus, not two), and the fence
+ * after them makes both acquire loads. */
+static __device__ inline void rk_pa_load2_sys_u64(const unsigned char *p,
+                                                  const unsigned char *q,
+                                                  unsigned long long *a,
+                                                  unsigned long long *b) {
+  unsigned long long x, y;
+  asm volatile(
+      "ld.relaxed.sys.global.u64 %0, [%2];\n\t"
+      "ld.relaxed.sys.global.u64 %1, [%3];\n\t"
+      "fence.acq_rel.sys;"
+      : "=l"(x), "=l"(y) : "l"(p), "l"(q) : "memory");
+  *a = x;
+  *b = y;
+}
 /* Shared by the blocks only (rk_sched, device memory): GPU scope. */
 static __device__ inline unsigned long long rk_pa_load_gpu(
     const unsigned long long *p) {
@@ -189,7 +208,8 @@ typedef struct rk_pa_view {
   unsigned char *chan;
   unsigned int mask, slot_size;
   unsigned long long own;
-  unsigned long long pad;
+  unsigned int link; /* the channel's link number (read once) */
+  unsigned int pad;
 } rk_pa_view_t;
 static_assert(sizeof(rk_pa_view_t) == rk_pa_k2k_view_size, "rk view size");
 
@@ -197,8 +217,11 @@ static_assert(sizeof(rk_pa_view_t) == rk_pa_k2k_view_size, "rk view size");
  * rk_sched (set before launch): [0] the next request index to claim,
  * [1] the next to publish (both the input ring's head: 0 at the first
  * launch, where the last kernel stopped after a restart or a park), [2]
- * blocks that have left their loop (0). Request i is answered by
- * response i: the two rings move together. */
+ * blocks that have left their loop (0), [3] spare, and [4..6] the
+ * control block's clock, processed and errors as the host left them:
+ * the kernel reads them from here (device memory) and writes both, so
+ * that answering a request reads nothing back over the bus. Request i is
+ * answered by response i: the two rings move together. */
 typedef struct rk_pa {
   unsigned char *control, *in, *out, *in_slots, *out_slots;
   unsigned long long *sched;
@@ -211,9 +234,11 @@ typedef struct rk_pa {
   bool parked;            /* left for RK_ABI_TERMINATE_PARK */
   unsigned long long index; /* the claimed request */
   unsigned char *req, *resp; /* its slot and its response's slot */
-  /* The handler's message and answer: a request's payload and its
-   * response's, or an inbox message's payload and the scratch answer. */
-  unsigned char *in_msg, *out_msg;
+  /* The header of the message in hand (rk_pa_take): its id and stamp. */
+  unsigned long long req_id, req_stamp;
+  /* The handler's answer: a request's response payload, or for an inbox
+   * message the scratch answer (its message: rk_pa_take). */
+  unsigned char *out_msg;
   /* K2K (abi/actor_abi.h): the wiring and counters (mapped host memory)
    * and the ports' words, scratch and buffers (device memory). */
   unsigned char *k2k, *kmem;
@@ -224,6 +249,11 @@ typedef struct rk_pa {
   unsigned int nout[rk_pa_k2k_max_ports]; /* links of each port */
   rk_pa_view_t *views; /* in rk_k2k_mem: channels in, then out */
   rk_pa_view_t *chan;  /* the channel of the inbox message in hand */
+  /* The K2K counters as this kernel last wrote them to the table: read
+   * once with the wiring, then only written (no trip over the bus to
+   * read them back); the one block that serves a wired actor keeps them. */
+  unsigned long long k_sent, k_refused_full, k_refused_unconnected;
+  unsigned long long k_received, k_received_errors;
 } rk_pa_t;
 
 /* false for every thread but (0, 0, 0) of its block: handlers are
@@ -252,7 +282,10 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
   a->leader = blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0;
   a->parked = false;
   a->index = 0;
-  a->req = a->resp = a->in_msg = a->out_msg = nullptr;
+  a->req = a->resp = a->out_msg = nullptr;
+  a->req_id = a->req_stamp = 0;
+  a->k_sent = a->k_refused_full = a->k_refused_unconnected = 0;
+  a->k_received = a->k_received_errors = 0;
   a->k2k = k2k;
   a->kmem = kmem;
   a->k2k_read = a->k2k_on = false;
@@ -290,11 +323,23 @@ static __device__ void rk_pa_view_init(rk_pa_view_t *v, unsigned char *k2k,
   v->mask = *(volatile const unsigned int *)(ch + rk_pa_ring_capacity) - 1u;
   v->slot_size = *(volatile const unsigned int *)(ch + rk_pa_ring_slot_size);
   v->own = *(volatile const unsigned long long *)(ch + own);
+  v->link = *(volatile const unsigned int *)(ch + rk_pa_chan_link);
+  v->pad = 0u;
 }
 
 static __device__ void rk_pa_k2k_read(rk_pa_t *a) {
   a->k2k_read = true;
   if (a->k2k == nullptr) return;
+  /* The counters carry on from an earlier kernel's (a restart, a park). */
+  a->k_sent = *(volatile const unsigned long long *)(a->k2k + rk_pa_k2k_sent);
+  a->k_refused_full =
+      *(volatile const unsigned long long *)(a->k2k + rk_pa_k2k_refused_full);
+  a->k_refused_unconnected = *(volatile const unsigned long long *)(
+      a->k2k + rk_pa_k2k_refused_unconnected);
+  a->k_received =
+      *(volatile const unsigned long long *)(a->k2k + rk_pa_k2k_received);
+  a->k_received_errors = *(volatile const unsigned long long *)(
+      a->k2k + rk_pa_k2k_received_errors);
   a->nin = *(volatile const unsigned int *)(a->k2k + rk_pa_k2k_nin);
   unsigned int links = a->nin;
   for (unsigned int p = 0; p < rk_pa_k2k_max_ports; ++p) {
@@ -323,11 +368,11 @@ static __device__ unsigned char *rk_pa_view_slot(const rk_pa_view_t *v,
   return v->chan + rk_pa_chan_slots +
          (unsigned long long)((unsigned int)i & v->mask) * v->slot_size;
 }
-static __device__ void rk_pa_count(rk_pa_t *a, unsigned int off,
-                                   unsigned long long n) {
-  volatile unsigned long long *c =
-      (volatile unsigned long long *)(a->k2k + off);
-  *c = *c + n;
+/* Counter `c` (this kernel's copy) up by n, and the table's at `off`. */
+static __device__ void rk_pa_count(rk_pa_t *a, unsigned long long *c,
+                                   unsigned int off, unsigned long long n) {
+  *c += n;
+  *(volatile unsigned long long *)(a->k2k + off) = *c;
 }
 
 /* Finds a message in the inbox channels, looking at each in turn from
@@ -356,11 +401,11 @@ static __device__ bool rk_pa_inbox_peek(rk_pa_t *a) {
  * take turns when both wait. */
 static __device__ int rk_pa_next(rk_pa_t *a) {
   for (;;) {
-    /* active and terminate in one load (adjacent words), and before tail:
-     * the host publishes its last requests before it asks to terminate,
-     * so they are seen and answered. */
-    unsigned long long flags =
-        rk_pa_load_sys_u64(a->control + rk_pa_ctl_active);
+    /* active and terminate in one load (adjacent words), and the input
+     * ring's tail beside it: one trip over the bus per look. */
+    unsigned long long flags, tail;
+    rk_pa_load2_sys_u64(a->control + rk_pa_ctl_active, a->in + rk_pa_ring_tail,
+                        &flags, &tail);
     /* Parking: leave at this request boundary, the queued requests
      * and inbox messages stay for the relaunched kernel. */
     if ((unsigned int)(flags >> 32) == rk_pa_terminate_park) {
@@ -369,8 +414,11 @@ static __device__ int rk_pa_next(rk_pa_t *a) {
     }
     bool active = (unsigned int)flags != 0u;
     bool terminate = (unsigned int)(flags >> 32) != 0u;
+    /* The host publishes its last requests before it asks to terminate:
+     * a tail read beside the request may predate them, so a terminating
+     * kernel reads it again, after the flags, and answers them all. */
+    if (terminate) tail = rk_pa_load_sys_u64(a->in + rk_pa_ring_tail);
     unsigned long long claim = *(volatile unsigned long long *)&a->sched[0];
-    unsigned long long tail = rk_pa_load_sys_u64(a->in + rk_pa_ring_tail);
     bool taking = active || terminate;
     unsigned int state = taking ? rk_pa_run_active : rk_pa_run_idle;
     if (a->leader && state != a->run_state) {
@@ -434,19 +482,37 @@ static __device__ void rk_pa_reserve(rk_pa_t *a, bool in_order) {
             (unsigned long long)((unsigned int)a->index &
                                  (a->out_capacity - 1u)) *
                 a->out_slot_size;
-  a->in_msg = a->req + rk_pa_msg_header;
   a->out_msg = a->resp + rk_pa_msg_header;
+}
+
+/* Reads the message in hand (a request or an inbox message): its header's
+ * id and stamp, and its payload into `copy` when it is small, in one go
+ * (the loads leave together and cross the bus once; the handler then
+ * reads device-local memory). A large payload is left where it is, and
+ * the handler reads it there. Returns what the handler reads. */
+template <typename T>
+static __device__ inline const T *rk_pa_take(rk_pa_t *a, T *copy) {
+  const rk_pa_msg_t *h = (const rk_pa_msg_t *)a->req;
+  const T *in = (const T *)(a->req + rk_pa_msg_header);
+  const unsigned long long id = h->correlation_id, stamp = h->timestamp;
+  if constexpr (sizeof(T) <= 256u) {
+    *copy = *in;
+    in = copy;
+  }
+  a->req_id = id;
+  a->req_stamp = stamp;
+  return in;
 }
 
 /* The actor's clock past its last value and the stamp of the message in
  * hand, written back; the block in turn (or the only one) calls it. */
 static __device__ unsigned long long rk_pa_tick(rk_pa_t *a) {
-  volatile unsigned long long *clock =
-      (volatile unsigned long long *)(a->control + rk_pa_ctl_clock);
-  const unsigned long long stamp = ((const rk_pa_msg_t *)a->req)->timestamp;
+  volatile unsigned long long *clock = &a->sched[rk_pa_sched_clock];
+  const unsigned long long stamp = a->req_stamp;
   unsigned long long now = *clock + 1ull;
   if (stamp + 1ull > now) now = stamp + 1ull;
   *clock = now;
+  *(volatile unsigned long long *)(a->control + rk_pa_ctl_clock) = now;
   return now;
 }
 
@@ -455,7 +521,6 @@ static __device__ unsigned long long rk_pa_tick(rk_pa_t *a) {
  * scratch space nobody reads. */
 static __device__ void rk_pa_inbox_take(rk_pa_t *a) {
   (void)rk_pa_tick(a);
-  a->in_msg = a->req + rk_pa_msg_header;
   a->out_msg = a->kmem + rk_pa_k2k_scratch;
 }
 
@@ -463,11 +528,11 @@ static __device__ void rk_pa_inbox_take(rk_pa_t *a) {
  * which gives the link its credit back (after the handler's last read of
  * the slot: a release store). */
 static __device__ void rk_pa_inbox_done(rk_pa_t *a, int code) {
-  const unsigned long long stamp = ((const rk_pa_msg_t *)a->req)->timestamp;
-  rk_pa_count(a, rk_pa_k2k_received, 1ull);
-  if (code != 0) rk_pa_count(a, rk_pa_k2k_received_errors, 1ull);
+  rk_pa_count(a, &a->k_received, rk_pa_k2k_received, 1ull);
+  if (code != 0)
+    rk_pa_count(a, &a->k_received_errors, rk_pa_k2k_received_errors, 1ull);
   *(volatile unsigned long long *)(a->k2k + rk_pa_k2k_last_received_ts) =
-      stamp;
+      a->req_stamp;
   a->chan->own += 1ull;
   rk_pa_store_sys_u64(a->chan->chan + rk_pa_ring_head, a->chan->own);
 }
@@ -483,13 +548,16 @@ static __device__ void rk_pa_port_open(rk_pa_t *a, unsigned int p) {
   unsigned int refusal = n != 0u ? rk_pa_send_full : rk_pa_send_unconnected;
   for (unsigned int l = 0; l < n; ++l) {
     const rk_pa_view_t *v = rk_pa_out_view(a, p, l);
-    if (rk_pa_load_sys_u32(v->chan + rk_pa_chan_open) == 0u) {
+    /* `open` (the low half of the word it shares with `link`) and the
+     * receiver's head, together. */
+    unsigned long long open_link, head;
+    rk_pa_load2_sys_u64(v->chan + rk_pa_chan_open, v->chan + rk_pa_ring_head,
+                        &open_link, &head);
+    if ((unsigned int)open_link == 0u) {
       credit = 0u;
       refusal = rk_pa_send_unconnected;
       break;
     }
-    const unsigned long long head =
-        rk_pa_load_sys_u64(v->chan + rk_pa_ring_head);
     const unsigned long long room = v->mask + 1ull - (v->own - head);
     if (room < credit) credit = (unsigned int)room;
   }
@@ -517,18 +585,20 @@ static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
   volatile unsigned int *w = (volatile unsigned int *)a->kmem + 4u * p;
   const unsigned int credit = w[0], queued = w[1], refused = w[3];
   const unsigned int n = queued < credit ? queued : credit;
-  if (refused != 0u)
-    rk_pa_count(a,
-                w[2] == rk_pa_send_full ? rk_pa_k2k_refused_full
-                                        : rk_pa_k2k_refused_unconnected,
-                refused);
+  if (refused != 0u) {
+    if (w[2] == rk_pa_send_full)
+      rk_pa_count(a, &a->k_refused_full, rk_pa_k2k_refused_full, refused);
+    else
+      rk_pa_count(a, &a->k_refused_unconnected, rk_pa_k2k_refused_unconnected,
+                  refused);
+  }
   if (n == 0u) return;
   const unsigned int links = a->nout[p];
   for (unsigned int l = 0; l < links; ++l) {
     rk_pa_view_t *v = rk_pa_out_view(a, p, l);
     unsigned char *ch = v->chan;
     const unsigned long long tail = v->own;
-    const unsigned int link = *(const unsigned int *)(ch + rk_pa_chan_link);
+    const unsigned int link = v->link;
     for (unsigned int m = 0; m < n; ++m) {
       unsigned char *slot = rk_pa_view_slot(v, tail + m);
       rk_pa_msg_t *h = (rk_pa_msg_t *)slot;
@@ -546,7 +616,7 @@ static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
     v->own = tail + n;
     rk_pa_store_sys_u64(ch + rk_pa_ring_tail, tail + n);
   }
-  rk_pa_count(a, rk_pa_k2k_sent, (unsigned long long)n * links);
+  rk_pa_count(a, &a->k_sent, rk_pa_k2k_sent, (unsigned long long)n * links);
   *(volatile unsigned long long *)(a->k2k + rk_pa_k2k_last_sent_ts) = stamp;
 }
 
@@ -570,26 +640,24 @@ static __device__ constexpr unsigned long long rk_pa_port_bytes(
  * order: response header, clock, counters, then the indices. */
 static __device__ void rk_pa_commit(rk_pa_t *a, int code) {
   rk_pa_wait_turn(a);
-  const rk_pa_msg_t *req = (const rk_pa_msg_t *)a->req;
   rk_pa_msg_t *resp = (rk_pa_msg_t *)a->resp;
-  volatile unsigned long long *clock =
-      (volatile unsigned long long *)(a->control + rk_pa_ctl_clock);
-  volatile unsigned long long *processed =
-      (volatile unsigned long long *)(a->control + rk_pa_ctl_processed);
-  volatile unsigned long long *errors =
-      (volatile unsigned long long *)(a->control + rk_pa_ctl_errors);
-  /* Every read first, so they travel to the host together. */
-  const unsigned long long id = req->correlation_id;
-  const unsigned long long stamp = req->timestamp;
-  unsigned long long now = *clock + 1ull;
-  const unsigned long long done = *processed + 1ull;
-  const unsigned long long failed = code != 0 ? *errors + 1ull : 0ull;
+  /* The clock and the counters from device memory (rk_sched), written
+   * there and to the control block: nothing is read back from the host. */
+  volatile unsigned long long *m = a->sched;
+  const unsigned long long stamp = a->req_stamp;
+  unsigned long long now = m[rk_pa_sched_clock] + 1ull;
+  const unsigned long long done = m[rk_pa_sched_processed] + 1ull;
+  const unsigned long long failed =
+      code != 0 ? m[rk_pa_sched_errors] + 1ull : 0ull;
   /* The actor's clock: the device has no wall clock, so it ticks
    * logically past both its last value and the request's stamp. Only
    * the block in turn writes it, and the counters. */
   if (stamp + 1ull > now) now = stamp + 1ull;
-  *clock = now;
-  resp->correlation_id = id;
+  m[rk_pa_sched_clock] = now;
+  m[rk_pa_sched_processed] = done;
+  if (code != 0) m[rk_pa_sched_errors] = failed;
+  *(volatile unsigned long long *)(a->control + rk_pa_ctl_clock) = now;
+  resp->correlation_id = a->req_id;
   resp->timestamp = now;
   resp->type = rk_pa_msg_response;
   resp->size = a->out_payload;
@@ -597,9 +665,9 @@ static __device__ void rk_pa_commit(rk_pa_t *a, int code) {
   resp->code = code;
   if (code != 0) {
     *(volatile int *)(a->control + rk_pa_ctl_last_error) = code;
-    *errors = failed;
+    *(volatile unsigned long long *)(a->control + rk_pa_ctl_errors) = failed;
   }
-  *processed = done;
+  *(volatile unsigned long long *)(a->control + rk_pa_ctl_processed) = done;
   /* The response, the clock and the counters reach the host before the
    * indices that publish them: a host that sees a response sees it
    * counted. */
@@ -649,12 +717,14 @@ extern "C" __global__ void rk_actor_account(
   for (;;) {
     const int rk_kind = rk_pa_next(&rk_a);
     if (rk_kind == 0) break;
+    account_req_t rk_copy;
+    const account_req_t *rk_msg = rk_pa_take(&rk_a, &rk_copy);
     if (rk_kind == 1)
       rk_pa_reserve(&rk_a, true);
     else
       rk_pa_inbox_take(&rk_a);
     const int rk_code = rk_handle_account(
-        (const account_req_t *)rk_a.in_msg,
+        rk_msg,
         (account_resp_t *)rk_a.out_msg,
         (account_state_t *)rk_state);
     if (rk_kind == 1)
