@@ -178,11 +178,13 @@ static __device__ inline void rk_pa_load2_sys_u64(const unsigned char *p,
                                                   unsigned long long *a,
                                                   unsigned long long *b) {
   unsigned long long x, y;
-  asm volatile(
-      "ld.relaxed.sys.global.u64 %0, [%2];\n\t"
-      "ld.relaxed.sys.global.u64 %1, [%3];\n\t"
-      "fence.acq_rel.sys;"
-      : "=l"(x), "=l"(y) : "l"(p), "l"(q) : "memory");
+  /* Three statements: no output can share a register with the
+   * other load's address. */
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];"
+               : "=l"(x) : "l"(p) : "memory");
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];"
+               : "=l"(y) : "l"(q) : "memory");
+  asm volatile("fence.acq_rel.sys;" : : : "memory");
   *a = x;
   *b = y;
 }
