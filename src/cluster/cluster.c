@@ -93,6 +93,11 @@ typedef struct peer {
   char name[RK_WIRE_NAME_MAX];
   char cause[TEXT_MAX];
   rk_status_t refusal; /* P_REFUSED: the hub's status */
+  /* Its endpoint broke and it has not failed yet (see peer_broken; under
+   * c->mu): when, the worker's turns since, and why. */
+  uint64_t broken_at;
+  uint32_t broken_polls;
+  char broken_cause[TEXT_MAX];
   /* Hub: the joiner's worker address, for the members welcomed after it
    * (WELCOME's cards). */
   unsigned char *addr;
@@ -276,6 +281,7 @@ struct rk_cluster {
   pthread_mutex_t out_mu;
   outmsg_t *out_head, *out_tail;
   atomic_bool out_any;
+  atomic_bool broken_any; /* a peer_broken peer waits for fail_broken */
 
   /* Exports, for the progress thread; requests in them not yet answered
    * (taken in or queued), over all exports. */
@@ -401,9 +407,82 @@ static const rk_ucp_api_t *g_ucp; /* set before any send */
 static void peer_down(rk_cluster_t *c, peer_t *p, peer_state_t to,
                       const char *cause);
 
-/* A send that failed because the peer is gone fails the peer at once
- * (whichever endpoint notices first): later sends fail fast, waiters
- * wake. */
+/* A broken endpoint is not yet a failure. A member that leaves says BYE on
+ * its message endpoint and then closes, and the error of the endpoint
+ * that watches it (another transport: the socket the connection was made
+ * on) can be seen before the BYE is taken from the message transport. So
+ * the peer is marked broken, and fails (FAILED in every handle, waiters
+ * woken, links told) once the worker has been driven kBrokenPolls times
+ * and kBrokenGraceNs have passed, unless its BYE came meanwhile (then it
+ * left). A failure is noticed that much later: about 20 ms. */
+enum { kBrokenPolls = 16 };
+#define BROKEN_GRACE_NS 20000000ull
+
+static void peer_broken(rk_cluster_t *c, peer_t *p, const char *cause) {
+  pthread_mutex_lock(&c->mu);
+  int st = atomic_load(&p->state);
+  if (st != P_FAILED && st != P_LEFT && st != P_REFUSED && st != P_FREE &&
+      !p->broken_at) {
+    copy_name(p->broken_cause, sizeof p->broken_cause, cause);
+    p->broken_at = rk__now_ns();
+    p->broken_polls = 0;
+    atomic_store(&c->broken_any, true);
+  }
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* After a turn of the worker: fails the broken peers whose grace is over
+ * (see peer_broken). */
+static void fail_broken(rk_cluster_t *c) {
+  if (!atomic_load_explicit(&c->broken_any, memory_order_acquire)) return;
+  for (;;) {
+    char cause[TEXT_MAX];
+    peer_t *due = NULL;
+    bool waiting = false;
+    const uint64_t now = rk__now_ns();
+    pthread_mutex_lock(&c->mu);
+    for (uint32_t i = 0; i < c->peer_count && !due; ++i) {
+      peer_t *p = &c->peers[i];
+      if (!p->broken_at) continue;
+      int st = atomic_load(&p->state);
+      if (st == P_FAILED || st == P_LEFT || st == P_REFUSED || st == P_FREE) {
+        p->broken_at = 0; /* it left (its BYE came) or is done with */
+        continue;
+      }
+      if (++p->broken_polls >= kBrokenPolls &&
+          now - p->broken_at >= BROKEN_GRACE_NS) {
+        copy_name(cause, sizeof cause, p->broken_cause);
+        p->broken_at = 0;
+        due = p;
+      } else {
+        waiting = true;
+      }
+    }
+    if (!due && !waiting) atomic_store(&c->broken_any, false);
+    pthread_mutex_unlock(&c->mu);
+    if (!due) return;
+    peer_down(c, due, P_FAILED, cause);
+  }
+}
+
+/* Drives the worker until broken peer p has left or failed (see
+ * peer_broken), for at most four times the grace. Never with h->mu or
+ * c->mu held. */
+static unsigned pump(rk_cluster_t *c);
+static void settle(rk_cluster_t *c, peer_t *p) {
+  const uint64_t until = rk__now_ns() + 4 * BROKEN_GRACE_NS;
+  for (;;) {
+    pthread_mutex_lock(&c->mu);
+    const bool pending = p->broken_at != 0;
+    pthread_mutex_unlock(&c->mu);
+    if (!pending || rk__now_ns() >= until) return;
+    pump(c);
+  }
+}
+
+/* A send that failed because the peer is gone breaks the peer (whichever
+ * endpoint notices first): it fails shortly (peer_broken), and later
+ * sends fail fast, waiters wake. */
 static void check_send_status(peer_t *p, ucs_status_t st) {
   if (st == UCS_ERR_ENDPOINT_TIMEOUT || st == UCS_ERR_CONNECTION_RESET ||
       st == UCS_ERR_UNREACHABLE || st == UCS_ERR_NOT_CONNECTED ||
@@ -412,7 +491,7 @@ static void check_send_status(peer_t *p, ucs_status_t st) {
     char cause[TEXT_MAX];
     snprintf(cause, sizeof cause, "a send to it failed (UCX: %s)",
              g_ucp->ucs_status_string(st));
-    peer_down(p->c, p, P_FAILED, cause);
+    peer_broken(p->c, p, cause);
   }
 }
 
@@ -541,6 +620,7 @@ static void links_due(rk_cluster_t *c) {
 static unsigned pump(rk_cluster_t *c) {
   unsigned n = c->u->ucp_worker_progress(c->worker);
   outbox_drain(c);
+  fail_broken(c);
   if (atomic_load_explicit(&c->links_due, memory_order_relaxed) &&
       atomic_exchange(&c->links_due, false)) {
     tell_links(c);
@@ -732,7 +812,7 @@ static void on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
   char cause[TEXT_MAX];
   snprintf(cause, sizeof cause, "its connection broke (UCX: %s)",
            c->u->ucs_status_string(status));
-  peer_down(c, p, P_FAILED, cause);
+  peer_broken(c, p, cause);
 }
 
 /* ---- peers ------------------------------------------------------------- */
@@ -1839,7 +1919,8 @@ static void *progress_main(void *arg) {
      * spinning progress thread would take the CPU it needs. */
     if (!aside && rk__now_ns() - idle_since < (uint64_t)c->spin_us * 1000u)
       continue;
-    if (atomic_load(&c->in_flight) || atomic_load(&c->nbridges) || c->efd < 0) {
+    if (atomic_load(&c->in_flight) || atomic_load(&c->nbridges) ||
+        atomic_load(&c->broken_any) || c->efd < 0) {
       struct timespec ts = {0, (long)nap_ns};
       nanosleep(&ts, NULL);
       if (nap_ns < 1000000) nap_ns *= 2;
@@ -1848,7 +1929,7 @@ static void *progress_main(void *arg) {
     ucs_status_t st = c->u->ucp_worker_arm(c->worker);
     if (st == UCS_ERR_BUSY) continue;
     if (atomic_load(&c->out_any) || atomic_load(&c->in_flight) ||
-        atomic_load(&c->links_due))
+        atomic_load(&c->links_due) || atomic_load(&c->broken_any))
       continue;
     struct pollfd pfd = {.fd = c->efd, .events = POLLIN};
     (void)poll(&pfd, 1, 100);
@@ -2933,6 +3014,10 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
   s = post(c, &c->peers[h->peer], RK_AM_REQ, &r, sizeof r, request, size,
            false);
   if (s != RK_OK) {
+    /* A send that failed broke the peer: its fate (left or failed) is
+     * known within the grace, and the caller is told that, not the
+     * transport's error. */
+    settle(c, &c->peers[h->peer]);
     pthread_mutex_lock(&h->mu);
     h->outstanding--;
     if (w) {

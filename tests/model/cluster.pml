@@ -19,6 +19,20 @@
  * negative control, skips the broadcast: spin must find the caller asleep
  * forever (a deadlock).
  *
+ * LEAVE (-DLEAVE): a member that leaves posts its last messages and BYE
+ * on its message endpoint, then closes; the endpoint that watches it (the
+ * socket the connection was made on: another transport) reports an error
+ * to the observer, and nothing orders that error after the BYE. The
+ * observer drives its worker in turns; each turn takes at most one
+ * message and at most one error, in either order; an error only marks the
+ * peer broken, and after each turn fail_broken fails a peer broken for
+ * POLLS turns (kBrokenPolls; the code also waits 20 ms) unless its BYE
+ * came. Property: the member that left is seen LEFT, never FAILED (its
+ * actors TERMINATED). -DNO_GRACE, the negative control, fails the peer at
+ * the error, as the first version did: spin must find it FAILED. A member
+ * that dies says no BYE and fails after the grace (-DKILLED: the property
+ * is then that it ends FAILED).
+ *
  * MESH (-DMESH): N members join one hub at once. The hub handles HELLOs one
  * at a time (UCX callbacks): each joiner's WELCOME carries the cards of the
  * members the hub has welcomed so far -- UP, or WELCOMING (the WELCOME
@@ -107,6 +121,80 @@ init {
      i++
   :: else -> break
   od
+}
+
+#elif defined(LEAVE)
+
+#ifndef POLLS
+#define POLLS 3
+#endif
+#ifdef NO_GRACE
+#undef POLLS
+#define POLLS 0
+#endif
+mtype = { DATA, BYE, ERR };
+chan msgs = [3] of { mtype }; /* the message endpoint, in order */
+chan errs = [1] of { mtype }; /* the watching endpoint's error */
+byte state = 0;               /* the observer's view: 0 UP, 1 LEFT, 2 FAILED */
+bool broken = false;
+byte polls = 0;
+bool gone = false;            /* the leaver has closed */
+
+active proctype leaver() {
+  msgs ! DATA;
+  msgs ! DATA;
+#ifndef KILLED
+  msgs ! BYE;
+#endif
+  /* ucp_ep_close_nbx: the posted messages are flushed first; the watching
+   * endpoint then sees the connection close. */
+  errs ! ERR;
+  gone = true
+}
+
+active proctype observer() {
+  mtype m;
+  do
+  :: state != 0 -> break
+  :: else ->
+     /* one turn of ucp_worker_progress: a message and an error, either
+      * order, each only if there */
+     if
+     :: atomic { nempty(msgs) -> msgs ? m;
+          if
+          :: m == BYE -> state = 1 /* peer_down(P_LEFT) */
+          :: else -> skip
+          fi }
+     :: atomic { nempty(errs) -> errs ? m; broken = true }
+     :: atomic { empty(msgs) && empty(errs) -> skip }
+     fi;
+     if
+     :: state == 0 && nempty(errs) -> atomic { errs ? m; broken = true }
+     :: else -> skip
+     fi;
+     if
+     :: state == 0 && nempty(msgs) -> atomic { msgs ? m;
+          if
+          :: m == BYE -> state = 1
+          :: else -> skip
+          fi }
+     :: else -> skip
+     fi;
+     /* fail_broken */
+     if
+     :: state == 0 && broken ->
+        if
+        :: polls >= POLLS -> state = 2 /* peer_down(P_FAILED) */
+        :: else -> polls++
+        fi
+     :: else -> skip
+     fi
+  od;
+#ifdef KILLED
+  assert(state == 2)
+#else
+  assert(state == 1)
+#endif
 }
 
 #elif !defined(FAIL)
