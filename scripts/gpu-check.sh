@@ -24,6 +24,8 @@
 #   5. runs `rk demo --backend cuda`, `rk demo saxpy --backend cuda` and
 #      `rk demo halo --backend cuda --json` (tiles as relaunch actors, then
 #      resident);
+#   5b. with the time left, runs `bench_k2k --backend cuda --quick` (a K2K
+#      hop between two resident actor kernels, and messages/s);
 #   6. prints the table: test counts, each benchmark row's median (p50 and
 #      p99 for the actor row) next to its target, and the time each step
 #      took.
@@ -40,9 +42,9 @@
 # backend, a skipped bench_cuda or a failed demo. Without a GPU those are
 # reported as skipped.
 #
-# Outputs go to ${OUT:-build-gpu/gpu-check}/ (eight files: environment.txt,
+# Outputs go to ${OUT:-build-gpu/gpu-check}/ (ten files: environment.txt,
 # build.log, ctest.log, ctest-full.log, bench_cuda.txt, bench_cuda.json,
-# demo.txt, summary.txt). A relative OUT is taken from the directory the
+# demo.txt, bench_k2k.txt, bench_k2k.json, summary.txt). A relative OUT is taken from the directory the
 # script was started in.
 #
 #   --no-build        reuse build-gpu/ as it is (it must have been built)
@@ -155,6 +157,7 @@ build_status="not run"
 tests_status="not run"
 bench_status="not run"
 demo_status="not run"
+k2k_status="not run"
 gpu_present=0
 gpu_list="not looked for yet"
 bench_json="$out/bench_cuda.json"
@@ -176,6 +179,7 @@ summary() {
   echo "  tests      : $tests_status   (ctest -R '$tests_re')"
   echo "  bench_cuda : $bench_status"
   echo "  rk demo    : $demo_status"
+  echo "  bench_k2k  : $k2k_status"
   echo "  time       : ${step_times[*]:-none yet} $(($(date +%s) - t_start)) s of the $budget s budget"
   if [ -s "$bench_json" ]; then
     echo
@@ -649,6 +653,42 @@ else
   echo "not run: no $rk" > "$out/demo.txt"
 fi
 step_end demo
+save_summary
+
+# ---- 5b. bench_k2k --backend cuda -----------------------------------------------
+# Two resident actors bouncing a token through K2K channels (a hop between
+# kernels of one GPU), and messages/s between them, beside the host's
+# cache-line floor. With whatever time is left; not run is not a failure.
+step_begin
+k2k="$build/bench/actors/bench_k2k"
+if [ -x "$k2k" ]; then
+  lim=$(step_limit 60 0)
+  if [ "$lim" -lt 20 ]; then
+    echo "not run: out of time" > "$out/bench_k2k.txt"
+    k2k_status="not run (out of time)"
+  else
+    log "bench_k2k --backend cuda --quick --json, up to $lim s (output: $out/bench_k2k.txt)"
+    limited "$lim" "$k2k" --backend cuda --quick --json \
+      > "$out/bench_k2k.json" 2> "$out/bench_k2k.txt"
+    rc=$?
+    cat "$out/bench_k2k.txt"
+    hop=$(sed -n 's/^ *K2K hop, one way *\([0-9.]* [nu]s\).*/\1/p' "$out/bench_k2k.txt" | head -n 1)
+    if [ "$rc" = 0 ]; then
+      k2k_status="ok (hop ${hop:-?} one way)"
+    elif [ "$gpu_present" != 1 ]; then
+      k2k_status="skipped: no GPU (exit $rc)"
+    elif timed_out $rc; then
+      k2k_status="TIMED OUT after $lim s"
+      [ "$gpu_present" = 1 ] && fail "bench_k2k --backend cuda: $k2k_status: see $out/bench_k2k.txt"
+    else
+      k2k_status="FAILED (exit $rc)"
+      [ "$gpu_present" = 1 ] && fail "bench_k2k --backend cuda: $k2k_status: see $out/bench_k2k.txt"
+    fi
+  fi
+else
+  echo "not run: no $k2k" > "$out/bench_k2k.txt"
+fi
+step_end k2k
 
 # ---- 6. Summary -----------------------------------------------------------------
 trap - TERM INT HUP
