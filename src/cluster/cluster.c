@@ -292,8 +292,10 @@ struct rk_cluster {
   bridge_t bridges[MAX_BRIDGES]; /* exports_mu */
   _Atomic uint32_t nbridges;
   /* User threads driving the worker while they wait: the progress thread
-   * stands aside meanwhile. */
+   * stands aside meanwhile, asleep on aside_seq (atomic), which a driver
+   * that gives up driving without its answer bumps and wakes. */
   _Atomic uint32_t drivers;
+  uint32_t aside_seq;
 
   pthread_t progress;
   atomic_bool stop;
@@ -1895,16 +1897,31 @@ static void on_local_failed(rk_actor_t *actor, const char *why, void *user) {
  * naps, from 20 us growing to 1 ms, between looks. It stands aside while a
  * user thread drives the worker itself (waiting for an answer), and does
  * not spin again until it has done some work of its own. */
+/* How long the progress thread stays aside after it last saw a driver, in
+ * a process that exports nothing: a caller between two calls is likely to
+ * drive again, and a worker armed meanwhile would wake this thread on that
+ * caller's very answer (a context switch onto a CPU the caller or the
+ * owner needs, per call). It looks at the worker every millisecond. */
+#define ASIDE_LINGER_NS 10000000ull
+#define ASIDE_NAP_NS 1000000ull
+
+/* Drives the worker and the exports. Spins for spin_us after the last
+ * activity, then sleeps on the worker's event descriptor; stands aside
+ * while user threads drive (see hwait). */
 static void *progress_main(void *arg) {
   rk_cluster_t *c = arg;
   uint64_t idle_since = rk__now_ns();
+  uint64_t aside_since = 0; /* when a driver was last seen */
   uint64_t nap_ns = 20000;
   bool aside = false;
   while (!atomic_load(&c->stop)) {
     if (atomic_load_explicit(&c->drivers, memory_order_relaxed)) {
-      struct timespec ts = {0, 20000};
-      nanosleep(&ts, NULL);
+      /* Asleep until the driver gives up or a millisecond passes. */
+      const uint32_t seq = __atomic_load_n(&c->aside_seq, __ATOMIC_ACQUIRE);
+      if (atomic_load(&c->drivers) && !atomic_load(&c->stop))
+        rk__wait_while_equal(&c->aside_seq, seq, ASIDE_NAP_NS);
       aside = true;
+      aside_since = rk__now_ns();
       continue;
     }
     unsigned did = pump(c) + forward_all(c);
@@ -1919,6 +1936,14 @@ static void *progress_main(void *arg) {
      * spinning progress thread would take the CPU it needs. */
     if (!aside && rk__now_ns() - idle_since < (uint64_t)c->spin_us * 1000u)
       continue;
+    if (aside && rk__now_ns() - aside_since < ASIDE_LINGER_NS &&
+        __atomic_load_n(&c->export_count, __ATOMIC_RELAXED) == 0 &&
+        !atomic_load(&c->nbridges)) {
+      const uint32_t seq = __atomic_load_n(&c->aside_seq, __ATOMIC_ACQUIRE);
+      if (!atomic_load(&c->drivers) && !atomic_load(&c->stop))
+        rk__wait_while_equal(&c->aside_seq, seq, ASIDE_NAP_NS);
+      continue;
+    }
     if (atomic_load(&c->in_flight) || atomic_load(&c->nbridges) ||
         atomic_load(&c->broken_any) || c->efd < 0) {
       struct timespec ts = {0, (long)nap_ns};
@@ -2358,7 +2383,9 @@ static void unlist_export(rk_cluster_t *c, export_t *e) {
   pthread_mutex_lock(&c->exports_mu);
   for (uint32_t i = 0; i < c->export_count; ++i)
     if (c->export_list[i] == e) {
-      c->export_list[i] = c->export_list[--c->export_count];
+      c->export_list[i] = c->export_list[c->export_count - 1];
+      /* Atomic: the progress thread looks at the count without the lock. */
+      __atomic_store_n(&c->export_count, c->export_count - 1, __ATOMIC_RELAXED);
       break;
     }
   pthread_mutex_unlock(&c->exports_mu);
@@ -2440,6 +2467,8 @@ void rk_cluster_destroy(rk_cluster_t *c) {
   }
   if (c->progress) {
     atomic_store(&c->stop, true);
+    __atomic_fetch_add(&c->aside_seq, 1u, __ATOMIC_RELEASE);
+    rk__wake_all(&c->aside_seq);
     c->u->ucp_worker_signal(c->worker);
     pthread_join(c->progress, NULL);
   }
@@ -2740,7 +2769,8 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
   /* Lock order: exports_mu, the worker's lock, c->mu, an export's or a
    * handle's mu. */
   pthread_mutex_lock(&c->exports_mu);
-  c->export_list[c->export_count++] = e;
+  c->export_list[c->export_count] = e;
+  __atomic_store_n(&c->export_count, c->export_count + 1, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&c->exports_mu);
   /* Its requests come through the progress thread, which spins after each
    * one: a worker spinning beside it on the same CPUs only delays both. */
@@ -2953,6 +2983,12 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
       pthread_mutex_lock(&h->mu);
     }
     atomic_fetch_sub(&c->drivers, 1);
+    /* Giving up driving without the answer: the progress thread takes
+     * over now, not at its next look. */
+    if (!ready(h, arg)) {
+      __atomic_fetch_add(&c->aside_seq, 1u, __ATOMIC_RELEASE);
+      rk__wake_all(&c->aside_seq);
+    }
   }
   for (;;) {
     if (ready(h, arg)) return RK_OK;
