@@ -44,6 +44,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2969,17 +2970,32 @@ typedef bool (*ready_fn)(rk_remote_actor_t *h, void *arg);
 /* Called with h->mu held; returns with it held. RK_OK when ready(), else
  * RK_ERR_TIMEOUT at the deadline or RK_ERR_INVALID_STATE (unless
  * ignore_stop) when the handle stops. Spins driving the worker first. */
+/* How long a wait drives the worker before it looks whether the machine
+ * is crowded (a remote call to a traditional actor is answered within
+ * it over TCP loopback). */
+#define HWAIT_CROWD_AFTER_NS 20000ull
+
 static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
                          uint64_t deadline) {
   rk_cluster_t *c = h->c;
-  uint64_t spin_end = rk__now_ns() + (uint64_t)c->spin_us * 1000u;
+  const uint64_t start = rk__now_ns();
+  uint64_t spin_end = start + (uint64_t)c->spin_us * 1000u;
   if (!ready(h, arg) && c->spin_us) {
     atomic_fetch_add(&c->drivers, 1);
-    while (!ready(h, arg) && !stopped(h) && rk__now_ns() < spin_end &&
-           rk__now_ns() < deadline) {
+    /* An answer that takes long (a persistent actor's worker on the
+     * owner's side must get a CPU) on a machine with more runnable
+     * threads than CPUs: the caller then yields as it drives, rather
+     * than hold its CPU for the whole spin. Looked at once per wait. */
+    int crowded = -1;
+    uint64_t now;
+    while (!ready(h, arg) && !stopped(h) && (now = rk__now_ns()) < spin_end &&
+           now < deadline) {
       pthread_mutex_unlock(&h->mu);
       pump(c);
       forward_all(c);
+      if (crowded < 0 && now - start >= HWAIT_CROWD_AFTER_NS)
+        crowded = rk__machine_crowded();
+      if (crowded == 1) sched_yield();
       pthread_mutex_lock(&h->mu);
     }
     atomic_fetch_sub(&c->drivers, 1);
