@@ -105,8 +105,9 @@ struct rk_actor {
   rk__relaunch_t *relaunch;
   rk__k2k_t *k2k; /* messages to and from other actors (k2k.c) */
 
-  uint32_t cpus;      /* allowed CPUs */
-  uint32_t park_idle; /* atomic: rk__actor_park_when_idle */
+  uint32_t cpus;        /* allowed CPUs */
+  uint32_t park_idle;   /* atomic: rk__actor_park_when_idle */
+  rk__idle_slot_t idle; /* rk__actor_offer_idle_work */
   /* Threads in a call or waiting in send/receive and not returned yet
    * (atomic): destroy waits for them, and they are who competes for the
    * CPUs with the device side (may_spin), which reads the count too. A
@@ -452,6 +453,7 @@ static rk_status_t map_rings(rk_actor_t *a, const rk_actor_options_t *o) {
   d->block = o->block;
   d->host_busy = &a->waiting;
   d->park_idle = &a->park_idle;
+  d->idle = &a->idle;
   d->cpus = a->cpus;
   d->cpu = o->cpu;
   RK_RETURN_IF_ERROR(rk__ring_init(d->in, o->input_capacity, in_slot));
@@ -2371,4 +2373,10 @@ const char *rk__actor_handler_name(const rk_actor_t *a) {
 rk_actor_mode_t rk__actor_mode(const rk_actor_t *a) { return a->mode; }
 void rk__actor_park_when_idle(rk_actor_t *a, bool on) {
   __atomic_store_n(&a->park_idle, on ? 1u : 0u, __ATOMIC_RELAXED);
+}
+bool rk__actor_offer_idle_work(rk_actor_t *a, rk__idle_work_t *work) {
+  return rk__idle_slot_offer(&a->idle, work);
+}
+void rk__actor_withdraw_idle_work(rk_actor_t *a, rk__idle_work_t *work) {
+  rk__idle_slot_withdraw(&a->idle, work);
 }

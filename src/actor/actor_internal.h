@@ -4,6 +4,7 @@
 #define RK_ACTOR_ACTOR_INTERNAL_H_
 
 #include "hal/actor_hal.h"
+#include "hal/actor_loop.h"
 #include "rk/actor.h"
 
 /* Launches a persistent-mode actor without starting a device side: the
@@ -113,5 +114,13 @@ rk_actor_mode_t rk__actor_mode(const rk_actor_t *actor);
  * thread that spins itself (a cluster's progress thread), where a spinning
  * worker only takes a CPU from it. */
 void rk__actor_park_when_idle(rk_actor_t *actor, bool on);
+
+/* Offers `work` to the actor's device side, which does it if it is a host
+ * thread (a CPU worker, a relaunch driver; a resident GPU kernel never
+ * does): see hal/actor_loop.h. False when other work is on offer. */
+bool rk__actor_offer_idle_work(rk_actor_t *actor, rk__idle_work_t *work);
+/* Withdraws `work` if it is on offer; returns once no call of it runs.
+ * Never from inside the work. */
+void rk__actor_withdraw_idle_work(rk_actor_t *actor, rk__idle_work_t *work);
 
 #endif /* RK_ACTOR_ACTOR_INTERNAL_H_ */

@@ -279,6 +279,7 @@ static void *driver_main(void *arg) {
                                  .spin_ns = r->spin_ns,
                                  .host_busy = r->dev.host_busy,
                                  .park_idle = r->dev.park_idle,
+                                 .idle = r->dev.idle,
                                  .cpus = r->dev.cpus,
                                  .batch = r->batch,
                                  .shared_consumer = true,

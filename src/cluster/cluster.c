@@ -12,7 +12,11 @@
  * in exported actors, the progress thread also takes the actors' responses
  * (rk_actor_receive_batch, without waiting), matches each to the request it
  * answers (a FIFO of routes, in the order the actor took them) and sends it
- * back as RESP.
+ * back as RESP. An exported actor whose device side is a host thread (a
+ * CPU worker) does that work itself while it would spin (drive_turn, as
+ * idle work: hal/actor_loop.h), and the progress thread stands aside: a
+ * request then reaches the worker, and its answer leaves, with no other
+ * thread woken or spinning.
  *
  * Answers (requester side). The RESP callback finds the handle by slot and
  * generation, merges the timestamp into the handle's clock, and copies the
@@ -139,6 +143,12 @@ typedef struct export_ {
   pending_req_t *ipending, *ipending_tail;
   unsigned char *buf; /* FORWARD_BATCH responses */
   _Atomic uint64_t forwarded, dropped_local;
+  /* Offered to the actor's worker (drive_turn): while idle it drives the
+   * worker, counted in the cluster's drivers while `driving`. One export
+   * of an actor holds the offer (`offered`, under c->mu). */
+  rk__idle_work_t idle;
+  atomic_bool driving;
+  bool offered;
 } export_t;
 
 typedef struct waiter {
@@ -292,9 +302,10 @@ struct rk_cluster {
   _Atomic uint64_t in_flight;
   bridge_t bridges[MAX_BRIDGES]; /* exports_mu */
   _Atomic uint32_t nbridges;
-  /* User threads driving the worker while they wait: the progress thread
-   * stands aside meanwhile, asleep on aside_seq (atomic), which a driver
-   * that gives up driving without its answer bumps and wakes. */
+  /* Threads driving the worker (user threads while they wait, exported
+   * actors' workers while idle): the progress thread stands aside
+   * meanwhile, asleep on aside_seq (atomic), which a driver that gives up
+   * driving bumps and wakes. */
   _Atomic uint32_t drivers;
   uint32_t aside_seq;
 
@@ -1890,6 +1901,74 @@ static void on_local_failed(rk_actor_t *actor, const char *why, void *user) {
   links_due(c);
 }
 
+/* ---- exported actors' workers drive the worker ------------------------- */
+
+static void wake_aside(rk_cluster_t *c) {
+  __atomic_fetch_add(&c->aside_seq, 1u, __ATOMIC_RELEASE);
+  rk__wake_all(&c->aside_seq);
+}
+
+/* An idle turn of an exported actor's worker (rk__idle_work_t): the
+ * worker's progress, the outbox and every export's answers, as a driver
+ * (the progress thread stands aside). Not tell_links: it may fault or
+ * restart actors through their supervisors, this one included, which
+ * cannot be done from its own worker; the progress thread does that,
+ * woken for it. */
+static unsigned drive_turn(void *user) {
+  export_t *e = user;
+  rk_cluster_t *c = e->c;
+  if (!atomic_exchange(&e->driving, true)) atomic_fetch_add(&c->drivers, 1);
+  unsigned n = c->u->ucp_worker_progress(c->worker);
+  outbox_drain(c);
+  fail_broken(c);
+  n += forward_all(c);
+  if (atomic_load_explicit(&c->links_due, memory_order_relaxed)) wake_aside(c);
+  return n;
+}
+
+/* The worker stops turning (it parks or stops), or the export goes: the
+ * progress thread takes over now. */
+static void drive_leave(void *user) {
+  export_t *e = user;
+  if (atomic_exchange(&e->driving, false)) {
+    atomic_fetch_sub(&e->c->drivers, 1);
+    wake_aside(e->c);
+  }
+}
+
+/* Called with c->mu held: offers e's turns to its actor's worker, unless
+ * the actor has work on offer already (another export of it, here or in
+ * another cluster). */
+static void offer_drive(export_t *e) {
+  e->idle.turn = drive_turn;
+  e->idle.leave = drive_leave;
+  e->idle.user = e;
+  e->offered = rk__actor_offer_idle_work(e->actor, &e->idle);
+}
+
+/* e, taken out of c->exports: once it returns, the actor's worker does no
+ * more turns for e, and another export of the actor here, if any, takes
+ * the offer over. Never with a cluster lock held: a turn in progress takes
+ * them. */
+static void withdraw_drive(rk_cluster_t *c, export_t *e) {
+  pthread_mutex_lock(&c->mu);
+  const bool offered = e->offered;
+  e->offered = false;
+  pthread_mutex_unlock(&c->mu);
+  if (!offered) return;
+  rk__actor_withdraw_idle_work(e->actor, &e->idle);
+  drive_leave(e);
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; i < MAX_EXPORTS; ++i) {
+    export_t *o = c->exports[i];
+    if (o && o->actor == e->actor && !o->offered) {
+      offer_drive(o);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
+}
+
 /* ---- the progress thread ----------------------------------------------- */
 
 /* Drives the worker and the exports. Spins for spin_us after the last
@@ -1917,6 +1996,10 @@ static void *progress_main(void *arg) {
   bool aside = false;
   while (!atomic_load(&c->stop)) {
     if (atomic_load_explicit(&c->drivers, memory_order_relaxed)) {
+      /* What an actor's worker leaves to this thread (drive_turn). */
+      if (atomic_load_explicit(&c->links_due, memory_order_relaxed) &&
+          atomic_exchange(&c->links_due, false))
+        tell_links(c);
       /* Asleep until the driver gives up or a millisecond passes. */
       const uint32_t seq = __atomic_load_n(&c->aside_seq, __ATOMIC_ACQUIRE);
       if (atomic_load(&c->drivers) && !atomic_load(&c->stop))
@@ -2466,10 +2549,20 @@ void rk_cluster_destroy(rk_cluster_t *c) {
       (void)post(c, p, RK_AM_BYE, NULL, 0, &b, sizeof b, false);
     }
   }
+  /* The exports' workers stop driving before the worker goes. */
+  export_t *gone[MAX_EXPORTS];
+  pthread_mutex_lock(&c->mu);
+  memcpy(gone, c->exports, sizeof gone);
+  memset(c->exports, 0, sizeof c->exports);
+  pthread_mutex_unlock(&c->mu);
+  for (uint32_t i = 0; i < MAX_EXPORTS; ++i)
+    if (gone[i]) withdraw_drive(c, gone[i]);
+  pthread_mutex_lock(&c->mu);
+  memcpy(c->exports, gone, sizeof gone); /* freed below */
+  pthread_mutex_unlock(&c->mu);
   if (c->progress) {
     atomic_store(&c->stop, true);
-    __atomic_fetch_add(&c->aside_seq, 1u, __ATOMIC_RELEASE);
-    rk__wake_all(&c->aside_seq);
+    wake_aside(c);
     c->u->ucp_worker_signal(c->worker);
     pthread_join(c->progress, NULL);
   }
@@ -2774,8 +2867,14 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
   __atomic_store_n(&c->export_count, c->export_count + 1, __ATOMIC_RELAXED);
   pthread_mutex_unlock(&c->exports_mu);
   /* Its requests come through the progress thread, which spins after each
-   * one: a worker spinning beside it on the same CPUs only delays both. */
+   * one: a worker spinning beside it on the same CPUs only delays both --
+   * unless the worker drives the transport itself while idle (a CPU
+   * worker takes the offer; then it spins, and the progress thread stands
+   * aside). */
   rk__actor_park_when_idle(actor, true);
+  pthread_mutex_lock(&c->mu);
+  if (c->exports[slot] == e) offer_drive(e);
+  pthread_mutex_unlock(&c->mu);
   return RK_OK;
 }
 
@@ -2791,6 +2890,7 @@ rk_status_t rk_cluster_unexport(rk_cluster_t *c, const char *name) {
   if (!e)
     return rk__fail(RK_ERR_NOT_FOUND, "cluster: nothing is exported as '%s'",
                     name);
+  withdraw_drive(c, e);
   unlist_export(c, e);
   pthread_mutex_lock(&c->links_mu);
   for (uint32_t i = 0; i < c->ninlinks;)
@@ -3001,10 +3101,7 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
     atomic_fetch_sub(&c->drivers, 1);
     /* Giving up driving without the answer: the progress thread takes
      * over now, not at its next look. */
-    if (!ready(h, arg)) {
-      __atomic_fetch_add(&c->aside_seq, 1u, __ATOMIC_RELEASE);
-      rk__wake_all(&c->aside_seq);
-    }
+    if (!ready(h, arg)) wake_aside(c);
   }
   for (;;) {
     if (ready(h, arg)) return RK_OK;

@@ -1,6 +1,7 @@
 /* The host-thread device side of persistent actors (see actor_loop.h). */
 #include "hal/actor_loop.h"
 
+#include <sched.h>
 #include <stdio.h>
 
 #include "base/hlc.h"
@@ -15,6 +16,9 @@ enum { kCountAfterNs = 2000 };
 /* How often a lasting idle spell looks again whether the machine has more
  * runnable threads than CPUs (a read of /proc/loadavg, a few us). */
 enum { kCrowdEveryNs = 20000 };
+/* The same for a loop that drives for others (idle work): it yields while
+ * the machine is crowded instead of parking. */
+enum { kDriverCrowdEveryNs = 100000 };
 
 /* The run state as the host sees it, written only when it changes. */
 static void set_run_state(rk_abi_control_t *c, uint32_t *cached,
@@ -104,14 +108,80 @@ uint64_t rk__actor_spin_ns(bool device_on_host_cpus) {
   return (uint64_t)spin_us * 1000u;
 }
 
-/* Hands up to one batch to the handler; false when the output ring is full
- * (then waits up to a millisecond for space, so the control block is
- * looked at again soon). */
+/* ---- Idle work ------------------------------------------------------------
+ */
+
+bool rk__idle_slot_offer(rk__idle_slot_t *slot, rk__idle_work_t *work) {
+  rk__idle_work_t *none = NULL;
+  return __atomic_compare_exchange_n(&slot->work, &none, work, false,
+                                     __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+void rk__idle_slot_withdraw(rk__idle_slot_t *slot, rk__idle_work_t *work) {
+  if (!__atomic_compare_exchange_n(&slot->work, &work, NULL, false,
+                                   __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+    return;
+  /* Sequentially consistent on both sides: either the loop's read of
+   * `work` after it set `busy` sees NULL, or this read sees `busy`. */
+  while (__atomic_load_n(&slot->busy, __ATOMIC_SEQ_CST)) sched_yield();
+}
+
+static bool idle_offered(const rk__actor_loop_t *l) {
+  return l->idle && __atomic_load_n(&l->idle->work, __ATOMIC_RELAXED);
+}
+
+/* One turn of the idle work, if any is on offer (`leave`: its leave
+ * instead). Returns the turn's count. */
+static unsigned idle_call(const rk__actor_loop_t *l, bool leave) {
+  if (!idle_offered(l)) return 0;
+  __atomic_store_n(&l->idle->busy, 1u, __ATOMIC_SEQ_CST);
+  rk__idle_work_t *w = __atomic_load_n(&l->idle->work, __ATOMIC_SEQ_CST);
+  unsigned n = 0;
+  if (w) {
+    if (!leave)
+      n = w->turn(w->user);
+    else if (w->leave)
+      w->leave(w->user);
+  }
+  __atomic_store_n(&l->idle->busy, 0u, __ATOMIC_RELEASE);
+  return n;
+}
+
+static unsigned idle_turn(const rk__actor_loop_t *l, bool *turned) {
+  if (!idle_offered(l)) return 0;
+  *turned = true;
+  return idle_call(l, false);
+}
+
+static void idle_leave(const rk__actor_loop_t *l, bool *turned) {
+  if (!*turned) return;
+  *turned = false;
+  (void)idle_call(l, true);
+}
+
+/* Hands up to one batch to the handler. When the output ring is full it
+ * does a turn of the idle work if there is some (it may be what takes the
+ * answers away), else waits up to a millisecond for space, so the control
+ * block is looked at again soon. */
 static void handle_some(const rk__actor_loop_t *l, rk__ring_end_t *in,
-                        rk__ring_end_t *out, uint64_t avail) {
+                        rk__ring_end_t *out, uint64_t avail, bool *turned) {
   uint32_t n = avail < l->batch ? (uint32_t)avail : l->batch;
-  if (l->handle(l->ctx, in, out, n) == 0)
+  if (l->handle(l->ctx, in, out, n) != 0) return;
+  if (idle_offered(l))
+    (void)idle_turn(l, turned);
+  else
     rk__ring_wait_space(out->hdr, out->own, rk__now_ns() + 1000000u);
+}
+
+/* Parks until a request or a kick changes the input ring's sequence from
+ * `seq`. It also looks at the inbox after announcing itself: a sender
+ * signals the input ring after it publishes there. */
+static void park(const rk__actor_loop_t *l, rk__ring_end_t *in, uint32_t seq) {
+  if (l->inbox_ready)
+    rk__ring_wait_data_since_or(in->hdr, in->own, seq, 0, l->inbox_ready,
+                                l->ctx);
+  else
+    rk__ring_wait_data_since(in->hdr, in->own, seq, 0);
 }
 
 void rk__actor_loop_run(const rk__actor_loop_t *l) {
@@ -124,9 +194,10 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
   if (l->shared_consumer) in.marks = false;
   uint32_t run_state = RK_ABI_RUN_STARTING;
   uint64_t idle_since = 0;
-  bool spin_ok = true, counted = false;
+  bool spin_ok = true, counted = false, crowded = false;
   uint64_t crowd_check = 0; /* when the machine's crowding was last read */
   bool stop_locked = false;
+  bool turned = false; /* the idle work turned since the loop last parked */
   for (;;) {
     /* Read before the control block: a request the host makes after this
      * read changes the sequence, so the waits below cannot miss it. */
@@ -135,7 +206,10 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
     /* Asked to step aside (abi/actor_abi.h; the host relaunches the
      * device side where this one left): nothing in hand, no stop to
      * report. */
-    if (terminate == RK_ABI_TERMINATE_PARK) return;
+    if (terminate == RK_ABI_TERMINATE_PARK) {
+      idle_leave(l, &turned);
+      return;
+    }
     if (terminate == RK_ABI_TERMINATE_NOW) {
       /* A restart: the queued requests are the next device side's. Stop
        * holding the consumer role, so nobody takes one after `terminated`
@@ -162,10 +236,11 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
         if (!stop_locked) l->stop_unlock(l->ctx);
       }
       if (avail == 0) break;
-      handle_some(l, &in, &out, avail);
+      handle_some(l, &in, &out, avail, &turned);
       continue;
     }
     if (!LOAD_ACQUIRE(&c->active)) {
+      idle_leave(l, &turned);
       set_run_state(c, &run_state, RK_ABI_RUN_IDLE);
       /* Wait for a kick (activate, terminate): pass the current tail so
        * queued requests do not count as news. */
@@ -177,13 +252,40 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
     /* The host's requests, then messages from other actors: neither
      * starves the other (one batch of each per turn), and a request that
      * finds the worker idle is answered before the inbox is looked at. */
-    if (avail) handle_some(l, &in, &out, avail);
+    if (avail) handle_some(l, &in, &out, avail, &turned);
     const uint32_t got = l->inbox ? l->inbox(l->ctx, l->batch) : 0;
-    if (avail || got) {
+    /* The idle work on every pass, busy or not: it may be what brings the
+     * requests and takes the answers away. */
+    const unsigned worked = idle_turn(l, &turned);
+    if (avail || got || worked) {
       idle_since = 0;
       continue;
     }
     uint64_t now = rk__now_ns();
+    if (idle_offered(l)) {
+      /* It drives for others (the idle work): it stays the driver until
+       * spin_ns passes without activity, yielding its CPU on each turn
+       * while the machine has more runnable threads than CPUs (as a
+       * cluster's caller does while it drives), rather than park and
+       * leave the work to a thread that must be woken for it. */
+      if (!idle_since) {
+        idle_since = now;
+        crowd_check = now;
+        crowded = false;
+      }
+      if (now - idle_since < l->spin_ns) {
+        if (now - crowd_check >= kDriverCrowdEveryNs) {
+          crowd_check = now;
+          crowded = rk__machine_crowded();
+        }
+        if (crowded) sched_yield();
+        continue;
+      }
+      idle_since = 0;
+      idle_leave(l, &turned);
+      park(l, &in, seq);
+      continue;
+    }
     if (!idle_since) {
       idle_since = now;
       spin_ok =
@@ -216,15 +318,11 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
         rk__cpu_relax();
       continue;
     }
-    /* Parked, it also looks at the inbox after announcing itself: a
-     * sender signals the input ring after it publishes there. */
-    if (l->inbox_ready)
-      rk__ring_wait_data_since_or(in.hdr, in.own, seq, 0, l->inbox_ready,
-                                  l->ctx);
-    else
-      rk__ring_wait_data_since(in.hdr, in.own, seq, 0);
+    idle_leave(l, &turned);
+    park(l, &in, seq);
     idle_since = 0;
   }
+  idle_leave(l, &turned);
   set_run_state(c, &run_state, RK_ABI_RUN_STOPPED);
   STORE_RELEASE(&c->terminated, 1u);
   if (stop_locked) l->stop_unlock(l->ctx);

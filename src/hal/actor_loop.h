@@ -27,6 +27,35 @@
 typedef uint32_t (*rk__actor_batch_fn)(void *ctx, rk__ring_end_t *in,
                                        rk__ring_end_t *out, uint32_t n);
 
+/* Work a host-thread device side does in place of spinning while it
+ * waits: a cluster drives its transport from the worker of an actor it
+ * exports (cluster/cluster.c), so that the requests reach the worker and
+ * its answers leave without a second spinning thread. `turn` runs once per
+ * turn of the loop while the actor is active and returns how much it did
+ * (nonzero counts as activity: the spin goes on); `leave` runs once when
+ * the loop stops turning (it parks or stops) after at least one turn. */
+typedef struct rk__idle_work {
+  unsigned (*turn)(void *user);
+  void (*leave)(void *user);
+  void *user;
+} rk__idle_work_t;
+
+/* Where an actor offers its device side idle work, one at a time. The
+ * loop sets `busy`, then reads `work` (both sequentially consistent) and
+ * clears `busy` after the call; a withdrawal takes `work` away, then waits
+ * while `busy` is set, so once it returns no call of the work runs or
+ * starts. */
+typedef struct rk__idle_slot {
+  rk__idle_work_t *work; /* atomic */
+  uint32_t busy;         /* atomic */
+} rk__idle_slot_t;
+
+/* Offers `work`; false (nothing done) when other work is on offer. */
+bool rk__idle_slot_offer(rk__idle_slot_t *slot, rk__idle_work_t *work);
+/* Withdraws `work` if it is on offer and waits for a running call of it to
+ * return. Never call it from inside the work. */
+void rk__idle_slot_withdraw(rk__idle_slot_t *slot, rk__idle_work_t *work);
+
 typedef struct rk__actor_loop {
   rk_abi_control_t *control;
   rk_abi_ring_t *in, *out;
@@ -60,6 +89,11 @@ typedef struct rk__actor_loop {
    * (rk__ring_wait_data_since_or), so it wakes for them too. */
   uint32_t (*inbox)(void *ctx, uint32_t max);
   bool (*inbox_ready)(void *ctx);
+  /* Optional (NULL: none): idle work on offer. While there is some, the
+   * loop does a turn of it on every pass while active, instead of the
+   * bare spin, even when `park_idle` is set, and parks as usual once
+   * `spin_ns` passes without activity (its own or the work's). */
+  rk__idle_slot_t *idle;
 } rk__actor_loop_t;
 
 void rk__actor_loop_run(const rk__actor_loop_t *loop);

@@ -120,6 +120,9 @@ typedef struct rk__actor_device {
   /* Nonzero (atomic; NULL: never): park as soon as the input ring is empty
    * instead of spinning (rk__actor_park_when_idle). */
   const uint32_t *park_idle;
+  /* Idle work on offer to a device side that is a host thread
+   * (rk__actor_offer_idle_work; hal/actor_loop.h); NULL: none. */
+  struct rk__idle_slot *idle;
   /* Messages to and from other actors (actor/k2k_internal.h); NULL for an
    * actor that has none yet. */
   struct rk__k2k *k2k;

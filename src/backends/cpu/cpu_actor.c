@@ -193,6 +193,7 @@ static void *worker_main(void *arg) {
                                  .spin_ns = w->spin_ns,
                                  .host_busy = w->dev.host_busy,
                                  .park_idle = w->dev.park_idle,
+                                 .idle = w->dev.idle,
                                  .cpus = w->dev.cpus,
                                  .batch = kBatch,
                                  .handle = handle_batch,
