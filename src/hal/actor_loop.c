@@ -126,8 +126,11 @@ void rk__idle_slot_withdraw(rk__idle_slot_t *slot, rk__idle_work_t *work) {
   while (__atomic_load_n(&slot->busy, __ATOMIC_SEQ_CST)) sched_yield();
 }
 
+/* A loop that may not spin (spin_ns 0: one CPU, or RK_ACTOR_SPIN_US=0)
+ * takes no idle work: driving for others is spinning. */
 static bool idle_offered(const rk__actor_loop_t *l) {
-  return l->idle && __atomic_load_n(&l->idle->work, __ATOMIC_RELAXED);
+  return l->idle && l->spin_ns &&
+         __atomic_load_n(&l->idle->work, __ATOMIC_RELAXED);
 }
 
 /* One turn of the idle work, if any is on offer (`leave`: its leave

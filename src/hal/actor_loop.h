@@ -92,7 +92,8 @@ typedef struct rk__actor_loop {
   /* Optional (NULL: none): idle work on offer. While there is some, the
    * loop does a turn of it on every pass while active, instead of the
    * bare spin, even when `park_idle` is set, and parks as usual once
-   * `spin_ns` passes without activity (its own or the work's). */
+   * `spin_ns` passes without activity (its own or the work's). With
+   * `spin_ns` 0 it takes none. */
   rk__idle_slot_t *idle;
 } rk__actor_loop_t;
 

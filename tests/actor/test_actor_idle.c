@@ -38,8 +38,8 @@ static unsigned count_turn(void *user) {
   counter_work_t *w = user;
   __atomic_store_n(&w->in_call, 1u, __ATOMIC_RELAXED);
   __atomic_fetch_add(&w->turns, 1u, __ATOMIC_RELAXED);
-  unsigned did = rk__now_ns() < __atomic_load_n(&w->busy_until,
-                                                __ATOMIC_RELAXED);
+  unsigned did =
+      rk__now_ns() < __atomic_load_n(&w->busy_until, __ATOMIC_RELAXED);
   if (w->drain) {
     int_msg_t r;
     rk_actor_message_t info;
@@ -133,8 +133,7 @@ static void test_turns_and_parks(rk_context_t *ctx) {
   CHECK_OK(rk_actor_call(a, &q, sizeof q, &r, sizeof r, 5 * kSec, NULL));
   sleep_ns(40000000u);
   CHECK(leaves(&w) == before, "it did not park while the work was busy");
-  for (int i = 0; i < 2000 && leaves(&w) == before; ++i)
-    sleep_ns(1000000u);
+  for (int i = 0; i < 2000 && leaves(&w) == before; ++i) sleep_ns(1000000u);
   CHECK(leaves(&w) == before + 1, "parked once the work went quiet");
   /* Withdrawn: no call runs once that returns, and none starts. */
   q.v = 30;
@@ -180,8 +179,7 @@ static void test_turns_when_full(rk_context_t *ctx) {
   o.input_capacity = 64;
   o.output_capacity = 4;
   rk_actor_t *a = NULL;
-  if (!CHECK_OK(rk_actor_launch(ctx, kAddOneSource, "add_one", &o, &a)))
-    return;
+  if (!CHECK_OK(rk_actor_launch(ctx, kAddOneSource, "add_one", &o, &a))) return;
   counter_work_t w;
   work_init(&w);
   w.drain = a;
