@@ -1918,10 +1918,13 @@ static unsigned drive_turn(void *user) {
   export_t *e = user;
   rk_cluster_t *c = e->c;
   if (!atomic_exchange(&e->driving, true)) atomic_fetch_add(&c->drivers, 1);
-  unsigned n = c->u->ucp_worker_progress(c->worker);
+  /* Answers first: the loop has just run the handler, and the answer
+   * should not wait for a turn of the worker (a system call per turn where
+   * UCX polls a TCP interface). */
+  unsigned n = forward_all(c);
+  n += c->u->ucp_worker_progress(c->worker);
   outbox_drain(c);
   fail_broken(c);
-  n += forward_all(c);
   if (atomic_load_explicit(&c->links_due, memory_order_relaxed)) wake_aside(c);
   return n;
 }
