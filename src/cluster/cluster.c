@@ -341,9 +341,24 @@ struct rk_cluster {
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static uint64_t deadline_after(uint64_t timeout_ns) {
-  uint64_t now = rk__now_ns();
+static uint64_t deadline_at(uint64_t now, uint64_t timeout_ns) {
   return timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
+}
+
+static uint64_t deadline_after(uint64_t timeout_ns) {
+  return deadline_at(rk__now_ns(), timeout_ns);
+}
+
+/* A timeout whose deadline is read from the clock only when a wait needs
+ * it (a send with credit, a receive with an answer there, read no clock). */
+typedef struct wait_limit {
+  uint64_t timeout_ns;
+  uint64_t deadline; /* 0: not yet */
+} wait_limit_t;
+
+static wait_limit_t limit_lazy(uint64_t timeout_ns) {
+  wait_limit_t l = {timeout_ns, 0};
+  return l;
 }
 
 static void cond_init(pthread_cond_t *cv) { rk__cond_init_monotonic(cv); }
@@ -1508,14 +1523,21 @@ static unsigned forward_once(export_t *e) {
   (void)rk_actor_receive_batch(e->actor, e->buf,
                                FORWARD_BATCH * e->response_size, FORWARD_BATCH,
                                0, info, &got);
+  /* The routes of the whole batch under one lock, then the sends. */
+  route_t routes[FORWARD_BATCH];
+  uint64_t stamps[FORWARD_BATCH];
+  if (got) pthread_mutex_lock(&e->mu);
   for (size_t i = 0; i < got; ++i) {
-    route_t r = {0};
-    pthread_mutex_lock(&e->mu);
-    bool mine = route_take(e, info[i].correlation_id, &r);
-    uint64_t ts =
-        mine ? rk__hlc_merge(&rk__hlc_host.value, info[i].timestamp) : 0;
-    pthread_mutex_unlock(&e->mu);
-    if (!mine) {
+    routes[i].done = !route_take(e, info[i].correlation_id, &routes[i]);
+    stamps[i] = routes[i].done
+                    ? 0
+                    : rk__hlc_merge(&rk__hlc_host.value, info[i].timestamp);
+  }
+  if (got) pthread_mutex_unlock(&e->mu);
+  for (size_t i = 0; i < got; ++i) {
+    const route_t r = routes[i];
+    const uint64_t ts = stamps[i];
+    if (r.done) { /* not ours: no route */
       e->dropped_local++;
       continue;
     }
@@ -1567,7 +1589,7 @@ static unsigned forward_once(export_t *e) {
 }
 
 static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
-                                size_t size, uint64_t deadline,
+                                size_t size, wait_limit_t *limit,
                                 uint64_t *out_id, waiter_t *w);
 static bool stopped(const rk_remote_actor_t *h);
 static void drop_bridges(rk_cluster_t *c, const rk_remote_actor_t *h);
@@ -1586,9 +1608,9 @@ static unsigned bridge_once(bridge_t *b) {
     pthread_mutex_unlock(&h->mu);
     if (!room) break;
     char *saved = rk__error_save();
-    const rk_status_t s =
-        post_request(h, rk__k2k_inbox_payload(b->k, sent), h->request_size,
-                     deadline_after(0), NULL, NULL);
+    wait_limit_t now = limit_lazy(0);
+    const rk_status_t s = post_request(h, rk__k2k_inbox_payload(b->k, sent),
+                                       h->request_size, &now, NULL, NULL);
     rk__error_restore(saved);
     if (s != RK_OK) break;
     sent++;
@@ -3079,11 +3101,14 @@ typedef bool (*ready_fn)(rk_remote_actor_t *h, void *arg);
 #define HWAIT_CROWD_AFTER_NS 20000ull
 
 static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
-                         uint64_t deadline) {
+                         wait_limit_t *limit) {
   rk_cluster_t *c = h->c;
+  if (ready(h, arg)) return RK_OK;
   const uint64_t start = rk__now_ns();
+  if (!limit->deadline) limit->deadline = deadline_at(start, limit->timeout_ns);
+  const uint64_t deadline = limit->deadline;
   uint64_t spin_end = start + (uint64_t)c->spin_us * 1000u;
-  if (!ready(h, arg) && c->spin_us) {
+  if (c->spin_us) {
     atomic_fetch_add(&c->drivers, 1);
     /* An answer that takes long (a persistent actor's worker on the
      * owner's side must get a CPU) on a machine with more runnable
@@ -3120,7 +3145,7 @@ static bool has_credit(rk_remote_actor_t *h, void *arg) {
 }
 
 static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
-                                size_t size, uint64_t deadline,
+                                size_t size, wait_limit_t *limit,
                                 uint64_t *out_id, waiter_t *w) {
   rk_cluster_t *c = h->c;
   if (size != h->request_size)
@@ -3134,7 +3159,7 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
     pthread_mutex_unlock(&h->mu);
     return s;
   }
-  rk_status_t s = hwait(h, has_credit, NULL, deadline);
+  rk_status_t s = hwait(h, has_credit, NULL, limit);
   if (s != RK_OK) {
     if (s == RK_ERR_TIMEOUT)
       s = rk__fail(RK_ERR_QUEUE_FULL,
@@ -3188,8 +3213,8 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
 rk_status_t rk_remote_actor_send(rk_remote_actor_t *h, const void *request,
                                  size_t size, uint64_t timeout_ns,
                                  uint64_t *out_id) {
-  return post_request(h, request, size, deadline_after(timeout_ns), out_id,
-                      NULL);
+  wait_limit_t limit = limit_lazy(timeout_ns);
+  return post_request(h, request, size, &limit, out_id, NULL);
 }
 
 static rk_status_t answer_status(rk_status_t s, const rk_actor_message_t *info,
@@ -3224,7 +3249,8 @@ rk_status_t rk_remote_actor_receive(rk_remote_actor_t *h, void *response,
     s = h->rq ? RK_OK
               : (stopped(h) ? RK_ERR_INVALID_STATE : RK_ERR_QUEUE_EMPTY);
   } else {
-    s = hwait(h, has_answer, NULL, deadline_after(timeout_ns));
+    wait_limit_t limit = limit_lazy(timeout_ns);
+    s = hwait(h, has_answer, NULL, &limit);
   }
   if (s != RK_OK) {
     if (s == RK_ERR_INVALID_STATE)
@@ -3268,15 +3294,15 @@ rk_status_t rk_remote_actor_call(rk_remote_actor_t *h, const void *request,
                     "remote actor: capacity %zu is less than the response "
                     "size %zu",
                     capacity, h->response_size);
-  uint64_t deadline = deadline_after(timeout_ns);
+  /* From the call's start: the send's wait and the answer's share it. */
+  wait_limit_t limit = {timeout_ns, deadline_after(timeout_ns)};
   waiter_t w;
   memset(&w, 0, sizeof w);
   w.buffer = response;
   w.capacity = capacity;
-  RK_RETURN_IF_ERROR(
-      post_request(h, request, request_size, deadline, NULL, &w));
+  RK_RETURN_IF_ERROR(post_request(h, request, request_size, &limit, NULL, &w));
   pthread_mutex_lock(&h->mu);
-  rk_status_t s = hwait(h, waiter_done, &w, deadline);
+  rk_status_t s = hwait(h, waiter_done, &w, &limit);
   waiter_t **pp = &h->waiters;
   while (*pp != &w) pp = &(*pp)->next;
   *pp = w.next;
