@@ -308,6 +308,12 @@ struct rk_cluster {
    * driving bumps and wakes. */
   _Atomic uint32_t drivers;
   uint32_t aside_seq;
+  /* User threads asleep waiting for an answer (hwait), which only the
+   * progress thread will bring: it does not linger aside meanwhile. */
+  _Atomic uint32_t sleepers;
+  /* User threads asleep on the worker's event descriptor (hwait, as
+   * drivers): whoever hands them an answer signals the worker. */
+  _Atomic uint32_t efd_sleepers;
 
   pthread_t progress;
   atomic_bool stop;
@@ -778,6 +784,15 @@ static void tell_links(rk_cluster_t *c) {
   pthread_mutex_unlock(&c->links_mu);
 }
 
+/* Wakes the threads waiting on h (called with h->mu held): those asleep
+ * on its condition variable, and those asleep on the worker's event
+ * descriptor (hwait). */
+static void wake_handle(rk_cluster_t *c, rk_remote_actor_t *h) {
+  pthread_cond_broadcast(&h->cv);
+  if (atomic_load_explicit(&c->efd_sleepers, memory_order_relaxed))
+    c->u->ucp_worker_signal(c->worker);
+}
+
 /* Called with c->mu held: every handle to peer `index` stops. */
 static void stop_handles_of(rk_cluster_t *c, uint32_t index,
                             rk_actor_state_t state, const char *cause) {
@@ -790,7 +805,7 @@ static void stop_handles_of(rk_cluster_t *c, uint32_t index,
       copy_name(h->cause, sizeof h->cause, cause);
       atomic_store(&h->state, (int)state);
     }
-    pthread_cond_broadcast(&h->cv);
+    wake_handle(c, h);
     pthread_mutex_unlock(&h->mu);
   }
 }
@@ -1801,7 +1816,7 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
     }
   }
   const bool failed = atomic_load(&h->state) == RK_ACTOR_FAILED;
-  pthread_cond_broadcast(&h->cv);
+  wake_handle(c, h);
   pthread_mutex_unlock(&h->mu);
   if (failed && !answered) links_due(c);
 }
@@ -2047,7 +2062,7 @@ static void *progress_main(void *arg) {
       continue;
     if (aside && rk__now_ns() - aside_since < ASIDE_LINGER_NS &&
         __atomic_load_n(&c->export_count, __ATOMIC_RELAXED) == 0 &&
-        !atomic_load(&c->nbridges)) {
+        !atomic_load(&c->nbridges) && !atomic_load(&c->sleepers)) {
       const uint32_t seq = __atomic_load_n(&c->aside_seq, __ATOMIC_ACQUIRE);
       if (!atomic_load(&c->drivers) && !atomic_load(&c->stop))
         rk__wait_while_equal(&c->aside_seq, seq, ASIDE_NAP_NS);
@@ -3100,6 +3115,28 @@ typedef bool (*ready_fn)(rk_remote_actor_t *h, void *arg);
  * it over TCP loopback). */
 #define HWAIT_CROWD_AFTER_NS 20000ull
 
+/* The longest a waiting caller sleeps on the worker's event descriptor
+ * before it looks again (a wake-up it was not sent costs at most this). */
+#define HWAIT_POLL_CAP_NS 1000000ull
+
+/* One sleep of a waiting caller on the worker's event descriptor (armed
+ * first; nothing to sleep for when UCX has work waiting or the cluster has
+ * sends or faults to handle), then a turn of the worker. Never with a lock
+ * held. */
+static void sleep_on_worker(rk_cluster_t *c, uint64_t deadline) {
+  if (c->u->ucp_worker_arm(c->worker) == UCS_OK && !atomic_load(&c->out_any) &&
+      !atomic_load(&c->links_due) && !atomic_load(&c->broken_any)) {
+    const uint64_t now = rk__now_ns();
+    uint64_t left = deadline > now ? deadline - now : 0;
+    if (left > HWAIT_POLL_CAP_NS) left = HWAIT_POLL_CAP_NS;
+    struct timespec ts = {0, (long)left};
+    struct pollfd pfd = {.fd = c->efd, .events = POLLIN};
+    (void)ppoll(&pfd, 1, &ts, NULL);
+  }
+  pump(c);
+  forward_all(c);
+}
+
 static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
                          wait_limit_t *limit) {
   rk_cluster_t *c = h->c;
@@ -3107,36 +3144,65 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
   const uint64_t start = rk__now_ns();
   if (!limit->deadline) limit->deadline = deadline_at(start, limit->timeout_ns);
   const uint64_t deadline = limit->deadline;
-  uint64_t spin_end = start + (uint64_t)c->spin_us * 1000u;
-  if (c->spin_us) {
-    atomic_fetch_add(&c->drivers, 1);
-    /* An answer that takes long (a persistent actor's worker on the
-     * owner's side must get a CPU) on a machine with more runnable
-     * threads than CPUs: the caller then yields as it drives, rather
-     * than hold its CPU for the whole spin. Looked at once per wait. */
-    int crowded = -1;
-    uint64_t now;
-    while (!ready(h, arg) && !stopped(h) && (now = rk__now_ns()) < spin_end &&
-           now < deadline) {
+  const uint64_t spin_end = start + (uint64_t)c->spin_us * 1000u;
+  atomic_fetch_add(&c->drivers, 1);
+  /* An answer that takes long (a persistent actor's worker on the owner's
+   * side must get a CPU) on a machine with more runnable threads than
+   * CPUs: the caller then yields as it drives, rather than hold its CPU
+   * for the whole spin. Looked at once per wait. */
+  int crowded = -1;
+  uint64_t now;
+  while (c->spin_us && !ready(h, arg) && !stopped(h) &&
+         (now = rk__now_ns()) < spin_end && now < deadline) {
+    pthread_mutex_unlock(&h->mu);
+    pump(c);
+    forward_all(c);
+    if (crowded < 0 && now - start >= HWAIT_CROWD_AFTER_NS)
+      crowded = rk__machine_crowded();
+    if (crowded == 1) sched_yield();
+    pthread_mutex_lock(&h->mu);
+  }
+  /* Then asleep on the worker's event descriptor, still a driver: the
+   * answer's arrival wakes this thread itself, not the progress thread
+   * that would then have to wake it. Not while requests are in this
+   * process's exported actors or bridges wait (their answers and messages
+   * signal no descriptor: the progress thread looks after them). */
+  if (c->efd >= 0) {
+    atomic_fetch_add(&c->efd_sleepers, 1);
+    while (!ready(h, arg) && !stopped(h) && rk__now_ns() < deadline &&
+           !atomic_load(&c->in_flight) && !atomic_load(&c->nbridges)) {
       pthread_mutex_unlock(&h->mu);
-      pump(c);
-      forward_all(c);
-      if (crowded < 0 && now - start >= HWAIT_CROWD_AFTER_NS)
-        crowded = rk__machine_crowded();
-      if (crowded == 1) sched_yield();
+      sleep_on_worker(c, deadline);
       pthread_mutex_lock(&h->mu);
     }
-    atomic_fetch_sub(&c->drivers, 1);
-    /* Giving up driving without the answer: the progress thread takes
-     * over now, not at its next look. */
-    if (!ready(h, arg)) wake_aside(c);
+    atomic_fetch_sub(&c->efd_sleepers, 1);
   }
+  /* Giving up driving without the answer: the progress thread takes over
+   * now, not at its next look, and does not linger aside while this
+   * thread sleeps (counted before it stops driving). */
+  const bool answered = ready(h, arg);
+  if (!answered) atomic_fetch_add(&c->sleepers, 1);
+  atomic_fetch_sub(&c->drivers, 1);
+  if (answered) return RK_OK;
+  wake_aside(c);
+  rk_status_t s;
   for (;;) {
-    if (ready(h, arg)) return RK_OK;
-    if (stopped(h)) return RK_ERR_INVALID_STATE;
-    if (rk__now_ns() >= deadline) return RK_ERR_TIMEOUT;
+    if (ready(h, arg)) {
+      s = RK_OK;
+      break;
+    }
+    if (stopped(h)) {
+      s = RK_ERR_INVALID_STATE;
+      break;
+    }
+    if (rk__now_ns() >= deadline) {
+      s = RK_ERR_TIMEOUT;
+      break;
+    }
     cond_wait_until(&h->cv, &h->mu, deadline, 100000000);
   }
+  atomic_fetch_sub(&c->sleepers, 1);
+  return s;
 }
 
 static bool has_credit(rk_remote_actor_t *h, void *arg) {
@@ -3267,7 +3333,7 @@ rk_status_t rk_remote_actor_receive(rk_remote_actor_t *h, void *response,
   h->rq = a->next;
   if (!h->rq) h->rq_tail = NULL;
   h->outstanding--;
-  pthread_cond_broadcast(&h->cv);
+  wake_handle(h->c, h);
   pthread_mutex_unlock(&h->mu);
   bool answered = a->status == RK_OK || a->status == RK_ERR_HANDLER;
   if (answered)
@@ -3308,7 +3374,7 @@ rk_status_t rk_remote_actor_call(rk_remote_actor_t *h, const void *request,
   *pp = w.next;
   if (s == RK_OK) {
     h->outstanding--;
-    pthread_cond_broadcast(&h->cv);
+    wake_handle(h->c, h);
   }
   pthread_mutex_unlock(&h->mu);
   if (s == RK_ERR_INVALID_STATE) {
