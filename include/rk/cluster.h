@@ -82,7 +82,8 @@ typedef struct rk_cluster_options {
   /* How long rk_cluster_create waits for the hub's answer (default 10 s). */
   uint64_t connect_timeout_ns;
   /* Spin this long on the transport before sleeping when idle (default
-   * $RK_CLUSTER_SPIN_US or 100 microseconds; 0 sleeps at once). */
+   * $RK_CLUSTER_SPIN_US, or 100 microseconds -- 0 where one CPU is
+   * allowed; 0 sleeps at once). */
   uint32_t spin_us;
   /* Form the cluster from the ranks of an MPI job instead (also
    * RK_CLUSTER_MPI=1): every rank of MPI_COMM_WORLD becomes a member

@@ -2707,8 +2707,13 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
   }
   c->spin_us = o.spin_us;
   if (c->spin_us == UINT32_MAX) {
+    /* Spinning on one CPU only keeps the thread being waited for off it:
+     * there a wait sleeps on the worker's event descriptor at once. */
+    int cpus[2];
     const char *e = getenv("RK_CLUSTER_SPIN_US");
-    c->spin_us = e && *e ? (uint32_t)strtoul(e, NULL, 10) : 100;
+    c->spin_us = e && *e ? (uint32_t)strtoul(e, NULL, 10)
+                 : rk__allowed_cpus(cpus, 2) < 2 ? 0
+                                                 : 100;
   }
   c->handle_cap = 64;
   c->handles = calloc(c->handle_cap, sizeof *c->handles);
