@@ -2,7 +2,7 @@
  * same transport, side by side in one run.
  *
  *   bench_cluster [--quick] [--json] [--rounds R] [--calls N] [--stream M]
- *                 [--window W] [--traditional]
+ *                 [--window W] [--paused P] [--pause-ms MS] [--traditional]
  *
  * Two processes (this one forks before either touches UCX): the server
  * exports an rk actor (echo of an 8-byte message, CPU backend; persistent,
@@ -12,7 +12,11 @@
  *   - round trip: N rk_remote_actor_call vs N raw AM ping-pongs (the server
  *     replies from its progress loop), microseconds per round trip;
  *   - streaming: M requests with at most W outstanding, each answered, vs
- *     the same with raw AMs: messages per second.
+ *     the same with raw AMs: messages per second;
+ * then P calls, each after a pause of --pause-ms (3 ms): rk against a raw
+ * AM ping-pong whose two sides behave as rk's waiting threads do (spin
+ * 100 us after activity, then sleep on the worker's event descriptor),
+ * microseconds per call (medians with p10-p90 over the calls).
  * UCX_TLS picks the transport for both (the raw endpoints are made from
  * worker addresses without peer error handling, as rk's message endpoints
  * are). Reports medians with p10-p90 over the rounds and rk / raw. */
@@ -79,7 +83,12 @@ typedef struct raw {
   ucp_ep_h ep;
   uint64_t got; /* AMs received */
   seq_t last;   /* the last one's payload */
+  int efd;      /* the worker's event descriptor */
 } raw_t;
+
+/* The raw side's spin after activity before it sleeps on the event
+ * descriptor (as rk's RK_CLUSTER_SPIN_US default). */
+static const uint64_t kRawSpinNs = 100000;
 
 static ucs_status_t raw_recv(void *arg, const void *h, size_t hl, void *data,
                              size_t len, const ucp_am_recv_param_t *p) {
@@ -113,7 +122,7 @@ static void raw_open(raw_t *r, unsigned recv_id) {
   ucp_params_t p;
   memset(&p, 0, sizeof p);
   p.field_mask = UCP_PARAM_FIELD_FEATURES;
-  p.features = UCP_FEATURE_AM;
+  p.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
   if (U->ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, &p, cfg, &r->ctx) !=
       UCS_OK)
     exit(4);
@@ -123,6 +132,7 @@ static void raw_open(raw_t *r, unsigned recv_id) {
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wp.thread_mode = UCS_THREAD_MODE_SINGLE;
   if (U->ucp_worker_create(r->ctx, &wp, &r->worker) != UCS_OK) exit(4);
+  if (U->ucp_worker_get_efd(r->worker, &r->efd) != UCS_OK) exit(4);
   ucp_am_handler_param_t hp;
   memset(&hp, 0, sizeof hp);
   hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
@@ -168,6 +178,15 @@ static void raw_close(raw_t *r) {
   U->ucp_cleanup(r->ctx);
 }
 
+/* Sleeps on the worker's event descriptor (and `fd`, if >= 0) for at
+ * most `ms`, unless the worker has events waiting. */
+static void raw_sleep(raw_t *r, int fd, int ms) {
+  if (U->ucp_worker_arm(r->worker) != UCS_OK) return;
+  struct pollfd p[2] = {{.fd = r->efd, .events = POLLIN},
+                        {.fd = fd, .events = POLLIN}};
+  (void)poll(p, fd >= 0 ? 2 : 1, ms);
+}
+
 /* ---- the server ------------------------------------------------------- */
 
 static int server(void) {
@@ -199,13 +218,31 @@ static int server(void) {
   char addr[128];
   rk_cluster_address(c, addr, sizeof addr);
   put(addr, sizeof addr);
-  /* Commands: 'R' serve raw AMs until the pipe says more, 'K' idle while
-   * the client uses rk, 'Q' quit. */
+  /* Commands: 'R' serve raw AMs until the pipe says more, 'E' the same
+   * but asleep on the event descriptor after 100 us without a message,
+   * 'K' idle while the client uses rk, 'Q' quit. */
   uint64_t answered = 0;
   for (;;) {
     char cmd;
     get(&cmd, 1);
     if (cmd == 'Q') break;
+    if (cmd == 'E') {
+      uint64_t active = rkb_now_ns();
+      for (;;) {
+        U->ucp_worker_progress(r.worker);
+        while (answered < r.got) {
+          seq_t m = r.last;
+          m.hi++;
+          raw_send(&r, AM_PONG, &m);
+          answered++;
+          active = rkb_now_ns();
+        }
+        struct pollfd p = {.fd = g_rd, .events = POLLIN};
+        if (poll(&p, 1, 0) > 0) break; /* the next command */
+        if (rkb_now_ns() - active > kRawSpinNs) raw_sleep(&r, g_rd, 100);
+      }
+      continue;
+    }
     if (cmd != 'R') continue;
     for (unsigned spin = 0;; ++spin) {
       U->ucp_worker_progress(r.worker);
@@ -233,6 +270,7 @@ static int server(void) {
 
 typedef struct params {
   int rounds, calls, stream, window;
+  int paused, pause_ms; /* calls after a pause, and the pause */
 } params_t;
 
 static double raw_rtt(raw_t *r, int n) {
@@ -263,6 +301,44 @@ static double raw_stream(raw_t *r, int n, int window) {
     U->ucp_worker_progress(r->worker);
   }
   return n / ((double)(rkb_now_ns() - t0) / 1e9);
+}
+
+static void pause_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+/* One raw ping after a pause, the client spinning 100 us and then asleep
+ * on its event descriptor: microseconds until the pong. */
+static double raw_paused(raw_t *r, int ms, uint32_t i) {
+  pause_ms(ms);
+  uint64_t t0 = rkb_now_ns();
+  seq_t m = {i, 0};
+  uint64_t want = r->got + 1;
+  raw_send(r, AM_PING, &m);
+  while (r->got < want) {
+    U->ucp_worker_progress(r->worker);
+    if (r->got < want && rkb_now_ns() - t0 > kRawSpinNs) raw_sleep(r, -1, 100);
+  }
+  if (r->last.lo != i) {
+    fprintf(stderr, "raw: pong %u for ping %u\n", r->last.lo, i);
+    exit(5);
+  }
+  return (double)(rkb_now_ns() - t0) / 1e3;
+}
+
+static double rk_paused(rk_remote_actor_t *h, int ms, uint32_t i) {
+  pause_ms(ms);
+  uint64_t t0 = rkb_now_ns();
+  seq_t q = {i, 0}, a;
+  if (rk_remote_actor_call(h, &q, sizeof q, &a, sizeof a, RK_TIMEOUT_INFINITE,
+                           NULL) != RK_OK ||
+      a.lo != i) {
+    fprintf(stderr, "rk call: %s\n", rk_last_error());
+    exit(5);
+  }
+  return (double)(rkb_now_ns() - t0) / 1e3;
 }
 
 static double rk_rtt(rk_remote_actor_t *h, int n) {
@@ -361,15 +437,35 @@ static int client(params_t pr, bool json) {
     rk_lat[i] = x;
     rk_tp[i] = y;
   }
+  /* Calls after a pause, alternating in blocks of five. */
+  double *rk_p = calloc((size_t)pr.paused + 1, sizeof(double));
+  double *raw_p = calloc((size_t)pr.paused + 1, sizeof(double));
+  for (int i = 0; i < pr.paused; i += 5) {
+    put("E", 1);
+    for (int k = i; k < i + 5 && k < pr.paused; ++k)
+      raw_p[k] = raw_paused(&r, pr.pause_ms, (uint32_t)k);
+    put("K", 1);
+    for (int k = i; k < i + 5 && k < pr.paused; ++k)
+      rk_p[k] = rk_paused(h, pr.pause_ms, (uint32_t)k);
+  }
   put("Q", 1);
   printf("%-22s %10s %21s %10s %21s\n", "", "rk median", "[p10-p90]", "raw UCX",
          "[p10-p90]");
-  rkb_summary_t s[4];
-  double ratio[2];
+  rkb_summary_t s[6];
+  double ratio[3];
   row("call round trip", "us", rk_lat, raw_lat, pr.rounds, true, &s[0], &s[1],
       &ratio[0]);
   row("streaming", "msg/s", rk_tp, raw_tp, pr.rounds, false, &s[2], &s[3],
       &ratio[1]);
+  if (pr.paused) {
+    char what[32];
+    snprintf(what, sizeof what, "call after %d ms", pr.pause_ms);
+    row(what, "us", rk_p, raw_p, pr.paused, true, &s[4], &s[5], &ratio[2]);
+    printf(
+        "(%d calls each after a pause; raw: both sides spin 100 us, then "
+        "sleep on the worker's event descriptor)\n",
+        pr.paused);
+  }
   if (json) {
     rkb_json_str(&j, "ucx_version", version);
     rkb_json_str(&j, "ucx_tls", tls ? tls : "");
@@ -384,6 +480,13 @@ static int client(params_t pr, bool json) {
     rkb_json_summary(&j, "rk_stream_msgs_per_s", &s[2]);
     rkb_json_summary(&j, "raw_am_stream_msgs_per_s", &s[3]);
     rkb_json_num(&j, "stream_ratio", ratio[1]);
+    if (pr.paused) {
+      rkb_json_int(&j, "paused_calls", pr.paused);
+      rkb_json_int(&j, "pause_ms", pr.pause_ms);
+      rkb_json_summary(&j, "rk_paused_call_us", &s[4]);
+      rkb_json_summary(&j, "raw_paused_call_us", &s[5]);
+      rkb_json_num(&j, "paused_call_ratio", ratio[2]);
+    }
     rkb_json_finish(&j);
   }
   rk_remote_actor_release(h);
@@ -393,11 +496,13 @@ static int client(params_t pr, bool json) {
   free(raw_lat);
   free(rk_tp);
   free(raw_tp);
+  free(rk_p);
+  free(raw_p);
   return 0;
 }
 
 int main(int argc, char **argv) {
-  params_t p = {15, 2000, 20000, 64};
+  params_t p = {15, 2000, 20000, 64, 30, 3};
   bool json = false;
   for (int i = 1; i < argc; ++i) {
     long v;
@@ -406,7 +511,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--traditional")) {
       g_traditional = true;
     } else if (!strcmp(argv[i], "--quick")) {
-      p = (params_t){3, 200, 2000, 64};
+      p = (params_t){3, 200, 2000, 64, 5, 3};
     } else if (i + 1 < argc && !strcmp(argv[i], "--rounds") &&
                !rkb_parse_long(argv[i + 1], 1, 1000, &v)) {
       p.rounds = (int)v;
@@ -423,11 +528,19 @@ int main(int argc, char **argv) {
                !rkb_parse_long(argv[i + 1], 1, 1024, &v)) {
       p.window = (int)v;
       ++i;
+    } else if (i + 1 < argc && !strcmp(argv[i], "--paused") &&
+               !rkb_parse_long(argv[i + 1], 0, 100000, &v)) {
+      p.paused = (int)v;
+      ++i;
+    } else if (i + 1 < argc && !strcmp(argv[i], "--pause-ms") &&
+               !rkb_parse_long(argv[i + 1], 1, 10000, &v)) {
+      p.pause_ms = (int)v;
+      ++i;
     } else {
       fprintf(stderr,
               "usage: bench_cluster [--quick] [--json] [--rounds R] "
               "[--calls N] [--stream M] [--window W (<= 1024)] "
-              "[--traditional]\n");
+              "[--paused P] [--pause-ms MS] [--traditional]\n");
       return 2;
     }
   }
