@@ -3131,12 +3131,13 @@ typedef bool (*ready_fn)(rk_remote_actor_t *h, void *arg);
 static void sleep_on_worker(rk_cluster_t *c, uint64_t deadline) {
   if (c->u->ucp_worker_arm(c->worker) == UCS_OK && !atomic_load(&c->out_any) &&
       !atomic_load(&c->links_due) && !atomic_load(&c->broken_any)) {
+    /* poll's milliseconds: within the last one before the deadline it
+     * does not sleep (the caller drives until then). */
     const uint64_t now = rk__now_ns();
-    uint64_t left = deadline > now ? deadline - now : 0;
-    if (left > HWAIT_POLL_CAP_NS) left = HWAIT_POLL_CAP_NS;
-    struct timespec ts = {0, (long)left};
-    struct pollfd pfd = {.fd = c->efd, .events = POLLIN};
-    (void)ppoll(&pfd, 1, &ts, NULL);
+    if (deadline > now && deadline - now >= HWAIT_POLL_CAP_NS) {
+      struct pollfd pfd = {.fd = c->efd, .events = POLLIN};
+      (void)poll(&pfd, 1, (int)(HWAIT_POLL_CAP_NS / 1000000u));
+    }
   }
   pump(c);
   forward_all(c);
