@@ -444,7 +444,9 @@ static void test_stale_messages(const char *dir) {
           "huge version accepted");
     CHECK(rk_test_contains(note, "stale: format version 99999999999999999999,"),
           "note: %s", note);
-    CHECK(!rk_test_contains(note, "-1"), "note: %s", note);
+    /* Not read into an integer that overflowed (the note's path is a
+     * temporary directory's, which may itself contain "-1"). */
+    CHECK(!rk_test_contains(note, "version -1"), "note: %s", note);
     free(huge);
   }
   char *neg = replace(text, "rk-cost-profile 1", "rk-cost-profile -1");
