@@ -13,6 +13,10 @@
  *     replies from its progress loop), microseconds per round trip;
  *   - streaming: M requests with at most W outstanding, each answered, vs
  *     the same with raw AMs: messages per second;
+ *   - beside the round trip, the raw ping-pong again between workers that
+ *     also hold an endpoint to each other with peer error handling (UCX
+ *     connects those over TCP, and each turn of the worker then polls
+ *     TCP), as rk's members watch their peers;
  * then P calls, each after a pause of --pause-ms (3 ms): rk against a raw
  * AM ping-pong whose two sides behave as rk's waiting threads do (spin
  * 100 us after activity, then sleep on the worker's event descriptor),
@@ -47,7 +51,7 @@ typedef struct {
   uint32_t lo, hi;
 } seq_t;
 
-enum { AM_PING = 20, AM_PONG = 21 };
+enum { AM_PING = 20, AM_PONG = 21, AM_HELLO = 22 };
 
 static const rk_ucp_api_t *U;
 static bool g_traditional; /* the server's actor: RK_ACTOR_TRADITIONAL */
@@ -81,9 +85,10 @@ typedef struct raw {
   ucp_context_h ctx;
   ucp_worker_h worker;
   ucp_ep_h ep;
-  uint64_t got; /* AMs received */
-  seq_t last;   /* the last one's payload */
-  int efd;      /* the worker's event descriptor */
+  uint64_t got;   /* AMs received */
+  seq_t last;     /* the last one's payload */
+  int efd;        /* the worker's event descriptor */
+  ucp_ep_h watch; /* NULL, or the endpoint with peer error handling */
 } raw_t;
 
 /* The raw side's spin after activity before it sleeps on the event
@@ -116,7 +121,21 @@ static void raw_send(raw_t *r, unsigned id, const seq_t *m) {
   }
 }
 
-static void raw_open(raw_t *r, unsigned recv_id) {
+static ucs_status_t raw_ignore(void *arg, const void *h, size_t hl, void *data,
+                               size_t len, const ucp_am_recv_param_t *p) {
+  (void)arg;
+  (void)h;
+  (void)hl;
+  (void)data;
+  (void)len;
+  (void)p;
+  return UCS_OK;
+}
+
+/* A raw pair; `watched`: each side also holds an endpoint to the other
+ * with peer error handling (UCX then connects over TCP), as every rk
+ * member's peers are watched. */
+static void raw_open(raw_t *r, unsigned recv_id, bool watched) {
   ucp_config_t *cfg;
   U->ucp_config_read(NULL, NULL, &cfg);
   ucp_params_t p;
@@ -142,6 +161,9 @@ static void raw_open(raw_t *r, unsigned recv_id) {
   hp.cb = raw_recv;
   hp.arg = r;
   U->ucp_worker_set_am_recv_handler(r->worker, &hp);
+  hp.id = AM_HELLO;
+  hp.cb = raw_ignore;
+  U->ucp_worker_set_am_recv_handler(r->worker, &hp);
   /* Addresses through the pipe, then one endpoint each way. */
   ucp_address_t *addr;
   size_t n;
@@ -160,19 +182,39 @@ static void raw_open(raw_t *r, unsigned recv_id) {
   e.address = theirs;
   e.err_mode = UCP_ERR_HANDLING_MODE_NONE;
   if (U->ucp_ep_create(r->worker, &e, &r->ep) != UCS_OK) exit(4);
+  r->watch = NULL;
+  if (watched) {
+    e.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    if (U->ucp_ep_create(r->worker, &e, &r->watch) != UCS_OK) exit(4);
+    /* One message on it, so that it is connected. */
+    seq_t m = {0, 0};
+    ucp_request_param_t prm;
+    memset(&prm, 0, sizeof prm);
+    ucs_status_ptr_t q =
+        U->ucp_am_send_nbx(r->watch, AM_HELLO, NULL, 0, &m, sizeof m, &prm);
+    if (UCS_PTR_IS_PTR(q)) {
+      while (U->ucp_request_check_status(q) == UCS_INPROGRESS)
+        U->ucp_worker_progress(r->worker);
+      U->ucp_request_free(q);
+    }
+  }
   free(theirs);
 }
 
 static void raw_close(raw_t *r) {
-  ucp_request_param_t prm;
-  memset(&prm, 0, sizeof prm);
-  prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
-  ucs_status_ptr_t q = U->ucp_ep_close_nbx(r->ep, &prm);
-  if (UCS_PTR_IS_PTR(q)) {
-    while (U->ucp_request_check_status(q) == UCS_INPROGRESS)
-      U->ucp_worker_progress(r->worker);
-    U->ucp_request_free(q);
+  ucp_ep_h eps[2] = {r->ep, r->watch};
+  for (int i = 0; i < 2; ++i) {
+    if (!eps[i]) continue;
+    ucp_request_param_t prm;
+    memset(&prm, 0, sizeof prm);
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t q = U->ucp_ep_close_nbx(eps[i], &prm);
+    if (UCS_PTR_IS_PTR(q)) {
+      while (U->ucp_request_check_status(q) == UCS_INPROGRESS)
+        U->ucp_worker_progress(r->worker);
+      U->ucp_request_free(q);
+    }
   }
   U->ucp_worker_destroy(r->worker);
   U->ucp_cleanup(r->ctx);
@@ -189,10 +231,29 @@ static void raw_sleep(raw_t *r, int fd, int ms) {
 
 /* ---- the server ------------------------------------------------------- */
 
+/* Answers raw pings on r until the pipe has the next command. */
+static void raw_serve(raw_t *r, uint64_t *answered) {
+  for (unsigned spin = 0;; ++spin) {
+    U->ucp_worker_progress(r->worker);
+    while (*answered < r->got) {
+      seq_t m = r->last;
+      m.hi++;
+      raw_send(r, AM_PONG, &m);
+      (*answered)++;
+    }
+    if ((spin & 1023) == 0) {
+      struct pollfd p = {.fd = g_rd, .events = POLLIN};
+      if (poll(&p, 1, 0) > 0) return; /* the next command */
+    }
+  }
+}
+
 static int server(void) {
-  raw_t r;
+  raw_t r, rw;
   memset(&r, 0, sizeof r);
-  raw_open(&r, AM_PING);
+  memset(&rw, 0, sizeof rw);
+  raw_open(&r, AM_PING, false);
+  raw_open(&rw, AM_PING, true);
   rk_backend_t *be;
   rk_context_t *ctx;
   rk_actor_t *a;
@@ -218,10 +279,11 @@ static int server(void) {
   char addr[128];
   rk_cluster_address(c, addr, sizeof addr);
   put(addr, sizeof addr);
-  /* Commands: 'R' serve raw AMs until the pipe says more, 'E' the same
-   * but asleep on the event descriptor after 100 us without a message,
-   * 'K' idle while the client uses rk, 'Q' quit. */
-  uint64_t answered = 0;
+  /* Commands: 'R' serve raw AMs until the pipe says more, 'W' the same on
+   * the watched pair, 'E' as 'R' but asleep on the event descriptor after
+   * 100 us without a message, 'K' idle while the client uses rk, 'Q'
+   * quit. */
+  uint64_t answered = 0, answered_w = 0;
   for (;;) {
     char cmd;
     get(&cmd, 1);
@@ -243,26 +305,15 @@ static int server(void) {
       }
       continue;
     }
-    if (cmd != 'R') continue;
-    for (unsigned spin = 0;; ++spin) {
-      U->ucp_worker_progress(r.worker);
-      while (answered < r.got) {
-        seq_t m = r.last;
-        m.hi++;
-        raw_send(&r, AM_PONG, &m);
-        answered++;
-      }
-      if ((spin & 1023) == 0) {
-        struct pollfd p = {.fd = g_rd, .events = POLLIN};
-        if (poll(&p, 1, 0) > 0) break; /* the next command */
-      }
-    }
+    if (cmd == 'R') raw_serve(&r, &answered);
+    if (cmd == 'W') raw_serve(&rw, &answered_w);
   }
   rk_cluster_destroy(c);
   rk_actor_destroy(a);
   rk_context_destroy(ctx);
   rk_backend_destroy(be);
   raw_close(&r);
+  raw_close(&rw);
   return 0;
 }
 
@@ -393,9 +444,11 @@ static void row(const char *what, const char *unit, const double *rk,
 }
 
 static int client(params_t pr, bool json) {
-  raw_t r;
+  raw_t r, rw;
   memset(&r, 0, sizeof r);
-  raw_open(&r, AM_PONG);
+  memset(&rw, 0, sizeof rw);
+  raw_open(&r, AM_PONG, false);
+  raw_open(&rw, AM_PONG, true);
   char addr[128];
   get(addr, sizeof addr);
   rk_cluster_options_t o;
@@ -423,8 +476,11 @@ static int client(params_t pr, bool json) {
   double *raw_lat = calloc((size_t)pr.rounds, sizeof(double));
   double *rk_tp = calloc((size_t)pr.rounds, sizeof(double));
   double *raw_tp = calloc((size_t)pr.rounds, sizeof(double));
+  double *raw_w = calloc((size_t)pr.rounds, sizeof(double));
   /* One warm-up of each, then alternating rounds. */
   for (int i = -1; i < pr.rounds; ++i) {
+    put("W", 1);
+    double w = raw_rtt(&rw, pr.calls);
     put("R", 1);
     double a = raw_rtt(&r, pr.calls);
     double b = raw_stream(&r, pr.stream, pr.window);
@@ -434,6 +490,7 @@ static int client(params_t pr, bool json) {
     if (i < 0) continue;
     raw_lat[i] = a;
     raw_tp[i] = b;
+    raw_w[i] = w;
     rk_lat[i] = x;
     rk_tp[i] = y;
   }
@@ -457,6 +514,11 @@ static int client(params_t pr, bool json) {
       &ratio[0]);
   row("streaming", "msg/s", rk_tp, raw_tp, pr.rounds, false, &s[2], &s[3],
       &ratio[1]);
+  const rkb_summary_t sw = rkb_summarize(raw_w, (size_t)pr.rounds);
+  printf(
+      "%-22s %10s %21s %10.2f [%8.2f-%8.2f] us   (raw with a watching "
+      "endpoint per side, peer error handling: over TCP, as rk's)\n",
+      "  raw, peers watched", "", "", sw.median, sw.p10, sw.p90);
   if (pr.paused) {
     char what[32];
     snprintf(what, sizeof what, "call after %d ms", pr.pause_ms);
@@ -477,6 +539,7 @@ static int client(params_t pr, bool json) {
     rkb_json_summary(&j, "rk_call_us", &s[0]);
     rkb_json_summary(&j, "raw_am_pingpong_us", &s[1]);
     rkb_json_num(&j, "call_ratio", ratio[0]);
+    rkb_json_summary(&j, "raw_watched_pingpong_us", &sw);
     rkb_json_summary(&j, "rk_stream_msgs_per_s", &s[2]);
     rkb_json_summary(&j, "raw_am_stream_msgs_per_s", &s[3]);
     rkb_json_num(&j, "stream_ratio", ratio[1]);
@@ -498,6 +561,8 @@ static int client(params_t pr, bool json) {
   free(raw_tp);
   free(rk_p);
   free(raw_p);
+  free(raw_w);
+  raw_close(&rw);
   return 0;
 }
 
