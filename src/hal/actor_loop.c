@@ -108,8 +108,7 @@ uint64_t rk__actor_spin_ns(bool device_on_host_cpus) {
   return (uint64_t)spin_us * 1000u;
 }
 
-/* ---- Idle work ------------------------------------------------------------
- */
+/* ---- Idle work ---------------------------------------------------------- */
 
 bool rk__idle_slot_offer(rk__idle_slot_t *slot, rk__idle_work_t *work) {
   rk__idle_work_t *none = NULL;
