@@ -1945,8 +1945,8 @@ static void wake_aside(rk_cluster_t *c) {
   rk__wake_all(&c->aside_seq);
 }
 
-/* An idle turn of an exported actor's worker (rk__idle_work_t): the
- * worker's progress, the outbox and every export's answers, as a driver
+/* An idle turn of an exported actor's worker (rk__idle_work_t): every
+ * export's answers, the worker's progress and the outbox, as a driver
  * (the progress thread stands aside). Not tell_links: it may fault or
  * restart actors through their supervisors, this one included, which
  * cannot be done from its own worker; the progress thread does that,
@@ -1954,7 +1954,12 @@ static void wake_aside(rk_cluster_t *c) {
 static unsigned drive_turn(void *user) {
   export_t *e = user;
   rk_cluster_t *c = e->c;
-  if (!atomic_exchange(&e->driving, true)) atomic_fetch_add(&c->drivers, 1);
+  /* Only this thread sets `driving`, and nobody clears it during a turn
+   * (a withdrawal waits for the turn to end): a plain look first, no
+   * locked instruction per turn. */
+  if (!atomic_load_explicit(&e->driving, memory_order_relaxed) &&
+      !atomic_exchange(&e->driving, true))
+    atomic_fetch_add(&c->drivers, 1);
   /* Answers first: the loop has just run the handler, and the answer
    * should not wait for a turn of the worker (a system call per turn where
    * UCX polls a TCP interface). */
