@@ -308,6 +308,11 @@ struct rk_cluster {
    * driving bumps and wakes. */
   _Atomic uint32_t drivers;
   uint32_t aside_seq;
+  /* Turns of the worker, by anyone (pump, drive_turn): a progress thread
+   * standing aside takes a turn itself when a millisecond passes without
+   * one (a driver that stopped turning: a long handler, a stopped or
+   * abandoned worker). */
+  _Atomic uint64_t turns;
   /* User threads asleep waiting for an answer (hwait), which only the
    * progress thread will bring: it does not linger aside meanwhile. */
   _Atomic uint32_t sleepers;
@@ -653,6 +658,7 @@ static void links_due(rk_cluster_t *c) {
 
 /* One turn of the worker from any thread. */
 static unsigned pump(rk_cluster_t *c) {
+  atomic_fetch_add_explicit(&c->turns, 1, memory_order_relaxed);
   unsigned n = c->u->ucp_worker_progress(c->worker);
   outbox_drain(c);
   fail_broken(c);
@@ -1960,6 +1966,7 @@ static unsigned drive_turn(void *user) {
   if (!atomic_load_explicit(&e->driving, memory_order_relaxed) &&
       !atomic_exchange(&e->driving, true))
     atomic_fetch_add(&c->drivers, 1);
+  atomic_fetch_add_explicit(&c->turns, 1, memory_order_relaxed);
   /* Answers first: the loop has just run the handler, and the answer
    * should not wait for a turn of the worker (a system call per turn where
    * UCX polls a TCP interface). */
@@ -2045,10 +2052,19 @@ static void *progress_main(void *arg) {
       if (atomic_load_explicit(&c->links_due, memory_order_relaxed) &&
           atomic_exchange(&c->links_due, false))
         tell_links(c);
-      /* Asleep until the driver gives up or a millisecond passes. */
+      /* Asleep until the driver gives up or a millisecond passes; then,
+       * if nobody turned the worker meanwhile (a driver that stopped
+       * turning), a turn of its own. */
+      const uint64_t turns =
+          atomic_load_explicit(&c->turns, memory_order_relaxed);
       const uint32_t seq = __atomic_load_n(&c->aside_seq, __ATOMIC_ACQUIRE);
       if (atomic_load(&c->drivers) && !atomic_load(&c->stop))
         rk__wait_while_equal(&c->aside_seq, seq, ASIDE_NAP_NS);
+      if (atomic_load(&c->drivers) &&
+          atomic_load_explicit(&c->turns, memory_order_relaxed) == turns) {
+        pump(c);
+        forward_all(c);
+      }
       aside = true;
       aside_since = rk__now_ns();
       continue;

@@ -335,6 +335,40 @@ static int role_victim(const char *addr, const char *name) {
   return 0;
 }
 
+/* A persistent actor whose handler spins for about in->v milliseconds,
+ * and a traditional one (its handler runs on whichever thread turns the
+ * member's worker), both exported. */
+static const char kSpinSource[] =
+    "#include <rk/kernel.h>\n"
+    "typedef struct { int v; } imsg_t;\n"
+    "RK_HANDLER void spin(const imsg_t *in, imsg_t *out) {\n"
+    "  uint32_t x = (uint32_t)in->v;\n"
+    "  for (int i = 0; i < in->v * 1000000; ++i) x = x * 1664525u + "
+    "1013904223u;\n"
+    "  out->v = (int)(x & 0xffffu) + 1;\n"
+    "}\n";
+
+static int role_slow(const char *addr, const char *name) {
+  g_ctx = cpu_context();
+  rk_actor_t *spin = NULL, *add = NULL;
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  EXPECT(rk_actor_launch(g_ctx, kSpinSource, "spin", &o, &spin) == RK_OK, 60,
+         "launch spin");
+  o.mode = RK_ACTOR_TRADITIONAL;
+  EXPECT(rk_actor_launch(g_ctx, kAddSource, "add_one", &o, &add) == RK_OK, 61,
+         "launch add");
+  rk_cluster_t *c = member_join(addr, name);
+  EXPECT(rk_cluster_export(c, spin, "slow/spin") == RK_OK &&
+             rk_cluster_export(c, add, "slow/add") == RK_OK,
+         62, "exports");
+  serve(c, NULL, NULL);
+  rk_cluster_destroy(c);
+  rk_actor_destroy(spin);
+  rk_actor_destroy(add);
+  return 0;
+}
+
 /* ---- the hub's side ------------------------------------------------------ */
 
 typedef struct child {
@@ -648,8 +682,52 @@ static void test_remote_port(rk_cluster_t *c) {
   reap(&m, 5);
 }
 
+/* A persistent exported actor's worker drives its member's transport;
+ * while its handler runs for long it turns nothing, and the member's
+ * progress thread must take over: a call to another actor of that member
+ * is answered while the long one still runs. */
+static void test_long_handler(rk_cluster_t *c) {
+  child_t m = spawn("slow", "slow");
+  rk_remote_actor_t *spin = find(c, "slow/spin");
+  rk_remote_actor_t *add = find(c, "slow/add");
+  CHECK(spin && add, "slow/spin and slow/add");
+  if (spin && add) {
+    /* Warm: both answer (the spin's module compiled). */
+    imsg_t q = {1}, r = {0};
+    CHECK_OK(
+        rk_remote_actor_call(spin, &q, sizeof q, &r, sizeof r, 30 * SEC, NULL));
+    q.v = 1;
+    CHECK_OK(
+        rk_remote_actor_call(add, &q, sizeof q, &r, sizeof r, 30 * SEC, NULL));
+    /* About 600 ms of spinning, then a call to the other actor. */
+    q.v = 600;
+    CHECK_OK(rk_remote_actor_send(spin, &q, sizeof q, 5 * SEC, NULL));
+    usleep(30000);
+    q.v = 41;
+    const uint64_t t0 = rk__now_ns();
+    CHECK_OK(
+        rk_remote_actor_call(add, &q, sizeof q, &r, sizeof r, 30 * SEC, NULL));
+    const uint64_t took = rk__now_ns() - t0;
+    CHECK(r.v == 42, "slow/add answered %d", r.v);
+    imsg_t late;
+    const rk_status_t s =
+        rk_remote_actor_receive(spin, &late, sizeof late, 0, NULL);
+    printf("  a call beside a 600 ms handler: answered in %.1f ms\n",
+           (double)took / 1e6);
+    CHECK(s == RK_ERR_QUEUE_EMPTY,
+          "the call (%.1f ms) was answered only after the long handler "
+          "(receive: %s)",
+          (double)took / 1e6, rk_status_name(s));
+    CHECK_OK(rk_remote_actor_receive(spin, &late, sizeof late, 30 * SEC, NULL));
+  }
+  rk_remote_actor_release(spin);
+  rk_remote_actor_release(add);
+  reap(&m, 10);
+}
+
 int main(int argc, char **argv) {
   if (argc >= 5 && !strcmp(argv[1], "--role")) {
+    if (!strcmp(argv[2], "slow")) return role_slow(argv[3], argv[4]);
     if (!strcmp(argv[2], "clock")) return role_clock(argv[3], argv[4]);
     if (!strcmp(argv[2], "skew")) return role_skew(argv[3], argv[4]);
     if (!strcmp(argv[2], "names")) return role_names(argv[3], argv[4]);
@@ -678,6 +756,7 @@ int main(int argc, char **argv) {
   test_names(c);
   test_supervision(c);
   test_remote_port(c);
+  test_long_handler(c);
   test_clocks(); /* last: it moves this process's clock ahead */
   rk_cluster_destroy(c);
   rk_actor_destroy(add);
