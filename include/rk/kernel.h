@@ -30,7 +30,7 @@
 /* ---- Private CPU module ABI -------------------------------------------- */
 
 #define RK__CPU_ABI_MAGIC 0x4b52504bu /* "KPRK" */
-#define RK__CPU_ABI_VERSION 2u
+#define RK__CPU_ABI_VERSION 1u
 
 /* Per-thread execution state of a kernel on the CPU. */
 typedef struct rk__kstate {
@@ -70,11 +70,6 @@ typedef struct rk__kentry {
   /* Runs one thread of one block up to its end; called on a fiber. */
   void (*run_thread)(const rk__klaunch_t *launch, const uint32_t bid[3],
                      const uint32_t tid[3], void *const *args);
-  /* Runs the kernel once on the calling thread in the state the module's
-   * `prime` left there (block 0, thread 0 of its launch): for a
-   * one-thread launch repeated on one thread (an actor's handler, once
-   * per message), which then sets nothing per run. */
-  void (*run_direct)(void *const *args);
 } rk__kentry_t;
 
 typedef struct rk__kmodule {
@@ -83,9 +78,6 @@ typedef struct rk__kmodule {
   uint32_t uses_barrier;
   uint32_t nentries;
   const rk__kentry_t *entries;
-  /* Sets the calling thread's kernel state for `launch`, at block 0,
-   * thread 0 (see run_direct). */
-  void (*prime)(const rk__klaunch_t *launch);
 } rk__kmodule_t;
 
 #if defined(__GNUC__) || defined(__clang__)

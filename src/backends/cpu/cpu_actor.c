@@ -25,7 +25,6 @@ enum { kBatch = 32 };
 struct rk__actor_worker {
   rk__actor_device_t dev;
   const rk__kentry_t *entry;
-  void (*prime)(const rk__klaunch_t *launch); /* the entry's module's */
   void *state; /* the handler's state, owned here */
   pthread_t thread;
   int cpu; /* pinned CPU or -1 */
@@ -92,6 +91,7 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
                              uint32_t n) {
   rk__actor_worker_t *w = ctx;
   rk_abi_control_t *c = w->dev.control;
+  const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL};
   uint32_t done = 0;
   uint64_t errors = 0;
   const uint64_t phys = batch_phys(w);
@@ -122,7 +122,7 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
       clock = local_merge(clock, req->timestamp, phys);
       rk__k2k_prepare(w->k2k, RK__K2K_OUTBOX);
     }
-    w->entry->run_direct(args);
+    w->entry->run_blocks(&kl, 0, 1, args);
     if (w->nports) rk__k2k_deliver(w->k2k, ++clock);
     rk__actor_respond_local(c, req, resp, code, &clock, phys);
     if (traced)
@@ -145,6 +145,7 @@ static uint32_t handle_inbox(void *ctx, uint32_t max) {
   uint32_t n = rk__k2k_inbox_available(w->k2k);
   if (n == 0) return 0;
   if (n > max) n = max;
+  const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL};
   uint32_t errors = 0;
   rk_abi_control_t *c = w->dev.control;
   const uint64_t phys = batch_phys(w);
@@ -162,7 +163,7 @@ static uint32_t handle_inbox(void *ctx, uint32_t max) {
     void *args[4 + 1 + RK__K2K_MAX_PORTS];
     handler_args(w, args, &in_p, &out_p, &state_p, &status_p);
     if (w->nports) rk__k2k_prepare(w->k2k, RK__K2K_OUTBOX);
-    w->entry->run_direct(args);
+    w->entry->run_blocks(&kl, 0, 1, args);
     if (w->nports) rk__k2k_deliver(w->k2k, ++clock);
     errors += code != 0;
   }
@@ -184,10 +185,6 @@ static void *worker_main(void *arg) {
   rk__actor_worker_t *w = arg;
   pin(w->cpu);
   rk__set_thread_name("rk-actor");
-  /* The handler runs as a launch of one block of one thread, on this
-   * thread only: its kernel state is set once (run_direct). */
-  const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL};
-  w->prime(&kl);
   const rk__actor_loop_t loop = {.control = w->dev.control,
                                  .in = w->dev.in,
                                  .out = w->dev.out,
@@ -272,7 +269,6 @@ rk_status_t rk__cpu_actor_start(rk_context_t *context,
   w->dev = *dev;
   w->dev.initial_state = NULL;
   w->entry = &mod->desc->entries[index];
-  w->prime = mod->desc->prime;
   const uint32_t state_size = dev->control->state_size;
   if (dev->has_state) {
     w->state = calloc(1, state_size ? state_size : 1);

@@ -6,13 +6,9 @@
  * with a generated wrapper per entry point it lists (kernels, stencils,
  * handlers and their batch entries): run_blocks loops over blocks and
  * threads calling the entry (which the compiler can inline), run_thread
- * runs one thread for the fiber path, and run_direct calls the entry in
- * whatever kernel state the module's `prime` set on the calling thread (an
- * actor's worker primes once, then runs its handler per message without
- * setting a dozen thread-local fields each time). A table `rk__module`
- * describes the entries and their parameters (sizes from sizeof, so struct
- * arguments are checked too). Nothing but checked kernel language reaches the
- * compiler.
+ * runs one thread for the fiber path. A table `rk__module` describes the
+ * entries and their parameters (sizes from sizeof, so struct arguments are
+ * checked too). Nothing but checked kernel language reaches the compiler.
  *
  * The compiler always runs in the context's private directory (0700 under
  * $TMPDIR, removed with the context), so nothing about the cache directory
@@ -147,13 +143,6 @@ static void emit_wrappers(rk__strbuf_t *sb, const rk_entry_list_t *list) {
     emit_call(sb, k);
     rk__strbuf_puts(sb, "}\n");
 
-    rk__strbuf_printf(sb, "static void rk__direct_%s(void *const *rk__a) {\n",
-                      k->name);
-    emit_param_loads(sb, k);
-    rk__strbuf_puts(sb, "  (void)rk__a;\n  ");
-    emit_call(sb, k);
-    rk__strbuf_puts(sb, "}\n");
-
     if (k->param_count) {
       rk__strbuf_printf(sb, "static const rk__kparam_t rk__params_%s[] = {\n",
                         k->name);
@@ -171,35 +160,18 @@ static void emit_wrappers(rk__strbuf_t *sb, const rk_entry_list_t *list) {
     if (k->param_count)
       rk__strbuf_printf(sb,
                         "  {\"%s\", %zu, rk__params_%s, rk__blocks_%s, "
-                        "rk__thread_%s, rk__direct_%s},\n",
-                        k->name, k->param_count, k->name, k->name, k->name,
-                        k->name);
+                        "rk__thread_%s},\n",
+                        k->name, k->param_count, k->name, k->name, k->name);
     else
-      rk__strbuf_printf(sb,
-                        "  {\"%s\", 0, 0, rk__blocks_%s, rk__thread_%s, "
-                        "rk__direct_%s},\n",
-                        k->name, k->name, k->name, k->name);
+      rk__strbuf_printf(sb, "  {\"%s\", 0, 0, rk__blocks_%s, rk__thread_%s},\n",
+                        k->name, k->name, k->name);
   }
-  if (list->count == 0) rk__strbuf_puts(sb, "  {0, 0, 0, 0, 0, 0},\n");
-  /* One kernel state per module and thread: the prime serves every entry
-   * of the module. */
-  rk__strbuf_puts(sb,
-                  "};\n"
-                  "static void rk__prime(const rk__klaunch_t *rk__L) {\n"
-                  "  for (int i = 0; i < 3; ++i) {\n"
-                  "    rk__k.tid[i] = 0;\n"
-                  "    rk__k.bid[i] = 0;\n"
-                  "    rk__k.bdim[i] = rk__L->block[i];\n"
-                  "    rk__k.gdim[i] = rk__L->grid[i];\n"
-                  "  }\n"
-                  "  rk__k.dyn_shared = rk__L->dyn_shared;\n"
-                  "  rk__k.barrier = rk__L->barrier;\n"
-                  "  rk__k.sched = rk__L->sched;\n"
-                  "}\n");
+  if (list->count == 0) rk__strbuf_puts(sb, "  {0, 0, 0, 0, 0},\n");
   rk__strbuf_printf(sb,
+                    "};\n"
                     "__attribute__((visibility(\"default\"))) const "
                     "rk__kmodule_t rk__module = {RK__CPU_ABI_MAGIC, "
-                    "RK__CPU_ABI_VERSION, %d, %zu, rk__entries, rk__prime};\n",
+                    "RK__CPU_ABI_VERSION, %d, %zu, rk__entries};\n",
                     uses_barrier ? 1 : 0, list->count);
 }
 
