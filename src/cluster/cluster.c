@@ -1682,40 +1682,38 @@ static unsigned forward_once(export_t *e) {
   (void)rk_actor_receive_batch(e->actor, e->buf,
                                FORWARD_BATCH * e->response_size, FORWARD_BATCH,
                                0, info, &got);
-  /* The routes of the whole batch under one lock, each answer's header
-   * made there; then the sends. */
-  rk_wire_resp_t msgs[FORWARD_BATCH];
-  peer_t *to[FORWARD_BATCH];
-  size_t sizes[FORWARD_BATCH];
+  /* The routes of the whole batch under one lock, then the sends. */
+  route_t routes[FORWARD_BATCH];
+  uint64_t stamps[FORWARD_BATCH];
   if (got) pthread_mutex_lock(&e->mu);
   for (size_t i = 0; i < got; ++i) {
-    route_t r = {0};
-    to[i] = NULL;
-    if (!route_take(e, info[i].correlation_id, &r)) {
-      e->dropped_local++; /* not ours: no route */
+    routes[i].done = !route_take(e, info[i].correlation_id, &routes[i]);
+    stamps[i] = routes[i].done
+                    ? 0
+                    : rk__hlc_merge(&rk__hlc_host.value, info[i].timestamp);
+  }
+  if (got) pthread_mutex_unlock(&e->mu);
+  for (size_t i = 0; i < got; ++i) {
+    const route_t r = routes[i];
+    const uint64_t ts = stamps[i];
+    if (r.done) { /* not ours: no route */
+      e->dropped_local++;
       continue;
     }
     did++;
     peer_t *p = peer_from(c, r.peer);
     if (!p) continue; /* the requester is gone: at-most-once */
-    rk_wire_resp_t *m = &msgs[i];
-    m->from = p->remote;
-    m->handle = r.handle;
-    m->handle_gen = r.handle_gen;
-    m->request_id = r.request_id;
-    m->timestamp = rk__hlc_merge(&rk__hlc_host.value, info[i].timestamp);
-    m->status = (int32_t)info[i].status;
-    m->handler_code = info[i].handler_code;
-    m->state = 0;
-    m->text_size = 0;
-    to[i] = p;
-    sizes[i] = r.no_data ? 0 : info[i].size;
-  }
-  if (got) pthread_mutex_unlock(&e->mu);
-  for (size_t i = 0; i < got; ++i) {
-    if (!to[i]) continue;
-    (void)post(c, to[i], RK_AM_RESP, &msgs[i], sizeof msgs[i],
-               e->buf + i * e->response_size, sizes[i], false);
+    rk_wire_resp_t m;
+    memset(&m, 0, sizeof m);
+    m.from = p->remote;
+    m.handle = r.handle;
+    m.handle_gen = r.handle_gen;
+    m.request_id = r.request_id;
+    m.timestamp = ts;
+    m.status = (int32_t)info[i].status;
+    m.handler_code = info[i].handler_code;
+    (void)post(c, p, RK_AM_RESP, &m, sizeof m, e->buf + i * e->response_size,
+               r.no_data ? 0 : info[i].size, false);
     e->forwarded++;
   }
   if (!atomic_load_explicit(&e->queued, memory_order_relaxed)) return did;
