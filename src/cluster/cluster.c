@@ -198,7 +198,6 @@ struct rk_remote_actor {
    * that drives the worker while it waits looks at this, not at the
    * waiter under mu, on each turn. */
   _Atomic uint32_t news;
-  uint32_t waiting; /* threads in hwait on this handle (under mu) */
   uint64_t next_id;
   uint32_t outstanding; /* sent and not yet received */
   _Atomic int state;    /* rk_actor_state_t */
@@ -832,10 +831,6 @@ static void tell_links(rk_cluster_t *c) {
  * on its condition variable, and those asleep on the worker's event
  * descriptor (hwait). */
 static void wake_handle(rk_cluster_t *c, rk_remote_actor_t *h) {
-  /* Nobody waiting: nothing to tell (a streaming receiver or a caller
-   * whose answer has come pays no locked instruction and no broadcast
-   * per message). */
-  if (!h->waiting) return;
   atomic_fetch_add_explicit(&h->news, 1, memory_order_release);
   pthread_cond_broadcast(&h->cv);
   if (atomic_load_explicit(&c->efd_sleepers, memory_order_relaxed))
@@ -2200,7 +2195,6 @@ static void *progress_main(void *arg) {
   uint64_t idle_since = rk__now_ns();
   uint64_t aside_since = 0; /* when a driver was last seen */
   uint64_t nap_ns = 20000;
-  uint64_t own_turns = 0; /* c->turns after this thread's last turn */
   bool aside = false;
   while (!atomic_load(&c->stop)) {
     if (atomic_load_explicit(&c->drivers, memory_order_relaxed)) {
@@ -2224,45 +2218,9 @@ static void *progress_main(void *arg) {
       if (watch_turn(c)) outbox_drain(c);
       aside = true;
       aside_since = rk__now_ns();
-      own_turns = atomic_load_explicit(&c->turns, memory_order_relaxed);
       continue;
     }
-    if (aside) {
-      /* Lingering aside (ASIDE_LINGER_NS) in a process that exports
-       * nothing: a streaming caller drives between its sends (each
-       * receive), and answers that come while it sends wait for its next
-       * receive; a thread that took them meanwhile would contend with it
-       * for the worker's lock and its CPU. Every turn of the worker by
-       * another thread extends the linger; a millisecond with none, this
-       * thread takes one itself. */
-      const uint64_t turns =
-          atomic_load_explicit(&c->turns, memory_order_relaxed);
-      if (turns != own_turns) aside_since = rk__now_ns();
-      if (rk__now_ns() - aside_since < ASIDE_LINGER_NS &&
-          __atomic_load_n(&c->export_count, __ATOMIC_RELAXED) == 0 &&
-          !atomic_load(&c->nbridges) && !atomic_load(&c->sleepers)) {
-        own_turns = turns;
-        const uint32_t seq = __atomic_load_n(&c->aside_seq, __ATOMIC_ACQUIRE);
-        if (!atomic_load(&c->drivers) && !atomic_load(&c->stop))
-          rk__wait_while_equal(&c->aside_seq, seq, ASIDE_NAP_NS);
-        if (!atomic_load(&c->drivers) &&
-            atomic_load_explicit(&c->turns, memory_order_relaxed) == turns) {
-          pump(c);
-          forward_all(c);
-          own_turns = atomic_load_explicit(&c->turns, memory_order_relaxed);
-        }
-        if (watch_turn(c)) outbox_drain(c);
-        continue;
-      }
-      /* After standing aside it does not spin until it finds work of
-       * its own: the user thread that drove the worker is likely to again
-       * (a caller between two calls), and a spinning progress thread would
-       * take the CPU it needs. */
-      aside = false;
-      idle_since = rk__now_ns() - (uint64_t)c->spin_us * 1000u;
-    }
     unsigned did = pump(c) + forward_all(c);
-    own_turns = atomic_load_explicit(&c->turns, memory_order_relaxed);
     if (watch_turn(c)) {
       outbox_drain(c); /* a WELCOME, a refusal */
       did++;
@@ -2270,9 +2228,22 @@ static void *progress_main(void *arg) {
     if (did) {
       idle_since = rk__now_ns();
       nap_ns = 20000;
+      aside = false;
       continue;
     }
-    if (rk__now_ns() - idle_since < (uint64_t)c->spin_us * 1000u) continue;
+    /* After standing aside it does not spin: the user thread that drove
+     * the worker is likely to again (a caller between two calls), and a
+     * spinning progress thread would take the CPU it needs. */
+    if (!aside && rk__now_ns() - idle_since < (uint64_t)c->spin_us * 1000u)
+      continue;
+    if (aside && rk__now_ns() - aside_since < ASIDE_LINGER_NS &&
+        __atomic_load_n(&c->export_count, __ATOMIC_RELAXED) == 0 &&
+        !atomic_load(&c->nbridges) && !atomic_load(&c->sleepers)) {
+      const uint32_t seq = __atomic_load_n(&c->aside_seq, __ATOMIC_ACQUIRE);
+      if (!atomic_load(&c->drivers) && !atomic_load(&c->stop))
+        rk__wait_while_equal(&c->aside_seq, seq, ASIDE_NAP_NS);
+      continue;
+    }
     if (atomic_load(&c->in_flight) || atomic_load(&c->nbridges) ||
         atomic_load(&c->broken_any) || c->efd < 0 || c->watch_efd < 0) {
       struct timespec ts = {0, (long)nap_ns};
@@ -3402,7 +3373,6 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
                          wait_limit_t *limit) {
   rk_cluster_t *c = h->c;
   if (ready(h, arg)) return RK_OK;
-  h->waiting++;
   /* The clock is first read at the spin's eighth turn (most answers over
    * shared memory come sooner), and the wait's deadline and spin counted
    * from there; at once when the deadline is set already or near. */
@@ -3478,10 +3448,7 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
   const bool answered = ready(h, arg);
   if (!answered) atomic_fetch_add(&c->sleepers, 1);
   atomic_fetch_sub(&c->drivers, 1);
-  if (answered) {
-    h->waiting--;
-    return RK_OK;
-  }
+  if (answered) return RK_OK;
   wake_aside(c);
   rk_status_t s;
   for (;;) {
@@ -3500,7 +3467,6 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
     cond_wait_until(&h->cv, &h->mu, deadline, 100000000);
   }
   atomic_fetch_sub(&c->sleepers, 1);
-  h->waiting--;
   return s;
 }
 
