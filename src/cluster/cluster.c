@@ -3346,10 +3346,6 @@ typedef bool (*ready_fn)(rk_remote_actor_t *h, void *arg);
  * before it looks again (a wake-up it was not sent costs at most this). */
 #define HWAIT_POLL_CAP_NS 1000000ull
 
-/* A wait whose timeout is shorter reads the clock as it starts (see
- * hwait). */
-#define HWAIT_LAZY_CLOCK_NS 100000ull
-
 /* One sleep of a waiting caller on the worker's event descriptor (armed
  * first; nothing to sleep for when UCX has work waiting or the cluster has
  * sends or faults to handle), then a turn of the worker. Never with a lock
@@ -3373,24 +3369,17 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
                          wait_limit_t *limit) {
   rk_cluster_t *c = h->c;
   if (ready(h, arg)) return RK_OK;
-  /* The clock is first read at the spin's eighth turn (most answers over
-   * shared memory come sooner), and the wait's deadline and spin counted
-   * from there; at once when the deadline is set already or near. */
-  uint64_t start = 0;
-  if (limit->deadline || limit->timeout_ns < HWAIT_LAZY_CLOCK_NS) {
-    start = rk__now_ns();
-    if (!limit->deadline)
-      limit->deadline = deadline_at(start, limit->timeout_ns);
-  }
-  const uint64_t spin_ns = (uint64_t)c->spin_us * 1000u;
+  const uint64_t start = rk__now_ns();
+  if (!limit->deadline) limit->deadline = deadline_at(start, limit->timeout_ns);
+  const uint64_t deadline = limit->deadline;
+  const uint64_t spin_end = start + (uint64_t)c->spin_us * 1000u;
   atomic_fetch_add(&c->drivers, 1);
   /* An answer that takes long (a persistent actor's worker on the owner's
    * side must get a CPU) on a machine with more runnable threads than
    * CPUs: the caller then yields as it drives, rather than hold its CPU
    * for the whole spin. Looked at once per wait. */
   int crowded = -1;
-  if (c->spin_us && !(start && start >= limit->deadline) && !ready(h, arg) &&
-      !stopped(h)) {
+  if (c->spin_us && !ready(h, arg) && !stopped(h)) {
     /* h->mu is let go for the whole spin: a turn looks at the handle's
      * news (any change the ready and stopped checks could see bumps it)
      * and reads the clock once every eight (a turn of a shared-memory
@@ -3409,11 +3398,7 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
       if (crowded == 1) sched_yield();
       if (turn & 7u) continue;
       const uint64_t now = rk__now_ns();
-      if (!start) {
-        start = now;
-        limit->deadline = deadline_at(now, limit->timeout_ns);
-      }
-      if (now - start >= spin_ns || now >= limit->deadline) {
+      if (now >= spin_end || now >= deadline) {
         pthread_mutex_lock(&h->mu);
         break;
       }
@@ -3421,12 +3406,6 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
         crowded = rk__machine_crowded();
     }
   }
-  if (!start) {
-    start = rk__now_ns();
-    if (!limit->deadline)
-      limit->deadline = deadline_at(start, limit->timeout_ns);
-  }
-  const uint64_t deadline = limit->deadline;
   /* Then asleep on the worker's event descriptor, still a driver: the
    * answer's arrival wakes this thread itself, not the progress thread
    * that would then have to wake it. Not while requests are in this
@@ -3626,9 +3605,8 @@ rk_status_t rk_remote_actor_call(rk_remote_actor_t *h, const void *request,
                     "remote actor: capacity %zu is less than the response "
                     "size %zu",
                     capacity, h->response_size);
-  /* From the first wait (for window room, or else for the answer): the
-   * send's wait and the answer's share it. */
-  wait_limit_t limit = limit_lazy(timeout_ns);
+  /* From the call's start: the send's wait and the answer's share it. */
+  wait_limit_t limit = {timeout_ns, deadline_after(timeout_ns)};
   waiter_t w;
   memset(&w, 0, sizeof w);
   w.buffer = response;

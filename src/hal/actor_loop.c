@@ -262,7 +262,6 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
     const unsigned worked = idle_turn(l, &turned);
     if (avail || got || worked) {
       idle_since = 0;
-      idle_passes = 0;
       continue;
     }
     if (idle_offered(l)) {
@@ -272,10 +271,9 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
        * cluster's caller does while it drives), rather than park and
        * leave the work to a thread that must be woken for it. A pass is
        * short (a turn of a shared-memory transport): the clock is read
-       * on every eighth, not to add a fifth to each, and the idle spell
-       * counted from the first read. */
-      if (++idle_passes & 7u) {
-        if (crowded && idle_since) sched_yield();
+       * on every eighth, not to add a fifth to each. */
+      if (idle_since && (++idle_passes & 7u)) {
+        if (crowded) sched_yield();
         continue;
       }
       const uint64_t now = rk__now_ns();
@@ -283,6 +281,7 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
         idle_since = now;
         crowd_check = now;
         crowded = false;
+        idle_passes = 0;
       }
       if (now - idle_since < l->spin_ns) {
         if (now - crowd_check >= kDriverCrowdEveryNs) {
