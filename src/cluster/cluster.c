@@ -151,10 +151,6 @@ typedef struct export_ {
    * waiting for the link's credit, in order. */
   rk__k2k_t *ingress;
   pending_req_t *ipending, *ipending_tail;
-  /* Whether pending or ipending may hold requests: set under mu as one is
-   * queued, cleared under mu when both are empty, looked at without it
-   * (a turn with none queued takes no lock for them). */
-  atomic_bool queued;
   unsigned char *buf; /* FORWARD_BATCH responses */
   _Atomic uint64_t forwarded, dropped_local;
   /* Offered to the actor's worker (drive_turn): while idle it drives the
@@ -194,10 +190,6 @@ struct rk_remote_actor {
   uint32_t window;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  /* Bumped under mu with every broadcast of cv (wake_handle): a caller
-   * that drives the worker while it waits looks at this, not at the
-   * waiter under mu, on each turn. */
-  _Atomic uint32_t news;
   uint64_t next_id;
   uint32_t outstanding; /* sent and not yet received */
   _Atomic int state;    /* rk_actor_state_t */
@@ -831,7 +823,6 @@ static void tell_links(rk_cluster_t *c) {
  * on its condition variable, and those asleep on the worker's event
  * descriptor (hwait). */
 static void wake_handle(rk_cluster_t *c, rk_remote_actor_t *h) {
-  atomic_fetch_add_explicit(&h->news, 1, memory_order_release);
   pthread_cond_broadcast(&h->cv);
   if (atomic_load_explicit(&c->efd_sleepers, memory_order_relaxed))
     c->u->ucp_worker_signal(c->worker);
@@ -1589,13 +1580,10 @@ static void deliver_req(rk_cluster_t *c, const rk_wire_req_t *h,
   }
   if (e->ingress && (h->flags & RK_WIRE_REQ_NO_DATA)) {
     /* A remote port's message: into the K2K inbox, in order. */
-    if (e->ipending || !ingress_admit(e, h, data, size)) {
+    if (e->ipending || !ingress_admit(e, h, data, size))
       queue_req(&e->ipending, &e->ipending_tail, &c->in_flight, h, data, size);
-      atomic_store_explicit(&e->queued, true, memory_order_relaxed);
-    }
   } else if (e->pending || !admit(e, h, data, size)) {
     queue_req(&e->pending, &e->pending_tail, &c->in_flight, h, data, size);
-    atomic_store_explicit(&e->queued, true, memory_order_relaxed);
   }
   pthread_mutex_unlock(&e->mu);
 }
@@ -1711,7 +1699,6 @@ static unsigned forward_once(export_t *e) {
                r.no_data ? 0 : info[i].size, false);
     e->forwarded++;
   }
-  if (!atomic_load_explicit(&e->queued, memory_order_relaxed)) return did;
   pthread_mutex_lock(&e->mu);
   while (e->pending) {
     pending_req_t *q = e->pending;
@@ -1739,8 +1726,6 @@ static unsigned forward_once(export_t *e) {
     free(q);
     did++;
   }
-  if (!e->pending && !e->ipending)
-    atomic_store_explicit(&e->queued, false, memory_order_relaxed);
   pthread_mutex_unlock(&e->mu);
   return did;
 }
@@ -3379,32 +3364,16 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
    * CPUs: the caller then yields as it drives, rather than hold its CPU
    * for the whole spin. Looked at once per wait. */
   int crowded = -1;
-  if (c->spin_us && !ready(h, arg) && !stopped(h)) {
-    /* h->mu is let go for the whole spin: a turn looks at the handle's
-     * news (any change the ready and stopped checks could see bumps it)
-     * and reads the clock once every eight (a turn of a shared-memory
-     * transport is short). */
-    uint32_t seen = atomic_load_explicit(&h->news, memory_order_acquire);
+  uint64_t now;
+  while (c->spin_us && !ready(h, arg) && !stopped(h) &&
+         (now = rk__now_ns()) < spin_end && now < deadline) {
     pthread_mutex_unlock(&h->mu);
-    for (uint32_t turn = 1;; ++turn) {
-      pump(c);
-      forward_all(c);
-      if (atomic_load_explicit(&h->news, memory_order_acquire) != seen) {
-        pthread_mutex_lock(&h->mu);
-        if (ready(h, arg) || stopped(h)) break;
-        seen = atomic_load_explicit(&h->news, memory_order_relaxed);
-        pthread_mutex_unlock(&h->mu);
-      }
-      if (crowded == 1) sched_yield();
-      if (turn & 7u) continue;
-      const uint64_t now = rk__now_ns();
-      if (now >= spin_end || now >= deadline) {
-        pthread_mutex_lock(&h->mu);
-        break;
-      }
-      if (crowded < 0 && now - start >= HWAIT_CROWD_AFTER_NS)
-        crowded = rk__machine_crowded();
-    }
+    pump(c);
+    forward_all(c);
+    if (crowded < 0 && now - start >= HWAIT_CROWD_AFTER_NS)
+      crowded = rk__machine_crowded();
+    if (crowded == 1) sched_yield();
+    pthread_mutex_lock(&h->mu);
   }
   /* Then asleep on the worker's event descriptor, still a driver: the
    * answer's arrival wakes this thread itself, not the progress thread
@@ -3507,7 +3476,6 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
     settle(c, &c->peers[h->peer]);
     pthread_mutex_lock(&h->mu);
     h->outstanding--;
-    wake_handle(c, h); /* window room for another sender */
     if (w) {
       waiter_t **pp = &h->waiters;
       while (*pp != w) pp = &(*pp)->next;

@@ -198,7 +198,6 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
   uint64_t idle_since = 0;
   bool spin_ok = true, counted = false, crowded = false;
   uint64_t crowd_check = 0; /* when the machine's crowding was last read */
-  uint32_t idle_passes = 0; /* idle passes with idle work since a clock read */
   bool stop_locked = false;
   bool turned = false; /* the idle work turned since the loop last parked */
   for (;;) {
@@ -264,24 +263,17 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
       idle_since = 0;
       continue;
     }
+    uint64_t now = rk__now_ns();
     if (idle_offered(l)) {
       /* It drives for others (the idle work): it stays the driver until
        * spin_ns passes without activity, yielding its CPU on each turn
        * while the machine has more runnable threads than CPUs (as a
        * cluster's caller does while it drives), rather than park and
-       * leave the work to a thread that must be woken for it. A pass is
-       * short (a turn of a shared-memory transport): the clock is read
-       * on every eighth, not to add a fifth to each. */
-      if (idle_since && (++idle_passes & 7u)) {
-        if (crowded) sched_yield();
-        continue;
-      }
-      const uint64_t now = rk__now_ns();
+       * leave the work to a thread that must be woken for it. */
       if (!idle_since) {
         idle_since = now;
         crowd_check = now;
         crowded = false;
-        idle_passes = 0;
       }
       if (now - idle_since < l->spin_ns) {
         if (now - crowd_check >= kDriverCrowdEveryNs) {
@@ -296,7 +288,6 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
       park(l, &in, seq);
       continue;
     }
-    const uint64_t now = rk__now_ns();
     if (!idle_since) {
       idle_since = now;
       spin_ok =
