@@ -1,16 +1,10 @@
 /* rk clusters over UCX active messages (rk/cluster.h, docs/cluster.md).
  *
- * Two UCP workers per member, in multi-thread mode: one carries the
- * messages, the other (`watch`) holds the listener and an endpoint with
- * peer error handling to each peer, which notices its failure. A progress
- * thread drives both (spinning for spin_us after activity, then sleeping
- * on both event fds); user threads send on the message worker directly
- * and, while they wait for an answer, drive it themselves for spin_us so
- * that an answer that comes quickly is handled on the waiting thread.
- * Between processes of one machine the message worker then polls shared
- * memory alone: the watching endpoints are network connections (UCX uses
- * no shared memory for endpoints with peer error handling), and a turn of
- * a worker that has one polls its sockets, a system call per turn.
+ * One UCP worker per member, in multi-thread mode: a progress thread drives
+ * it (spinning for spin_us after activity, then sleeping on the worker's
+ * event fd), user threads send on it directly and, while they wait for an
+ * answer, drive it themselves for spin_us so that an answer that comes
+ * quickly is handled on the waiting thread.
  *
  * Requests (owner side). The REQ callback writes the payload straight into
  * the exported actor's input ring with rk_actor_send (timeout 0); a full

@@ -40,16 +40,12 @@ enum {
   RK_AM_COUNT
 };
 
-/* HELLO and WELCOME are followed by the sender's addresses (address_size
- * bytes): its message worker's UCP address and its watching worker's,
- * packed as [uint32_t size of the first][first][second]. The receiver
- * opens an endpoint to the message worker and sends everything after on
- * that one. An endpoint made from a worker address may use every transport
- * UCX has between the two (shared memory on one machine); one made from a
- * socket address, in UCX 1.13, only network ones. The endpoint to the
- * watching worker (for a joiner and its hub: the one made from the socket
- * address) has peer error handling and notices the peer's failure. Cards,
- * INTRO and the MPI launcher's exchange carry the same packed pair. */
+/* HELLO and WELCOME are followed by the sender's UCP worker address
+ * (address_size bytes): the receiver opens a second endpoint to it and sends
+ * everything after on that one. An endpoint made from a worker address may
+ * use every transport UCX has between the two (shared memory on one
+ * machine); one made from a socket address, in UCX 1.13, only network
+ * ones. The first endpoint stays open to notice the peer's failure. */
 #define RK_WIRE_ADDRESS_MAX 8192
 
 /* joining member -> hub */
