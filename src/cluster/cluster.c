@@ -103,14 +103,10 @@ typedef struct peer {
   uint64_t broken_at;
   uint32_t broken_polls;
   char broken_cause[TEXT_MAX];
-  /* Hub: the joiner's addresses, for the members welcomed after it
+  /* Hub: the joiner's worker address, for the members welcomed after it
    * (WELCOME's cards). */
   unsigned char *addr;
   uint32_t addr_size;
-  /* A member that introduced itself: its addresses, until the endpoint
-   * that watches it is made (open_pending_watch; under c->mu). */
-  unsigned char *watch_pending;
-  uint32_t watch_pending_size;
 } peer_t;
 
 typedef struct route {
@@ -263,24 +259,11 @@ typedef struct outmsg {
 struct rk_cluster {
   const rk_ucp_api_t *u;
   ucp_context_h context;
-  /* Two UCP workers. `worker` carries the messages: its endpoints have no
-   * peer error handling, so UCX may use shared memory between processes
-   * of one machine, and a turn of it polls nothing else. `watch` holds the
-   * listener and the endpoints that watch each peer (peer error handling:
-   * network transports), turned by the progress thread only, and at most
-   * every WATCH_EVERY_NS while it spins: a turn of it is a system call per
-   * network device. */
   ucp_worker_h worker;
-  ucp_worker_h watch;
   ucp_listener_h listener;
-  int efd, watch_efd;
-  ucp_address_t *waddr, *watch_addr;
-  size_t waddr_size, watch_addr_size;
-  /* What peers are told (HELLO, WELCOME, cards, INTRO, MPI): both
-   * workers' addresses (see pack_address). */
-  unsigned char *addr;
-  size_t addr_size;
-  uint64_t watch_at; /* the progress thread's next turn of `watch` */
+  int efd;
+  ucp_address_t *waddr;
+  size_t waddr_size;
   char name[RK_WIRE_NAME_MAX];
   char token[RK_WIRE_TOKEN_MAX];
   size_t token_size;
@@ -534,7 +517,6 @@ static void settle(rk_cluster_t *c, peer_t *p) {
     pthread_mutex_unlock(&c->mu);
     if (!pending || rk__now_ns() >= until) return;
     pump(c);
-    c->u->ucp_worker_progress(c->watch); /* where its error is seen */
   }
 }
 
@@ -585,9 +567,8 @@ static rk_status_t post(rk_cluster_t *c, peer_t *p, unsigned id,
   if (r == NULL) return RK_OK;
   ucs_status_t st = UCS_PTR_STATUS(r);
   if (UCS_PTR_IS_PTR(r)) { /* should not happen with FORCE_IMM_CMPL */
-    ucp_worker_h w = p->ep == p->boot ? c->watch : c->worker;
     while (c->u->ucp_request_check_status(r) == UCS_INPROGRESS)
-      c->u->ucp_worker_progress(w);
+      c->u->ucp_worker_progress(c->worker);
     st = c->u->ucp_request_check_status(r);
     c->u->ucp_request_free(r);
     return st == UCS_OK ? RK_OK : send_failed(p, st);
@@ -638,8 +619,6 @@ static void outbox_push(rk_cluster_t *c, uint32_t peer, unsigned id,
   pthread_mutex_unlock(&c->out_mu);
 }
 
-static void open_pending_watch(rk_cluster_t *c, peer_t *p, outmsg_t *m);
-
 static void outbox_drain(rk_cluster_t *c) {
   if (!atomic_load_explicit(&c->out_any, memory_order_acquire)) return;
   pthread_mutex_lock(&c->out_mu);
@@ -650,7 +629,6 @@ static void outbox_drain(rk_cluster_t *c) {
   while (m) {
     outmsg_t *next = m->next;
     peer_t *p = &c->peers[m->peer];
-    if (m->id == RK_AM_INTRO_ACK) open_pending_watch(c, p, m);
     int st = atomic_load(&p->state);
     /* RESP_PACKED: a RESP whose header leads the data. */
     size_t hs = (m->id & RESP_PACKED) ? sizeof(rk_wire_resp_t) : 0;
@@ -678,8 +656,7 @@ static void links_due(rk_cluster_t *c) {
   c->u->ucp_worker_signal(c->worker);
 }
 
-/* One turn of the message worker from any thread (not `watch`: the
- * progress thread turns that one). */
+/* One turn of the worker from any thread. */
 static unsigned pump(rk_cluster_t *c) {
   atomic_fetch_add_explicit(&c->turns, 1, memory_order_relaxed);
   unsigned n = c->u->ucp_worker_progress(c->worker);
@@ -904,8 +881,6 @@ static peer_t *peer_new(rk_cluster_t *c) {
   p->cause[0] = '\0';
   p->addr = NULL;
   p->addr_size = 0;
-  p->watch_pending = NULL;
-  p->watch_pending_size = 0;
   return p;
 }
 
@@ -938,98 +913,31 @@ static void on_conn(ucp_conn_request_h req, void *arg) {
   e.field_mask |= UCP_EP_PARAM_FIELD_CONN_REQUEST;
   e.conn_request = req;
   ucp_ep_h ep = NULL;
-  ucs_status_t st = c->u->ucp_ep_create(c->watch, &e, &ep);
+  ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &ep);
   pthread_mutex_lock(&c->mu);
   p->boot = p->ep = st == UCS_OK ? ep : NULL;
   atomic_store(&p->state, st == UCS_OK ? P_ACCEPTED : P_REFUSED);
   pthread_mutex_unlock(&c->mu);
 }
 
-/* A member's addresses, as its peers are told them: its message worker's
- * address and its watching worker's, packed as [u32 size of the first]
- * [first][second]. */
-typedef struct addr_pair {
-  const unsigned char *msg, *watch;
-  size_t msg_size, watch_size;
-} addr_pair_t;
-
-static bool split_address(const void *packed, size_t size, addr_pair_t *out) {
-  uint32_t first;
-  if (size < sizeof first) return false;
-  memcpy(&first, packed, sizeof first);
-  if (first == 0 || first >= size - sizeof first) return false;
-  out->msg = (const unsigned char *)packed + sizeof first;
-  out->msg_size = first;
-  out->watch = out->msg + first;
-  out->watch_size = size - sizeof first - first;
-  return true;
-}
-
-/* The messages' endpoint to a member's message worker (never with c->mu
- * held; from a callback of either worker, see open_pending_watch). Without peer
- * error handling, so that UCX may pick shared memory (its shared-memory
- * transports cannot detect a peer's death, and UCX 1.13 leaves them out of
- * endpoints that ask for it); the watching endpoint looks after both. */
-static bool open_data_ep(rk_cluster_t *c, const void *packed, size_t size,
+/* The messages' endpoint to a worker address (never with c->mu held):
+ * false when it cannot be made; *out stays NULL when there is no address
+ * (the first endpoint carries everything). */
+static bool open_data_ep(rk_cluster_t *c, const void *addr, size_t size,
                          ucp_ep_h *out) {
   *out = NULL;
-  addr_pair_t a;
-  if (!split_address(packed, size, &a)) return false;
+  if (!size) return true;
+  /* Without peer error handling, so that UCX may pick shared memory (its
+   * shared-memory transports cannot detect a peer's death, and UCX 1.13
+   * leaves them out of endpoints that ask for it). The first endpoint,
+   * with peer error handling, watches the peer for both. */
   ucp_ep_params_t e;
   memset(&e, 0, sizeof e);
   e.field_mask = UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
   e.err_mode = UCP_ERR_HANDLING_MODE_NONE;
   e.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-  e.address = (const ucp_address_t *)a.msg;
+  e.address = (const ucp_address_t *)addr;
   return c->u->ucp_ep_create(c->worker, &e, out) == UCS_OK;
-}
-
-/* The endpoint that watches peer p (peer error handling), on `watch`, to
- * the member's watching worker. Never from a callback of `worker`. */
-static ucs_status_t open_watch_ep(rk_cluster_t *c, peer_t *p,
-                                  const void *packed, size_t size,
-                                  ucp_ep_h *out) {
-  *out = NULL;
-  addr_pair_t a;
-  if (!split_address(packed, size, &a)) return UCS_ERR_INVALID_ADDR;
-  ucp_ep_params_t e = ep_params(p);
-  e.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-  e.address = (const ucp_address_t *)a.watch;
-  return c->u->ucp_ep_create(c->watch, &e, out);
-}
-
-/* The watching endpoint of a member that introduced itself (on_intro),
- * made as its INTRO_ACK is sent rather than in the callback: a callback of
- * `worker` never enters `watch`, because one of `watch` enters `worker`
- * (on_hello's message endpoint), and the two orders could deadlock. If it
- * cannot be made, m (the INTRO_ACK) refuses the introduction after all. */
-static void open_pending_watch(rk_cluster_t *c, peer_t *p, outmsg_t *m) {
-  pthread_mutex_lock(&c->mu);
-  unsigned char *packed = p->watch_pending;
-  const size_t size = p->watch_pending_size;
-  p->watch_pending = NULL;
-  p->watch_pending_size = 0;
-  pthread_mutex_unlock(&c->mu);
-  if (!packed) return;
-  ucp_ep_h ep = NULL;
-  const ucs_status_t st = open_watch_ep(c, p, packed, size, &ep);
-  free(packed);
-  pthread_mutex_lock(&c->mu);
-  if (st == UCS_OK) {
-    p->boot = ep;
-  } else if (atomic_load(&p->state) == P_WELCOMING &&
-             m->size >= sizeof(rk_wire_welcome_t)) {
-    rk_wire_welcome_t w;
-    memcpy(&w, m->data, sizeof w);
-    w.status = RK_ERR_UNAVAILABLE;
-    snprintf(w.text, sizeof w.text,
-             "'%.63s' cannot reach its watching worker (UCX: %s)", c->name,
-             c->u->ucs_status_string(st));
-    memcpy(m->data, &w, sizeof w);
-    atomic_store(&p->state, P_REFUSED);
-    pthread_cond_broadcast(&c->cv);
-  }
-  pthread_mutex_unlock(&c->mu);
 }
 
 static peer_t *peer_from(rk_cluster_t *c, uint32_t from) {
@@ -1131,13 +1039,6 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
     snprintf(w.text, sizeof w.text,
              "the hub cannot reach the joiner's worker address");
   }
-  if (w.status == RK_OK) {
-    addr_pair_t a; /* the cards pass the watching address on */
-    if (!split_address(their_address, h.address_size, &a)) {
-      w.status = RK_ERR_UNAVAILABLE;
-      snprintf(w.text, sizeof w.text, "the joiner's addresses are malformed");
-    }
-  }
   unsigned char *addr = NULL;
   if (w.status == RK_OK && h.address_size) {
     addr = malloc(h.address_size);
@@ -1169,14 +1070,14 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
     atomic_store(&p->state, P_REFUSED);
     free(addr);
   }
-  const size_t hub_address = w.status == RK_OK ? c->addr_size : 0;
+  const size_t hub_address = w.status == RK_OK ? c->waddr_size : 0;
   const size_t n = sizeof w + hub_address + cards;
   unsigned char *msg = malloc(n);
   if (msg) {
     w.address_size = (uint32_t)hub_address;
     w.members = members;
     memcpy(msg, &w, sizeof w);
-    memcpy(msg + sizeof w, c->addr, hub_address);
+    memcpy(msg + sizeof w, c->waddr, hub_address);
     size_t off = sizeof w + hub_address;
     for (uint32_t i = 0; members && i < c->peer_count; ++i) {
       const peer_t *q = &c->peers[i];
@@ -1231,26 +1132,24 @@ static ucs_status_t on_intro(void *arg, const void *header, size_t hlen,
   }
   pthread_mutex_unlock(&c->mu);
   if (!p) return UCS_OK;
-  /* The message endpoint now; the watching one as the INTRO_ACK goes
-   * (open_pending_watch: not from a callback of this worker). */
-  const unsigned char *packed = (const unsigned char *)data + sizeof h;
-  ucp_ep_h data_ep = NULL;
-  if (!open_data_ep(c, packed, h.address_size, &data_ep)) data_ep = NULL;
-  unsigned char *pending = data_ep ? malloc(h.address_size) : NULL;
-  if (pending) memcpy(pending, packed, h.address_size);
-  if (w.status == RK_OK && (!data_ep || !pending)) {
+  ucp_ep_params_t e = ep_params(p);
+  e.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+  e.address = (const ucp_address_t *)((const unsigned char *)data + sizeof h);
+  ucp_ep_h watch = NULL, data_ep = NULL;
+  ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &watch);
+  if (st == UCS_OK && !open_data_ep(c, (const unsigned char *)data + sizeof h,
+                                    h.address_size, &data_ep))
+    data_ep = NULL;
+  if (w.status == RK_OK && (st != UCS_OK || !data_ep)) {
     w.status = RK_ERR_UNAVAILABLE;
     snprintf(w.text, sizeof w.text, "'%.63s' cannot reach its worker address",
              c->name);
   }
   pthread_mutex_lock(&c->mu);
-  p->boot = NULL;
-  p->ep = data_ep;
+  p->boot = st == UCS_OK ? watch : NULL;
+  p->ep = data_ep ? data_ep : p->boot;
   w.your_index = p->index;
   if (w.status == RK_OK) {
-    p->watch_pending = pending;
-    p->watch_pending_size = h.address_size;
-    pending = NULL;
     /* UP once the INTRO_ACK is posted, as a joiner once its WELCOME is. */
     p->remote = h.hub_index;
     atomic_store(&p->state, P_WELCOMING);
@@ -1259,7 +1158,6 @@ static ucs_status_t on_intro(void *arg, const void *header, size_t hlen,
   }
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
-  free(pending);
   if (p->ep) outbox_push(c, p->index, RK_AM_INTRO_ACK, &w, sizeof w);
   return UCS_OK;
 }
@@ -1357,19 +1255,6 @@ static ucs_status_t on_welcome(void *arg, const void *header, size_t hlen,
   if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
     return rndv_start(c, RX_WELCOME, NULL, 0, data, len);
   welcome_in(c, data, len);
-  return UCS_OK;
-}
-
-/* A WELCOME on the watching endpoint: a refusal the hub could send on no
- * other (small: never by rendezvous, which would be received on the wrong
- * worker). */
-static ucs_status_t on_welcome_watch(void *arg, const void *header, size_t hlen,
-                                     void *data, size_t len,
-                                     const ucp_am_recv_param_t *param) {
-  (void)header;
-  (void)hlen;
-  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV))
-    welcome_in(arg, data, len);
   return UCS_OK;
 }
 
@@ -2152,22 +2037,8 @@ static void withdraw_drive(rk_cluster_t *c, export_t *e) {
 #define ASIDE_LINGER_NS 10000000ull
 #define ASIDE_NAP_NS 1000000ull
 
-/* How often the progress thread turns the watching worker while it is
- * busy otherwise (spinning, napping, standing aside): a turn of it polls
- * the sockets of every network device, and what it carries (a joiner, a
- * peer's failure, which waits out BROKEN_GRACE_NS anyway) can wait that
- * long. When the thread sleeps, it sleeps on both workers. */
-#define WATCH_EVERY_NS 200000ull
-
-static unsigned watch_turn(rk_cluster_t *c) {
-  const uint64_t now = rk__now_ns();
-  if (now < c->watch_at) return 0;
-  c->watch_at = now + WATCH_EVERY_NS;
-  return c->u->ucp_worker_progress(c->watch);
-}
-
-/* Drives the workers and the exports. Spins for spin_us after the last
- * activity, then sleeps on the workers' event descriptors; stands aside
+/* Drives the worker and the exports. Spins for spin_us after the last
+ * activity, then sleeps on the worker's event descriptor; stands aside
  * while user threads drive (see hwait). */
 static void *progress_main(void *arg) {
   rk_cluster_t *c = arg;
@@ -2194,16 +2065,11 @@ static void *progress_main(void *arg) {
         pump(c);
         forward_all(c);
       }
-      if (watch_turn(c)) outbox_drain(c);
       aside = true;
       aside_since = rk__now_ns();
       continue;
     }
     unsigned did = pump(c) + forward_all(c);
-    if (watch_turn(c)) {
-      outbox_drain(c); /* a WELCOME, a refusal */
-      did++;
-    }
     if (did) {
       idle_since = rk__now_ns();
       nap_ns = 20000;
@@ -2224,7 +2090,7 @@ static void *progress_main(void *arg) {
       continue;
     }
     if (atomic_load(&c->in_flight) || atomic_load(&c->nbridges) ||
-        atomic_load(&c->broken_any) || c->efd < 0 || c->watch_efd < 0) {
+        atomic_load(&c->broken_any) || c->efd < 0) {
       struct timespec ts = {0, (long)nap_ns};
       nanosleep(&ts, NULL);
       if (nap_ns < 1000000) nap_ns *= 2;
@@ -2232,18 +2098,11 @@ static void *progress_main(void *arg) {
     }
     ucs_status_t st = c->u->ucp_worker_arm(c->worker);
     if (st == UCS_ERR_BUSY) continue;
-    st = c->u->ucp_worker_arm(c->watch);
-    if (st == UCS_ERR_BUSY) {
-      c->watch_at = 0;
-      continue;
-    }
     if (atomic_load(&c->out_any) || atomic_load(&c->in_flight) ||
         atomic_load(&c->links_due) || atomic_load(&c->broken_any))
       continue;
-    struct pollfd pfd[2] = {{.fd = c->efd, .events = POLLIN},
-                            {.fd = c->watch_efd, .events = POLLIN}};
-    (void)poll(pfd, 2, 100);
-    c->watch_at = 0;
+    struct pollfd pfd = {.fd = c->efd, .events = POLLIN};
+    (void)poll(&pfd, 1, 100);
     idle_since = rk__now_ns();
   }
   return NULL;
@@ -2271,30 +2130,12 @@ static const char *opt_or_env(const char *v, const char *env) {
   return e && *e ? e : NULL;
 }
 
-typedef struct handler {
-  unsigned id;
-  ucp_am_recv_callback_t cb;
-} handler_t;
-
-static rk_status_t set_handlers_on(rk_cluster_t *c, ucp_worker_h w,
-                                   const handler_t *table, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    ucp_am_handler_param_t p;
-    memset(&p, 0, sizeof p);
-    p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
-                   UCP_AM_HANDLER_PARAM_FIELD_CB |
-                   UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    p.id = table[i].id;
-    p.cb = table[i].cb;
-    p.arg = c;
-    ucs_status_t st = c->u->ucp_worker_set_am_recv_handler(w, &p);
-    if (st != UCS_OK) return rk__ucs_fail(st, "cluster: set AM handler");
-  }
-  return RK_OK;
-}
-
 static rk_status_t set_handlers(rk_cluster_t *c) {
-  static const handler_t messages[] = {
+  static const struct {
+    unsigned id;
+    ucp_am_recv_callback_t cb;
+  } table[] = {
+      {RK_AM_HELLO, on_hello},
       {RK_AM_WELCOME, on_welcome},
       {RK_AM_LOOKUP, on_lookup},
       {RK_AM_LOOKUP_REPLY, on_lookup_reply},
@@ -2307,16 +2148,19 @@ static rk_status_t set_handlers(rk_cluster_t *c) {
       {RK_AM_UNLINK, on_unlink},
       {RK_AM_LINK_FAULT, on_link_fault},
   };
-  /* What comes on a watching endpoint: a joiner's HELLO at the hub, and
-   * refusals sent before a message endpoint could be made. */
-  static const handler_t watching[] = {
-      {RK_AM_HELLO, on_hello},
-      {RK_AM_WELCOME, on_welcome_watch},
-  };
-  RK_RETURN_IF_ERROR(set_handlers_on(c, c->worker, messages,
-                                     sizeof messages / sizeof messages[0]));
-  return set_handlers_on(c, c->watch, watching,
-                         sizeof watching / sizeof watching[0]);
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
+    ucp_am_handler_param_t p;
+    memset(&p, 0, sizeof p);
+    p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                   UCP_AM_HANDLER_PARAM_FIELD_CB |
+                   UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    p.id = table[i].id;
+    p.cb = table[i].cb;
+    p.arg = c;
+    ucs_status_t st = c->u->ucp_worker_set_am_recv_handler(c->worker, &p);
+    if (st != UCS_OK) return rk__ucs_fail(st, "cluster: set AM handler");
+  }
+  return RK_OK;
 }
 
 static rk_status_t start_listener(rk_cluster_t *c, const char *addr) {
@@ -2331,7 +2175,7 @@ static rk_status_t start_listener(rk_cluster_t *c, const char *addr) {
   lp.sockaddr.addrlen = len;
   lp.conn_handler.cb = on_conn;
   lp.conn_handler.arg = c;
-  ucs_status_t st = c->u->ucp_listener_create(c->watch, &lp, &c->listener);
+  ucs_status_t st = c->u->ucp_listener_create(c->worker, &lp, &c->listener);
   if (st != UCS_OK) {
     char what[200];
     snprintf(what, sizeof what, "cluster: cannot listen on %s", addr);
@@ -2366,7 +2210,7 @@ static void introduce(rk_cluster_t *c, uint64_t deadline) {
   uint32_t asked[MAX_PEERS];
   uint32_t nasked = 0;
   size_t off = 0;
-  unsigned char *msg = malloc(sizeof(rk_wire_hello_t) + c->addr_size);
+  unsigned char *msg = malloc(sizeof(rk_wire_hello_t) + c->waddr_size);
   for (uint32_t i = 0; msg && i < count; ++i) {
     rk_wire_card_t card;
     if (size - off < sizeof card) break;
@@ -2385,13 +2229,16 @@ static void introduce(rk_cluster_t *c, uint64_t deadline) {
     }
     pthread_mutex_unlock(&c->mu);
     if (!p) break;
+    ucp_ep_params_t e = ep_params(p);
+    e.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    e.address = (const ucp_address_t *)address;
     ucp_ep_h watch = NULL, data = NULL;
-    ucs_status_t st = open_watch_ep(c, p, address, card.address_size, &watch);
+    ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &watch);
     if (st == UCS_OK && !open_data_ep(c, address, card.address_size, &data))
       st = UCS_ERR_UNREACHABLE;
     pthread_mutex_lock(&c->mu);
     p->boot = watch;
-    p->ep = data;
+    p->ep = data ? data : p->boot;
     pthread_mutex_unlock(&c->mu);
     if (st != UCS_OK) {
       char cause[TEXT_MAX];
@@ -2410,12 +2257,12 @@ static void introduce(rk_cluster_t *c, uint64_t deadline) {
     h.token_size = (uint32_t)c->token_size;
     memcpy(h.token, c->token, c->token_size);
     copy_name(h.name, sizeof h.name, c->name);
-    h.address_size = (uint32_t)c->addr_size;
+    h.address_size = (uint32_t)c->waddr_size;
     memcpy(msg, &h, sizeof h);
-    memcpy(msg + sizeof h, c->addr, c->addr_size);
+    memcpy(msg + sizeof h, c->waddr, c->waddr_size);
     char *saved = rk__error_save();
     const rk_status_t ps =
-        post(c, p, RK_AM_INTRO, NULL, 0, msg, sizeof h + c->addr_size, false);
+        post(c, p, RK_AM_INTRO, NULL, 0, msg, sizeof h + c->waddr_size, false);
     rk__error_restore(saved);
     if (ps != RK_OK) {
       peer_down(c, p, P_FAILED, "the introduction could not be sent");
@@ -2461,7 +2308,7 @@ static rk_status_t join(rk_cluster_t *c, const char *addr, uint64_t timeout) {
   e.sockaddr.addrlen = len;
   pthread_mutex_unlock(&c->mu);
   ucp_ep_h ep = NULL;
-  ucs_status_t st = c->u->ucp_ep_create(c->watch, &e, &ep);
+  ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &ep);
   pthread_mutex_lock(&c->mu);
   p->ep = p->boot = st == UCS_OK ? ep : NULL;
   pthread_mutex_unlock(&c->mu);
@@ -2479,13 +2326,13 @@ static rk_status_t join(rk_cluster_t *c, const char *addr, uint64_t timeout) {
   h.token_size = (uint32_t)c->token_size;
   memcpy(h.token, c->token, c->token_size);
   copy_name(h.name, sizeof h.name, c->name);
-  h.address_size = (uint32_t)c->addr_size;
-  unsigned char *msg = malloc(sizeof h + c->addr_size);
+  h.address_size = (uint32_t)c->waddr_size;
+  unsigned char *msg = malloc(sizeof h + c->waddr_size);
   if (!msg) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: join");
   memcpy(msg, &h, sizeof h);
-  memcpy(msg + sizeof h, c->addr, c->addr_size);
+  memcpy(msg + sizeof h, c->waddr, c->waddr_size);
   rk_status_t ps =
-      post(c, p, RK_AM_HELLO, NULL, 0, msg, sizeof h + c->addr_size, true);
+      post(c, p, RK_AM_HELLO, NULL, 0, msg, sizeof h + c->waddr_size, true);
   free(msg);
   RK_RETURN_IF_ERROR(ps);
   uint64_t deadline = deadline_after(timeout);
@@ -2540,6 +2387,9 @@ static rk_status_t mpi_join(rk_cluster_t *c, bool named) {
   if (size < 1 || size > MAX_PEERS)
     return rk__fail(RK_ERR_OUT_OF_RANGE, "cluster: %d MPI ranks (at most %d)",
                     size, MAX_PEERS);
+  if (c->waddr_size == 0)
+    return rk__fail(RK_ERR_UNAVAILABLE,
+                    "cluster: this UCX worker's address is too long to send");
   c->rank = rank;
   if (!named) snprintf(c->name, sizeof c->name, "rank%d", rank);
   mpi_card_t *all = calloc((size_t)size, sizeof *all);
@@ -2552,9 +2402,9 @@ static rk_status_t mpi_join(rk_cluster_t *c, bool named) {
   me->magic = RK_WIRE_MAGIC;
   me->version = RK_WIRE_VERSION;
   me->rank = (uint32_t)rank;
-  me->address_size = (uint32_t)c->addr_size;
+  me->address_size = (uint32_t)c->waddr_size;
   copy_name(me->name, sizeof me->name, c->name);
-  memcpy(me->address, c->addr, c->addr_size);
+  memcpy(me->address, c->waddr, c->waddr_size);
   rk_status_t s = RK_OK;
   if (m->MPI_Allgather(me, (int)sizeof *me, m->byte, all, (int)sizeof *me,
                        m->byte, m->comm_world) != 0)
@@ -2581,15 +2431,17 @@ static rk_status_t mpi_join(rk_cluster_t *c, bool named) {
   for (int r = 0; s == RK_OK && r < size; ++r) {
     if (r == rank) continue;
     peer_t *p = &c->peers[r];
-    const size_t size =
-        all[r].address_size <= RK_WIRE_ADDRESS_MAX ? all[r].address_size : 0;
+    ucp_ep_params_t e = ep_params(p);
+    e.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    e.address = (const ucp_address_t *)all[r].address;
     ucp_ep_h watch = NULL, data = NULL;
-    ucs_status_t st = open_watch_ep(c, p, all[r].address, size, &watch);
-    if (st == UCS_OK && !open_data_ep(c, all[r].address, size, &data))
+    ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &watch);
+    if (st == UCS_OK &&
+        !open_data_ep(c, all[r].address, all[r].address_size, &data))
       st = UCS_ERR_UNREACHABLE;
     pthread_mutex_lock(&c->mu);
     p->boot = watch;
-    p->ep = data;
+    p->ep = data ? data : watch;
     if (st == UCS_OK) atomic_store(&p->state, P_UP);
     pthread_mutex_unlock(&c->mu);
     if (st != UCS_OK) {
@@ -2643,10 +2495,8 @@ static void close_eps(rk_cluster_t *c) {
   uint64_t deadline = deadline_after(500000000);
   for (size_t i = 0; i < n; ++i) {
     while (c->u->ucp_request_check_status(reqs[i]) == UCS_INPROGRESS &&
-           rk__now_ns() < deadline) {
+           rk__now_ns() < deadline)
       c->u->ucp_worker_progress(c->worker);
-      c->u->ucp_worker_progress(c->watch);
-    }
     if (c->u->ucp_request_check_status(reqs[i]) != UCS_INPROGRESS)
       c->u->ucp_request_free(reqs[i]);
   }
@@ -2783,7 +2633,7 @@ void rk_cluster_destroy(rk_cluster_t *c) {
       free_export(c, c->exports[i]);
       c->exports[i] = NULL;
     }
-  if (c->worker && c->watch) {
+  if (c->worker) {
     outbox_drain(c);
     close_eps(c);
   }
@@ -2801,22 +2651,13 @@ void rk_cluster_destroy(rk_cluster_t *c) {
     if (c->waddr) c->u->ucp_worker_release_address(c->worker, c->waddr);
     c->u->ucp_worker_destroy(c->worker);
   }
-  if (c->watch) {
-    if (c->watch_addr)
-      c->u->ucp_worker_release_address(c->watch, c->watch_addr);
-    c->u->ucp_worker_destroy(c->watch);
-  }
-  free(c->addr);
   if (c->context) c->u->ucp_cleanup(c->context);
   if (c->mpi_owned) {
     int done = 0;
     c->mpi->MPI_Finalized(&done);
     if (!done) c->mpi->MPI_Finalize();
   }
-  for (uint32_t i = 0; i < c->peer_count; ++i) {
-    free(c->peers[i].addr);
-    free(c->peers[i].watch_pending);
-  }
+  for (uint32_t i = 0; i < c->peer_count; ++i) free(c->peers[i].addr);
   free(c->intro);
   free(c->failed_names);
   free(c->links);
@@ -2866,7 +2707,7 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
   rk_cluster_t *c = calloc(1, sizeof *c);
   if (!c) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: create");
   c->u = u;
-  c->efd = c->watch_efd = -1;
+  c->efd = -1;
   pthread_mutex_init(&c->mu, NULL);
   pthread_mutex_init(&c->out_mu, NULL);
   pthread_mutex_init(&c->exports_mu, NULL);
@@ -2916,13 +2757,12 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
     u->ucp_config_release(config);
     if (st != UCS_OK) s = rk__ucs_fail(st, "cluster: UCX init");
   }
-  ucp_worker_h *const workers[2] = {&c->worker, &c->watch};
-  for (int k = 0; k < 2 && s == RK_OK; ++k) {
+  if (s == RK_OK) {
     ucp_worker_params_t wp;
     memset(&wp, 0, sizeof wp);
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wp.thread_mode = UCS_THREAD_MODE_MULTI;
-    st = u->ucp_worker_create(c->context, &wp, workers[k]);
+    st = u->ucp_worker_create(c->context, &wp, &c->worker);
     if (st != UCS_OK) s = rk__ucs_fail(st, "cluster: UCX worker");
   }
   if (s == RK_OK) {
@@ -2937,34 +2777,14 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
   }
   if (s == RK_OK) {
     st = u->ucp_worker_get_efd(c->worker, &c->efd);
-    if (st == UCS_OK) st = u->ucp_worker_get_efd(c->watch, &c->watch_efd);
     if (st != UCS_OK) s = rk__ucs_fail(st, "cluster: UCX event fd");
   }
   if (s == RK_OK) {
     st = u->ucp_worker_get_address(c->worker, &c->waddr, &c->waddr_size);
-    if (st == UCS_OK)
-      st = u->ucp_worker_get_address(c->watch, &c->watch_addr,
-                                     &c->watch_addr_size);
-    if (st != UCS_OK) s = rk__ucs_fail(st, "cluster: UCX worker address");
-  }
-  if (s == RK_OK) {
-    /* Both addresses, as peers are told them (split_address). */
-    const uint32_t first = (uint32_t)c->waddr_size;
-    c->addr_size = sizeof first + c->waddr_size + c->watch_addr_size;
-    if (c->addr_size > RK_WIRE_ADDRESS_MAX)
-      s = rk__fail(RK_ERR_UNAVAILABLE,
-                   "cluster: this process's UCX worker addresses take %zu "
-                   "bytes, more than the %d a member may send (UCX_TLS "
-                   "names fewer transports?)",
-                   c->addr_size, RK_WIRE_ADDRESS_MAX);
-    else if (!(c->addr = malloc(c->addr_size)))
-      s = rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: create");
-    if (s == RK_OK) {
-      memcpy(c->addr, &first, sizeof first);
-      memcpy(c->addr + sizeof first, c->waddr, c->waddr_size);
-      memcpy(c->addr + sizeof first + c->waddr_size, c->watch_addr,
-             c->watch_addr_size);
-    }
+    if (st != UCS_OK)
+      s = rk__ucs_fail(st, "cluster: UCX worker address");
+    else if (c->waddr_size > RK_WIRE_ADDRESS_MAX)
+      c->waddr_size = 0; /* too long to send: one endpoint per peer */
   }
   if (s == RK_OK) s = set_handlers(c);
   if (s == RK_OK) {

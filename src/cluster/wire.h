@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define RK_WIRE_MAGIC 0x726b636cu /* "rkcl" */
-#define RK_WIRE_VERSION 4u
+#define RK_WIRE_VERSION 3u
 #define RK_WIRE_NAME_MAX 64
 #define RK_WIRE_ACTOR_NAME_MAX 128
 #define RK_WIRE_TOKEN_MAX 128
