@@ -511,7 +511,18 @@ static void test_clock(void) {
   /* A's clock 2 s ahead (a peer or device with a fast clock): only the
    * message can tell B. */
   const uint64_t ahead = rk_hlc_pack(wall_ns() + 2000000000u, 0);
+  /* Set while A is inactive. A resident CUDA kernel keeps its clock in
+   * device memory and reads the control block's when it starts: loading a
+   * module parks resident kernels and starts them again where they left. */
+  CHECK_OK(rk_actor_deactivate(a));
   __atomic_store_n(&rk__actor_control(a)->clock, ahead, __ATOMIC_RELAXED);
+  rk_module_t *mod = NULL;
+  CHECK_OK(rk_context_compile(
+      g_ctx,
+      "#include <rk/kernel.h>\nRK_KERNEL void nop(int *x) { x[0] = 1; }\n",
+      NULL, &mod));
+  if (mod) CHECK_OK(rk_module_destroy(mod));
+  CHECK_OK(rk_actor_activate(a));
   t.seq = 2;
   CHECK_OK(rk_actor_send(a, &t, sizeof t, RK_TIMEOUT_INFINITE, NULL));
   if (!wait_received(b, 2) || !wait_sent(a, 2)) return;

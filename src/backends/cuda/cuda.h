@@ -73,6 +73,12 @@ typedef struct cu_context {
   uint32_t resident;
   struct cu_deferred *deferred;
   struct cu_pinned *pinned; /* live pinned mapped blocks and their sizes */
+  /* Pinned blocks that stream copies to and from ordinary host memory go
+   * through (cuda_memory.c), kept until the context goes. Guarded by
+   * stage_lock (taken by host functions on the driver's thread too). */
+  pthread_mutex_t stage_lock;
+  struct cu_stage *stage_free; /* idle */
+  struct cu_stage *stage_all;  /* every block */
 } cu_context_t;
 
 static inline cu_context_t *cu_ctx(rk_context_t *c) {
@@ -103,6 +109,9 @@ rk_status_t rk__cu_mapped_alloc(rk_context_t *context, size_t bytes,
 void rk__cu_mapped_free(rk_context_t *context, void *host);
 /* Frees every allocation still in the table (context teardown). */
 void rk__cu_memory_release(cu_context_t *ctx);
+/* Context teardown, every stream finished: frees the staging blocks (or,
+ * with `abandon`, only rk's records of them). */
+void rk__cu_stage_release(cu_context_t *ctx, bool abandon);
 
 /* Resident actor bookkeeping (see cu_context_t.resident). */
 void rk__cu_resident_begin(cu_context_t *ctx);

@@ -213,6 +213,7 @@ static rk_status_t cu_context_create(rk_backend_t *backend, int device,
   }
   pthread_rwlock_init(&ctx->mem_lock, NULL);
   pthread_mutex_init(&ctx->defer_lock, NULL);
+  pthread_mutex_init(&ctx->stage_lock, NULL);
   rk__pending_init(&ctx->pending);
   *out = &ctx->base;
   return RK_OK;
@@ -232,6 +233,7 @@ static rk_status_t cu_context_destroy(rk_context_t *context) {
   api->cuStreamDestroy(ctx->stream);
   api->cuStreamDestroy(ctx->mem_stream);
   uint32_t stuck = __atomic_load_n(&ctx->stuck_actors, __ATOMIC_ACQUIRE);
+  rk__cu_stage_release(ctx, stuck != 0);
   if (stuck) {
     rk__cu_pinned_abandon(ctx);
     /* A resident kernel that never acknowledged termination still uses the
@@ -249,6 +251,7 @@ static rk_status_t cu_context_destroy(rk_context_t *context) {
   }
   pthread_rwlock_destroy(&ctx->mem_lock);
   pthread_mutex_destroy(&ctx->defer_lock);
+  pthread_mutex_destroy(&ctx->stage_lock);
   rk__pending_destroy(&ctx->pending);
   free(ctx);
   return s;

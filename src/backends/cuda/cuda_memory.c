@@ -6,7 +6,10 @@
  * queued kernels), so it is ready for every stream; a free first waits for
  * the work already queued on the context's streams (which may still use
  * the memory), then hands the memory back on the memory stream without
- * synchronizing the device: a resident actor kernel never blocks either. */
+ * synchronizing the device: a resident actor kernel never blocks either.
+ * Stream copies to and from ordinary host memory go through pinned
+ * staging blocks, so that they are asynchronous (see "Staged stream
+ * copies"). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,11 +121,152 @@ static rk_status_t enqueue_copy_locked(cu_context_t *ctx, CUstream stream,
   return rk__cu_check(ctx, err, what);
 }
 
+/* ---- Staged stream copies -------------------------------------------------
+ *
+ * CUDA copies between device memory and ordinary (pageable) host memory
+ * are not asynchronous: a copy to pageable memory returns only once it is
+ * done, so it waits for everything queued before it on its stream (a
+ * kernel waiting for the host would never end), and a copy from pageable
+ * memory may wait too. rk's stream copies are asynchronous: one of up to
+ * kStageMax bytes goes through a pinned block of the context. To the
+ * device, the caller's bytes are copied into the block when the copy is
+ * queued; to the host, the device copies into the block and a host
+ * function queued behind it copies on to the caller's memory. A host
+ * function hands the block back for the next copy; blocks are kept until
+ * the context goes. Larger copies go to the driver as they are (they may
+ * return only when done); so do all copies where the driver has no
+ * cuLaunchHostFunc. */
+
+enum { kStageMin = 64 << 10 };
+static const size_t kStageMax = (size_t)64 << 20;
+
+typedef struct cu_stage {
+  struct cu_stage *next_free, *next_all;
+  cu_context_t *ctx;
+  void *host;   /* pinned */
+  size_t bytes; /* its size: a power of two, at least kStageMin */
+  void *dst;    /* a copy to the host: the caller's memory and size */
+  size_t n;
+} cu_stage_t;
+
+/* An idle block of at least `n` bytes, pinned now when there is none. */
+static rk_status_t stage_take(cu_context_t *ctx, size_t n, cu_stage_t **out) {
+  size_t bytes = kStageMin;
+  while (bytes < n) bytes <<= 1;
+  cu_stage_t *st = NULL;
+  pthread_mutex_lock(&ctx->stage_lock);
+  for (cu_stage_t **p = &ctx->stage_free; *p; p = &(*p)->next_free) {
+    if ((*p)->bytes == bytes) {
+      st = *p;
+      *p = st->next_free;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&ctx->stage_lock);
+  if (st) {
+    *out = st;
+    return RK_OK;
+  }
+  st = calloc(1, sizeof *st);
+  if (!st) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cuda: staging block");
+  /* Pinning host memory may wait for the device to be idle. */
+  rk_status_t s = rk__cu_pause_actors(ctx, "pinning a staging block");
+  CUresult err = RK_CUDA_SUCCESS;
+  if (s == RK_OK) {
+    err =
+        ctx->api->cuMemHostAlloc(&st->host, bytes, RK_CU_MEMHOSTALLOC_PORTABLE);
+    rk__cu_resume_actors(ctx);
+  }
+  if (s == RK_OK && err != RK_CUDA_SUCCESS) {
+    s = rk__cu_check(ctx, err, "cuMemHostAlloc");
+    s = rk__fail_context(s, "cuda: a %zu-byte staging block for a stream copy",
+                         bytes);
+  }
+  if (s != RK_OK) {
+    free(st);
+    return s;
+  }
+  st->ctx = ctx;
+  st->bytes = bytes;
+  pthread_mutex_lock(&ctx->stage_lock);
+  st->next_all = ctx->stage_all;
+  ctx->stage_all = st;
+  pthread_mutex_unlock(&ctx->stage_lock);
+  *out = st;
+  return RK_OK;
+}
+
+static void stage_give(cu_stage_t *st) {
+  cu_context_t *ctx = st->ctx;
+  pthread_mutex_lock(&ctx->stage_lock);
+  st->next_free = ctx->stage_free;
+  ctx->stage_free = st;
+  pthread_mutex_unlock(&ctx->stage_lock);
+}
+
+/* Host functions, on the driver's thread once the stream reached them. */
+static void stage_done(void *user) { stage_give(user); }
+
+static void stage_to_host_done(void *user) {
+  cu_stage_t *st = user;
+  memcpy(st->dst, st->host, st->n);
+  stage_give(st);
+}
+
+/* Queues `copy` (to or from host memory) through a staging block. */
+static rk_status_t staged_copy(cu_context_t *ctx, CUstream stream,
+                               const rk__copy_t *copy) {
+  cu_stage_t *st = NULL;
+  RK_RETURN_IF_ERROR(stage_take(ctx, copy->n, &st));
+  rk__copy_t via = *copy;
+  via.host = st->host;
+  const bool to_host = copy->dir == RK__COPY_TO_HOST;
+  pthread_rwlock_rdlock(&ctx->mem_lock);
+  rk_status_t s = RK_OK;
+  if (!to_host) {
+    /* The bounds first: nothing is copied for a copy that is refused. */
+    s = rk__alloc_table_find(&ctx->allocs, copy->dst, copy->n, NULL);
+    if (s == RK_OK) memcpy(st->host, copy->host, copy->n);
+  }
+  if (s == RK_OK) s = enqueue_copy_locked(ctx, stream, &via);
+  pthread_rwlock_unlock(&ctx->mem_lock);
+  if (s != RK_OK) {
+    stage_give(st);
+    return s;
+  }
+  st->dst = to_host ? copy->host : NULL;
+  st->n = copy->n;
+  CUresult err = ctx->api->cuLaunchHostFunc(
+      stream, to_host ? stage_to_host_done : stage_done, st);
+  /* On failure the block stays out of use (the queued copy may still write
+   * it) until the context goes. */
+  return rk__cu_check(ctx, err, "cuLaunchHostFunc (stream copy)");
+}
+
+void rk__cu_stage_release(cu_context_t *ctx, bool abandon) {
+  pthread_mutex_lock(&ctx->stage_lock);
+  cu_stage_t *list = ctx->stage_all;
+  ctx->stage_all = NULL;
+  ctx->stage_free = NULL;
+  pthread_mutex_unlock(&ctx->stage_lock);
+  bool current =
+      !abandon && ctx->api->cuCtxSetCurrent(ctx->cu) == RK_CUDA_SUCCESS;
+  while (list) {
+    cu_stage_t *st = list;
+    list = st->next_all;
+    if (current) ctx->api->cuMemFreeHost(st->host);
+    free(st);
+  }
+}
+
 rk_status_t rk__cu_copy(rk_context_t *context, rk_stream_t *stream,
                         const rk__copy_t *copy) {
   cu_context_t *ctx = cu_ctx(context);
   RK_RETURN_IF_ERROR(rk__cu_enter(ctx));
   CUstream s_cu = stream ? ((cu_stream_t *)stream)->stream : ctx->stream;
+  if (stream && copy->dir != RK__COPY_DEVICE_TO_DEVICE &&
+      copy->n <= kStageMax && ctx->api->cuLaunchHostFunc)
+    return staged_copy(ctx, s_cu, copy);
   pthread_rwlock_rdlock(&ctx->mem_lock);
   rk_status_t s = enqueue_copy_locked(ctx, s_cu, copy);
   pthread_rwlock_unlock(&ctx->mem_lock);
