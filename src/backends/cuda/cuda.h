@@ -75,7 +75,7 @@ typedef struct cu_context {
   struct cu_pinned *pinned; /* live pinned mapped blocks and their sizes */
   /* Pinned blocks that stream copies to and from ordinary host memory go
    * through (cuda_memory.c), kept until the context goes. Guarded by
-   * stage_lock (taken by host functions on the driver's thread too). */
+   * stage_lock. */
   pthread_mutex_t stage_lock;
   struct cu_stage *stage_free; /* idle */
   struct cu_stage *stage_all;  /* every block */
@@ -193,7 +193,21 @@ rk_status_t rk__cu_launch(rk_function_t *function, rk_dim3_t grid,
 typedef struct cu_stream {
   rk_stream_t base;
   CUstream stream;
+  /* Staged copies queued and not yet finished (cuda_memory.c), newest
+   * first, and how many; guarded by the context's stage_lock. sync_lock
+   * is held from taking that list through the synchronization to the
+   * copies into the callers' memory, so that a synchronization returns
+   * only once its stream's data is in place. */
+  struct cu_stage *staged;
+  unsigned nstaged;
+  pthread_mutex_t sync_lock;
 } cu_stream_t;
+
+/* Waits for the work queued on `st`, then finishes its staged copies (on
+ * success: the data of copies to the host goes to the callers' memory).
+ * `what` names the caller in an error. */
+rk_status_t rk__cu_stream_sync(cu_context_t *ctx, cu_stream_t *st,
+                               const char *what);
 
 rk_status_t rk__cu_stream_create(rk_context_t *context, rk_stream_t **out);
 rk_status_t rk__cu_stream_destroy(rk_stream_t *stream);

@@ -226,8 +226,6 @@ enum {
     (void *dst, CUdeviceptr src, size_t bytes, CUstream stream))               \
   X(cuMemcpyDtoDAsync, true, CUresult,                                         \
     (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream))         \
-  X(cuLaunchHostFunc, false, CUresult,                                         \
-    (CUstream stream, void (*fn)(void *), void *user))                         \
   X(cuMemsetD8Async, true, CUresult,                                           \
     (CUdeviceptr dst, unsigned char value, size_t n, CUstream stream))         \
   X(cuModuleLoadData, true, CUresult, (CUmodule * mod, const void *image))     \

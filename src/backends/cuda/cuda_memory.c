@@ -130,23 +130,25 @@ static rk_status_t enqueue_copy_locked(cu_context_t *ctx, CUstream stream,
  * memory may wait too. rk's stream copies are asynchronous: one of up to
  * kStageMax bytes goes through a pinned block of the context. To the
  * device, the caller's bytes are copied into the block when the copy is
- * queued; to the host, the device copies into the block and a host
- * function queued behind it copies on to the caller's memory. A host
- * function hands the block back for the next copy; blocks are kept until
- * the context goes. Larger copies go to the driver as they are (they may
- * return only when done); so do all copies where the driver has no
- * cuLaunchHostFunc. */
+ * queued; to the host, the device copies into the block, and the
+ * synchronization that finds the stream done (rk_stream_synchronize,
+ * rk_stream_destroy, rk_context_synchronize) copies on to the caller's
+ * memory -- the only way a caller learns that a stream copy finished.
+ * Then the blocks are reused; they are kept until the context goes. A
+ * stream with kStageDepth staged copies outstanding is synchronized
+ * before it takes another. Larger copies go to the driver as they are
+ * (they may return only once done). */
 
-enum { kStageMin = 64 << 10 };
+enum { kStageMin = 64 << 10, kStageDepth = 64 };
 static const size_t kStageMax = (size_t)64 << 20;
 
 typedef struct cu_stage {
-  struct cu_stage *next_free, *next_all;
-  cu_context_t *ctx;
-  void *host;   /* pinned */
-  size_t bytes; /* its size: a power of two, at least kStageMin */
-  void *dst;    /* a copy to the host: the caller's memory and size */
-  size_t n;
+  struct cu_stage *next;     /* in the free list or a stream's list */
+  struct cu_stage *next_all; /* every block of the context */
+  void *host;                /* pinned */
+  size_t bytes;              /* its size: a power of two, >= kStageMin */
+  void *dst;                 /* a copy to the host: the caller's memory */
+  size_t n;                  /* and its size */
 } cu_stage_t;
 
 /* An idle block of at least `n` bytes, pinned now when there is none. */
@@ -155,10 +157,10 @@ static rk_status_t stage_take(cu_context_t *ctx, size_t n, cu_stage_t **out) {
   while (bytes < n) bytes <<= 1;
   cu_stage_t *st = NULL;
   pthread_mutex_lock(&ctx->stage_lock);
-  for (cu_stage_t **p = &ctx->stage_free; *p; p = &(*p)->next_free) {
+  for (cu_stage_t **p = &ctx->stage_free; *p; p = &(*p)->next) {
     if ((*p)->bytes == bytes) {
       st = *p;
-      *p = st->next_free;
+      *p = st->next;
       break;
     }
   }
@@ -171,22 +173,20 @@ static rk_status_t stage_take(cu_context_t *ctx, size_t n, cu_stage_t **out) {
   if (!st) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cuda: staging block");
   /* Pinning host memory may wait for the device to be idle. */
   rk_status_t s = rk__cu_pause_actors(ctx, "pinning a staging block");
-  CUresult err = RK_CUDA_SUCCESS;
   if (s == RK_OK) {
-    err =
+    CUresult err =
         ctx->api->cuMemHostAlloc(&st->host, bytes, RK_CU_MEMHOSTALLOC_PORTABLE);
     rk__cu_resume_actors(ctx);
-  }
-  if (s == RK_OK && err != RK_CUDA_SUCCESS) {
-    s = rk__cu_check(ctx, err, "cuMemHostAlloc");
-    s = rk__fail_context(s, "cuda: a %zu-byte staging block for a stream copy",
-                         bytes);
+    if (err != RK_CUDA_SUCCESS) {
+      s = rk__cu_check(ctx, err, "cuMemHostAlloc");
+      s = rk__fail_context(
+          s, "cuda: a %zu-byte staging block for a stream copy", bytes);
+    }
   }
   if (s != RK_OK) {
     free(st);
     return s;
   }
-  st->ctx = ctx;
   st->bytes = bytes;
   pthread_mutex_lock(&ctx->stage_lock);
   st->next_all = ctx->stage_all;
@@ -196,51 +196,82 @@ static rk_status_t stage_take(cu_context_t *ctx, size_t n, cu_stage_t **out) {
   return RK_OK;
 }
 
-static void stage_give(cu_stage_t *st) {
-  cu_context_t *ctx = st->ctx;
+/* Puts the blocks of `list` (linked by next) back in the free list. */
+static void stage_give(cu_context_t *ctx, cu_stage_t *list) {
+  if (!list) return;
+  cu_stage_t *last = list;
+  while (last->next) last = last->next;
   pthread_mutex_lock(&ctx->stage_lock);
-  st->next_free = ctx->stage_free;
-  ctx->stage_free = st;
+  last->next = ctx->stage_free;
+  ctx->stage_free = list;
   pthread_mutex_unlock(&ctx->stage_lock);
 }
 
-/* Host functions, on the driver's thread once the stream reached them. */
-static void stage_done(void *user) { stage_give(user); }
-
-static void stage_to_host_done(void *user) {
-  cu_stage_t *st = user;
-  memcpy(st->dst, st->host, st->n);
-  stage_give(st);
+rk_status_t rk__cu_stream_sync(cu_context_t *ctx, cu_stream_t *st,
+                               const char *what) {
+  pthread_mutex_lock(&st->sync_lock);
+  pthread_mutex_lock(&ctx->stage_lock);
+  cu_stage_t *list = st->staged;
+  st->staged = NULL;
+  st->nstaged = 0;
+  pthread_mutex_unlock(&ctx->stage_lock);
+  CUresult err = ctx->api->cuStreamSynchronize(st->stream);
+  if (err == RK_CUDA_SUCCESS) {
+    /* Oldest first, so that the last of two copies to the same memory
+     * wins, as it would on the stream. */
+    cu_stage_t *fifo = NULL;
+    while (list) {
+      cu_stage_t *b = list;
+      list = b->next;
+      b->next = fifo;
+      fifo = b;
+    }
+    for (cu_stage_t *b = fifo; b; b = b->next)
+      if (b->dst) memcpy(b->dst, b->host, b->n);
+    stage_give(ctx, fifo);
+  }
+  /* After a failure the blocks stay out of use until the context goes:
+   * queued copies may still write them. */
+  pthread_mutex_unlock(&st->sync_lock);
+  return rk__cu_check(ctx, err, what);
 }
 
-/* Queues `copy` (to or from host memory) through a staging block. */
-static rk_status_t staged_copy(cu_context_t *ctx, CUstream stream,
+/* Queues `copy` (to or from host memory) on `st` through a staging block. */
+static rk_status_t staged_copy(cu_context_t *ctx, cu_stream_t *st,
                                const rk__copy_t *copy) {
-  cu_stage_t *st = NULL;
-  RK_RETURN_IF_ERROR(stage_take(ctx, copy->n, &st));
+  pthread_mutex_lock(&ctx->stage_lock);
+  const bool full = st->nstaged >= kStageDepth;
+  pthread_mutex_unlock(&ctx->stage_lock);
+  if (full)
+    RK_RETURN_IF_ERROR(
+        rk__cu_stream_sync(ctx, st, "cuStreamSynchronize (staged copies)"));
+  cu_stage_t *b = NULL;
+  RK_RETURN_IF_ERROR(stage_take(ctx, copy->n, &b));
   rk__copy_t via = *copy;
-  via.host = st->host;
+  via.host = b->host;
   const bool to_host = copy->dir == RK__COPY_TO_HOST;
   pthread_rwlock_rdlock(&ctx->mem_lock);
   rk_status_t s = RK_OK;
   if (!to_host) {
     /* The bounds first: nothing is copied for a copy that is refused. */
     s = rk__alloc_table_find(&ctx->allocs, copy->dst, copy->n, NULL);
-    if (s == RK_OK) memcpy(st->host, copy->host, copy->n);
+    if (s == RK_OK) memcpy(b->host, copy->host, copy->n);
   }
-  if (s == RK_OK) s = enqueue_copy_locked(ctx, stream, &via);
+  if (s == RK_OK) s = enqueue_copy_locked(ctx, st->stream, &via);
   pthread_rwlock_unlock(&ctx->mem_lock);
+  b->dst = to_host && s == RK_OK ? copy->host : NULL;
+  b->n = copy->n;
+  b->next = NULL;
   if (s != RK_OK) {
-    stage_give(st);
+    stage_give(ctx, b);
     return s;
   }
-  st->dst = to_host ? copy->host : NULL;
-  st->n = copy->n;
-  CUresult err = ctx->api->cuLaunchHostFunc(
-      stream, to_host ? stage_to_host_done : stage_done, st);
-  /* On failure the block stays out of use (the queued copy may still write
-   * it) until the context goes. */
-  return rk__cu_check(ctx, err, "cuLaunchHostFunc (stream copy)");
+  pthread_mutex_lock(&ctx->stage_lock);
+  b->next = st->staged;
+  st->staged = b;
+  st->nstaged++;
+  pthread_mutex_unlock(&ctx->stage_lock);
+  return RK_OK;
 }
 
 void rk__cu_stage_release(cu_context_t *ctx, bool abandon) {
@@ -252,10 +283,10 @@ void rk__cu_stage_release(cu_context_t *ctx, bool abandon) {
   bool current =
       !abandon && ctx->api->cuCtxSetCurrent(ctx->cu) == RK_CUDA_SUCCESS;
   while (list) {
-    cu_stage_t *st = list;
-    list = st->next_all;
-    if (current) ctx->api->cuMemFreeHost(st->host);
-    free(st);
+    cu_stage_t *b = list;
+    list = b->next_all;
+    if (current) ctx->api->cuMemFreeHost(b->host);
+    free(b);
   }
 }
 
@@ -264,9 +295,8 @@ rk_status_t rk__cu_copy(rk_context_t *context, rk_stream_t *stream,
   cu_context_t *ctx = cu_ctx(context);
   RK_RETURN_IF_ERROR(rk__cu_enter(ctx));
   CUstream s_cu = stream ? ((cu_stream_t *)stream)->stream : ctx->stream;
-  if (stream && copy->dir != RK__COPY_DEVICE_TO_DEVICE &&
-      copy->n <= kStageMax && ctx->api->cuLaunchHostFunc)
-    return staged_copy(ctx, s_cu, copy);
+  if (stream && copy->dir != RK__COPY_DEVICE_TO_DEVICE && copy->n <= kStageMax)
+    return staged_copy(ctx, (cu_stream_t *)stream, copy);
   pthread_rwlock_rdlock(&ctx->mem_lock);
   rk_status_t s = enqueue_copy_locked(ctx, s_cu, copy);
   pthread_rwlock_unlock(&ctx->mem_lock);

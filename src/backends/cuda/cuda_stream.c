@@ -17,6 +17,7 @@ rk_status_t rk__cu_stream_create(rk_context_t *context, rk_stream_t **out) {
     free(st);
     return rk__cu_check(ctx, err, "cuStreamCreate");
   }
+  pthread_mutex_init(&st->sync_lock, NULL);
   *out = &st->base;
   return RK_OK;
 }
@@ -24,8 +25,7 @@ rk_status_t rk__cu_stream_create(rk_context_t *context, rk_stream_t **out) {
 rk_status_t rk__cu_stream_synchronize(rk_stream_t *stream) {
   cu_context_t *ctx = cu_ctx(stream->context);
   RK_RETURN_IF_ERROR(rk__cu_enter(ctx));
-  CUresult err = ctx->api->cuStreamSynchronize(((cu_stream_t *)stream)->stream);
-  return rk__cu_check(ctx, err, "cuStreamSynchronize");
+  return rk__cu_stream_sync(ctx, (cu_stream_t *)stream, "cuStreamSynchronize");
 }
 
 rk_status_t rk__cu_stream_destroy(rk_stream_t *stream) {
@@ -35,13 +35,13 @@ rk_status_t rk__cu_stream_destroy(rk_stream_t *stream) {
   /* On a lost context the loss was reported already: just let go. */
   if (!__atomic_load_n(&ctx->lost, __ATOMIC_ACQUIRE)) {
     s = rk__cu_enter(ctx);
-    if (s == RK_OK) {
-      CUresult err = ctx->api->cuStreamSynchronize(st->stream);
-      s = rk__cu_check(ctx, err, "cuStreamSynchronize (stream destroy)");
-    }
+    if (s == RK_OK)
+      s = rk__cu_stream_sync(ctx, st, "cuStreamSynchronize (stream destroy)");
   }
   if (ctx->api->cuCtxSetCurrent(ctx->cu) == RK_CUDA_SUCCESS)
     ctx->api->cuStreamDestroy(st->stream);
+  /* Blocks still listed (a lost context) go with the context. */
+  pthread_mutex_destroy(&st->sync_lock);
   free(st);
   return s;
 }

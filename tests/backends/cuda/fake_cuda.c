@@ -59,8 +59,7 @@
  *   int rk_fake_cuda_stats(const char *what)   a counter, -1 if unknown:
  *       "retained", "allocs_live", "host_allocs_live", "streams_live",
  *       "events_live", "modules_live", "launches", "copies", "memsets",
- *       "host_funcs", "calls", "bad_calls", "leaked_at_reset", "sticky",
- *       "resets"
+ *       "calls", "bad_calls", "leaked_at_reset", "sticky", "resets"
  *   const char *rk_fake_cuda_last_launch(void)  the latest launch, as
  *       "name=K grid=X,Y,Z block=X,Y,Z shared=N cooperative=0|1 nparams=N
  *        p0=0x... p1=0x..." (each value the first 8 bytes of the parameter,
@@ -201,8 +200,7 @@ static void (*g_hook)(const char *, void **, int, void *);
 static void *g_hook_user;
 
 static struct {
-  int launches, copies, memsets, host_funcs, calls, bad_calls, leaked_at_reset,
-      resets;
+  int launches, copies, memsets, calls, bad_calls, leaked_at_reset, resets;
   int busy_loads; /* module loads or pinnings while a stream was busy */
 } g_count;
 
@@ -843,19 +841,6 @@ static CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src,
   LEAVE(copy_locked(DEV(dst), DEV(src), bytes, true, true, stream));
 }
 
-/* Work is done when queued: the host function runs now, on the caller's
- * thread, without the fake's lock held. */
-static CUresult fake_cuLaunchHostFunc(CUstream stream, void (*fn)(void *),
-                                      void *user) {
-  ENTER(cuLaunchHostFunc, kNeedsContext);
-  if (!stream_ok(stream)) LEAVE(bad(RK_CUDA_ERROR_INVALID_HANDLE));
-  if (!fn) LEAVE(bad(RK_CUDA_ERROR_INVALID_VALUE));
-  g_count.host_funcs++;
-  pthread_mutex_unlock(&g_lock);
-  fn(user);
-  return RK_CUDA_SUCCESS;
-}
-
 static CUresult fake_cuMemsetD8Async(CUdeviceptr dst, unsigned char value,
                                      size_t n, CUstream stream) {
   ENTER(cuMemsetD8Async, kNeedsContext);
@@ -1224,7 +1209,6 @@ FAKE_EXPORT int rk_fake_cuda_stats(const char *what) {
   if (strcmp(what, "launches") == 0) v = g_count.launches;
   if (strcmp(what, "copies") == 0) v = g_count.copies;
   if (strcmp(what, "memsets") == 0) v = g_count.memsets;
-  if (strcmp(what, "host_funcs") == 0) v = g_count.host_funcs;
   if (strcmp(what, "calls") == 0) v = g_count.calls;
   if (strcmp(what, "bad_calls") == 0) v = g_count.bad_calls;
   if (strcmp(what, "leaked_at_reset") == 0) v = g_count.leaked_at_reset;
