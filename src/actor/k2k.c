@@ -82,7 +82,11 @@ struct rk__k2k {
   bool gpu_resident;
   rk_abi_k2k_t *table;   /* in the actor's mapped block */
   rk_context_t *context; /* the actor's: its channels' memory */
+  /* Channel i into it: mapped host memory (chans[i]), or, from a resident
+   * kernel of the same context, device memory (dchans[i], chans[i] NULL):
+   * both ends on one GPU, nothing crosses the bus. */
   rk_abi_chan_t *chans[RK_ABI_K2K_MAX_IN];
+  rk_devptr_t dchans[RK_ABI_K2K_MAX_IN];
   uint32_t nchans;
   bool bridge; /* rk__k2k_bridge_create: the cluster's, takes any type */
   rk_abi_control_t *control;
@@ -126,8 +130,12 @@ static void inbox_free(inbox_t *b) {
 
 /* The channels into a GPU actor, once nobody writes them any more. */
 static void chans_free(rk__k2k_t *k) {
-  for (uint32_t i = 0; i < k->nchans; ++i)
-    rk__hal_mapped_free(k->context, k->chans[i]);
+  for (uint32_t i = 0; i < k->nchans; ++i) {
+    if (k->chans[i])
+      rk__hal_mapped_free(k->context, k->chans[i]);
+    else
+      rk_context_free(k->context, k->dchans[i]);
+  }
   k->nchans = 0;
 }
 
@@ -285,10 +293,18 @@ static bool receiver_gone(const rk__k2k_t *d) {
   return LOAD_ACQUIRE(&d->stopped) || LOAD_ACQUIRE(&d->gone);
 }
 
-/* A GPU sender reads `open` in each channel (the host ones `stopped`). */
+/* A GPU sender reads `open` in each channel (the host ones `stopped`);
+ * in device memory it is written by a copy. A copy that fails (the
+ * context is lost) leaves nothing running to read it. */
 static void chans_open(rk__k2k_t *k, uint32_t open) {
-  for (uint32_t i = 0; i < k->nchans; ++i)
-    STORE_RELEASE(&k->chans[i]->open, open);
+  for (uint32_t i = 0; i < k->nchans; ++i) {
+    if (k->chans[i])
+      STORE_RELEASE(&k->chans[i]->open, open);
+    else
+      (void)rk_context_copy_to_device(
+          k->context, k->dchans[i] + offsetof(rk_abi_chan_t, open), &open,
+          sizeof open);
+  }
 }
 
 void rk__k2k_stopped(rk__k2k_t *k) {
@@ -694,31 +710,56 @@ static rk_status_t connect_chan(rk__k2k_t *src, const char *src_name,
   const uint32_t slot = rk_abi_slot_size(dst->in_size);
   const size_t bytes =
       sizeof(rk_abi_chan_t) + rk__ring_slot_bytes(dst->inbox_capacity, slot);
+  /* Between two kernels of one context: device memory, its header
+   * written by a copy (RK_K2K_MAPPED_CHANNELS=1 keeps them in mapped host
+   * memory, for comparison). */
+  const char *mapped_env = getenv("RK_K2K_MAPPED_CHANNELS");
+  const bool on_device = src->gpu_resident && src->context == dst->context &&
+                         !(mapped_env && strcmp(mapped_env, "1") == 0);
+  rk_abi_chan_t hdr, *ch = &hdr;
+  rk_devptr_t dch = 0;
   void *mem = NULL;
-  rk_status_t s = rk__hal_mapped_alloc(dst->context, bytes, &mem);
+  rk_status_t s = on_device ? rk_context_allocate(dst->context, bytes, &dch)
+                            : rk__hal_mapped_alloc(dst->context, bytes, &mem);
   if (s != RK_OK)
     return rk__fail_context(s, "actor_connect: a channel to '%s'", dst_name);
-  memset(mem, 0, bytes);
-  rk_abi_chan_t *ch = mem;
-  s = rk__ring_init(&ch->ring, dst->inbox_capacity, slot);
-  if (s != RK_OK) {
-    rk__hal_mapped_free(dst->context, mem);
-    return s;
+  if (mem) {
+    memset(mem, 0, bytes);
+    ch = mem;
+  } else {
+    memset(&hdr, 0, sizeof hdr);
   }
-  ch->open = 1;
-  ch->link = dst->nchans;
+  s = rk__ring_init(&ch->ring, dst->inbox_capacity, slot);
+  if (s == RK_OK) {
+    ch->open = 1;
+    ch->link = dst->nchans;
+    if (on_device)
+      s = rk_context_copy_to_device(dst->context, dch, &hdr, sizeof hdr);
+  }
+  if (s != RK_OK) {
+    if (mem)
+      rk__hal_mapped_free(dst->context, mem);
+    else
+      rk_context_free(dst->context, dch);
+    return rk__fail_context(s, "actor_connect: a channel to '%s'", dst_name);
+  }
   /* The kernels read their tables after they see `active`, which the host
-   * stores with release after this. */
-  dst->chans[dst->nchans++] = ch;
-  dst->table->in[dst->table->nin++] = (uint64_t)(uintptr_t)ch;
+   * stores with release after this. An entry with bit 0 set names a
+   * channel in device memory (channels are line-aligned). */
+  const uint64_t entry =
+      on_device ? (uint64_t)dch | 1u : (uint64_t)(uintptr_t)ch;
+  dst->chans[dst->nchans] = on_device ? NULL : ch;
+  dst->dchans[dst->nchans++] = dch;
+  dst->table->in[dst->table->nin++] = entry;
   if (src->gpu_resident)
-    src->table->out[port][src->table->nout[port]++] = (uint64_t)(uintptr_t)ch;
+    src->table->out[port][src->table->nout[port]++] = entry;
   link_t *l = &pt->links[pt->nlinks++];
   l->dst = dst;
   l->index = ch->link;
   l->sent = 0;
   l->seen = 0;
-  l->chan = ch;
+  /* A device channel has no host sender: the kernel writes it. */
+  l->chan = on_device ? NULL : ch;
   l->forwarded = false;
   dst->senders_in++;
   __atomic_add_fetch(&dst->refs, 1u, __ATOMIC_ACQ_REL);
@@ -865,10 +906,17 @@ void rk__k2k_stats(const rk__k2k_t *k, rk_actor_k2k_stats_t *o) {
     o->received_errors = LOAD_RELAXED(&t->received_errors);
     o->last_sent_timestamp = LOAD_RELAXED(&t->last_sent_ts);
     o->last_received_timestamp = LOAD_RELAXED(&t->last_received_ts);
-    /* Its inbox is its channels, one per link. */
+    /* Its inbox is its channels, one per link (read by a copy from
+     * device memory). */
     for (uint32_t i = 0; i < k->nchans; ++i) {
-      o->inbox_capacity += k->chans[i]->ring.capacity;
-      o->inbox_depth += rk__ring_depth(&k->chans[i]->ring);
+      rk_abi_ring_t ring;
+      if (k->chans[i])
+        ring = k->chans[i]->ring;
+      else if (rk_context_copy_to_host(k->context, &ring, k->dchans[i],
+                                       sizeof ring) != RK_OK)
+        continue;
+      o->inbox_capacity += ring.capacity;
+      o->inbox_depth += rk__ring_depth(&ring);
     }
     return;
   }

@@ -87,6 +87,24 @@ static void rk_pa_load2_sys_u64(const unsigned char *p, const unsigned char *q,
   *b = __atomic_load_n((const unsigned long long *)q, __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
 }
+static unsigned long long rk_pa_load_dev_u64(const unsigned char *p) {
+  return __atomic_load_n((const unsigned long long *)p, __ATOMIC_ACQUIRE);
+}
+static void rk_pa_store_dev_u64(unsigned char *p, unsigned long long v) {
+  __atomic_store_n((unsigned long long *)p, v, __ATOMIC_RELEASE);
+}
+static void rk_pa_load2_dev_u64(const unsigned char *p, const unsigned char *q,
+                                unsigned long long *a, unsigned long long *b) {
+  *a = rk_pa_load_dev_u64(p);
+  *b = rk_pa_load_dev_u64(q);
+}
+/* The SM's cycle counter: nanoseconds here. */
+static unsigned long long rk_pa_cycles(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (unsigned long long)ts.tv_sec * 1000000000ull +
+         (unsigned long long)ts.tv_nsec;
+}
 static unsigned long long rk_pa_load_gpu(const unsigned long long *p) {
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
@@ -734,16 +752,21 @@ static void k2k_start(host_actor *a, const char *name, kernel_fn *k,
   a->exact_clock = false;
 }
 
+/* Every second channel is named as one in device memory (bit 0 of its
+ * table entries: the kernels use their GPU-scope helpers on it), so that
+ * both kinds run, also side by side into one receiver. */
 static rk_abi_chan_t *k2k_connect(host_actor *src, uint32_t port,
                                   host_actor *dst, uint32_t capacity) {
+  static unsigned made;
+  const uint64_t dev = made++ % 2u;
   const uint32_t slot = rk_abi_slot_size(sizeof(k2k_msg_t));
   rk_abi_chan_t *ch =
       (rk_abi_chan_t *)zalloc(sizeof *ch + (size_t)capacity * slot);
   ring_init(&ch->ring, capacity, sizeof(k2k_msg_t));
   ch->open = 1;
   ch->link = dst->k2k->nin;
-  dst->k2k->in[dst->k2k->nin++] = (uint64_t)(uintptr_t)ch;
-  src->k2k->out[port][src->k2k->nout[port]++] = (uint64_t)(uintptr_t)ch;
+  dst->k2k->in[dst->k2k->nin++] = (uint64_t)(uintptr_t)ch | dev;
+  src->k2k->out[port][src->k2k->nout[port]++] = (uint64_t)(uintptr_t)ch | dev;
   if (src->k2k->nports < port + 1) src->k2k->nports = port + 1;
   dst->chans.push_back(ch);
   return ch;

@@ -541,25 +541,23 @@ static void test_on_host_threads(const char *text) {
   strcpy(edited + head, resume);
   bool wrote = CHECK(cg_write_file(cu, edited), "cannot write %s", cu);
   /* The receiver never frees an inbox slot: no credit comes back. */
-  wrote = wrote &&
-          write_bug(edited, bug1,
-                    "  rk_pa_store_sys_u64(a->chan->chan + rk_pa_ring_head, "
-                    "a->chan->own);\n",
-                    "", "no-credit");
+  wrote = wrote && write_bug(edited, bug1,
+                             "  rk_pa_chan_store(a->chan, rk_pa_ring_head, "
+                             "a->chan->own);\n",
+                             "", "no-credit");
   /* The sender publishes the tail before it writes the slots. */
-  char *early = wrote
-                    ? replaced(edited,
-                               "    v->own = tail + n;\n"
-                               "    rk_pa_store_sys_u64(ch + rk_pa_ring_tail, "
-                               "tail + n);\n",
-                               "    v->own = tail + n;\n", 1, "publish-early")
-                    : NULL;
+  char *early = wrote ? replaced(edited,
+                                 "    v->own = tail + n;\n"
+                                 "    rk_pa_chan_store(v, rk_pa_ring_tail, "
+                                 "tail + n);\n",
+                                 "    v->own = tail + n;\n", 1, "publish-early")
+                      : NULL;
   wrote =
       early != NULL &&
       write_bug(early, bug2,
                 "    for (unsigned int m = 0; m < n; ++m) {\n"
                 "      unsigned char *slot = rk_pa_view_slot(v, tail + m);\n",
-                "    rk_pa_store_sys_u64(ch + rk_pa_ring_tail, tail + n);\n"
+                "    rk_pa_chan_store(v, rk_pa_ring_tail, tail + n);\n"
                 "    rk_test_dawdle();\n"
                 "    for (unsigned int m = 0; m < n; ++m) {\n"
                 "      unsigned char *slot = rk_pa_view_slot(v, tail + m);\n",

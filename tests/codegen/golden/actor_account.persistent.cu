@@ -188,6 +188,31 @@ static __device__ inline void rk_pa_load2_sys_u64(const unsigned char *p,
   *a = x;
   *b = y;
 }
+/* Channels between kernels of one GPU (device memory): GPU-scope
+ * acquire and release, as the host's helpers above. */
+static __device__ inline unsigned long long rk_pa_load_dev_u64(
+    const unsigned char *p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];"
+               : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+static __device__ inline void rk_pa_store_dev_u64(unsigned char *p,
+                                                  unsigned long long v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;"
+               : : "l"(p), "l"(v) : "memory");
+}
+static __device__ inline void rk_pa_load2_dev_u64(const unsigned char *p,
+                                                  const unsigned char *q,
+                                                  unsigned long long *a,
+                                                  unsigned long long *b) {
+  *a = rk_pa_load_dev_u64(p);
+  *b = rk_pa_load_dev_u64(q);
+}
+/* The SM's cycle counter: how long since the host's words were last read. */
+static __device__ inline unsigned long long rk_pa_cycles(void) {
+  return (unsigned long long)clock64();
+}
 /* Shared by the blocks only (rk_sched, device memory): GPU scope. */
 static __device__ inline unsigned long long rk_pa_load_gpu(
     const unsigned long long *p) {
@@ -205,13 +230,16 @@ static __device__ inline void rk_pa_store_gpu(unsigned long long *p,
 /* A channel as its one user on this side sees it, kept in device memory
  * (rk_k2k_mem) so that only the other side's index and the slots cross the
  * bus: its address, size and slot size, and this side's own index (the
- * head of a channel in, the tail of a channel out). */
+ * head of a channel in, the tail of a channel out). A channel between
+ * two kernels of this GPU is in device memory (its table entry has bit
+ * 0 set) and is read and written at GPU scope; the others are mapped
+ * host memory, at system scope. */
 typedef struct rk_pa_view {
   unsigned char *chan;
   unsigned int mask, slot_size;
   unsigned long long own;
   unsigned int link; /* the channel's link number (read once) */
-  unsigned int pad;
+  unsigned int dev;  /* 1: in device memory (both ends on this GPU) */
 } rk_pa_view_t;
 static_assert(sizeof(rk_pa_view_t) == rk_pa_k2k_view_size, "rk view size");
 
@@ -230,7 +258,13 @@ typedef struct rk_pa {
   unsigned int in_mask, in_slot_size; /* set before launch: read once */
   unsigned int out_capacity, out_slot_size, out_payload;
   unsigned long long out_head; /* the host's last seen output head */
-  unsigned int backoff;   /* ns of the next sleep, 32 .. 1024 */
+  unsigned int backoff;   /* ns of the next sleep, 32 .. backoff_cap */
+  unsigned int backoff_cap; /* 1024; 128 with channels in to poll */
+  /* An actor with channels in reads the host's words (active,
+   * terminate, the input ring's tail) at most every
+   * rk_pa_host_every cycles while it polls its channels: their last
+   * values and when they were read. */
+  unsigned long long host_flags, host_tail, host_at;
   unsigned int run_state; /* last written; block (0, 0, 0) only */
   bool leader;            /* block (0, 0, 0): it writes run_state */
   bool parked;            /* left for RK_ABI_TERMINATE_PARK */
@@ -280,6 +314,9 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
   a->out_payload = *(const unsigned int *)(control + rk_pa_ctl_out_payload);
   a->out_head = 0;
   a->backoff = 32u;
+  a->backoff_cap = 1024u;
+  a->host_flags = a->host_tail = 0ull;
+  a->host_at = 0ull;
   a->run_state = ~0u;
   a->leader = blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0;
   a->parked = false;
@@ -299,10 +336,15 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
   return true;
 }
 
-/* Sleeps, twice as long as last time up to about a microsecond. */
+/* SM cycles between two reads of the host's words by an actor that
+ * polls channels in (about 2 us at 2 GHz). */
+static constexpr unsigned long long rk_pa_host_every = 4096ull;
+
+/* Sleeps, twice as long as last time up to backoff_cap ns (about a
+ * microsecond; less for an actor that polls channels in). */
 static __device__ void rk_pa_backoff(rk_pa_t *a) {
   __nanosleep(a->backoff);
-  if (a->backoff < 1024u) a->backoff *= 2u;
+  if (a->backoff < a->backoff_cap) a->backoff *= 2u;
 }
 
 /* Reads the K2K wiring, which the host wrote before it activated the
@@ -319,14 +361,15 @@ static __device__ rk_pa_view_t *rk_pa_out_view(const rk_pa_t *a,
 /* The view of channel `ch` (a table entry), whose own index is at `own`. */
 static __device__ void rk_pa_view_init(rk_pa_view_t *v, unsigned char *k2k,
                                        unsigned int entry, unsigned int own) {
-  unsigned char *ch = (unsigned char *)*(volatile const unsigned long long *)(
+  const unsigned long long e = *(volatile const unsigned long long *)(
       k2k + entry);
+  unsigned char *ch = (unsigned char *)(e & ~1ull);
   v->chan = ch;
+  v->dev = (unsigned int)(e & 1ull);
   v->mask = *(volatile const unsigned int *)(ch + rk_pa_ring_capacity) - 1u;
   v->slot_size = *(volatile const unsigned int *)(ch + rk_pa_ring_slot_size);
   v->own = *(volatile const unsigned long long *)(ch + own);
   v->link = *(volatile const unsigned int *)(ch + rk_pa_chan_link);
-  v->pad = 0u;
 }
 
 static __device__ void rk_pa_k2k_read(rk_pa_t *a) {
@@ -355,6 +398,7 @@ static __device__ void rk_pa_k2k_read(rk_pa_t *a) {
    * wired actor: the others leave without touching them (one of them,
    * late, could read an index the server has moved on from). */
   if (!a->k2k_on || !a->leader) return;
+  if (a->nin != 0u) a->backoff_cap = 128u;
   for (unsigned int i = 0; i < a->nin; ++i)
     rk_pa_view_init(&a->views[i], a->k2k, rk_pa_k2k_in + 8u * i,
                     rk_pa_ring_head);
@@ -369,6 +413,21 @@ static __device__ unsigned char *rk_pa_view_slot(const rk_pa_view_t *v,
                                                  unsigned long long i) {
   return v->chan + rk_pa_chan_slots +
          (unsigned long long)((unsigned int)i & v->mask) * v->slot_size;
+}
+/* A channel's index at `off`: acquire (and release) at the scope of the
+ * memory it is in. */
+static __device__ unsigned long long rk_pa_chan_load(const rk_pa_view_t *v,
+                                                     unsigned int off) {
+  return v->dev ? rk_pa_load_dev_u64(v->chan + off)
+                : rk_pa_load_sys_u64(v->chan + off);
+}
+static __device__ void rk_pa_chan_store(const rk_pa_view_t *v,
+                                        unsigned int off,
+                                        unsigned long long x) {
+  if (v->dev)
+    rk_pa_store_dev_u64(v->chan + off, x);
+  else
+    rk_pa_store_sys_u64(v->chan + off, x);
 }
 /* Counter `c` (this kernel's copy) up by n, and the table's at `off`. */
 static __device__ void rk_pa_count(rk_pa_t *a, unsigned long long *c,
@@ -387,7 +446,7 @@ static __device__ bool rk_pa_inbox_peek(rk_pa_t *a) {
     unsigned int c = a->next_in + k;
     if (c >= a->nin) c -= a->nin;
     rk_pa_view_t *v = &a->views[c];
-    if (rk_pa_load_sys_u64(v->chan + rk_pa_ring_tail) == v->own) continue;
+    if (rk_pa_chan_load(v, rk_pa_ring_tail) == v->own) continue;
     a->chan = v;
     a->req = rk_pa_view_slot(v, v->own);
     a->next_in = c + 1u == a->nin ? 0u : c + 1u;
@@ -406,8 +465,21 @@ static __device__ int rk_pa_next(rk_pa_t *a) {
     /* active and terminate in one load (adjacent words), and the input
      * ring's tail beside it: one trip over the bus per look. */
     unsigned long long flags, tail;
-    rk_pa_load2_sys_u64(a->control + rk_pa_ctl_active, a->in + rk_pa_ring_tail,
-                        &flags, &tail);
+    /* While it polls channels in, an actor reads the host's words only
+     * every rk_pa_host_every cycles (a trip over the bus takes about a
+     * microsecond, and a message from another kernel waits for it): the
+     * tail only grows, so an old one names requests that exist. */
+    const unsigned long long t = a->nin != 0u ? rk_pa_cycles() : 0ull;
+    if (a->nin != 0u && t - a->host_at < rk_pa_host_every) {
+      flags = a->host_flags;
+      tail = a->host_tail;
+    } else {
+      rk_pa_load2_sys_u64(a->control + rk_pa_ctl_active,
+                          a->in + rk_pa_ring_tail, &flags, &tail);
+      a->host_flags = flags;
+      a->host_tail = tail;
+      a->host_at = t;
+    }
     /* Parking: leave at this request boundary, the queued requests
      * and inbox messages stay for the relaunched kernel. */
     if ((unsigned int)(flags >> 32) == rk_pa_terminate_park) {
@@ -536,7 +608,7 @@ static __device__ void rk_pa_inbox_done(rk_pa_t *a, int code) {
   *(volatile unsigned long long *)(a->k2k + rk_pa_k2k_last_received_ts) =
       a->req_stamp;
   a->chan->own += 1ull;
-  rk_pa_store_sys_u64(a->chan->chan + rk_pa_ring_head, a->chan->own);
+  rk_pa_chan_store(a->chan, rk_pa_ring_head, a->chan->own);
 }
 
 /* Before the handler runs: port p's credit (what every link of it can
@@ -553,8 +625,12 @@ static __device__ void rk_pa_port_open(rk_pa_t *a, unsigned int p) {
     /* `open` (the low half of the word it shares with `link`) and the
      * receiver's head, together. */
     unsigned long long open_link, head;
-    rk_pa_load2_sys_u64(v->chan + rk_pa_chan_open, v->chan + rk_pa_ring_head,
-                        &open_link, &head);
+    if (v->dev)
+      rk_pa_load2_dev_u64(v->chan + rk_pa_chan_open,
+                          v->chan + rk_pa_ring_head, &open_link, &head);
+    else
+      rk_pa_load2_sys_u64(v->chan + rk_pa_chan_open,
+                          v->chan + rk_pa_ring_head, &open_link, &head);
     if ((unsigned int)open_link == 0u) {
       credit = 0u;
       refusal = rk_pa_send_unconnected;
@@ -598,7 +674,6 @@ static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
   const unsigned int links = a->nout[p];
   for (unsigned int l = 0; l < links; ++l) {
     rk_pa_view_t *v = rk_pa_out_view(a, p, l);
-    unsigned char *ch = v->chan;
     const unsigned long long tail = v->own;
     const unsigned int link = v->link;
     for (unsigned int m = 0; m < n; ++m) {
@@ -616,7 +691,7 @@ static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
     }
     /* Publish: the receiver that sees the tail sees the slots. */
     v->own = tail + n;
-    rk_pa_store_sys_u64(ch + rk_pa_ring_tail, tail + n);
+    rk_pa_chan_store(v, rk_pa_ring_tail, tail + n);
   }
   rk_pa_count(a, &a->k_sent, rk_pa_k2k_sent, (unsigned long long)n * links);
   *(volatile unsigned long long *)(a->k2k + rk_pa_k2k_last_sent_ts) = stamp;
