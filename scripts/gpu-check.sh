@@ -680,7 +680,7 @@ if [ -x "$k2k" ]; then
       echo "--- RK_K2K_MAPPED_CHANNELS=1 (channels in mapped host memory)" \
         >> "$out/bench_k2k.txt"
       RK_K2K_MAPPED_CHANNELS=1 limited "$lim2" "$k2k" --backend cuda --quick \
-        2>> "$out/bench_k2k.txt" > /dev/null
+        --json 2>> "$out/bench_k2k.txt" > /dev/null
     fi
     cat "$out/bench_k2k.txt"
     if [ "$rc" = 0 ]; then

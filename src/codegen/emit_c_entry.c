@@ -116,7 +116,9 @@ static void launch_param_decl(printer_t *p, const cg_entry_plan_t *ep,
                               uint32_t i) {
   param_name_t buf;
   if (i == ep->nparams) {
-    puts_(p, "__local uchar *rk_dyn_shared");
+    /* A 16-byte element: a local-memory argument is placed at the
+     * alignment of what it points to, and the area is used as any type. */
+    puts_(p, "__local uint4 *rk_dyn_shared");
     return;
   }
   const cg_launch_param_t *lp = &ep->params[i];

@@ -160,7 +160,7 @@ static void test_buffer_offsets(void) {
   static const char *const kWant[] = {
       "__global const float *rk_pb_x, ulong rk_po_x",
       "__global float *rk_pb_y, ulong rk_po_y",
-      "__local uchar *rk_dyn_shared",
+      "__local uint4 *rk_dyn_shared",
       ("__global float *restrict y = (__global float *)((__global uchar "
        "*)rk_pb_y + rk_po_y);"),
       "rk_pb_rk_status, ulong rk_po_rk_status",

@@ -290,6 +290,11 @@ typedef struct rk_pa {
    * read them back); the one block that serves a wired actor keeps them. */
   unsigned long long k_sent, k_refused_full, k_refused_unconnected;
   unsigned long long k_received, k_received_errors;
+  unsigned long long k_last_sent_ts, k_last_received_ts;
+  /* Written to the host (the table's counters, the control block's
+   * clock) by rk_pa_flush: the K2K path stores nothing in host
+   * memory, whose writes a later fence would wait for. */
+  bool k_dirty, clock_dirty;
 } rk_pa_t;
 
 /* false for every thread but (0, 0, 0) of its block: handlers are
@@ -325,6 +330,8 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
   a->req_id = a->req_stamp = 0;
   a->k_sent = a->k_refused_full = a->k_refused_unconnected = 0;
   a->k_received = a->k_received_errors = 0;
+  a->k_last_sent_ts = a->k_last_received_ts = 0;
+  a->k_dirty = a->clock_dirty = false;
   a->k2k = k2k;
   a->kmem = kmem;
   a->k2k_read = a->k2k_on = false;
@@ -385,6 +392,10 @@ static __device__ void rk_pa_k2k_read(rk_pa_t *a) {
       *(volatile const unsigned long long *)(a->k2k + rk_pa_k2k_received);
   a->k_received_errors = *(volatile const unsigned long long *)(
       a->k2k + rk_pa_k2k_received_errors);
+  a->k_last_sent_ts =
+      *(volatile const unsigned long long *)(a->k2k + rk_pa_k2k_last_sent_ts);
+  a->k_last_received_ts = *(volatile const unsigned long long *)(
+      a->k2k + rk_pa_k2k_last_received_ts);
   a->nin = *(volatile const unsigned int *)(a->k2k + rk_pa_k2k_nin);
   unsigned int links = a->nin;
   for (unsigned int p = 0; p < rk_pa_k2k_max_ports; ++p) {
@@ -429,11 +440,35 @@ static __device__ void rk_pa_chan_store(const rk_pa_view_t *v,
   else
     rk_pa_store_sys_u64(v->chan + off, x);
 }
-/* Counter `c` (this kernel's copy) up by n, and the table's at `off`. */
+/* Counter `c` (this kernel's copy) up by n; the table's at the next
+ * rk_pa_flush. */
 static __device__ void rk_pa_count(rk_pa_t *a, unsigned long long *c,
-                                   unsigned int off, unsigned long long n) {
+                                   unsigned long long n) {
   *c += n;
-  *(volatile unsigned long long *)(a->k2k + off) = *c;
+  a->k_dirty = true;
+}
+
+/* The K2K counters and stamps into the table, and the clock into the
+ * control block, if they moved since the last flush: when the actor
+ * is idle, with each response, every time it reads the host's words
+ * and before it leaves. */
+static __device__ void rk_pa_flush(rk_pa_t *a) {
+  if (a->k_dirty) {
+    volatile unsigned long long *t = (volatile unsigned long long *)a->k2k;
+    t[rk_pa_k2k_sent / 8u] = a->k_sent;
+    t[rk_pa_k2k_refused_full / 8u] = a->k_refused_full;
+    t[rk_pa_k2k_refused_unconnected / 8u] = a->k_refused_unconnected;
+    t[rk_pa_k2k_received / 8u] = a->k_received;
+    t[rk_pa_k2k_received_errors / 8u] = a->k_received_errors;
+    t[rk_pa_k2k_last_sent_ts / 8u] = a->k_last_sent_ts;
+    t[rk_pa_k2k_last_received_ts / 8u] = a->k_last_received_ts;
+    a->k_dirty = false;
+  }
+  if (a->clock_dirty) {
+    *(volatile unsigned long long *)(a->control + rk_pa_ctl_clock) =
+        *(volatile unsigned long long *)&a->sched[rk_pa_sched_clock];
+    a->clock_dirty = false;
+  }
 }
 
 /* Finds a message in the inbox channels, looking at each in turn from
@@ -479,10 +514,12 @@ static __device__ int rk_pa_next(rk_pa_t *a) {
       a->host_flags = flags;
       a->host_tail = tail;
       a->host_at = t;
+      rk_pa_flush(a); /* a busy actor's counters, now and then */
     }
     /* Parking: leave at this request boundary, the queued requests
      * and inbox messages stay for the relaunched kernel. */
     if ((unsigned int)(flags >> 32) == rk_pa_terminate_park) {
+      rk_pa_flush(a);
       a->parked = true;
       return 0;
     }
@@ -500,6 +537,7 @@ static __device__ int rk_pa_next(rk_pa_t *a) {
       rk_pa_store_sys_u32(a->control + rk_pa_ctl_run_state, state);
     }
     if (!taking) {
+      rk_pa_flush(a);
       rk_pa_backoff(a); /* inactive: requests stay queued */
       continue;
     }
@@ -529,6 +567,7 @@ static __device__ int rk_pa_next(rk_pa_t *a) {
       a->backoff = 32u;
       return 2;
     }
+    rk_pa_flush(a); /* idle */
     if (terminate) return 0;
     rk_pa_backoff(a);
   }
@@ -586,7 +625,7 @@ static __device__ unsigned long long rk_pa_tick(rk_pa_t *a) {
   unsigned long long now = *clock + 1ull;
   if (stamp + 1ull > now) now = stamp + 1ull;
   *clock = now;
-  *(volatile unsigned long long *)(a->control + rk_pa_ctl_clock) = now;
+  a->clock_dirty = true;
   return now;
 }
 
@@ -602,11 +641,9 @@ static __device__ void rk_pa_inbox_take(rk_pa_t *a) {
  * which gives the link its credit back (after the handler's last read of
  * the slot: a release store). */
 static __device__ void rk_pa_inbox_done(rk_pa_t *a, int code) {
-  rk_pa_count(a, &a->k_received, rk_pa_k2k_received, 1ull);
-  if (code != 0)
-    rk_pa_count(a, &a->k_received_errors, rk_pa_k2k_received_errors, 1ull);
-  *(volatile unsigned long long *)(a->k2k + rk_pa_k2k_last_received_ts) =
-      a->req_stamp;
+  rk_pa_count(a, &a->k_received, 1ull);
+  if (code != 0) rk_pa_count(a, &a->k_received_errors, 1ull);
+  a->k_last_received_ts = a->req_stamp;
   a->chan->own += 1ull;
   rk_pa_chan_store(a->chan, rk_pa_ring_head, a->chan->own);
 }
@@ -665,10 +702,9 @@ static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
   const unsigned int n = queued < credit ? queued : credit;
   if (refused != 0u) {
     if (w[2] == rk_pa_send_full)
-      rk_pa_count(a, &a->k_refused_full, rk_pa_k2k_refused_full, refused);
+      rk_pa_count(a, &a->k_refused_full, refused);
     else
-      rk_pa_count(a, &a->k_refused_unconnected, rk_pa_k2k_refused_unconnected,
-                  refused);
+      rk_pa_count(a, &a->k_refused_unconnected, refused);
   }
   if (n == 0u) return;
   const unsigned int links = a->nout[p];
@@ -693,8 +729,8 @@ static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
     v->own = tail + n;
     rk_pa_chan_store(v, rk_pa_ring_tail, tail + n);
   }
-  rk_pa_count(a, &a->k_sent, rk_pa_k2k_sent, (unsigned long long)n * links);
-  *(volatile unsigned long long *)(a->k2k + rk_pa_k2k_last_sent_ts) = stamp;
+  rk_pa_count(a, &a->k_sent, (unsigned long long)n * links);
+  a->k_last_sent_ts = stamp;
 }
 
 /* rk_k2k_mem's layout (abi/actor_abi.h): the first port buffer after the
@@ -745,6 +781,8 @@ static __device__ void rk_pa_commit(rk_pa_t *a, int code) {
     *(volatile unsigned long long *)(a->control + rk_pa_ctl_errors) = failed;
   }
   *(volatile unsigned long long *)(a->control + rk_pa_ctl_processed) = done;
+  a->clock_dirty = false; /* written above */
+  if (a->k2k != nullptr) rk_pa_flush(a);
   /* The response, the clock and the counters reach the host before the
    * indices that publish them: a host that sees a response sees it
    * counted. */

@@ -6,7 +6,7 @@ __kernel void dyn_reverse(
     int n,
     __global const float *in,
     __global float *out,
-    __local uchar *rk_dyn_shared) {
+    __local uint4 *rk_dyn_shared) {
   __local float *tile = (__local float *)rk_dyn_shared;
   uint t = (uint)get_local_id(0);
   uint b = (uint)get_local_size(0);
@@ -23,7 +23,7 @@ __kernel void dyn_count(
     int bins,
     __global const int *in,
     __global int *counts,
-    __local uchar *rk_dyn_shared) {
+    __local uint4 *rk_dyn_shared) {
   __local int *rk_u_local = (__local int *)rk_dyn_shared;
   int t = (int)(uint)get_local_id(0);
   for (int k = t; k < bins; k += (int)(uint)get_local_size(0))
