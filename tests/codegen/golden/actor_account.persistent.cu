@@ -259,7 +259,7 @@ typedef struct rk_pa {
   unsigned int out_capacity, out_slot_size, out_payload;
   unsigned long long out_head; /* the host's last seen output head */
   unsigned int backoff;   /* ns of the next sleep, 32 .. backoff_cap */
-  unsigned int backoff_cap; /* 1024; 128 with channels in to poll */
+  unsigned int backoff_cap; /* 256; 128 with channels in to poll */
   /* An actor with channels in reads the host's words (active,
    * terminate, the input ring's tail) at most every
    * rk_pa_host_every cycles while it polls its channels: their last
@@ -319,7 +319,7 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
   a->out_payload = *(const unsigned int *)(control + rk_pa_ctl_out_payload);
   a->out_head = 0;
   a->backoff = 32u;
-  a->backoff_cap = 1024u;
+  a->backoff_cap = 256u;
   a->host_flags = a->host_tail = 0ull;
   a->host_at = 0ull;
   a->run_state = ~0u;
@@ -347,8 +347,9 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
  * polls channels in (about 2 us at 2 GHz). */
 static constexpr unsigned long long rk_pa_host_every = 4096ull;
 
-/* Sleeps, twice as long as last time up to backoff_cap ns (about a
- * microsecond; less for an actor that polls channels in). */
+/* Sleeps, twice as long as last time up to backoff_cap ns (a fifth of
+ * a trip over the bus to the host's words; less for an actor that
+ * polls channels in, in device memory). */
 static __device__ void rk_pa_backoff(rk_pa_t *a) {
   __nanosleep(a->backoff);
   if (a->backoff < a->backoff_cap) a->backoff *= 2u;
@@ -783,12 +784,12 @@ static __device__ void rk_pa_commit(rk_pa_t *a, int code) {
   *(volatile unsigned long long *)(a->control + rk_pa_ctl_processed) = done;
   a->clock_dirty = false; /* written above */
   if (a->k2k != nullptr) rk_pa_flush(a);
-  /* The response, the clock and the counters reach the host before the
-   * indices that publish them: a host that sees a response sees it
-   * counted. */
-  __threadfence_system();
   /* The request is read: free its slot before publishing the response,
-   * so a host that sees the response sees the request gone. */
+   * so a host that sees the response sees the request gone. Each is a
+   * release store, so the response, the clock and the counters reach
+   * the host before the indices that publish them: a host that sees a
+   * response sees it counted (no fence of its own: one trip over the
+   * bus less). */
   rk_pa_store_sys_u64(a->in + rk_pa_ring_head, a->index + 1ull);
   rk_pa_store_sys_u64(a->out + rk_pa_ring_tail, a->index + 1ull);
   rk_pa_store_gpu(&a->sched[1], a->index + 1ull); /* the next turn */
