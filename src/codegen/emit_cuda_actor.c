@@ -923,28 +923,31 @@ void rk__cg_emit_cuda_actor_kernel(rk__strbuf_t *out,
                                    const cg_actor_desc_t *d) {
   rk__strbuf_printf(out,
                     "\n/* Handler %s, resident. Any block size works (thread 0 "
-                    "of a block\n * serves); launch no more blocks than the "
-                    "device holds at once. */\n",
+                    "of a block\n * serves; the bounds keep it within 64 "
+                    "registers, so that blocks of\n * 1024 threads fit); "
+                    "launch no more blocks than the device holds at once. "
+                    "*/\n",
                     d->name);
-  rk__strbuf_printf(out,
-                    "extern \"C\" __global__ void " CG_ACTOR_PREFIX
-                    "%s(\n"
-                    "    unsigned char *rk_control,\n"
-                    "    unsigned char *rk_in,\n"
-                    "    unsigned char *rk_out,\n"
-                    "    unsigned char *rk_in_slots,\n"
-                    "    unsigned char *rk_out_slots,\n"
-                    "    unsigned char *rk_state,\n"
-                    "    unsigned long long *rk_sched,\n"
-                    "    unsigned char *rk_k2k,\n"
-                    "    unsigned char *rk_k2k_mem) {\n"
-                    "#ifdef RK_PA_SUPPORTED\n"
-                    "  rk_pa_t rk_a;\n"
-                    "  if (!rk_pa_begin(&rk_a, rk_control, rk_in, rk_out, "
-                    "rk_in_slots, rk_out_slots,\n"
-                    "                   rk_sched, rk_k2k, rk_k2k_mem))\n"
-                    "    return;\n",
-                    d->name);
+  rk__strbuf_printf(
+      out,
+      "extern \"C\" __global__ __launch_bounds__(1024) void " CG_ACTOR_PREFIX
+      "%s(\n"
+      "    unsigned char *rk_control,\n"
+      "    unsigned char *rk_in,\n"
+      "    unsigned char *rk_out,\n"
+      "    unsigned char *rk_in_slots,\n"
+      "    unsigned char *rk_out_slots,\n"
+      "    unsigned char *rk_state,\n"
+      "    unsigned long long *rk_sched,\n"
+      "    unsigned char *rk_k2k,\n"
+      "    unsigned char *rk_k2k_mem) {\n"
+      "#ifdef RK_PA_SUPPORTED\n"
+      "  rk_pa_t rk_a;\n"
+      "  if (!rk_pa_begin(&rk_a, rk_control, rk_in, rk_out, "
+      "rk_in_slots, rk_out_slots,\n"
+      "                   rk_sched, rk_k2k, rk_k2k_mem))\n"
+      "    return;\n",
+      d->name);
   /* The ports' words and buffers (abi/actor_abi.h's rk_k2k_mem layout). */
   uint32_t prev = CG_MAX_PORTS; /* none yet */
   if (d->nports)

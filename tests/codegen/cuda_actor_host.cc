@@ -48,6 +48,7 @@ static host_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
 
 #define __device__
 #define __global__
+#define __launch_bounds__(threads)
 
 /* Short waits spin; the longer ones give the CPU away (this machine may
  * have fewer cores than there are "blocks"). */

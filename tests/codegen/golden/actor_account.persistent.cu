@@ -814,8 +814,9 @@ static __device__ void rk_pa_exit(rk_pa_t *a) {
 #endif /* sm_70 */
 
 /* Handler account, resident. Any block size works (thread 0 of a block
- * serves); launch no more blocks than the device holds at once. */
-extern "C" __global__ void rk_actor_account(
+ * serves; the bounds keep it within 64 registers, so that blocks of
+ * 1024 threads fit); launch no more blocks than the device holds at once. */
+extern "C" __global__ __launch_bounds__(1024) void rk_actor_account(
     unsigned char *rk_control,
     unsigned char *rk_in,
     unsigned char *rk_out,
