@@ -501,6 +501,9 @@ run_tests() {
 }
 
 step_begin
+# A conformance case that hangs (a driver blocking where rk expects it not
+# to) ends the suite after 30 s with its name, not at ctest's limit.
+export RK_CTS_CASE_LIMIT=${RK_CTS_CASE_LIMIT:-30}
 : > "$out/ctest.log"
 : > "$out/ctest-full.log"
 if [ "$built" = 1 ]; then

@@ -11,9 +11,13 @@
  * backend on the tests' fake device, say: cts_metal_fake).
  */
 #define RK_TEST_IMPLEMENTATION
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cts.h"
 
@@ -101,6 +105,46 @@ bool cts_close(double got, double want, double rel) {
 
 /* ---- Driver ------------------------------------------------------------- */
 
+/* A case that does not finish within RK_CTS_CASE_LIMIT seconds (120 by
+ * default) ends the run with its name, instead of a silent hang until
+ * ctest's timeout: a driver that blocks where rk expects it not to (a
+ * stream copy that waits for a kernel, say) is named. */
+typedef struct {
+  pthread_mutex_t lock;
+  pthread_cond_t done_cv;
+  bool done;
+  const char *backend, *name;
+  long limit_s;
+} watchdog_t;
+
+static void *watchdog_main(void *arg) {
+  watchdog_t *w = arg;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += w->limit_s;
+  pthread_mutex_lock(&w->lock);
+  int rc = 0;
+  while (!w->done && rc != ETIMEDOUT)
+    rc = pthread_cond_timedwait(&w->done_cv, &w->lock, &until);
+  const bool hung = !w->done;
+  pthread_mutex_unlock(&w->lock);
+  if (hung) {
+    printf(
+        "[%s] case %s ... HUNG: not finished after %ld s "
+        "(RK_CTS_CASE_LIMIT); the run stops here\n",
+        w->backend, w->name, w->limit_s);
+    fflush(stdout);
+    _exit(1);
+  }
+  return NULL;
+}
+
+static long case_limit_s(void) {
+  const char *v = getenv("RK_CTS_CASE_LIMIT");
+  long n = v && *v ? strtol(v, NULL, 10) : 0;
+  return n > 0 ? n : 120;
+}
+
 /* Words select cases whose names contain them; "-word" excludes them. */
 static bool selected(const char *name, int argc, char **argv) {
   bool any_include = false, included = false;
@@ -130,12 +174,28 @@ static int run_backend(rk_backend_t *be, int argc, char **argv) {
   for (size_t i = 0; i < sizeof kCases / sizeof kCases[0]; ++i) {
     if (!selected(kCases[i].name, argc, argv)) continue;
     int before = rk_test_failures;
+    watchdog_t dog = {PTHREAD_MUTEX_INITIALIZER,
+                      PTHREAD_COND_INITIALIZER,
+                      false,
+                      bname,
+                      kCases[i].name,
+                      case_limit_s()};
+    pthread_t dog_thread;
+    const bool watched =
+        pthread_create(&dog_thread, NULL, watchdog_main, &dog) == 0;
     rk_context_t *ctx = NULL;
     if (CHECK_OK(rk_backend_create_context(be, 0, &ctx))) {
       kCases[i].run(ctx);
       /* A case leaves no unreported asynchronous error behind. */
       CHECK_OK(rk_context_synchronize(ctx));
       CHECK_OK(rk_context_destroy(ctx));
+    }
+    if (watched) {
+      pthread_mutex_lock(&dog.lock);
+      dog.done = true;
+      pthread_cond_signal(&dog.done_cv);
+      pthread_mutex_unlock(&dog.lock);
+      pthread_join(dog_thread, NULL);
     }
     bool ok = rk_test_failures == before;
     printf("[%s] case %s ... %s\n", bname, kCases[i].name, ok ? "ok" : "FAIL");
