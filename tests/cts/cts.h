@@ -10,6 +10,11 @@
  *
  * Adding a case: write the function in the file of its area and add one line
  * to CTS_CASES below.
+ *
+ * Running: `cts [WORD...] [-WORD...]` runs the cases whose names contain a
+ * WORD and none of the -WORDs; RK_CTS_BACKENDS=cpu,opencl limits the
+ * backends; a case still running after RK_CTS_CASE_LIMIT seconds (120)
+ * ends the run, naming it.
  */
 #ifndef RK_TESTS_CTS_CTS_H_
 #define RK_TESTS_CTS_CTS_H_
