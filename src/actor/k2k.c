@@ -128,14 +128,15 @@ static void inbox_free(inbox_t *b) {
   free(b);
 }
 
-/* The channels into a GPU actor, once nobody writes them any more. */
+/* The channels into a GPU actor, once nobody writes them any more. One in
+ * device memory stays until the context goes: a kernel that never stopped
+ * (a terminate that timed out) or a sender between its look at `open` and
+ * its publish may still write it, and freed device memory may be another
+ * allocation's by then. (Mapped blocks are kept while any kernel of the
+ * context is resident: cuda_memory.c.) */
 static void chans_free(rk__k2k_t *k) {
-  for (uint32_t i = 0; i < k->nchans; ++i) {
-    if (k->chans[i])
-      rk__hal_mapped_free(k->context, k->chans[i]);
-    else
-      rk_context_free(k->context, k->dchans[i]);
-  }
+  for (uint32_t i = 0; i < k->nchans; ++i)
+    if (k->chans[i]) rk__hal_mapped_free(k->context, k->chans[i]);
   k->nchans = 0;
 }
 

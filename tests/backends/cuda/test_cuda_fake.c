@@ -1251,6 +1251,23 @@ static void check_k2k_wiring(rk_context_t *ctx) {
               rcv_t->in[1] != 0 && rcv_t->in[1] != rcv_t->in[0],
           "tables: receiver %u channels, sender %u links", (unsigned)rcv_t->nin,
           (unsigned)snd_t->nout[0]);
+    /* Between the two resident kernels of this context: a channel in
+     * device memory (bit 0 of the entries), its header written by a copy;
+     * from the CPU sender and to the CPU actor: mapped memory. */
+    const rk_abi_chan_t *dch = host_of(rcv_t->in[0] & ~1ull);
+    CHECK((rcv_t->in[0] & 1u) == 1u && (rcv_t->in[1] & 1u) == 0u &&
+              (snd_t->out[0][0] & 1u) == 0u,
+          "channel kinds: resident->resident %s, CPU->resident %s, "
+          "resident->CPU %s",
+          rcv_t->in[0] & 1u ? "device" : "mapped",
+          rcv_t->in[1] & 1u ? "device" : "mapped",
+          snd_t->out[0][0] & 1u ? "device" : "mapped");
+    CHECK(dch->ring.capacity == 2 && dch->ring.head == 0 &&
+              dch->ring.tail == 0 && dch->open == 1 && dch->link == 0,
+          "the device channel's header: capacity %u, head %llu, tail %llu, "
+          "open %u, link %u",
+          dch->ring.capacity, (unsigned long long)dch->ring.head,
+          (unsigned long long)dch->ring.tail, dch->open, dch->link);
     rk_actor_k2k_stats_t st;
     if (CHECK_OK(rk_actor_k2k_stats(rcv, &st)))
       CHECK(st.senders_in == 2 && st.inbox_capacity == 4 &&
