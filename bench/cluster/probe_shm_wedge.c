@@ -57,8 +57,8 @@ static uint64_t load(const uint64_t *p) {
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
-static ucs_status_t on_message(void *arg, const void *header,
-                               size_t header_len, void *data, size_t len,
+static ucs_status_t on_message(void *arg, const void *header, size_t header_len,
+                               void *data, size_t len,
                                const ucp_am_recv_param_t *param) {
   (void)arg;
   (void)header;
@@ -167,8 +167,8 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
       size = (size_t)atol(argv[++i]);
     } else {
-      fprintf(stderr,
-              "usage: UCX_TLS=shm %s [--rounds N] [--size BYTES]\n", argv[0]);
+      fprintf(stderr, "usage: UCX_TLS=shm %s [--rounds N] [--size BYTES]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -212,16 +212,18 @@ int main(int argc, char **argv) {
   }
   const char *tls = getenv("UCX_TLS");
   if (wedged_at >= 0)
-    printf("WEDGED in round %d of %d (UCX_TLS=%s, %zu-byte messages): the "
-           "receiver took %llu pings in 5 s after the kill\n",
-           wedged_at + 1, rounds, tls ? tls : "(unset)", size,
-           (unsigned long long)after_kill);
+    printf(
+        "WEDGED in round %d of %d (UCX_TLS=%s, %zu-byte messages): the "
+        "receiver took %llu pings in 5 s after the kill\n",
+        wedged_at + 1, rounds, tls ? tls : "(unset)", size,
+        (unsigned long long)after_kill);
   else
-    printf("no wedge in %d rounds (UCX_TLS=%s, %zu-byte messages; %llu "
-           "pings, %llu streamed messages received)\n",
-           rounds, tls ? tls : "(unset)", size,
-           (unsigned long long)load(&g_sh->pings),
-           (unsigned long long)load(&g_sh->streamed));
+    printf(
+        "no wedge in %d rounds (UCX_TLS=%s, %zu-byte messages; %llu "
+        "pings, %llu streamed messages received)\n",
+        rounds, tls ? tls : "(unset)", size,
+        (unsigned long long)load(&g_sh->pings),
+        (unsigned long long)load(&g_sh->streamed));
   __atomic_store_n(&g_sh->stop, 1u, __ATOMIC_RELEASE);
   kill(c, SIGKILL);
   kill(r, SIGKILL);
