@@ -638,6 +638,10 @@ static void wake_waiters(rk_actor_t *a) {
 static void fail(rk_actor_t *a, const char *why) {
   snprintf(a->fail_reason, sizeof a->fail_reason, "%s", why);
   set_state(a, RK_ACTOR_FAILED);
+  /* Other actors' sends to it are refused from now on
+   * (RK_SEND_UNCONNECTED), also while a device side that missed its stop
+   * deadline still runs; a restart opens it again. */
+  rk__k2k_stopped(a->k2k);
   wake_waiters(a);
 }
 

@@ -592,6 +592,46 @@ static void test_supervised_receiver(void) {
   stop(f);
 }
 
+/* A receiver that FAILS (supervised, no restart allowed): sends to it are
+ * refused from then on (RK_SEND_UNCONNECTED), as to one that stopped. */
+static void test_failed_receiver(void) {
+  rk_actor_t *a = launch("stage", 16), *f = launch("fragile", 16);
+  CHECK_OK(rk_actor_connect(a, 0, f));
+  rk_supervisor_options_t so;
+  rk_supervisor_options_init(&so);
+  so.stop_timeout_ns = 10000000000ull;
+  so.max_restarts = 0;
+  CHECK_OK(rk_actor_supervise(f, &so));
+  CHECK_OK(rk_actor_activate(f));
+  CHECK_OK(rk_actor_activate(a));
+  feed(a, 0, 2, RK_SEND_QUEUED);
+  ack_t r = wait_count(f, 2);
+  CHECK(r.count == 2, "before the fault: %d", r.count);
+  tok_t bad = {9, 0, 0};
+  ack_t back;
+  CHECK_STATUS(rk_actor_call(f, &bad, sizeof bad, &back, sizeof back,
+                             RK_TIMEOUT_INFINITE, NULL),
+               RK_ERR_HANDLER);
+  const uint64_t until = rk__now_ns() + 10000000000ull;
+  rk_actor_stats_t st;
+  memset(&st, 0, sizeof st);
+  while (rk_actor_stats(f, &st) == RK_OK && st.state != RK_ACTOR_FAILED &&
+         rk__now_ns() < until) {
+    struct timespec ts = {0, 200000};
+    nanosleep(&ts, NULL);
+  }
+  CHECK(st.state == RK_ACTOR_FAILED, "the receiver is %s, not failed",
+        rk_actor_state_name(st.state));
+  feed(a, 0, 3, RK_SEND_UNCONNECTED);
+  const rk_actor_k2k_stats_t sa = k2k_stats(a);
+  CHECK(sa.refused_unconnected == 3, "%llu sends refused as unconnected",
+        (unsigned long long)sa.refused_unconnected);
+  printf("  a failed receiver refuses: %llu\n",
+         (unsigned long long)sa.refused_unconnected);
+  stop(a);
+  rk_actor_destroy(f);
+}
+
 int main(int argc, char **argv) {
   rk_backend_kind_t kind = RK_BACKEND_CPU;
   for (int i = 1; i < argc; ++i) {
@@ -630,6 +670,8 @@ int main(int argc, char **argv) {
   test_clock();
   actor_test_watch("supervised receiver", 60);
   test_supervised_receiver();
+  actor_test_watch("failed receiver", 60);
+  test_failed_receiver();
   actor_test_watch("across contexts", 60);
   test_across_contexts();
   actor_test_watch("done", 60);
