@@ -3,7 +3,11 @@
  * floor of the host, measured side by side in one run.
  *
  *   (a) floor: two threads pinned to two CPUs ping-pong one cache line; the
- *       one-way transfer is half the round trip.
+ *       one-way transfer is half the round trip. On CUDA also the device's
+ *       floor: two single-thread kernels pass a counter through one word
+ *       of device memory (section a'; RK_BENCH_K2K_DEVICE_FLOOR=1
+ *       measures it on another backend whose streams run at once, the
+ *       CPU's say).
  *   (b) K2K hop: actors A and B, A's port 0 wired to B and B's to A. The
  *       host gives A one token with H hops to go; each handler passes it on
  *       with one hop less. The time until the H-th hop is handled, over H,
@@ -24,8 +28,8 @@
  * in bench_actors: an untimed warm-up round, then R rounds in each of
  * which every measurement runs once; medians with p10-p90 over rounds.
  * --json: one object on stdout (the table goes to stderr). The exit status
- * never depends on timing. Target (docs/benchmarks.md): a hop within 2x of
- * the one-way cache-line transfer.
+ * never depends on timing. Targets (docs/benchmarks.md): a hop within 2x of
+ * the one-way cache-line transfer (CPU backend); on CUDA, a hop under 1 us.
  */
 #include <math.h>
 #include <pthread.h>
@@ -149,6 +153,82 @@ static double floor_round(floor_t *f, long n, int host_cpu) {
   pthread_join(echo, NULL);
   unpin();
   return ns;
+}
+
+/* ---- (a') On CUDA, the device's floor: two kernels passing a counter -----
+ *
+ * Two single-thread kernels on two streams, resident at once: one stores k
+ * in word 0 and waits for k in word 1, the other waits for k in word 0 and
+ * answers it in word 1 (atomics at device scope, through L2), n times. The
+ * time of the whole exchange over 2n is one one-way transfer between two
+ * SMs: what a K2K hop costs at least. A side that waits 2^22 polls for its
+ * partner gives up and sets word 2 (the round then fails, nothing hangs). */
+static const char kFloorSource[] =
+    "#include <rk/kernel.h>\n"
+    "RK_KERNEL void pingpong(int32_t *w, int32_t role, int32_t n) {\n"
+    "  for (int32_t k = 1; k <= n; ++k) {\n"
+    "    int32_t spins = 0;\n"
+    "    if (role == 0) rk_atomic_exch_i32(&w[0], k);\n"
+    "    while (rk_atomic_add_i32(&w[role == 0 ? 1 : 0], 0) != k) {\n"
+    "      spins += 1;\n"
+    "      if ((spins & 1023) == 0 &&\n"
+    "          (spins > (1 << 22) || rk_atomic_add_i32(&w[2], 0) != 0)) {\n"
+    "        rk_atomic_exch_i32(&w[2], 1);\n"
+    "        return;\n"
+    "      }\n"
+    "    }\n"
+    "    if (role == 1) rk_atomic_exch_i32(&w[1], k);\n"
+    "  }\n"
+    "}\n";
+
+typedef struct {
+  rk_context_t *ctx;
+  rk_module_t *mod;
+  rk_function_t *fn;
+  rk_stream_t *st[2];
+  rk_devptr_t w;
+} dev_floor_t;
+
+static void dev_floor_open(dev_floor_t *d, rk_context_t *ctx) {
+  memset(d, 0, sizeof *d);
+  d->ctx = ctx;
+  check(rk_context_compile(ctx, kFloorSource, NULL, &d->mod),
+        "compiling the floor kernel");
+  check(rk_module_get_function(d->mod, "pingpong", &d->fn), "pingpong");
+  for (int i = 0; i < 2; ++i)
+    check(rk_context_create_stream(ctx, &d->st[i]), "a stream");
+  check(rk_context_allocate(ctx, 64, &d->w), "the floor's words");
+}
+
+static void dev_floor_close(dev_floor_t *d) {
+  for (int i = 0; i < 2; ++i) check(rk_stream_destroy(d->st[i]), "a stream");
+  check(rk_context_free(d->ctx, d->w), "the floor's words");
+  check(rk_module_destroy(d->mod), "the floor's module");
+}
+
+/* ns per one-way transfer over n exchanges. */
+static double dev_floor_round(dev_floor_t *d, long n) {
+  int32_t words[16] = {0};
+  check(rk_context_copy_to_device(d->ctx, d->w, words, sizeof words),
+        "clearing the floor's words");
+  const uint64_t t0 = rkb_now_ns();
+  for (int role = 1; role >= 0; --role) {
+    rk_arg_t args[] = {rk_arg_ptr(d->w), rk_arg_i32(role),
+                       rk_arg_i32((int32_t)n)};
+    check(rk_function_launch(d->fn, rk_dim3(1, 1, 1), rk_dim3(1, 1, 1), 0,
+                             d->st[role], args, 3),
+          "launching the floor kernel");
+  }
+  for (int i = 0; i < 2; ++i)
+    check(rk_stream_synchronize(d->st[i]), "the floor kernels");
+  const uint64_t t1 = rkb_now_ns();
+  check(rk_context_copy_to_host(d->ctx, words, d->w, sizeof words),
+        "reading the floor's words");
+  if (words[2] != 0 || words[0] != (int32_t)n || words[1] != (int32_t)n)
+    die("the floor kernels did not finish their exchange (%d, %d of %ld%s)",
+        words[0], words[1], n,
+        words[2] ? "; a side gave up waiting for the other" : "");
+  return (double)(t1 - t0) / (double)n / 2.0;
 }
 
 /* ---- (b), (c) Actors ------------------------------------------------------
@@ -288,6 +368,12 @@ int main(int argc, char **argv) {
   const int cpu_a = !by_rk && ncpus >= 2 ? cpus[0] : RK_ACTOR_CPU_ANY;
   const int cpu_b = !by_rk && ncpus >= 2 ? cpus[1] : RK_ACTOR_CPU_ANY;
   if (by_scheduler) pin(host_cpu);
+  /* On CUDA, the device's floor too (compiled before the actors start:
+   * a module load parks resident kernels). */
+  const bool dev_floor =
+      kind == RK_BACKEND_CUDA || getenv("RK_BENCH_K2K_DEVICE_FLOOR") != NULL;
+  dev_floor_t df;
+  if (dev_floor) dev_floor_open(&df, ctx);
   rk_actor_t *a = launch(ctx, "hop", cpu_a), *b = launch(ctx, "hop", cpu_b);
   rk_actor_t *ta = launch(ctx, "burst", cpu_a), *tb = launch(ctx, "hop", cpu_b);
   unpin();
@@ -301,9 +387,11 @@ int main(int argc, char **argv) {
   const char *path = rk_k2k_path_name(st.path);
 
   double fl_ns[kMaxRounds], hop_ns[kMaxRounds], tput[kMaxRounds];
+  double dfl_ns[kMaxRounds];
   uint64_t refused = 0;
   /* Warm-up, untimed. */
   floor_round(&fl, floor_n / 10, host_cpu);
+  if (dev_floor) dev_floor_round(&df, floor_n / 10);
   double expect_ns = 0; /* the first round looks every 20 us */
   hop_round(a, b, hops / 10, &expect_ns);
   tput_round(ta, tb, msgs / 10, &refused);
@@ -314,6 +402,7 @@ int main(int argc, char **argv) {
       switch ((r + k) % 3) {
         case 0:
           fl_ns[r] = floor_round(&fl, floor_n, host_cpu);
+          if (dev_floor) dfl_ns[r] = dev_floor_round(&df, floor_n);
           break;
         case 1:
           hop_ns[r] = hop_round(a, b, hops, &expect_ns);
@@ -328,6 +417,7 @@ int main(int argc, char **argv) {
     check(rk_actor_terminate(all[i], 10000000000ull), "terminate");
     rk_actor_destroy(all[i]);
   }
+  if (dev_floor) dev_floor_close(&df);
   check(rk_context_destroy(ctx), "releasing the context");
   char backend_name[32];
   snprintf(backend_name, sizeof backend_name, "%s", rk_backend_name(be));
@@ -337,6 +427,8 @@ int main(int argc, char **argv) {
   const rkb_summary_t sh = rkb_summarize(hop_ns, (size_t)rounds);
   const rkb_summary_t stp = rkb_summarize(tput, (size_t)rounds);
   const double ratio = sh.median / sf.median;
+  const rkb_summary_t sdf =
+      dev_floor ? rkb_summarize(dfl_ns, (size_t)rounds) : (rkb_summary_t){0};
   const char *backend = backend_name;
   const char *placement = by_scheduler ? "the scheduler"
                           : by_rk      ? "rk"
@@ -356,6 +448,15 @@ int main(int argc, char **argv) {
          sh.median, sh.p10, sh.p90);
   printf("  %-34s %10.2f x   (target: within 2x)  %s\n", "hop / floor", ratio,
          ratio <= 2.0 ? "met" : "NOT met");
+  if (dev_floor) {
+    printf("  %-34s %10.1f ns  (p10 %.1f, p90 %.1f)\n",
+           "device word, one way (floor)", sdf.median, sdf.p10, sdf.p90);
+    printf("  %-34s %10.2f x", "hop / device floor", sh.median / sdf.median);
+    if (kind == RK_BACKEND_CUDA)
+      printf("   (target: hop under 1000 ns)  %s",
+             sh.median < 1000.0 ? "met" : "NOT met");
+    printf("\n");
+  }
   printf("  %-34s %10.0f /s  (p10 %.0f, p90 %.0f)\n", "K2K messages, A -> B",
          stp.median, stp.p10, stp.p90);
   printf("  %-34s %10llu\n", "sends answered RK_SEND_FULL",
@@ -370,6 +471,12 @@ int main(int argc, char **argv) {
     rkb_json_summary(&j, "hop_one_way_ns", &sh);
     rkb_json_num(&j, "hop_over_floor", ratio);
     rkb_json_bool(&j, "target_within_2x_met", ratio <= 2.0);
+    if (dev_floor) {
+      rkb_json_summary(&j, "device_floor_one_way_ns", &sdf);
+      rkb_json_num(&j, "hop_over_device_floor", sh.median / sdf.median);
+      if (kind == RK_BACKEND_CUDA)
+        rkb_json_bool(&j, "target_under_1us_met", sh.median < 1000.0);
+    }
     rkb_json_summary(&j, "messages_per_s", &stp);
     rkb_json_int(&j, "refused_full", (long long)refused);
     rkb_json_finish(&j);

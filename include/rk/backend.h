@@ -282,6 +282,12 @@ static inline rk_arg_t rk_arg_struct(const void *data, size_t size) {
 }
 
 const char *rk_function_name(const rk_function_t *function);
+/* The most threads one block of this kernel may have: the device's
+ * max_threads_per_block, or less where the compiled kernel allows less (its
+ * registers on CUDA, the driver's work-group size on OpenCL, the pipeline's
+ * limit on Metal). A launch with a larger block is RK_ERR_INVALID_ARGUMENT.
+ * 0 for NULL. */
+uint32_t rk_function_max_block_threads(const rk_function_t *function);
 /* The kernel's parameters, as declared in its source. */
 size_t rk_function_param_count(const rk_function_t *function);
 /* Kind and size in bytes of parameter `index`; RK_ERR_OUT_OF_RANGE past the

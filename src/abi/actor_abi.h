@@ -321,18 +321,15 @@ _Static_assert(offsetof(rk_abi_k2k_t, out) ==
 _Static_assert(offsetof(rk_abi_k2k_t, sent) == 13 * RK_ABI_LINE, "k2k sent");
 _Static_assert(sizeof(rk_abi_k2k_t) == 14 * RK_ABI_LINE, "k2k size");
 
-/* The device memory of a resident GPU actor (rk_k2k_mem): the ports'
- * control words (4 uint32_t per port, in the first line), the kernel's
- * views of its channels (RK_ABI_K2K_VIEW bytes each: the channels in, then
- * RK_ABI_K2K_MAX_OUT per port), a scratch response for inbox messages
- * (nobody receives it), then each port's buffer of RK_ABI_K2K_OUTBOX
- * messages, ports the handler never sends to taking no room. Both the host
- * (which allocates it) and the generated kernel lay it out with these. */
+/* The device memory of a resident GPU actor (rk_k2k_mem): a scratch
+ * response for inbox messages (nobody receives it), then each port's buffer
+ * of RK_ABI_K2K_OUTBOX messages, ports the handler never sends to taking no
+ * room. Both the host (which allocates it) and the generated kernel lay it
+ * out with these. The kernel keeps the ports' control words (4 uint32_t per
+ * port) and its views of its channels (RK_ABI_K2K_VIEW bytes each: the
+ * channels in, then RK_ABI_K2K_MAX_OUT per port) in shared memory. */
 #define RK_ABI_K2K_VIEW 32u
-#define RK_ABI_K2K_SCRATCH \
-  (RK_ABI_LINE +           \
-   RK_ABI_K2K_VIEW *       \
-       (RK_ABI_K2K_MAX_IN + RK_ABI_K2K_MAX_PORTS * RK_ABI_K2K_MAX_OUT))
+#define RK_ABI_K2K_SCRATCH 0u
 _Static_assert(RK_ABI_K2K_SCRATCH % RK_ABI_LINE == 0, "k2k scratch");
 static inline uint64_t rk_abi_k2k_round(uint64_t n) {
   return (n + RK_ABI_LINE - 1) & ~(uint64_t)(RK_ABI_LINE - 1);

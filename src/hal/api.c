@@ -612,6 +612,14 @@ const char *rk_function_name(const rk_function_t *function) {
   return function ? function->name : "";
 }
 
+uint32_t rk_function_max_block_threads(const rk_function_t *function) {
+  if (!function) return 0;
+  const uint32_t dev = function->module->context->info.max_threads_per_block;
+  return function->max_threads && function->max_threads < dev
+             ? function->max_threads
+             : dev;
+}
+
 size_t rk_function_param_count(const rk_function_t *function) {
   return function ? function->nparams : 0;
 }

@@ -60,6 +60,10 @@ struct rk_function {
   const char *name;
   size_t nparams;
   const rk__param_t *params;
+  /* The most threads a block of this kernel may have (its registers or the
+   * driver may allow fewer than the device); 0: the device's limit. Set by
+   * the backend. */
+  uint32_t max_threads;
 };
 
 struct rk_module {

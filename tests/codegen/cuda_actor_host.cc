@@ -48,6 +48,8 @@ static host_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
 
 #define __device__
 #define __global__
+/* A block is a thread here: its shared memory is thread-local. */
+#define __shared__ thread_local
 #define __launch_bounds__(threads)
 
 /* Short waits spin; the longer ones give the CPU away (this machine may
@@ -82,6 +84,10 @@ static void rk_pa_store_sys_u32(unsigned char *p, unsigned int v) {
 static void rk_pa_store_sys_u64(unsigned char *p, unsigned long long v) {
   __atomic_store_n((unsigned long long *)p, v, __ATOMIC_RELEASE);
 }
+static void rk_pa_store_relaxed_sys_u64(unsigned char *p,
+                                        unsigned long long v) {
+  __atomic_store_n((unsigned long long *)p, v, __ATOMIC_RELAXED);
+}
 static void rk_pa_load2_sys_u64(const unsigned char *p, const unsigned char *q,
                                 unsigned long long *a, unsigned long long *b) {
   *a = __atomic_load_n((const unsigned long long *)p, __ATOMIC_RELAXED);
@@ -99,6 +105,14 @@ static void rk_pa_load2_dev_u64(const unsigned char *p, const unsigned char *q,
   *a = rk_pa_load_dev_u64(p);
   *b = rk_pa_load_dev_u64(q);
 }
+static unsigned long long rk_pa_peek_dev_u64(const unsigned char *p) {
+  return __atomic_load_n((const unsigned long long *)p, __ATOMIC_RELAXED);
+}
+static unsigned long long rk_pa_peek_sys_u64(const unsigned char *p) {
+  return __atomic_load_n((const unsigned long long *)p, __ATOMIC_RELAXED);
+}
+static void rk_pa_fence_dev(void) { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
+static void rk_pa_fence_sys(void) { __atomic_thread_fence(__ATOMIC_ACQ_REL); }
 /* The SM's cycle counter: nanoseconds here. */
 static unsigned long long rk_pa_cycles(void) {
   struct timespec ts;
@@ -564,9 +578,10 @@ static void run_echo() {
 }
 
 /* State, void: every message sees what the previous one left. */
-static void run_counter() {
+static void run_counter(unsigned int blocks) {
   host_actor a;
-  actor_start(&a, "counter", rk_actor_counter, 4, 16, 8, sizeof(counter_req_t),
+  actor_start(&a, blocks == 1 ? "counter/1" : "counter", rk_actor_counter,
+              blocks, 16, 8, sizeof(counter_req_t),
               sizeof(counter_resp_t), sizeof(counter_state_t), true);
   struct {
     uint32_t seq;
@@ -742,9 +757,10 @@ struct kernels {
   kernel_fn *relay, *sink;
 };
 
-/* Every K2K actor runs 2 blocks (gridDim is one for all "kernels" here):
- * the second must leave once the actor is wired. */
-enum { kK2KBlocks = 2 };
+/* Every K2K actor runs kK2KBlocks blocks (gridDim is one for all "kernels"
+ * here): 2, where the second must leave once the actor is wired, then 1,
+ * where the kernel keeps its scheduling words in registers. */
+static unsigned int kK2KBlocks = 2;
 
 static void k2k_start(host_actor *a, const char *name, kernel_fn *k,
                       bool sink) {
@@ -1055,11 +1071,14 @@ int main(int argc, char **argv) {
     return 2;
   }
   run_echo();
-  run_counter();
+  run_counter(4);
+  run_counter(1); /* one block: the words of rk_sched in registers */
   run_checked_div();
   run_account();
   run_inactive();
   run_backpressure();
+  run_k2k({rk_actor_relay, rk_actor_sink});
+  kK2KBlocks = 1;
   run_k2k({rk_actor_relay, rk_actor_sink});
   printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "passed", g_failures);
   return g_failures ? 1 : 0;

@@ -640,13 +640,33 @@ void cts_error_launch_dimensions(rk_context_t *ctx) {
                RK_ERR_INVALID_ARGUMENT);
   check_not_run(ctx, p, 0);
 
+  /* The kernel's own limit: the device's, or less (NVIDIA's OpenCL allows
+   * 256 threads for this kernel on an H100); a block beyond it is refused
+   * and the message names the limit. */
+  const uint32_t kmax = rk_function_max_block_threads(fn);
+  CHECK(kmax >= 1 && kmax <= max,
+        "rk_function_max_block_threads: %u, the device allows %u", kmax, max);
+  if (kmax >= 1 && kmax < max) {
+    char kmax_text[32];
+    snprintf(kmax_text, sizeof kmax_text, "%u", kmax);
+    CHECK_STATUS(
+        rk_function_launch(fn, one, rk_dim3(kmax + 1, 1, 1), 0, NULL, &arg, 1),
+        RK_ERR_INVALID_ARGUMENT);
+    CHECK_ERROR_HAS(kmax_text);
+    check_not_run(ctx, p, 0);
+  }
+  CHECK(rk_function_max_block_threads(NULL) == 0,
+        "rk_function_max_block_threads(NULL) is not 0");
+
   /* The limits themselves are allowed. */
-  CHECK_OK(rk_function_launch(fn, one, rk_dim3(max, 1, 1),
+  if (kmax < 1) return;
+  const uint32_t kx = kmax >= 8 ? 8 : 1;
+  CHECK_OK(rk_function_launch(fn, one, rk_dim3(kmax, 1, 1),
                               (size_t)dev->shared_mem_per_block, NULL, &arg,
                               1));
-  CHECK_OK(rk_function_launch(fn, rk_dim3(2, 3, 1), rk_dim3(8, max / 8, 1), 0,
-                              NULL, &arg, 1));
-  check_not_run(ctx, p, (int)(7 * max));
+  CHECK_OK(rk_function_launch(fn, rk_dim3(2, 3, 1), rk_dim3(kx, kmax / kx, 1),
+                              0, NULL, &arg, 1));
+  check_not_run(ctx, p, (int)(kmax + 6 * kx * (kmax / kx)));
   rk_context_free(ctx, p);
 }
 

@@ -208,6 +208,53 @@ rk_status_t rk__cu_build_text(const char *text, const char *name, int cc_major,
   return RK_OK;
 }
 
+/* RK_CUDA_DEFINES ("NAME=VALUE NAME ..."): macros defined before the
+ * generated CUDA C, for tuning the resident actor loop (docs/cuda.md).
+ * Each becomes a #define line at the top of the text, so the kernel cache
+ * keeps images built with different values apart. */
+static bool define_char(char c, bool first) {
+  return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+         (!first && c >= '0' && c <= '9');
+}
+
+static rk_status_t with_defines(const char *text, char **out) {
+  *out = NULL;
+  const char *env = getenv("RK_CUDA_DEFINES");
+  if (!env || !env[0]) return RK_OK;
+  rk__strbuf_t b;
+  rk__strbuf_init(&b);
+  for (const char *p = env; *p;) {
+    while (*p == ' ' || *p == ',') ++p;
+    if (!*p) break;
+    const char *name = p;
+    while (define_char(*p, p == name)) ++p;
+    size_t nlen = (size_t)(p - name);
+    const char *value = "1";
+    size_t vlen = 1;
+    if (*p == '=') {
+      value = ++p;
+      while (define_char(*p, false)) ++p;
+      vlen = (size_t)(p - value);
+    }
+    if (nlen == 0 || vlen == 0 || (*p && *p != ' ' && *p != ',')) {
+      rk__strbuf_free(&b);
+      return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                      "cuda: RK_CUDA_DEFINES=\"%s\": expected NAME or "
+                      "NAME=VALUE (letters, digits, _) separated by spaces",
+                      env);
+    }
+    rk__strbuf_printf(&b, "#define %.*s %.*s\n", (int)nlen, name, (int)vlen,
+                      value);
+  }
+  rk__strbuf_puts(&b, text);
+  if (b.failed || !b.data) {
+    rk__strbuf_free(&b);
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "cuda: RK_CUDA_DEFINES");
+  }
+  *out = b.data;
+  return RK_OK;
+}
+
 rk_status_t rk__cu_build(const char *source,
                          const rk_compile_options_t *options, int cc_major,
                          int cc_minor, rk__cu_image_t *out_image,
@@ -220,8 +267,15 @@ rk_status_t rk__cu_build(const char *source,
   rk_codegen_result_t r;
   RK_RETURN_IF_ERROR(
       rk__kernel_front_end(source, options, RK_TARGET_CUDA, &topt, &r));
-  rk_status_t s = rk__cu_build_text(r.text, name, cc_major, cc_minor,
-                                    options->no_cache, out_image);
+  char *defined = NULL;
+  rk_status_t s = with_defines(r.text, &defined);
+  if (s == RK_OK && defined) {
+    free(r.text);
+    r.text = defined;
+  }
+  if (s == RK_OK)
+    s = rk__cu_build_text(r.text, name, cc_major, cc_minor, options->no_cache,
+                          out_image);
   if (s != RK_OK) {
     rk_codegen_result_free(&r);
     return s;
@@ -286,6 +340,7 @@ static rk_status_t load_functions(cu_context_t *ctx, cu_module_t *m,
                                 RK_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
                                 f->fn) != RK_CUDA_SUCCESS)
       f->max_threads = (int)ctx->dev->info.max_threads_per_block;
+    if (f->max_threads > 0) fn->max_threads = (uint32_t)f->max_threads;
     if (api->cuFuncGetAttribute(&f->static_shared,
                                 RK_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
                                 f->fn) != RK_CUDA_SUCCESS)

@@ -289,6 +289,10 @@ rk_status_t rk__mtl_compile(rk_context_t *context, const char *source,
       snprintf(m->params[p].name, sizeof m->params[p].name, "%s", ep->name);
     }
     if (s == RK_OK) s = make_pipeline(ctx, m, cached, e, name, &m->fns[i]);
+    if (s == RK_OK && m->fns[i].max_threads > 0)
+      fn->max_threads = m->fns[i].max_threads > UINT32_MAX
+                            ? UINT32_MAX
+                            : (uint32_t)m->fns[i].max_threads;
   }
   if (s != RK_OK) {
     module_free(m, api);

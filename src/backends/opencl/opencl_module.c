@@ -259,6 +259,8 @@ rk_status_t rk__ocl_compile(rk_context_t *context, const char *source,
                                       &wg, NULL) != RK_CL_SUCCESS)
       wg = ctx->dev->info.max_threads_per_block;
     f->max_work_group = wg;
+    m->base.functions[i].max_threads =
+        wg > UINT32_MAX ? UINT32_MAX : (uint32_t)wg;
   }
   if (s != RK_OK) {
     module_free(m, api);

@@ -118,7 +118,7 @@ static constexpr unsigned int rk_pa_k2k_max_out = 16u;
 static constexpr unsigned int rk_pa_k2k_outbox = 256u;
 static constexpr unsigned int rk_pa_k2k_max_in = 64u;
 static constexpr unsigned int rk_pa_k2k_view_size = 32u;
-static constexpr unsigned int rk_pa_k2k_scratch = 6272u;
+static constexpr unsigned int rk_pa_k2k_scratch = 0u;
 static constexpr unsigned int rk_pa_sched_clock = 4u;
 static constexpr unsigned int rk_pa_sched_processed = 5u;
 static constexpr unsigned int rk_pa_sched_errors = 6u;
@@ -144,6 +144,37 @@ static_assert(alignof(rk_pa_msg_t) == 8, "rk message header");
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 700
 #define RK_PA_SUPPORTED 1
 
+/* Tuning of the resident loop (each can be set before this file, as
+ * RK_CUDA_DEFINES does; docs/cuda.md): SM cycles between two reads
+ * of the host's words by an actor that polls channels in; the longest
+ * sleep between polls, without and with channels in (ns; 0 spins);
+ * whether an idle actor writes its counters and clock to the host
+ * (else they go with the next read of the host's words, a response
+ * or the exit); and the system fences an answer costs (2: the input
+ * ring's head and the output ring's tail each published by a release
+ * store; 1: a relaxed store of the head, then the tail's release
+ * store, one fence); and
+ * whether a kernel of one block keeps its scheduling words in
+ * registers (RK_PA_SOLO). */
+#ifndef RK_PA_HOST_EVERY
+#define RK_PA_HOST_EVERY 16384
+#endif
+#ifndef RK_PA_BACKOFF_CAP
+#define RK_PA_BACKOFF_CAP 256
+#endif
+#ifndef RK_PA_BACKOFF_CAP_IN
+#define RK_PA_BACKOFF_CAP_IN 128
+#endif
+#ifndef RK_PA_IDLE_FLUSH
+#define RK_PA_IDLE_FLUSH 0
+#endif
+#ifndef RK_PA_SOLO
+#define RK_PA_SOLO 1
+#endif
+#ifndef RK_PA_COMMIT_FENCES
+#define RK_PA_COMMIT_FENCES 1
+#endif
+
 /* Shared with the host (mapped host memory): system-scope acquire and
  * release (sm_70+). */
 static __device__ inline unsigned long long rk_pa_load_sys_u64(
@@ -168,6 +199,11 @@ static __device__ inline void rk_pa_store_sys_u32(unsigned char *p,
 static __device__ inline void rk_pa_store_sys_u64(unsigned char *p,
                                                   unsigned long long v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;"
+               : : "l"(p), "l"(v) : "memory");
+}
+static __device__ inline void rk_pa_store_relaxed_sys_u64(
+    unsigned char *p, unsigned long long v) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;"
                : : "l"(p), "l"(v) : "memory");
 }
 /* Two words of the host's memory read together: both loads leave before
@@ -206,8 +242,37 @@ static __device__ inline void rk_pa_load2_dev_u64(const unsigned char *p,
                                                   const unsigned char *q,
                                                   unsigned long long *a,
                                                   unsigned long long *b) {
-  *a = rk_pa_load_dev_u64(p);
-  *b = rk_pa_load_dev_u64(q);
+  unsigned long long x, y;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];"
+               : "=l"(x) : "l"(p) : "memory");
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];"
+               : "=l"(y) : "l"(q) : "memory");
+  asm volatile("fence.acq_rel.gpu;" : : : "memory");
+  *a = x;
+  *b = y;
+}
+/* A channel's index polled without ordering, and the fence that makes
+ * a poll that saw it move an acquire: a poll that finds nothing new
+ * costs no fence (an acquire also drops the SM's L1 lines). */
+static __device__ inline unsigned long long rk_pa_peek_dev_u64(
+    const unsigned char *p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];"
+               : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+static __device__ inline unsigned long long rk_pa_peek_sys_u64(
+    const unsigned char *p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];"
+               : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+static __device__ inline void rk_pa_fence_dev(void) {
+  asm volatile("fence.acq_rel.gpu;" : : : "memory");
+}
+static __device__ inline void rk_pa_fence_sys(void) {
+  asm volatile("fence.acq_rel.sys;" : : : "memory");
 }
 /* The SM's cycle counter: how long since the host's words were last read. */
 static __device__ inline unsigned long long rk_pa_cycles(void) {
@@ -227,9 +292,9 @@ static __device__ inline void rk_pa_store_gpu(unsigned long long *p,
                : : "l"(p), "l"(v) : "memory");
 }
 
-/* A channel as its one user on this side sees it, kept in device memory
- * (rk_k2k_mem) so that only the other side's index and the slots cross the
- * bus: its address, size and slot size, and this side's own index (the
+/* A channel as its one user on this side sees it, kept in shared memory
+ * so that only the other side's index and the slots cost a trip to
+ * memory: its address, size and slot size, and this side's own index (the
  * head of a channel in, the tail of a channel out). A channel between
  * two kernels of this GPU is in device memory (its table entry has bit
  * 0 set) and is read and written at GPU scope; the others are mapped
@@ -242,6 +307,13 @@ typedef struct rk_pa_view {
   unsigned int dev;  /* 1: in device memory (both ends on this GPU) */
 } rk_pa_view_t;
 static_assert(sizeof(rk_pa_view_t) == rk_pa_k2k_view_size, "rk view size");
+
+/* The views and the ports' words live in shared memory, which only
+ * thread (0, 0, 0) of each block uses: a fence leaves it alone, so the
+ * K2K path reads them without a trip to L2. */
+static __shared__ rk_pa_view_t
+    rk_pa_views_sh[rk_pa_k2k_max_in + rk_pa_k2k_max_ports * rk_pa_k2k_max_out];
+static __shared__ unsigned int rk_pa_ports_sh[4u * rk_pa_k2k_max_ports];
 
 /* One block's view of an actor; only thread (0, 0, 0) of a block has one.
  * rk_sched (set before launch): [0] the next request index to claim,
@@ -276,14 +348,15 @@ typedef struct rk_pa {
    * message the scratch answer (its message: rk_pa_take). */
   unsigned char *out_msg;
   /* K2K (abi/actor_abi.h): the wiring and counters (mapped host memory)
-   * and the ports' words, scratch and buffers (device memory). */
+   * and the scratch answer and ports' buffers (device memory). */
   unsigned char *k2k, *kmem;
   bool k2k_read;    /* the wiring is read (at the first activation) */
   bool k2k_on;      /* wired: block (0, 0, 0) alone serves */
   bool inbox_turn;  /* the inbox goes before the requests next time */
   unsigned int nin, next_in; /* channels in; where the next look starts */
   unsigned int nout[rk_pa_k2k_max_ports]; /* links of each port */
-  rk_pa_view_t *views; /* in rk_k2k_mem: channels in, then out */
+  rk_pa_view_t *views; /* channels in, then out (shared memory) */
+  unsigned int *ports; /* 4 words per port (shared memory) */
   rk_pa_view_t *chan;  /* the channel of the inbox message in hand */
   /* The K2K counters as this kernel last wrote them to the table: read
    * once with the wiring, then only written (no trip over the bus to
@@ -295,6 +368,13 @@ typedef struct rk_pa {
    * clock) by rk_pa_flush: the K2K path stores nothing in host
    * memory, whose writes a later fence would wait for. */
   bool k_dirty, clock_dirty;
+  /* A kernel of one block keeps the clock and the counters of
+   * rk_sched[0] and [4..6] here (read once, at the start): nothing else
+   * writes them while it runs, and the control block gets them with
+   * each response and flush. Several blocks share them in rk_sched. */
+  bool solo;
+  unsigned long long clk, n_done, n_err;
+  unsigned long long claim; /* rk_sched[0] of a kernel of one block */
 } rk_pa_t;
 
 /* false for every thread but (0, 0, 0) of its block: handlers are
@@ -319,7 +399,7 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
   a->out_payload = *(const unsigned int *)(control + rk_pa_ctl_out_payload);
   a->out_head = 0;
   a->backoff = 32u;
-  a->backoff_cap = 256u;
+  a->backoff_cap = RK_PA_BACKOFF_CAP;
   a->host_flags = a->host_tail = 0ull;
   a->host_at = 0ull;
   a->run_state = ~0u;
@@ -332,25 +412,37 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
   a->k_received = a->k_received_errors = 0;
   a->k_last_sent_ts = a->k_last_received_ts = 0;
   a->k_dirty = a->clock_dirty = false;
+  a->solo = RK_PA_SOLO && gridDim.x * gridDim.y * gridDim.z == 1u;
+  a->clk = a->n_done = a->n_err = a->claim = 0ull;
+  if (a->solo) {
+    volatile const unsigned long long *m = sched;
+    a->claim = m[0];
+    a->clk = m[rk_pa_sched_clock];
+    a->n_done = m[rk_pa_sched_processed];
+    a->n_err = m[rk_pa_sched_errors];
+  }
   a->k2k = k2k;
   a->kmem = kmem;
   a->k2k_read = a->k2k_on = false;
   a->inbox_turn = true;
   a->nin = a->next_in = 0u;
   for (unsigned int p = 0; p < rk_pa_k2k_max_ports; ++p) a->nout[p] = 0u;
-  a->views = (rk_pa_view_t *)(kmem + rk_pa_line);
+  a->views = rk_pa_views_sh;
+  a->ports = rk_pa_ports_sh;
   a->chan = nullptr;
   return true;
 }
 
 /* SM cycles between two reads of the host's words by an actor that
- * polls channels in (about 2 us at 2 GHz). */
-static constexpr unsigned long long rk_pa_host_every = 4096ull;
+ * polls channels in (16384 by default: about 8 us at 2 GHz). */
+static constexpr unsigned long long rk_pa_host_every =
+    RK_PA_HOST_EVERY;
 
 /* Sleeps, twice as long as last time up to backoff_cap ns (a fifth of
  * a trip over the bus to the host's words; less for an actor that
  * polls channels in, in device memory). */
 static __device__ void rk_pa_backoff(rk_pa_t *a) {
+  if (a->backoff_cap == 0u) return; /* spin */
   __nanosleep(a->backoff);
   if (a->backoff < a->backoff_cap) a->backoff *= 2u;
 }
@@ -410,7 +502,7 @@ static __device__ void rk_pa_k2k_read(rk_pa_t *a) {
    * wired actor: the others leave without touching them (one of them,
    * late, could read an index the server has moved on from). */
   if (!a->k2k_on || !a->leader) return;
-  if (a->nin != 0u) a->backoff_cap = 128u;
+  if (a->nin != 0u) a->backoff_cap = RK_PA_BACKOFF_CAP_IN;
   for (unsigned int i = 0; i < a->nin; ++i)
     rk_pa_view_init(&a->views[i], a->k2k, rk_pa_k2k_in + 8u * i,
                     rk_pa_ring_head);
@@ -426,13 +518,8 @@ static __device__ unsigned char *rk_pa_view_slot(const rk_pa_view_t *v,
   return v->chan + rk_pa_chan_slots +
          (unsigned long long)((unsigned int)i & v->mask) * v->slot_size;
 }
-/* A channel's index at `off`: acquire (and release) at the scope of the
+/* A channel's index at `off`: a release store at the scope of the
  * memory it is in. */
-static __device__ unsigned long long rk_pa_chan_load(const rk_pa_view_t *v,
-                                                     unsigned int off) {
-  return v->dev ? rk_pa_load_dev_u64(v->chan + off)
-                : rk_pa_load_sys_u64(v->chan + off);
-}
 static __device__ void rk_pa_chan_store(const rk_pa_view_t *v,
                                         unsigned int off,
                                         unsigned long long x) {
@@ -449,10 +536,25 @@ static __device__ void rk_pa_count(rk_pa_t *a, unsigned long long *c,
   a->k_dirty = true;
 }
 
+/* The actor's clock: a register of a kernel of one block, else
+ * rk_sched's word (the block in turn reads and writes it). */
+static __device__ unsigned long long rk_pa_clock(const rk_pa_t *a) {
+  return a->solo ? a->clk
+                 : *(volatile const unsigned long long *)&a->sched[
+                       rk_pa_sched_clock];
+}
+static __device__ void rk_pa_set_clock(rk_pa_t *a, unsigned long long v) {
+  if (a->solo)
+    a->clk = v;
+  else
+    *(volatile unsigned long long *)&a->sched[rk_pa_sched_clock] = v;
+}
+
 /* The K2K counters and stamps into the table, and the clock into the
- * control block, if they moved since the last flush: when the actor
- * is idle, with each response, every time it reads the host's words
- * and before it leaves. */
+ * control block, if they moved since the last flush: with each
+ * response, every time it reads the host's words (an actor with
+ * channels in: every rk_pa_host_every cycles), while it is inactive,
+ * before it leaves, and when it is idle if RK_PA_IDLE_FLUSH is set. */
 static __device__ void rk_pa_flush(rk_pa_t *a) {
   if (a->k_dirty) {
     volatile unsigned long long *t = (volatile unsigned long long *)a->k2k;
@@ -467,7 +569,7 @@ static __device__ void rk_pa_flush(rk_pa_t *a) {
   }
   if (a->clock_dirty) {
     *(volatile unsigned long long *)(a->control + rk_pa_ctl_clock) =
-        *(volatile unsigned long long *)&a->sched[rk_pa_sched_clock];
+        rk_pa_clock(a);
     a->clock_dirty = false;
   }
 }
@@ -475,14 +577,20 @@ static __device__ void rk_pa_flush(rk_pa_t *a) {
 /* Finds a message in the inbox channels, looking at each in turn from
  * where the last look stopped (no link starves another): true with chan,
  * and req (its slot) set. The channel's head is this block's
- * own (kept in its view); its tail is the sender's, read with acquire, so
- * the slot is written. */
+ * own (kept in its view); its tail is the sender's, polled relaxed and
+ * made an acquire by a fence once it moved, so the slot is written. */
 static __device__ bool rk_pa_inbox_peek(rk_pa_t *a) {
   for (unsigned int k = 0; k < a->nin; ++k) {
     unsigned int c = a->next_in + k;
     if (c >= a->nin) c -= a->nin;
     rk_pa_view_t *v = &a->views[c];
-    if (rk_pa_chan_load(v, rk_pa_ring_tail) == v->own) continue;
+    if (v->dev) {
+      if (rk_pa_peek_dev_u64(v->chan + rk_pa_ring_tail) == v->own) continue;
+      rk_pa_fence_dev();
+    } else {
+      if (rk_pa_peek_sys_u64(v->chan + rk_pa_ring_tail) == v->own) continue;
+      rk_pa_fence_sys();
+    }
     a->chan = v;
     a->req = rk_pa_view_slot(v, v->own);
     a->next_in = c + 1u == a->nin ? 0u : c + 1u;
@@ -530,7 +638,8 @@ static __device__ int rk_pa_next(rk_pa_t *a) {
      * a tail read beside the request may predate them, so a terminating
      * kernel reads it again, after the flags, and answers them all. */
     if (terminate) tail = rk_pa_load_sys_u64(a->in + rk_pa_ring_tail);
-    unsigned long long claim = *(volatile unsigned long long *)&a->sched[0];
+    unsigned long long claim =
+        a->solo ? a->claim : *(volatile unsigned long long *)&a->sched[0];
     bool taking = active || terminate;
     unsigned int state = taking ? rk_pa_run_active : rk_pa_run_idle;
     if (a->leader && state != a->run_state) {
@@ -552,7 +661,8 @@ static __device__ int rk_pa_next(rk_pa_t *a) {
       return 2;
     }
     if (claim < tail) {
-      if (atomicCAS(&a->sched[0], claim, claim + 1ull) == claim) {
+      if (a->solo || atomicCAS(&a->sched[0], claim, claim + 1ull) == claim) {
+        a->claim = claim + 1ull;
         a->index = claim;
         a->req = a->in_slots +
                  (unsigned long long)((unsigned int)claim & a->in_mask) *
@@ -568,14 +678,20 @@ static __device__ int rk_pa_next(rk_pa_t *a) {
       a->backoff = 32u;
       return 2;
     }
+    if (terminate) {
+      rk_pa_flush(a);
+      return 0;
+    }
+#if RK_PA_IDLE_FLUSH
     rk_pa_flush(a); /* idle */
-    if (terminate) return 0;
+#endif
     rk_pa_backoff(a);
   }
 }
 
 /* Waits until the claimed request is the next to publish. */
 static __device__ void rk_pa_wait_turn(rk_pa_t *a) {
+  if (a->solo) return; /* always its turn */
   while (rk_pa_load_gpu(&a->sched[1]) != a->index) rk_pa_backoff(a);
   a->backoff = 32u;
 }
@@ -621,11 +737,10 @@ static __device__ inline const T *rk_pa_take(rk_pa_t *a, T *copy) {
 /* The actor's clock past its last value and the stamp of the message in
  * hand, written back; the block in turn (or the only one) calls it. */
 static __device__ unsigned long long rk_pa_tick(rk_pa_t *a) {
-  volatile unsigned long long *clock = &a->sched[rk_pa_sched_clock];
   const unsigned long long stamp = a->req_stamp;
-  unsigned long long now = *clock + 1ull;
+  unsigned long long now = rk_pa_clock(a) + 1ull;
   if (stamp + 1ull > now) now = stamp + 1ull;
-  *clock = now;
+  rk_pa_set_clock(a, now);
   a->clock_dirty = true;
   return now;
 }
@@ -652,9 +767,9 @@ static __device__ void rk_pa_inbox_done(rk_pa_t *a, int code) {
 /* Before the handler runs: port p's credit (what every link of it can
  * still take, at most rk_pa_k2k_outbox), count 0, and the refusal a send
  * beyond it answers (full; unconnected without links or once a receiver
- * has stopped). The port's words are rk_k2k_mem's, 4 per port. */
+ * has stopped). The port's words: 4 per port, a->ports. */
 static __device__ void rk_pa_port_open(rk_pa_t *a, unsigned int p) {
-  volatile unsigned int *w = (volatile unsigned int *)a->kmem + 4u * p;
+  unsigned int *w = a->ports + 4u * p;
   const unsigned int n = a->nout[p];
   unsigned int credit = n != 0u ? rk_pa_k2k_outbox : 0u;
   unsigned int refusal = n != 0u ? rk_pa_send_full : rk_pa_send_unconnected;
@@ -698,7 +813,7 @@ static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
                                        unsigned int size,
                                        unsigned long long stamp) {
   if (a->k2k == nullptr) return; /* no ports: nothing was queued */
-  volatile unsigned int *w = (volatile unsigned int *)a->kmem + 4u * p;
+  unsigned int *w = a->ports + 4u * p;
   const unsigned int credit = w[0], queued = w[1], refused = w[3];
   const unsigned int n = queued < credit ? queued : credit;
   if (refused != 0u) {
@@ -735,8 +850,7 @@ static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
 }
 
 /* rk_k2k_mem's layout (abi/actor_abi.h): the first port buffer after the
- * words, the views and the scratch answer, and the room each port's
- * buffer takes. */
+ * scratch answer, and the room each port's buffer takes. */
 static __device__ constexpr unsigned long long rk_pa_round(
     unsigned long long n) {
   return (n + rk_pa_line - 1ull) & ~(unsigned long long)(rk_pa_line - 1u);
@@ -759,17 +873,24 @@ static __device__ void rk_pa_commit(rk_pa_t *a, int code) {
    * there and to the control block: nothing is read back from the host. */
   volatile unsigned long long *m = a->sched;
   const unsigned long long stamp = a->req_stamp;
-  unsigned long long now = m[rk_pa_sched_clock] + 1ull;
-  const unsigned long long done = m[rk_pa_sched_processed] + 1ull;
+  unsigned long long now = rk_pa_clock(a) + 1ull;
+  const unsigned long long done =
+      (a->solo ? a->n_done : m[rk_pa_sched_processed]) + 1ull;
   const unsigned long long failed =
-      code != 0 ? m[rk_pa_sched_errors] + 1ull : 0ull;
+      code != 0 ? (a->solo ? a->n_err : m[rk_pa_sched_errors]) + 1ull
+                : 0ull;
   /* The actor's clock: the device has no wall clock, so it ticks
    * logically past both its last value and the request's stamp. Only
    * the block in turn writes it, and the counters. */
   if (stamp + 1ull > now) now = stamp + 1ull;
-  m[rk_pa_sched_clock] = now;
-  m[rk_pa_sched_processed] = done;
-  if (code != 0) m[rk_pa_sched_errors] = failed;
+  rk_pa_set_clock(a, now);
+  if (a->solo) {
+    a->n_done = done;
+    if (code != 0) a->n_err = failed;
+  } else {
+    m[rk_pa_sched_processed] = done;
+    if (code != 0) m[rk_pa_sched_errors] = failed;
+  }
   *(volatile unsigned long long *)(a->control + rk_pa_ctl_clock) = now;
   resp->correlation_id = a->req_id;
   resp->timestamp = now;
@@ -785,14 +906,25 @@ static __device__ void rk_pa_commit(rk_pa_t *a, int code) {
   a->clock_dirty = false; /* written above */
   if (a->k2k != nullptr) rk_pa_flush(a);
   /* The request is read: free its slot before publishing the response,
-   * so a host that sees the response sees the request gone. Each is a
-   * release store, so the response, the clock and the counters reach
-   * the host before the indices that publish them: a host that sees a
-   * response sees it counted (no fence of its own: one trip over the
-   * bus less). */
+   * so a host that sees the response sees the request gone. The tail
+   * is a release store, so the response, the clock and the counters
+   * reach the host before the index that publishes them: a host that
+   * sees a response sees it counted (no fence of its own). */
+#if RK_PA_COMMIT_FENCES == 1
+  /* One fence: the tail's release store orders the response, the
+   * counters and the head's store before it, so a host that sees the
+   * response still sees the request gone. The head's own store is
+   * relaxed: the handler has used every value it read from the slot
+   * (its response was computed from them), and the host writes that
+   * slot again only after the other slots of the ring. */
+  rk_pa_store_relaxed_sys_u64(a->in + rk_pa_ring_head, a->index + 1ull);
+  rk_pa_store_sys_u64(a->out + rk_pa_ring_tail, a->index + 1ull);
+#else
   rk_pa_store_sys_u64(a->in + rk_pa_ring_head, a->index + 1ull);
   rk_pa_store_sys_u64(a->out + rk_pa_ring_tail, a->index + 1ull);
-  rk_pa_store_gpu(&a->sched[1], a->index + 1ull); /* the next turn */
+#endif
+  if (!a->solo) /* the next turn */
+    rk_pa_store_gpu(&a->sched[1], a->index + 1ull);
 }
 
 /* Leaves the loop. The last block out reports the actor stopped, unless
@@ -800,6 +932,14 @@ static __device__ void rk_pa_commit(rk_pa_t *a, int code) {
  * rk_sched[2] all the same, so a relaunched kernel drains what is left). */
 static __device__ void rk_pa_exit(rk_pa_t *a) {
   const unsigned int blocks = gridDim.x * gridDim.y * gridDim.z;
+  if (a->solo) {
+    /* rk_sched as several blocks would have left it. */
+    volatile unsigned long long *m = a->sched;
+    m[0] = m[1] = a->claim;
+    m[rk_pa_sched_clock] = a->clk;
+    m[rk_pa_sched_processed] = a->n_done;
+    m[rk_pa_sched_errors] = a->n_err;
+  }
   /* This block's answers are published before it counts itself out, so
    * the last one out publishes `terminated` after all of them. */
   __threadfence_system();

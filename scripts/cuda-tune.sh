@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# scripts/cuda-tune.sh - the resident actor loop's tuning macros side by side
+# on an NVIDIA GPU, in one call of bounded length.
+#
+#   scripts/cuda-tune.sh [--no-build] [--reps N] [NAME=DEFINES ...]
+#
+# Builds bench_k2k and bench_cuda (Release, into build-gpu/ as
+# scripts/gpu-check.sh does), then for each variant, with RK_CUDA_DEFINES set
+# to its DEFINES (docs/cuda.md, "Tuning the resident loop"), runs
+#   bench_k2k --backend cuda --quick        (K2K hop between two resident
+#                                            kernels, messages/s)
+#   bench_cuda --rounds 5 --iters 300       (the actor row: a round trip
+#                                            host -> resident kernel -> host)
+# and prints one table: hop median (p10-p90), the device floor bench_k2k
+# measures beside it (two kernels passing a counter), messages/s, actor p50
+# and p99, and the raw mailbox p50 measured in the same run. The variants run in turn,
+# N times over (--reps, default 2), so that drift of the machine shows as a
+# difference between repetitions of one variant rather than between variants.
+#
+# Without NAME=DEFINES arguments it runs a built-in list: the defaults, each
+# macro changed alone, and all together. Outputs (one JSON file per run and
+# the table) go to ${OUT:-build-gpu/cuda-tune}/.
+#
+# Exit status: 0 when every run finished, 1 otherwise.
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build="$root/build-gpu"
+out="${OUT:-$build/cuda-tune}"
+case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
+no_build=false
+reps=2
+variants=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --no-build) no_build=true ;;
+    --reps)
+      reps="$2"
+      shift
+      ;;
+    *=*) variants+=("$1") ;;
+    *)
+      echo "usage: $0 [--no-build] [--reps N] [NAME=DEFINES ...]" >&2
+      exit 2
+      ;;
+  esac
+  shift
+done
+if [ ${#variants[@]} -eq 0 ]; then
+  variants=(
+    "default="
+    "no-solo=RK_PA_SOLO=0"
+    "fences1=RK_PA_COMMIT_FENCES=1"
+    "spin=RK_PA_BACKOFF_CAP=0,RK_PA_BACKOFF_CAP_IN=0"
+    "host16k=RK_PA_HOST_EVERY=16384"
+    "no-idle-flush=RK_PA_IDLE_FLUSH=0"
+    "all=RK_PA_COMMIT_FENCES=1,RK_PA_BACKOFF_CAP=0,RK_PA_BACKOFF_CAP_IN=0,RK_PA_HOST_EVERY=16384,RK_PA_IDLE_FLUSH=0"
+  )
+fi
+mkdir -p "$out"
+
+if ! $no_build; then
+  gen=()
+  if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja > /dev/null 2>&1; then
+    gen=(-G Ninja)
+  fi
+  cmake -S "$root" -B "$build" ${gen[@]+"${gen[@]}"} \
+    -DCMAKE_BUILD_TYPE=Release > "$out/build.log" 2>&1 &&
+    cmake --build "$build" -j "$(nproc)" --target bench_k2k bench_cuda \
+      >> "$out/build.log" 2>&1 || {
+    tail -n 30 "$out/build.log"
+    echo "cuda-tune: the build failed (log: $out/build.log)"
+    exit 1
+  }
+fi
+k2k="$build/bench/actors/bench_k2k"
+cuda="$build/bench/backends/bench_cuda"
+
+failed=0
+for ((r = 1; r <= reps; ++r)); do
+  for v in "${variants[@]}"; do
+    name=${v%%=*}
+    defs=${v#*=}
+    defs=${defs//,/ }
+    echo "== $name (rep $r): RK_CUDA_DEFINES='$defs'"
+    RK_CUDA_DEFINES="$defs" timeout 60 "$k2k" --backend cuda --quick \
+      --json > "$out/$name.$r.k2k.json" 2> "$out/$name.$r.k2k.txt" ||
+      {
+        echo "   bench_k2k failed: $(tail -n 3 "$out/$name.$r.k2k.txt")"
+        failed=1
+      }
+    RK_CUDA_DEFINES="$defs" timeout 90 "$cuda" --rounds 5 --iters 300 \
+      --json "$out/$name.$r.cuda.json" > "$out/$name.$r.cuda.txt" 2>&1 ||
+      {
+        echo "   bench_cuda failed: $(tail -n 3 "$out/$name.$r.cuda.txt")"
+        failed=1
+      }
+  done
+done
+
+python3 - "$out" "$reps" "${variants[@]}" << 'EOF' | tee "$out/table.txt"
+import json, os, sys
+out, reps, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def load(p):
+    try:
+        with open(p) as f:
+            return json.load(f)
+    except Exception:
+        return None
+print("%-14s %3s %24s %8s %10s %16s %8s" % ("variant", "rep",
+      "K2K hop ns (p10-p90)", "floor ns", "msgs/s", "actor p50/p99 us",
+      "raw p50"))
+for r in range(1, reps + 1):
+    for v in variants:
+        name = v.split("=", 1)[0]
+        k = load(os.path.join(out, "%s.%d.k2k.json" % (name, r)))
+        c = load(os.path.join(out, "%s.%d.cuda.json" % (name, r)))
+        hop = msgs = floor = "-"
+        if k:
+            if "device_floor_one_way_ns" in k:
+                floor = "%.0f" % k["device_floor_one_way_ns"]["median"]
+            h = k["hop_one_way_ns"]
+            hop = "%.0f (%.0f-%.0f)" % (h["median"], h["p10"], h["p90"])
+            msgs = "%.0f" % k["messages_per_s"]["median"]
+        act = raw = "-"
+        if c:
+            for row in c.get("rows", []):
+                if row.get("row") == "actor":
+                    act = "%.2f / %.2f" % (row["rk_p50"], row["rk_p99"])
+                    raw = "%.2f" % row["raw_p50"]
+        print("%-14s %3d %24s %8s %10s %16s %8s" % (name, r, hop, floor, msgs,
+              act, raw))
+EOF
+exit $failed
