@@ -2,7 +2,7 @@
 # scripts/cuda-tune.sh - the resident actor loop's tuning macros side by side
 # on an NVIDIA GPU, in one call of bounded length.
 #
-#   scripts/cuda-tune.sh [--no-build] [--reps N] [NAME=DEFINES ...]
+#   scripts/cuda-tune.sh [--no-build] [--reps N] [--profile] [NAME=DEFINES ...]
 #
 # Builds bench_k2k and bench_cuda (Release, into build-gpu/ as
 # scripts/gpu-check.sh does), then for each variant, with RK_CUDA_DEFINES set
@@ -17,6 +17,10 @@
 # N times over (--reps, default 2), so that drift of the machine shows as a
 # difference between repetitions of one variant rather than between variants.
 #
+# --profile also runs, for each variant once, bench_k2k and bench_cuda
+# --quick with RK_PA_PROFILE=1 added (the resident kernels time their loop's
+# phases and print them when they leave) and prints those lines last.
+#
 # Without NAME=DEFINES arguments it runs a built-in list: the defaults, each
 # macro changed alone, and all together. Outputs (one JSON file per run and
 # the table) go to ${OUT:-build-gpu/cuda-tune}/.
@@ -29,18 +33,20 @@ build="$root/build-gpu"
 out="${OUT:-$build/cuda-tune}"
 case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
 no_build=false
+profile=false
 reps=2
 variants=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-build) no_build=true ;;
+    --profile) profile=true ;;
     --reps)
       reps="$2"
       shift
       ;;
     *=*) variants+=("$1") ;;
     *)
-      echo "usage: $0 [--no-build] [--reps N] [NAME=DEFINES ...]" >&2
+      echo "usage: $0 [--no-build] [--reps N] [--profile] [NAME=DEFINES ...]" >&2
       exit 2
       ;;
   esac
@@ -131,4 +137,17 @@ for r in range(1, reps + 1):
         print("%-14s %3d %24s %8s %10s %16s %8s" % (name, r, hop, floor, msgs,
               act, raw))
 EOF
+if $profile; then
+  for v in "${variants[@]}"; do
+    name=${v%%=*}
+    defs=${v#*=}
+    defs="${defs//,/ } RK_PA_PROFILE=1"
+    {
+      RK_CUDA_DEFINES="$defs" timeout 60 "$k2k" --backend cuda --quick 2>&1
+      RK_CUDA_DEFINES="$defs" timeout 90 "$cuda" --quick 2>&1
+    } > "$out/$name.profile.txt" || failed=1
+    echo "== $name, RK_CUDA_DEFINES='$defs'"
+    grep '^rk profile' "$out/$name.profile.txt" | head -n 12
+  done | tee "$out/profile.txt"
+fi
 exit $failed

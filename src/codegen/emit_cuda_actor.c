@@ -149,7 +149,8 @@ static const char kPreludeCode[] =
     " * store; 1: a relaxed store of the head, then the tail's release\n"
     " * store, one fence); and\n"
     " * whether a kernel of one block keeps its scheduling words in\n"
-    " * registers (RK_PA_SOLO). */\n"
+    " * registers (RK_PA_SOLO). RK_PA_PROFILE 1 times the loop's phases\n"
+    " * and prints them (printf) when the kernel leaves. */\n"
     "#ifndef RK_PA_HOST_EVERY\n"
     "#define RK_PA_HOST_EVERY 16384\n"
     "#endif\n"
@@ -161,6 +162,9 @@ static const char kPreludeCode[] =
     "#endif\n"
     "#ifndef RK_PA_IDLE_FLUSH\n"
     "#define RK_PA_IDLE_FLUSH 0\n"
+    "#endif\n"
+    "#ifndef RK_PA_PROFILE\n"
+    "#define RK_PA_PROFILE 0\n"
     "#endif\n"
     "#ifndef RK_PA_SOLO\n"
     "#define RK_PA_SOLO 1\n"
@@ -397,7 +401,29 @@ static const char kPreludeCode[] =
     "  bool solo;\n"
     "  unsigned long long clk, n_done, n_err;\n"
     "  unsigned long long claim; /* rk_sched[0] of a kernel of one block */\n"
+    "#if RK_PA_PROFILE\n"
+    "  /* SM cycles spent in each phase of the loop (RK_PA_MARK): waiting in\n"
+    "   * rk_pa_next, of that reading the host's words, taking the message,\n"
+    "   * opening the ports, the handler, sending, answering; requests,\n"
+    "   * inbox messages and host reads counted; the clocks at the start. */\n"
+    "  unsigned long long prof[7], prof_n[3], prof_t, prof_c0, prof_g0;\n"
+    "  const char *prof_name;\n"
+    "#endif\n"
     "} rk_pa_t;\n"
+    "\n"
+    "/* The cycles since the last mark go to phase i (RK_PA_PROFILE). */\n"
+    "#if RK_PA_PROFILE\n"
+    "#define RK_PA_MARK(a, i)                                      \\\n"
+    "  do {                                                        \\\n"
+    "    const unsigned long long rk_t_ = (unsigned long long)clock64(); \\\n"
+    "    (a)->prof[i] += rk_t_ - (a)->prof_t;                      \\\n"
+    "    (a)->prof_t = rk_t_;                                      \\\n"
+    "  } while (0)\n"
+    "#define RK_PA_COUNT(a, kind) ((a)->prof_n[(kind) - 1] += 1ull)\n"
+    "#else\n"
+    "#define RK_PA_MARK(a, i) ((void)0)\n"
+    "#define RK_PA_COUNT(a, kind) ((void)0)\n"
+    "#endif\n"
     "\n"
     "/* false for every thread but (0, 0, 0) of its block: handlers are\n"
     " * single-threaded, so the other threads leave at once. */\n"
@@ -439,6 +465,13 @@ static const char kPreludeCode[] =
     "  a->k_received = a->k_received_errors = 0;\n"
     "  a->k_last_sent_ts = a->k_last_received_ts = 0;\n"
     "  a->k_dirty = a->clock_dirty = false;\n"
+    "#if RK_PA_PROFILE\n"
+    "  for (int i = 0; i < 7; ++i) a->prof[i] = 0ull;\n"
+    "  a->prof_n[0] = a->prof_n[1] = a->prof_n[2] = 0ull;\n"
+    "  a->prof_c0 = a->prof_t = (unsigned long long)clock64();\n"
+    "  asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(a->prof_g0));\n"
+    "  a->prof_name = \"\";\n"
+    "#endif\n"
     "  a->solo = RK_PA_SOLO && gridDim.x * gridDim.y * gridDim.z == 1u;\n"
     "  a->clk = a->n_done = a->n_err = a->claim = 0ull;\n"
     "  if (a->solo) {\n"
@@ -671,12 +704,19 @@ static const char kPreludeCode[] =
     "      flags = a->host_flags;\n"
     "      tail = a->host_tail;\n"
     "    } else {\n"
+    "#if RK_PA_PROFILE\n"
+    "      const unsigned long long rk_h0 = (unsigned long long)clock64();\n"
+    "#endif\n"
     "      rk_pa_load2_sys_u64(a->control + rk_pa_ctl_active,\n"
     "                          a->in + rk_pa_ring_tail, &flags, &tail);\n"
     "      a->host_flags = flags;\n"
     "      a->host_tail = tail;\n"
     "      a->host_at = t;\n"
     "      rk_pa_flush(a); /* a busy actor's counters, now and then */\n"
+    "#if RK_PA_PROFILE\n"
+    "      a->prof[1] += (unsigned long long)clock64() - rk_h0;\n"
+    "      a->prof_n[2] += 1ull;\n"
+    "#endif\n"
     "    }\n"
     "    /* Parking: leave at this request boundary, the queued requests\n"
     "     * and inbox messages stay for the relaunched kernel. */\n"
@@ -1015,6 +1055,31 @@ static const char kPreludeCode[] =
     "left). */\n"
     "static __device__ void rk_pa_exit(rk_pa_t *a) {\n"
     "  const unsigned int blocks = gridDim.x * gridDim.y * gridDim.z;\n"
+    "#if RK_PA_PROFILE\n"
+    "  const unsigned long long n = a->prof_n[0] + a->prof_n[1];\n"
+    "  if (n != 0ull) {\n"
+    "    unsigned long long g1;\n"
+    "    asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(g1));\n"
+    "    const double ghz = (double)((unsigned long long)clock64() - "
+    "a->prof_c0) /\n"
+    "                       (double)(g1 - a->prof_g0 + 1ull);\n"
+    "    const double k = 1.0 / ((double)n * ghz); /* cycles -> ns a message "
+    "*/\n"
+    "    printf(\"rk profile %s block %u: %llu requests, %llu inbox messages, "
+    "\"\n"
+    "           \"%llu host reads (%.0f ns each); ns a message: wait %.0f \"\n"
+    "           \"take %.0f open %.0f handler %.0f send %.0f answer %.0f; \"\n"
+    "           \"SM clock %.2f GHz\\n\",\n"
+    "           a->prof_name, blockIdx.x, a->prof_n[0], a->prof_n[1],\n"
+    "           a->prof_n[2],\n"
+    "           a->prof_n[2] ? (double)a->prof[1] / ((double)a->prof_n[2] * "
+    "ghz)\n"
+    "                        : 0.0,\n"
+    "           (double)a->prof[0] * k, (double)a->prof[2] * k,\n"
+    "           (double)a->prof[3] * k, (double)a->prof[4] * k,\n"
+    "           (double)a->prof[5] * k, (double)a->prof[6] * k, ghz);\n"
+    "  }\n"
+    "#endif\n"
     "  if (a->solo) {\n"
     "    /* rk_sched as several blocks would have left it. */\n"
     "    volatile unsigned long long *m = a->sched;\n"
@@ -1089,8 +1154,11 @@ void rk__cg_emit_cuda_actor_kernel(rk__strbuf_t *out,
       "  if (!rk_pa_begin(&rk_a, rk_control, rk_in, rk_out, "
       "rk_in_slots, rk_out_slots,\n"
       "                   rk_sched, rk_k2k, rk_k2k_mem))\n"
-      "    return;\n",
-      d->name);
+      "    return;\n"
+      "#if RK_PA_PROFILE\n"
+      "  rk_a.prof_name = \"%s\";\n"
+      "#endif\n",
+      d->name, d->name);
   /* The ports' words and buffers (abi/actor_abi.h's rk_k2k_mem layout). */
   uint32_t prev = CG_MAX_PORTS; /* none yet */
   if (d->nports)
@@ -1114,17 +1182,21 @@ void rk__cg_emit_cuda_actor_kernel(rk__strbuf_t *out,
                     "  for (;;) {\n"
                     "    const int rk_kind = rk_pa_next(&rk_a);\n"
                     "    if (rk_kind == 0) break;\n"
+                    "    RK_PA_MARK(&rk_a, 0);\n"
+                    "    RK_PA_COUNT(&rk_a, rk_kind);\n"
                     "    %s rk_copy;\n"
                     "    const %s *rk_msg = rk_pa_take(&rk_a, &rk_copy);\n"
                     "    if (rk_kind == 1)\n"
                     "      rk_pa_reserve(&rk_a, %s);\n"
                     "    else\n"
-                    "      rk_pa_inbox_take(&rk_a);\n",
+                    "      rk_pa_inbox_take(&rk_a);\n"
+                    "    RK_PA_MARK(&rk_a, 2);\n",
                     d->in_type, d->in_type,
                     d->state_type || d->nports ? "true" : "false");
   for (uint32_t p = 0; p < d->nports; ++p)
     if (d->port_types[p])
       rk__strbuf_printf(out, "    rk_pa_port_open(&rk_a, %uu);\n", p);
+  if (d->nports) rk__strbuf_puts(out, "    RK_PA_MARK(&rk_a, 3);\n");
   rk__strbuf_puts(out, "    ");
   if (d->status) rk__strbuf_puts(out, "const int rk_code = ");
   rk__strbuf_printf(out,
@@ -1141,6 +1213,7 @@ void rk__cg_emit_cuda_actor_kernel(rk__strbuf_t *out,
   }
   rk__strbuf_puts(out, ");\n");
   if (!d->status) rk__strbuf_puts(out, "    const int rk_code = 0;\n");
+  rk__strbuf_puts(out, "    RK_PA_MARK(&rk_a, 4);\n");
   if (d->nports) {
     rk__strbuf_puts(out,
                     "    const unsigned long long rk_stamp = "
@@ -1152,12 +1225,14 @@ void rk__cg_emit_cuda_actor_kernel(rk__strbuf_t *out,
                           "char *)rk_port%u, sizeof(*rk_port%u),\n"
                           "                    rk_stamp);\n",
                           p, p, p);
+    rk__strbuf_puts(out, "    RK_PA_MARK(&rk_a, 5);\n");
   }
   rk__strbuf_puts(out,
                   "    if (rk_kind == 1)\n"
                   "      rk_pa_commit(&rk_a, rk_code);\n"
                   "    else\n"
                   "      rk_pa_inbox_done(&rk_a, rk_code);\n"
+                  "    RK_PA_MARK(&rk_a, 6);\n"
                   "  }\n"
                   "  rk_pa_exit(&rk_a);\n"
                   "#else\n"

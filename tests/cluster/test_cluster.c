@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "base/sys.h"
+#include "cluster/killable.h"
 #define RK_TEST_IMPLEMENTATION
 #include "rk_test.h"
 
@@ -191,8 +193,9 @@ typedef struct child {
 
 static char g_addr[128];
 
+/* `killed`: the test will kill it (rk_test_member_to_be_killed). */
 static child_t spawn(const char *role, const char *name, const char *prefix,
-                     const char *token) {
+                     const char *token, bool killed) {
   int fds[2];
   child_t ch = {-1, -1};
   if (pipe(fds) != 0) return ch;
@@ -202,6 +205,7 @@ static child_t spawn(const char *role, const char *name, const char *prefix,
     close(fds[0]);
     close(fds[1]);
     if (token) setenv("RK_CLUSTER_TOKEN", token, 1);
+    if (killed) rk_test_member_to_be_killed();
     execl(g_self, g_self, "--role", role, g_addr, name, prefix ? prefix : "-",
           (char *)NULL);
     _exit(127);
@@ -424,7 +428,7 @@ out:
 
 /* A member that calls an actor the hub exports. */
 static void test_member_calls_hub(rk_cluster_t *c) {
-  child_t b = spawn("caller", "member-b", NULL, NULL);
+  child_t b = spawn("caller", "member-b", NULL, NULL, false);
   int code = reap(&b, 60);
   CHECK(code == 0, "the calling member exited %d", code);
   (void)c;
@@ -459,7 +463,7 @@ static void *stream_until_failure(void *arg) {
 }
 
 static void test_killed_mid_stream(rk_cluster_t *c) {
-  child_t v = spawn("owner", "victim", "v", NULL);
+  child_t v = spawn("owner", "victim", "v", NULL, true);
   rk_remote_actor_t *h = find(c, "v/seq");
   rk_remote_actor_t *h2 = find(c, "v/add");
   if (!h || !h2) {
@@ -507,14 +511,14 @@ static void test_killed_mid_stream(rk_cluster_t *c) {
   reap(&v, 5);
 
   /* The same name may not join again. */
-  child_t again = spawn("owner", "victim", "v2", NULL);
+  child_t again = spawn("owner", "victim", "v2", NULL, false);
   int code = reap(&again, 30);
   CHECK(code == 3, "rejoining under a failed name: exit %d (3 = refused)",
         code);
 }
 
 static void test_never_answers(rk_cluster_t *c) {
-  child_t d = spawn("owner", "sleeper", "d", NULL);
+  child_t d = spawn("owner", "sleeper", "d", NULL, true);
   rk_remote_actor_t *h = find(c, "d/add");
   if (!h) {
     reap(&d, 1);
@@ -544,7 +548,7 @@ static void test_never_answers(rk_cluster_t *c) {
 }
 
 static void test_left(rk_cluster_t *c) {
-  child_t e = spawn("owner", "leaver", "e", NULL);
+  child_t e = spawn("owner", "leaver", "e", NULL, false);
   rk_remote_actor_t *h = find(c, "e/add");
   if (!h) {
     reap(&e, 1);
@@ -565,7 +569,7 @@ static void test_left(rk_cluster_t *c) {
 }
 
 static void test_refusals(void) {
-  child_t t = spawn("owner", "tokenless", "t", "wrong-token");
+  child_t t = spawn("owner", "tokenless", "t", "wrong-token", false);
   int code = reap(&t, 30);
   CHECK(code == 3, "a wrong token: exit %d (3 = refused)", code);
 }
@@ -608,7 +612,7 @@ int main(int argc, char **argv) {
   CHECK_OK(rk_cluster_unexport(c, "hub/gone"));
   CHECK_STATUS(rk_cluster_unexport(c, "hub/gone"), RK_ERR_NOT_FOUND);
 
-  child_t a = spawn("owner", "member-a", "a", NULL);
+  child_t a = spawn("owner", "member-a", "a", NULL, false);
   CHECK_OK(rk_cluster_wait_peers(c, 1, 30 * SEC));
   test_basics(c);
   test_lookup_errors(c);

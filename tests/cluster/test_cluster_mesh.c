@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@
 #include <unistd.h>
 
 #include "base/sys.h"
+#include "cluster/killable.h"
 #include "rk/cluster.h"
 #include "rk/registry.h"
 #include "rk/supervisor.h"
@@ -326,7 +328,8 @@ typedef struct child {
   int in, out;
 } child_t;
 
-static child_t spawn(const char *role) {
+/* `killed`: the test will kill it (rk_test_member_to_be_killed). */
+static child_t spawn(const char *role, bool killed) {
   int in[2], out[2];
   child_t ch = {-1, -1, -1};
   if (pipe(in) != 0) return ch;
@@ -339,6 +342,7 @@ static child_t spawn(const char *role) {
     close(in[1]);
     close(out[0]);
     close(out[1]);
+    if (killed) rk_test_member_to_be_killed();
     execl(g_self, g_self, "--role", role, g_addr, (char *)NULL);
     _exit(127);
   }
@@ -407,12 +411,12 @@ static int reap(child_t *ch, unsigned seconds) {
 }
 
 static void run(rk_cluster_t *c) {
-  child_t first = spawn("first");
+  child_t first = spawn("first", true);
   if (!CHECK(expect_line(&first, "ready", 60), "'first' is ready")) {
     reap(&first, 5);
     return;
   }
-  child_t second = spawn("second");
+  child_t second = spawn("second", false);
   if (!CHECK(expect_line(&second, "ready", 60),
              "'second' reached first/add directly")) {
     reap(&second, 5);

@@ -437,6 +437,21 @@ static void test_nvrtc(const char *text) {
             log, text))
     printf("ok    NVRTC compiled the six actors, %zu entry points (%s)\n", n,
            what);
+  /* The loop's phase timing (RK_PA_PROFILE, set through RK_CUDA_DEFINES
+   * on a GPU) must build too. */
+  static const char kProfile[] = "#define RK_PA_PROFILE 1\n";
+  char *profiled = malloc(sizeof kProfile + strlen(text));
+  if (CHECK(profiled != NULL, "out of memory")) {
+    memcpy(profiled, kProfile, sizeof kProfile - 1);
+    memcpy(profiled + sizeof kProfile - 1, text, strlen(text) + 1);
+    rc = rk_gpucompile_cuda_kernels(profiled, "all_actors_profiled.cu", entries,
+                                    n, log, kLogCap);
+    if (CHECK(rc == RK_GPUCOMPILE_OK,
+              "NVRTC refused the actors with RK_PA_PROFILE (rc %d):\n%s", rc,
+              log))
+      printf("ok    NVRTC compiled them with RK_PA_PROFILE 1\n");
+    free(profiled);
+  }
   free(log);
 }
 

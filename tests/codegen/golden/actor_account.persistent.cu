@@ -155,7 +155,8 @@ static_assert(alignof(rk_pa_msg_t) == 8, "rk message header");
  * store; 1: a relaxed store of the head, then the tail's release
  * store, one fence); and
  * whether a kernel of one block keeps its scheduling words in
- * registers (RK_PA_SOLO). */
+ * registers (RK_PA_SOLO). RK_PA_PROFILE 1 times the loop's phases
+ * and prints them (printf) when the kernel leaves. */
 #ifndef RK_PA_HOST_EVERY
 #define RK_PA_HOST_EVERY 16384
 #endif
@@ -167,6 +168,9 @@ static_assert(alignof(rk_pa_msg_t) == 8, "rk message header");
 #endif
 #ifndef RK_PA_IDLE_FLUSH
 #define RK_PA_IDLE_FLUSH 0
+#endif
+#ifndef RK_PA_PROFILE
+#define RK_PA_PROFILE 0
 #endif
 #ifndef RK_PA_SOLO
 #define RK_PA_SOLO 1
@@ -375,7 +379,29 @@ typedef struct rk_pa {
   bool solo;
   unsigned long long clk, n_done, n_err;
   unsigned long long claim; /* rk_sched[0] of a kernel of one block */
+#if RK_PA_PROFILE
+  /* SM cycles spent in each phase of the loop (RK_PA_MARK): waiting in
+   * rk_pa_next, of that reading the host's words, taking the message,
+   * opening the ports, the handler, sending, answering; requests,
+   * inbox messages and host reads counted; the clocks at the start. */
+  unsigned long long prof[7], prof_n[3], prof_t, prof_c0, prof_g0;
+  const char *prof_name;
+#endif
 } rk_pa_t;
+
+/* The cycles since the last mark go to phase i (RK_PA_PROFILE). */
+#if RK_PA_PROFILE
+#define RK_PA_MARK(a, i)                                      \
+  do {                                                        \
+    const unsigned long long rk_t_ = (unsigned long long)clock64(); \
+    (a)->prof[i] += rk_t_ - (a)->prof_t;                      \
+    (a)->prof_t = rk_t_;                                      \
+  } while (0)
+#define RK_PA_COUNT(a, kind) ((a)->prof_n[(kind) - 1] += 1ull)
+#else
+#define RK_PA_MARK(a, i) ((void)0)
+#define RK_PA_COUNT(a, kind) ((void)0)
+#endif
 
 /* false for every thread but (0, 0, 0) of its block: handlers are
  * single-threaded, so the other threads leave at once. */
@@ -412,6 +438,13 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
   a->k_received = a->k_received_errors = 0;
   a->k_last_sent_ts = a->k_last_received_ts = 0;
   a->k_dirty = a->clock_dirty = false;
+#if RK_PA_PROFILE
+  for (int i = 0; i < 7; ++i) a->prof[i] = 0ull;
+  a->prof_n[0] = a->prof_n[1] = a->prof_n[2] = 0ull;
+  a->prof_c0 = a->prof_t = (unsigned long long)clock64();
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(a->prof_g0));
+  a->prof_name = "";
+#endif
   a->solo = RK_PA_SOLO && gridDim.x * gridDim.y * gridDim.z == 1u;
   a->clk = a->n_done = a->n_err = a->claim = 0ull;
   if (a->solo) {
@@ -618,12 +651,19 @@ static __device__ int rk_pa_next(rk_pa_t *a) {
       flags = a->host_flags;
       tail = a->host_tail;
     } else {
+#if RK_PA_PROFILE
+      const unsigned long long rk_h0 = (unsigned long long)clock64();
+#endif
       rk_pa_load2_sys_u64(a->control + rk_pa_ctl_active,
                           a->in + rk_pa_ring_tail, &flags, &tail);
       a->host_flags = flags;
       a->host_tail = tail;
       a->host_at = t;
       rk_pa_flush(a); /* a busy actor's counters, now and then */
+#if RK_PA_PROFILE
+      a->prof[1] += (unsigned long long)clock64() - rk_h0;
+      a->prof_n[2] += 1ull;
+#endif
     }
     /* Parking: leave at this request boundary, the queued requests
      * and inbox messages stay for the relaunched kernel. */
@@ -932,6 +972,27 @@ static __device__ void rk_pa_commit(rk_pa_t *a, int code) {
  * rk_sched[2] all the same, so a relaunched kernel drains what is left). */
 static __device__ void rk_pa_exit(rk_pa_t *a) {
   const unsigned int blocks = gridDim.x * gridDim.y * gridDim.z;
+#if RK_PA_PROFILE
+  const unsigned long long n = a->prof_n[0] + a->prof_n[1];
+  if (n != 0ull) {
+    unsigned long long g1;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+    const double ghz = (double)((unsigned long long)clock64() - a->prof_c0) /
+                       (double)(g1 - a->prof_g0 + 1ull);
+    const double k = 1.0 / ((double)n * ghz); /* cycles -> ns a message */
+    printf("rk profile %s block %u: %llu requests, %llu inbox messages, "
+           "%llu host reads (%.0f ns each); ns a message: wait %.0f "
+           "take %.0f open %.0f handler %.0f send %.0f answer %.0f; "
+           "SM clock %.2f GHz\n",
+           a->prof_name, blockIdx.x, a->prof_n[0], a->prof_n[1],
+           a->prof_n[2],
+           a->prof_n[2] ? (double)a->prof[1] / ((double)a->prof_n[2] * ghz)
+                        : 0.0,
+           (double)a->prof[0] * k, (double)a->prof[2] * k,
+           (double)a->prof[3] * k, (double)a->prof[4] * k,
+           (double)a->prof[5] * k, (double)a->prof[6] * k, ghz);
+  }
+#endif
   if (a->solo) {
     /* rk_sched as several blocks would have left it. */
     volatile unsigned long long *m = a->sched;
@@ -971,23 +1032,31 @@ extern "C" __global__ __launch_bounds__(1024) void rk_actor_account(
   if (!rk_pa_begin(&rk_a, rk_control, rk_in, rk_out, rk_in_slots, rk_out_slots,
                    rk_sched, rk_k2k, rk_k2k_mem))
     return;
+#if RK_PA_PROFILE
+  rk_a.prof_name = "account";
+#endif
   for (;;) {
     const int rk_kind = rk_pa_next(&rk_a);
     if (rk_kind == 0) break;
+    RK_PA_MARK(&rk_a, 0);
+    RK_PA_COUNT(&rk_a, rk_kind);
     account_req_t rk_copy;
     const account_req_t *rk_msg = rk_pa_take(&rk_a, &rk_copy);
     if (rk_kind == 1)
       rk_pa_reserve(&rk_a, true);
     else
       rk_pa_inbox_take(&rk_a);
+    RK_PA_MARK(&rk_a, 2);
     const int rk_code = rk_handle_account(
         rk_msg,
         (account_resp_t *)rk_a.out_msg,
         (account_state_t *)rk_state);
+    RK_PA_MARK(&rk_a, 4);
     if (rk_kind == 1)
       rk_pa_commit(&rk_a, rk_code);
     else
       rk_pa_inbox_done(&rk_a, rk_code);
+    RK_PA_MARK(&rk_a, 6);
   }
   rk_pa_exit(&rk_a);
 #else
