@@ -26,7 +26,9 @@
 #      resident);
 #   5b. with the time left, runs `bench_k2k --backend cuda --quick` (a K2K
 #      hop between two resident actor kernels, and messages/s), then the
-#      same with RK_K2K_MAPPED_CHANNELS=1 (channels in mapped host memory);
+#      same with RK_K2K_MAPPED_CHANNELS=1 (channels in mapped host memory)
+#      and with RK_CUDA_DEFINES=RK_PA_PROFILE=1 (each kernel prints the time
+#      the phases of its loop took, per message);
 #   6. prints the table: test counts, each benchmark row's median (p50 and
 #      p99 for the actor row) next to its target, and the time each step
 #      took.
@@ -684,6 +686,15 @@ if [ -x "$k2k" ]; then
         >> "$out/bench_k2k.txt"
       RK_K2K_MAPPED_CHANNELS=1 limited "$lim2" "$k2k" --backend cuda --quick \
         --json 2>> "$out/bench_k2k.txt" > /dev/null
+    fi
+    # And with the resident loop timing its phases (RK_PA_PROFILE: each
+    # kernel prints a line when it leaves), with what is left.
+    lim3=$(step_limit 30 0)
+    if [ "$rc" = 0 ] && [ "$lim3" -ge 15 ]; then
+      echo "--- RK_CUDA_DEFINES=RK_PA_PROFILE=1 (the loop's phases, per message)" \
+        >> "$out/bench_k2k.txt"
+      RK_CUDA_DEFINES=RK_PA_PROFILE=1 limited "$lim3" "$k2k" --backend cuda \
+        --quick 2>&1 | grep -E '^rk profile|K2K hop' >> "$out/bench_k2k.txt"
     fi
     cat "$out/bench_k2k.txt"
     if [ "$rc" = 0 ]; then

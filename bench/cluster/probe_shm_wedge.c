@@ -2,7 +2,7 @@
  * messages over shared memory stall the receiver? (docs/cluster.md,
  * "Failures".)
  *
- *   UCX_TLS=shm probe_shm_wedge [--rounds N] [--size BYTES]
+ *   UCX_TLS=shm probe_shm_wedge [--rounds N] [--size BYTES] [--per-sender]
  *
  * Three processes over raw UCX (no rk): R receives; C sends R a one-byte
  * message every 200 us; S streams BYTES-byte messages to R as fast as it
@@ -10,13 +10,22 @@
  * with SIGKILL; then C's messages must still reach R within 5 s. A round
  * where none does is a wedge: R's receive path stopped for everyone.
  *
+ * --per-sender: R receives C and the streamers on two workers of one
+ * context (each worker has a shared-memory FIFO of its own), the repair
+ * docs/cluster.md names. Then a wedge can stop only the streamers' worker:
+ * the probe counts the rounds after which the new streamer's messages no
+ * longer arrived, and C's pings must get through in every round.
+ *
  * Prints one line and exits 0 when no round wedged, 1 when one did (the
  * probe stops there), 77 when UCX cannot be loaded. The outcome is a
  * matter of chance (the kill must land inside a send), so this is a probe
  * to run by hand, not a test. Seen on the 2-CPU test VM (UCX 1.13.1,
  * 2026-11-26, other jobs loading both CPUs): with UCX_TLS=shm three runs
  * of 40 rounds wedged in rounds 12, 12 and 2; with UCX_TLS=tcp two runs
- * of 40 rounds never did.
+ * of 40 rounds never did. With --per-sender (UCX_TLS=shm, same VM, later
+ * that day): four runs of 40 rounds, the pings never stopped, while the
+ * streamers' worker wedged in each (2 to 39 later streamers got nothing
+ * through); without it three runs wedged in rounds 1, 20 and 1.
  */
 #include <signal.h>
 #include <stdbool.h>
@@ -42,6 +51,9 @@ typedef struct {
   uint32_t stop;            /* atomic */
   uint64_t addr_len;        /* atomic: R's worker address, once written */
   unsigned char addr[kAddrMax];
+  /* --per-sender: the address of R's worker for the streamers. */
+  uint64_t addr2_len;
+  unsigned char addr2[kAddrMax];
 } shared_t;
 
 static shared_t *g_sh;
@@ -88,11 +100,13 @@ static void open_worker(ucp_context_h *ctx, ucp_worker_h *worker) {
   if (U->ucp_worker_create(*ctx, &wp, worker) != UCS_OK) _exit(4);
 }
 
-static ucp_ep_h connect_to_r(ucp_worker_h worker) {
+/* To R's worker for pings, or (stream) R's worker for the streamers. */
+static ucp_ep_h connect_to_r(ucp_worker_h worker, bool stream) {
   ucp_ep_params_t ep;
   memset(&ep, 0, sizeof ep);
   ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-  ep.address = (const ucp_address_t *)g_sh->addr;
+  ep.address = (const ucp_address_t *)(stream && g_sh->addr2_len ? g_sh->addr2
+                                                                 : g_sh->addr);
   ucp_ep_h e;
   if (U->ucp_ep_create(worker, &ep, &e) != UCS_OK) _exit(5);
   return e;
@@ -112,10 +126,9 @@ static void send_one(ucp_worker_h worker, ucp_ep_h ep, const void *buf,
   U->ucp_worker_progress(worker);
 }
 
-static void run_receiver(void) {
-  ucp_context_h ctx;
-  ucp_worker_h worker;
-  open_worker(&ctx, &worker);
+/* Sets the handler on a worker of R and publishes its address. */
+static void publish_worker(ucp_worker_h worker, unsigned char *to,
+                           uint64_t *len) {
   ucp_am_handler_param_t hp;
   memset(&hp, 0, sizeof hp);
   hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB;
@@ -126,10 +139,27 @@ static void run_receiver(void) {
   size_t n;
   if (U->ucp_worker_get_address(worker, &addr, &n) != UCS_OK || n > kAddrMax)
     _exit(4);
-  memcpy(g_sh->addr, addr, n);
-  __atomic_store_n(&g_sh->addr_len, (uint64_t)n, __ATOMIC_RELEASE);
-  while (!__atomic_load_n(&g_sh->stop, __ATOMIC_ACQUIRE))
+  memcpy(to, addr, n);
+  __atomic_store_n(len, (uint64_t)n, __ATOMIC_RELEASE);
+}
+
+static void run_receiver(bool per_sender) {
+  ucp_context_h ctx;
+  ucp_worker_h worker, worker2 = NULL;
+  open_worker(&ctx, &worker);
+  if (per_sender) {
+    ucp_worker_params_t wp;
+    memset(&wp, 0, sizeof wp);
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+    if (U->ucp_worker_create(ctx, &wp, &worker2) != UCS_OK) _exit(4);
+    publish_worker(worker2, g_sh->addr2, &g_sh->addr2_len);
+  }
+  publish_worker(worker, g_sh->addr, &g_sh->addr_len);
+  while (!__atomic_load_n(&g_sh->stop, __ATOMIC_ACQUIRE)) {
     U->ucp_worker_progress(worker);
+    if (worker2) U->ucp_worker_progress(worker2);
+  }
   _exit(0);
 }
 
@@ -137,7 +167,7 @@ static void run_pinger(void) {
   ucp_context_h ctx;
   ucp_worker_h worker;
   open_worker(&ctx, &worker);
-  ucp_ep_h ep = connect_to_r(worker);
+  ucp_ep_h ep = connect_to_r(worker, false);
   const unsigned char m = kPingByte;
   while (!__atomic_load_n(&g_sh->stop, __ATOMIC_ACQUIRE)) {
     send_one(worker, ep, &m, 1);
@@ -151,7 +181,7 @@ static void run_streamer(size_t size) {
   ucp_context_h ctx;
   ucp_worker_h worker;
   open_worker(&ctx, &worker);
-  ucp_ep_h ep = connect_to_r(worker);
+  ucp_ep_h ep = connect_to_r(worker, true);
   unsigned char *m = calloc(1, size);
   if (!m) _exit(7);
   m[0] = 'S';
@@ -161,13 +191,18 @@ static void run_streamer(size_t size) {
 int main(int argc, char **argv) {
   int rounds = 40;
   size_t size = 1024;
+  bool per_sender = false;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
       rounds = atoi(argv[++i]);
     } else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
       size = (size_t)atol(argv[++i]);
+    } else if (strcmp(argv[i], "--per-sender") == 0) {
+      per_sender = true;
     } else {
-      fprintf(stderr, "usage: UCX_TLS=shm %s [--rounds N] [--size BYTES]\n",
+      fprintf(stderr,
+              "usage: UCX_TLS=shm %s [--rounds N] [--size BYTES] "
+              "[--per-sender]\n",
               argv[0]);
       return 2;
     }
@@ -185,12 +220,13 @@ int main(int argc, char **argv) {
   if (g_sh == MAP_FAILED) return 3;
   memset(g_sh, 0, sizeof *g_sh);
   const pid_t r = fork();
-  if (r == 0) run_receiver();
+  if (r == 0) run_receiver(per_sender);
   while (!load(&g_sh->addr_len)) usleep(1000);
   const pid_t c = fork();
   if (c == 0) run_pinger();
   srand(12345);
   int wedged_at = -1;
+  int stream_stalled = 0;  /* rounds whose streamer got nothing through */
   uint64_t after_kill = 0; /* pings received in the 5 s after the kill */
   for (int i = 0; i < rounds && wedged_at < 0; ++i) {
     const pid_t s = fork();
@@ -200,6 +236,7 @@ int main(int argc, char **argv) {
     uint64_t t0 = now_ns();
     while (load(&g_sh->streamed) == streamed && now_ns() - t0 < 2000000000u)
       usleep(100);
+    if (load(&g_sh->streamed) == streamed) ++stream_stalled;
     usleep(1000 + (useconds_t)(rand() % 20000));
     kill(s, SIGKILL);
     waitpid(s, NULL, 0);
@@ -219,11 +256,13 @@ int main(int argc, char **argv) {
         (unsigned long long)after_kill);
   else
     printf(
-        "no wedge in %d rounds (UCX_TLS=%s, %zu-byte messages; %llu "
-        "pings, %llu streamed messages received)\n",
+        "no wedge in %d rounds (UCX_TLS=%s, %zu-byte messages%s; %llu "
+        "pings, %llu streamed messages received; %d rounds whose streamer "
+        "got nothing through in 2 s)\n",
         rounds, tls ? tls : "(unset)", size,
+        per_sender ? ", a worker per sender" : "",
         (unsigned long long)load(&g_sh->pings),
-        (unsigned long long)load(&g_sh->streamed));
+        (unsigned long long)load(&g_sh->streamed), stream_stalled);
   __atomic_store_n(&g_sh->stop, 1u, __ATOMIC_RELEASE);
   kill(c, SIGKILL);
   kill(r, SIGKILL);
