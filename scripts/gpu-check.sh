@@ -678,6 +678,7 @@ if [ -x "$k2k" ]; then
       > "$out/bench_k2k.json" 2> "$out/bench_k2k.txt"
     rc=$?
     hop=$(sed -n 's/^ *K2K hop, one way *\([0-9.]* [nu]s\).*/\1/p' "$out/bench_k2k.txt" | head -n 1)
+    dfloor=$(sed -n 's/^ *device word, one way (floor) *\([0-9.]* [nu]s\).*/\1/p' "$out/bench_k2k.txt" | head -n 1)
     # The same with the channels in mapped host memory (as before they
     # moved to device memory), with what is left.
     lim2=$(step_limit 30 0)
@@ -698,7 +699,7 @@ if [ -x "$k2k" ]; then
     fi
     cat "$out/bench_k2k.txt"
     if [ "$rc" = 0 ]; then
-      k2k_status="ok (hop ${hop:-?} one way)"
+      k2k_status="ok (hop ${hop:-?} one way; device floor ${dfloor:-?})"
     elif [ "$gpu_present" != 1 ]; then
       k2k_status="skipped: no GPU (exit $rc)"
     elif timed_out $rc; then
