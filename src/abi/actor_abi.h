@@ -96,6 +96,9 @@ typedef struct rk_abi_ring {
 
 /* rk_abi_ring_t.flags: every producer marks its slots (`seq`). */
 #define RK_ABI_RING_SLOT_SEQ 1u
+/* rk_abi_ring_t.flags of a K2K channel: its slots hold word messages
+ * (see the channels of a resident GPU kernel below). */
+#define RK_ABI_RING_SLOT_WORDS 2u
 
 _Static_assert(sizeof(rk_abi_ring_t) == 5 * RK_ABI_LINE, "ring header size");
 _Static_assert(offsetof(rk_abi_ring_t, capacity) == 8, "ring capacity");
@@ -270,6 +273,24 @@ _Static_assert(offsetof(rk_abi_control_t, clock) == 2 * RK_ABI_LINE + 32,
  * models one receiver polling several). The receiving kernel polls; nobody
  * wakes it.
  *
+ * Word slots (RK_ABI_RING_SLOT_WORDS in the channel ring's `flags`): a
+ * channel in device memory between two resident kernels of one GPU whose
+ * payload is at most RK_ABI_K2K_WORDS_MAX bytes carries each message as
+ * 8-byte words, each one half data and one half mark: word 0 and 1 the
+ * stamp's low and high 32 bits, then the payload 4 bytes a word (the last
+ * padded with zeros), every word's high half the low 32 bits of
+ * (index + 1). A word is stored and loaded whole (single-copy atomic), so
+ * a receiver that finds every word of slot i marked i + 1 has the whole
+ * message, with no fence on either side: the sender stores the words with
+ * no release, the receiver polls the slot's first word instead of tail
+ * and reads the rest with no acquire (a mark of the previous lap reads
+ * i + 1 - capacity; a slot never written, 0). Tail is stored too, with no
+ * order, for whoever counts the depth. Head still frees slots with a
+ * release (after a fence), as above, but the receiver may hold it back
+ * while the sender's credit lasts (it publishes it when idle, every
+ * RK_ABI_K2K_HEAD_BATCH messages and before it leaves). Modelled by
+ * tests/model/k2k.pml -DCHAN -DWORDS.
+ *
  * Each resident GPU actor has one rk_abi_k2k_t beside its control block:
  * the host writes its wiring before the actor is activated (the kernel
  * reads it once, after it first sees `active` or `terminate` with
@@ -282,6 +303,17 @@ _Static_assert(offsetof(rk_abi_control_t, clock) == 2 * RK_ABI_LINE + 32,
 #define RK_ABI_K2K_MAX_OUT 16u       /* receivers of one port */
 /* Messages one port may send per handler call (credit beyond is FULL). */
 #define RK_ABI_K2K_OUTBOX 256u
+/* Word slots (above): the largest payload carried so, and the messages a
+ * receiver may take before it publishes its head. */
+#define RK_ABI_K2K_WORDS_MAX 240u
+#define RK_ABI_K2K_HEAD_BATCH 64u
+static inline uint32_t rk_abi_k2k_words(uint32_t payload) {
+  return 2u + (payload + 3u) / 4u;
+}
+static inline uint32_t rk_abi_k2k_words_slot_size(uint32_t payload) {
+  return (8u * rk_abi_k2k_words(payload) + RK_ABI_SLOT_ALIGN - 1) &
+         ~(RK_ABI_SLOT_ALIGN - 1);
+}
 
 typedef struct rk_abi_chan {
   rk_abi_ring_t ring; /* tail: the sender; head: the receiver */
@@ -328,7 +360,7 @@ _Static_assert(sizeof(rk_abi_k2k_t) == 14 * RK_ABI_LINE, "k2k size");
  * out with these. The kernel keeps the ports' control words (4 uint32_t per
  * port) and its views of its channels (RK_ABI_K2K_VIEW bytes each: the
  * channels in, then RK_ABI_K2K_MAX_OUT per port) in shared memory. */
-#define RK_ABI_K2K_VIEW 32u
+#define RK_ABI_K2K_VIEW 56u
 #define RK_ABI_K2K_SCRATCH 0u
 _Static_assert(RK_ABI_K2K_SCRATCH % RK_ABI_LINE == 0, "k2k scratch");
 static inline uint64_t rk_abi_k2k_round(uint64_t n) {

@@ -708,15 +708,21 @@ static rk_status_t connect_chan(rk__k2k_t *src, const char *src_name,
                     "actor_connect: port %u of '%s' (a resident GPU kernel) "
                     "already goes to %u actors",
                     port, src_name, RK_ABI_K2K_MAX_OUT);
-  const uint32_t slot = rk_abi_slot_size(dst->in_size);
-  const size_t bytes =
-      sizeof(rk_abi_chan_t) + rk__ring_slot_bytes(dst->inbox_capacity, slot);
   /* Between two kernels of one context: device memory, its header
    * written by a copy (RK_K2K_MAPPED_CHANNELS=1 keeps them in mapped host
-   * memory, for comparison). */
+   * memory, for comparison), and with a small payload, word slots
+   * (actor_abi.h: no fence on either side; RK_K2K_WORD_SLOTS=0 keeps the
+   * header-and-payload slots, for comparison). */
   const char *mapped_env = getenv("RK_K2K_MAPPED_CHANNELS");
+  const char *words_env = getenv("RK_K2K_WORD_SLOTS");
   const bool on_device = src->gpu_resident && src->context == dst->context &&
                          !(mapped_env && strcmp(mapped_env, "1") == 0);
+  const bool words = on_device && dst->in_size <= RK_ABI_K2K_WORDS_MAX &&
+                     !(words_env && strcmp(words_env, "0") == 0);
+  const uint32_t slot = words ? rk_abi_k2k_words_slot_size(dst->in_size)
+                              : rk_abi_slot_size(dst->in_size);
+  const size_t bytes =
+      sizeof(rk_abi_chan_t) + rk__ring_slot_bytes(dst->inbox_capacity, slot);
   rk_abi_chan_t hdr, *ch = &hdr;
   rk_devptr_t dch = 0;
   void *mem = NULL;
@@ -732,6 +738,7 @@ static rk_status_t connect_chan(rk__k2k_t *src, const char *src_name,
   }
   s = rk__ring_init(&ch->ring, dst->inbox_capacity, slot);
   if (s == RK_OK) {
+    if (words) ch->ring.flags |= RK_ABI_RING_SLOT_WORDS;
     ch->open = 1;
     ch->link = dst->nchans;
     if (on_device)

@@ -100,6 +100,21 @@ static unsigned long long rk_pa_load_dev_u64(const unsigned char *p) {
 static void rk_pa_store_dev_u64(unsigned char *p, unsigned long long v) {
   __atomic_store_n((unsigned long long *)p, v, __ATOMIC_RELEASE);
 }
+static void rk_pa_store2_relaxed_dev_u64(unsigned char *p,
+                                         unsigned long long x,
+                                         unsigned long long y) {
+  __atomic_store_n((unsigned long long *)p, x, __ATOMIC_RELAXED);
+  __atomic_store_n((unsigned long long *)p + 1, y, __ATOMIC_RELAXED);
+}
+static void rk_pa_peek2_dev_u64(const unsigned char *p, unsigned long long *x,
+                                unsigned long long *y) {
+  *x = __atomic_load_n((const unsigned long long *)p, __ATOMIC_RELAXED);
+  *y = __atomic_load_n((const unsigned long long *)p + 1, __ATOMIC_RELAXED);
+}
+static void rk_pa_store_relaxed_dev_u64(unsigned char *p,
+                                        unsigned long long v) {
+  __atomic_store_n((unsigned long long *)p, v, __ATOMIC_RELAXED);
+}
 static void rk_pa_load2_dev_u64(const unsigned char *p, const unsigned char *q,
                                 unsigned long long *a, unsigned long long *b) {
   *a = rk_pa_load_dev_u64(p);
@@ -134,7 +149,11 @@ static void rk_pa_store_gpu(unsigned long long *p, unsigned long long v) {
  * own. RK_BUG_NO_CREDIT_CU: the receiver never releases an inbox slot, so
  * the sender's credit never comes back. RK_BUG_PUBLISH_EARLY_CU: the
  * sender publishes a channel's tail before it writes the slots (and
- * dawdles in between, rk_test_dawdle). */
+ * dawdles in between, rk_test_dawdle). RK_BUG_WORDS_UNCHECKED_CU: the
+ * receiver of word slots takes a message once its first word is marked,
+ * without waiting for the others' marks, and the sender dawdles after the
+ * first word. RK_WORDS_SLOW_CU: the sender's dawdle alone (not a bug: the
+ * receiver waits for every word). */
 static void rk_test_dawdle() { usleep(200); }
 #ifdef RK_BUG_NO_CREDIT_CU
 namespace bug_no_credit {
@@ -144,6 +163,16 @@ namespace bug_no_credit {
 #ifdef RK_BUG_PUBLISH_EARLY_CU
 namespace bug_publish_early {
 #include RK_BUG_PUBLISH_EARLY_CU
+}
+#endif
+#ifdef RK_BUG_WORDS_UNCHECKED_CU
+namespace bug_words_unchecked {
+#include RK_BUG_WORDS_UNCHECKED_CU
+}
+#endif
+#ifdef RK_WORDS_SLOW_CU
+namespace words_slow {
+#include RK_WORDS_SLOW_CU
 }
 #endif
 
@@ -769,17 +798,25 @@ static void k2k_start(host_actor *a, const char *name, kernel_fn *k,
   a->exact_clock = false;
 }
 
-/* Every second channel is named as one in device memory (bit 0 of its
- * table entries: the kernels use their GPU-scope helpers on it), so that
- * both kinds run, also side by side into one receiver. */
+/* Channels are made in turn in the host's memory, in device memory (bit
+ * 0 of their table entries: the kernels use their GPU-scope helpers on
+ * it) with word slots (RK_ABI_RING_SLOT_WORDS), and in device memory with
+ * header-and-payload slots, so that every kind runs, also side by side
+ * into one receiver. */
+static int g_chan_kind = -1; /* >= 0: every channel of that kind */
 static rk_abi_chan_t *k2k_connect(host_actor *src, uint32_t port,
                                   host_actor *dst, uint32_t capacity) {
   static unsigned made;
-  const uint64_t dev = made++ % 2u;
-  const uint32_t slot = rk_abi_slot_size(sizeof(k2k_msg_t));
+  const unsigned kind = g_chan_kind >= 0 ? (unsigned)g_chan_kind : made++ % 3u;
+  const uint64_t dev = kind != 0u;
+  const bool words = kind == 1u;
+  const uint32_t slot = words ? rk_abi_k2k_words_slot_size(sizeof(k2k_msg_t))
+                              : rk_abi_slot_size(sizeof(k2k_msg_t));
   rk_abi_chan_t *ch =
       (rk_abi_chan_t *)zalloc(sizeof *ch + (size_t)capacity * slot);
   ring_init(&ch->ring, capacity, sizeof(k2k_msg_t));
+  ch->ring.slot_size = slot;
+  if (words) ch->ring.flags |= RK_ABI_RING_SLOT_WORDS;
   ch->open = 1;
   ch->link = dst->k2k->nin;
   dst->k2k->in[dst->k2k->nin++] = (uint64_t)(uintptr_t)ch | dev;
@@ -1041,6 +1078,9 @@ static void run_k2k_chain(const kernels &k, int n) {
 
 static void run_k2k(const kernels &k) {
   run_k2k_pipeline(k, 600);
+  for (g_chan_kind = 0; g_chan_kind < 3; ++g_chan_kind)
+    run_k2k_pipeline(k, 200); /* each kind of channel alone */
+  g_chan_kind = -1;
   run_k2k_fan_in(k, 300);
   run_k2k_full(k);
   run_k2k_chain(k, 300);
@@ -1062,6 +1102,24 @@ int main(int argc, char **argv) {
   if (strcmp(bug, "publish-early") == 0) {
     g_watchdog_s = 10.0;
     run_k2k_pipeline({bug_publish_early::rk_actor_relay, bug_publish_early::rk_actor_sink}, 200);
+    printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "passed", g_failures);
+    return g_failures ? 1 : 0;
+  }
+#endif
+#ifdef RK_BUG_WORDS_UNCHECKED_CU
+  if (strcmp(bug, "words-unchecked") == 0) {
+    g_watchdog_s = 10.0;
+    g_chan_kind = 1;
+    run_k2k_pipeline({bug_words_unchecked::rk_actor_relay, bug_words_unchecked::rk_actor_sink}, 100);
+    printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "passed", g_failures);
+    return g_failures ? 1 : 0;
+  }
+#endif
+#ifdef RK_WORDS_SLOW_CU
+  if (strcmp(bug, "words-slow") == 0) {
+    g_watchdog_s = 10.0;
+    g_chan_kind = 1;
+    run_k2k_pipeline({words_slow::rk_actor_relay, words_slow::rk_actor_sink}, 100);
     printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "passed", g_failures);
     return g_failures ? 1 : 0;
   }

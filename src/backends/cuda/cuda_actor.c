@@ -308,7 +308,12 @@ rk_status_t rk__cu_actor_start(rk_context_t *context,
   }
   RK_RETURN_IF_ERROR(rk__cu_check_geometry(
       ctx, RK_ERR_INVALID_ARGUMENT, "actor", handler, dev->grid, dev->block));
-  RK_RETURN_IF_ERROR(check_residency(ctx, fn, handler, dev->grid, dev->block));
+  /* Thread 0 of each block serves and the others would leave at once, so
+   * every block is launched with one thread: the kernel's bound leaves its
+   * loop all the registers it can use (no spills to local memory), and
+   * the shape asked for, checked above, changes nothing else. */
+  const rk_dim3_t one = rk_dim3(1, 1, 1);
+  RK_RETURN_IF_ERROR(check_residency(ctx, fn, handler, dev->grid, one));
 
   CUdeviceptr dbase = 0;
   err = api->cuMemHostGetDevicePointer(&dbase, dev->control, 0);
@@ -353,7 +358,7 @@ rk_status_t rk__cu_actor_start(rk_context_t *context,
   }
   w->fn = fn;
   w->grid = dev->grid;
-  w->block = dev->block;
+  w->block = one;
   w->control = dev->control;
   w->in = dev->in;
   snprintf(w->name, sizeof w->name, "%s", handler);

@@ -1420,14 +1420,15 @@ static void test_actor_resident(void) {
     rk_actor_destroy(a);
   }
 
-  /* Larger grids: co-resident (132 SMs x 2 blocks of 1024) or refused
-   * before launch, leaving nothing behind. */
+  /* Larger grids: co-resident or refused before launch, leaving nothing
+   * behind. Only thread 0 of a block serves, so every block is launched
+   * with one thread whatever shape was asked for (132 SMs x 32 blocks). */
   rk_actor_options_init(&o);
   o.grid = rk_dim3(264, 1, 1);
   o.block = rk_dim3(1024, 1, 1);
   a = NULL;
   if (CHECK_OK(rk_actor_launch(ctx, kSource, "add_one", &o, &a))) {
-    check_launch("rk_actor_add_one", o.grid, o.block, 0, 9, NULL);
+    check_launch("rk_actor_add_one", o.grid, rk_dim3(1, 1, 1), 0, 9, NULL);
     check_actor_params(false, 0);
     CHECK_STATUS(rk_actor_terminate(a, 1000 * 1000), RK_ERR_TIMEOUT);
     rk_actor_destroy(a);
@@ -1440,7 +1441,7 @@ static void test_actor_resident(void) {
                RK_ERR_INVALID_ARGUMENT);
   CHECK_ERROR_HAS("co-resident");
   CHECK(a == NULL, "a refused launch set the actor");
-  o.grid = rk_dim3(265, 1, 1);
+  o.grid = rk_dim3(132 * 32 + 1, 1, 1);
   o.block = rk_dim3(1024, 1, 1);
   CHECK_STATUS(rk_actor_launch(ctx, kSource, "add_one", &o, &a),
                RK_ERR_INVALID_ARGUMENT);

@@ -116,8 +116,12 @@ static constexpr unsigned int rk_pa_k2k_last_received_ts = 1712u;
 static constexpr unsigned int rk_pa_k2k_max_ports = 8u;
 static constexpr unsigned int rk_pa_k2k_max_out = 16u;
 static constexpr unsigned int rk_pa_k2k_outbox = 256u;
+static constexpr unsigned int rk_pa_k2k_words_max = 240u;
+static constexpr unsigned int rk_pa_k2k_head_batch = 64u;
+static constexpr unsigned int rk_pa_ring_flags = 16u;
+static constexpr unsigned int rk_pa_ring_slot_words = 2u;
 static constexpr unsigned int rk_pa_k2k_max_in = 64u;
-static constexpr unsigned int rk_pa_k2k_view_size = 32u;
+static constexpr unsigned int rk_pa_k2k_view_size = 56u;
 static constexpr unsigned int rk_pa_k2k_scratch = 0u;
 static constexpr unsigned int rk_pa_sched_clock = 4u;
 static constexpr unsigned int rk_pa_sched_processed = 5u;
@@ -155,8 +159,13 @@ static_assert(alignof(rk_pa_msg_t) == 8, "rk message header");
  * store; 1: a relaxed store of the head, then the tail's release
  * store, one fence); and
  * whether a kernel of one block keeps its scheduling words in
- * registers (RK_PA_SOLO). RK_PA_PROFILE 1 times the loop's phases
- * and prints them (printf) when the kernel leaves. */
+ * registers (RK_PA_SOLO); whether a sender keeps its last reading of
+ * a receiver's head and reads it again only when it gives less than
+ * a full outbox of room (RK_PA_HEAD_CACHED); and how large a port's
+ * buffer of RK_ABI_K2K_OUTBOX messages may be to live in shared
+ * memory (RK_PA_PORT_SHARED_MAX bytes; 0: all in device memory).
+ * RK_PA_PROFILE 1 times the loop's phases and prints them (printf)
+ * when the kernel leaves. */
 #ifndef RK_PA_HOST_EVERY
 #define RK_PA_HOST_EVERY 16384
 #endif
@@ -177,6 +186,12 @@ static_assert(alignof(rk_pa_msg_t) == 8, "rk message header");
 #endif
 #ifndef RK_PA_COMMIT_FENCES
 #define RK_PA_COMMIT_FENCES 1
+#endif
+#ifndef RK_PA_HEAD_CACHED
+#define RK_PA_HEAD_CACHED 1
+#endif
+#ifndef RK_PA_PORT_SHARED_MAX
+#define RK_PA_PORT_SHARED_MAX 4096
 #endif
 
 /* Shared with the host (mapped host memory): system-scope acquire and
@@ -228,18 +243,28 @@ static __device__ inline void rk_pa_load2_sys_u64(const unsigned char *p,
   *a = x;
   *b = y;
 }
-/* Channels between kernels of one GPU (device memory): GPU-scope
- * acquire and release, as the host's helpers above. */
-static __device__ inline unsigned long long rk_pa_load_dev_u64(
-    const unsigned char *p) {
-  unsigned long long v;
-  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];"
-               : "=l"(v) : "l"(p) : "memory");
-  return v;
+/* Channels between kernels of one GPU (device memory): GPU scope, as
+ * the host's helpers above (a release is a fence, then a relaxed
+ * store: rk_pa_publish). */
+/* Two words of a word slot (16-byte aligned) in one access: each word
+ * is whole (single-copy atomic), the pair need not be. */
+static __device__ inline void rk_pa_store2_relaxed_dev_u64(
+    unsigned char *p, unsigned long long x, unsigned long long y) {
+  asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};"
+               : : "l"(p), "l"(x), "l"(y) : "memory");
 }
-static __device__ inline void rk_pa_store_dev_u64(unsigned char *p,
-                                                  unsigned long long v) {
-  asm volatile("st.release.gpu.global.u64 [%0], %1;"
+static __device__ inline void rk_pa_peek2_dev_u64(const unsigned char *p,
+                                                  unsigned long long *x,
+                                                  unsigned long long *y) {
+  unsigned long long a, b;
+  asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+               : "=l"(a), "=l"(b) : "l"(p) : "memory");
+  *x = a;
+  *y = b;
+}
+static __device__ inline void rk_pa_store_relaxed_dev_u64(
+    unsigned char *p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;"
                : : "l"(p), "l"(v) : "memory");
 }
 static __device__ inline void rk_pa_load2_dev_u64(const unsigned char *p,
@@ -309,6 +334,15 @@ typedef struct rk_pa_view {
   unsigned long long own;
   unsigned int link; /* the channel's link number (read once) */
   unsigned int dev;  /* 1: in device memory (both ends on this GPU) */
+  /* A channel out: the receiver's head as last read (RK_PA_HEAD_CACHED);
+   * a channel in: its head as last published. */
+  unsigned long long seen;
+  /* A channel out: slots written that its tail does not cover yet
+   * (rk_pa_port_send; rk_pa_publish stores the tail). */
+  unsigned int staged;
+  unsigned int words; /* 1: word slots (RK_ABI_RING_SLOT_WORDS) */
+  /* A channel out: `open` as read for the message in hand (rk_pa_opens_read). */
+  unsigned int open, pad;
 } rk_pa_view_t;
 static_assert(sizeof(rk_pa_view_t) == rk_pa_k2k_view_size, "rk view size");
 
@@ -362,6 +396,13 @@ typedef struct rk_pa {
   rk_pa_view_t *views; /* channels in, then out (shared memory) */
   unsigned int *ports; /* 4 words per port (shared memory) */
   rk_pa_view_t *chan;  /* the channel of the inbox message in hand */
+  /* rk_pa_port_send wrote slots in a channel in device memory, in the
+   * host's memory: rk_pa_publish has tails to store. */
+  bool staged_dev, staged_sys;
+  /* A channel in has a head not yet published (on one in the host's
+   * memory); the message in hand is in word slots. */
+  bool heads_moved, heads_sys, msg_words;
+  bool opens_read; /* rk_pa_opens_read ran for the message in hand */
   /* The K2K counters as this kernel last wrote them to the table: read
    * once with the wiring, then only written (no trip over the bus to
    * read them back); the one block that serves a wired actor keeps them. */
@@ -463,6 +504,8 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
   a->views = rk_pa_views_sh;
   a->ports = rk_pa_ports_sh;
   a->chan = nullptr;
+  a->staged_dev = a->staged_sys = false;
+  a->heads_moved = a->heads_sys = a->msg_words = a->opens_read = false;
   return true;
 }
 
@@ -503,6 +546,10 @@ static __device__ void rk_pa_view_init(rk_pa_view_t *v, unsigned char *k2k,
   v->slot_size = *(volatile const unsigned int *)(ch + rk_pa_ring_slot_size);
   v->own = *(volatile const unsigned long long *)(ch + own);
   v->link = *(volatile const unsigned int *)(ch + rk_pa_chan_link);
+  v->seen = *(volatile const unsigned long long *)(ch + rk_pa_ring_head);
+  v->staged = v->pad = v->open = 0u;
+  v->words = (*(volatile const unsigned int *)(ch + rk_pa_ring_flags) &
+              rk_pa_ring_slot_words) != 0u;
 }
 
 static __device__ void rk_pa_k2k_read(rk_pa_t *a) {
@@ -551,16 +598,6 @@ static __device__ unsigned char *rk_pa_view_slot(const rk_pa_view_t *v,
   return v->chan + rk_pa_chan_slots +
          (unsigned long long)((unsigned int)i & v->mask) * v->slot_size;
 }
-/* A channel's index at `off`: a release store at the scope of the
- * memory it is in. */
-static __device__ void rk_pa_chan_store(const rk_pa_view_t *v,
-                                        unsigned int off,
-                                        unsigned long long x) {
-  if (v->dev)
-    rk_pa_store_dev_u64(v->chan + off, x);
-  else
-    rk_pa_store_sys_u64(v->chan + off, x);
-}
 /* Counter `c` (this kernel's copy) up by n; the table's at the next
  * rk_pa_flush. */
 static __device__ void rk_pa_count(rk_pa_t *a, unsigned long long *c,
@@ -588,7 +625,9 @@ static __device__ void rk_pa_set_clock(rk_pa_t *a, unsigned long long v) {
  * response, every time it reads the host's words (an actor with
  * channels in: every rk_pa_host_every cycles), while it is inactive,
  * before it leaves, and when it is idle if RK_PA_IDLE_FLUSH is set. */
+static __device__ void rk_pa_publish(rk_pa_t *a, bool heads);
 static __device__ void rk_pa_flush(rk_pa_t *a) {
+  if (a->heads_moved) rk_pa_publish(a, true); /* heads held back */
   if (a->k_dirty) {
     volatile unsigned long long *t = (volatile unsigned long long *)a->k2k;
     t[rk_pa_k2k_sent / 8u] = a->k_sent;
@@ -617,7 +656,13 @@ static __device__ bool rk_pa_inbox_peek(rk_pa_t *a) {
     unsigned int c = a->next_in + k;
     if (c >= a->nin) c -= a->nin;
     rk_pa_view_t *v = &a->views[c];
-    if (v->dev) {
+    if (v->words) {
+      /* Word slots: the next slot's first word, marked (own + 1) once the
+       * sender stored it; rk_pa_take waits for the others. */
+      const unsigned long long w =
+          rk_pa_peek_dev_u64(rk_pa_view_slot(v, v->own));
+      if ((unsigned int)(w >> 32) != (unsigned int)(v->own + 1ull)) continue;
+    } else if (v->dev) {
       if (rk_pa_peek_dev_u64(v->chan + rk_pa_ring_tail) == v->own) continue;
       rk_pa_fence_dev();
     } else {
@@ -625,11 +670,27 @@ static __device__ bool rk_pa_inbox_peek(rk_pa_t *a) {
       rk_pa_fence_sys();
     }
     a->chan = v;
+    a->msg_words = v->words != 0u;
     a->req = rk_pa_view_slot(v, v->own);
     a->next_in = c + 1u == a->nin ? 0u : c + 1u;
     return true;
   }
   return false;
+}
+
+/* `open` of every channel out, for the message in hand: relaxed loads
+ * (they order nothing), left in flight together with the message's own
+ * (rk_pa_take issues them after the words of a word slot), so that the
+ * two cost one trip to memory. */
+static __device__ void rk_pa_opens_read(rk_pa_t *a) {
+  a->opens_read = true;
+  for (unsigned int p = 0; p < rk_pa_k2k_max_ports; ++p)
+    for (unsigned int l = 0; l < a->nout[p]; ++l) {
+      rk_pa_view_t *v = rk_pa_out_view(a, p, l);
+      v->open = (unsigned int)(
+          v->dev ? rk_pa_peek_dev_u64(v->chan + rk_pa_chan_open)
+                 : rk_pa_peek_sys_u64(v->chan + rk_pa_chan_open));
+    }
 }
 
 /* What to do next: 1, a request claimed (index and req set); 2, an inbox
@@ -638,6 +699,7 @@ static __device__ bool rk_pa_inbox_peek(rk_pa_t *a) {
  * is not the one that serves a wired actor). Requests and inbox messages
  * take turns when both wait. */
 static __device__ int rk_pa_next(rk_pa_t *a) {
+  a->opens_read = false; /* a new message */
   for (;;) {
     /* active and terminate in one load (adjacent words), and the input
      * ring's tail beside it: one trip over the bus per look. */
@@ -704,6 +766,7 @@ static __device__ int rk_pa_next(rk_pa_t *a) {
       if (a->solo || atomicCAS(&a->sched[0], claim, claim + 1ull) == claim) {
         a->claim = claim + 1ull;
         a->index = claim;
+        a->msg_words = false;
         a->req = a->in_slots +
                  (unsigned long long)((unsigned int)claim & a->in_mask) *
                      a->in_slot_size;
@@ -725,6 +788,8 @@ static __device__ int rk_pa_next(rk_pa_t *a) {
 #if RK_PA_IDLE_FLUSH
     rk_pa_flush(a); /* idle */
 #endif
+    /* Idle: the heads held back. */
+    if (a->heads_moved) rk_pa_publish(a, true);
     rk_pa_backoff(a);
   }
 }
@@ -762,6 +827,32 @@ static __device__ void rk_pa_reserve(rk_pa_t *a, bool in_order) {
  * the handler reads it there. Returns what the handler reads. */
 template <typename T>
 static __device__ inline const T *rk_pa_take(rk_pa_t *a, T *copy) {
+  if constexpr (sizeof(T) <= rk_pa_k2k_words_max) {
+    if (a->msg_words) {
+      /* Word slots: every word loaded at once, then any not yet marked
+       * (own + 1) loaded again until it is (the sender has stored the
+       * first; the others are on their way). No fence: each word is
+       * whole. */
+      constexpr unsigned int n = 2u + ((unsigned int)sizeof(T) + 3u) / 4u;
+      const unsigned int mark = (unsigned int)(a->chan->own + 1ull);
+      unsigned long long w[n + 1u];
+#pragma unroll
+      for (unsigned int i = 0; i < n; i += 2u)
+        rk_pa_peek2_dev_u64(a->req + 8u * i, &w[i], &w[i + 1u]);
+      rk_pa_opens_read(a); /* in flight with the words */
+#pragma unroll
+      for (unsigned int i = 0; i < n; ++i)
+        while ((unsigned int)(w[i] >> 32) != mark)
+          w[i] = rk_pa_peek_dev_u64(a->req + 8u * i);
+      unsigned int d[n - 2u];
+#pragma unroll
+      for (unsigned int i = 0; i + 2u < n; ++i) d[i] = (unsigned int)w[i + 2u];
+      memcpy((void *)copy, d, sizeof(T));
+      a->req_id = a->chan->own + 1ull;
+      a->req_stamp = (w[0] & 0xffffffffull) | (w[1] << 32);
+      return copy;
+    }
+  }
   const rk_pa_msg_t *h = (const rk_pa_msg_t *)a->req;
   const T *in = (const T *)(a->req + rk_pa_msg_header);
   const unsigned long long id = h->correlation_id, stamp = h->timestamp;
@@ -795,13 +886,20 @@ static __device__ void rk_pa_inbox_take(rk_pa_t *a) {
 
 /* The inbox message in hand is handled: counted, then its slot released,
  * which gives the link its credit back (after the handler's last read of
- * the slot: a release store). */
+ * the slot, and with its sends: rk_pa_publish). */
 static __device__ void rk_pa_inbox_done(rk_pa_t *a, int code) {
   rk_pa_count(a, &a->k_received, 1ull);
   if (code != 0) rk_pa_count(a, &a->k_received_errors, 1ull);
   a->k_last_received_ts = a->req_stamp;
-  a->chan->own += 1ull;
-  rk_pa_chan_store(a->chan, rk_pa_ring_head, a->chan->own);
+  rk_pa_view_t *c = a->chan;
+  c->own += 1ull;
+  a->heads_moved = true;
+  if (!c->dev) a->heads_sys = true;
+  /* The handler's sends, and the slot: a word slot's head may wait
+   * until idle, a batch of messages or half the channel. */
+  const unsigned long long held = c->own - c->seen;
+  rk_pa_publish(a, !c->words || held >= rk_pa_k2k_head_batch ||
+                       2ull * held > c->mask);
 }
 
 /* Before the handler runs: port p's credit (what every link of it can
@@ -813,23 +911,34 @@ static __device__ void rk_pa_port_open(rk_pa_t *a, unsigned int p) {
   const unsigned int n = a->nout[p];
   unsigned int credit = n != 0u ? rk_pa_k2k_outbox : 0u;
   unsigned int refusal = n != 0u ? rk_pa_send_full : rk_pa_send_unconnected;
+  if (!a->opens_read) rk_pa_opens_read(a);
   for (unsigned int l = 0; l < n; ++l) {
-    const rk_pa_view_t *v = rk_pa_out_view(a, p, l);
-    /* `open` (the low half of the word it shares with `link`) and the
-     * receiver's head, together. */
-    unsigned long long open_link, head;
-    if (v->dev)
-      rk_pa_load2_dev_u64(v->chan + rk_pa_chan_open,
-                          v->chan + rk_pa_ring_head, &open_link, &head);
-    else
-      rk_pa_load2_sys_u64(v->chan + rk_pa_chan_open,
-                          v->chan + rk_pa_ring_head, &open_link, &head);
-    if ((unsigned int)open_link == 0u) {
+    rk_pa_view_t *v = rk_pa_out_view(a, p, l);
+    /* `open` (the low half of the word it shares with `link`), and the
+     * receiver's head with it when the last reading of the head leaves
+     * less than a full outbox of room: the head only grows, so room it
+     * gave stays (and the acquire that read it ordered the slots' reads
+     * before the writes that reuse them). `open` alone is a relaxed
+     * load: it orders nothing. */
+    if (RK_PA_HEAD_CACHED &&
+        v->mask + 1ull - (v->own - v->seen) >= rk_pa_k2k_outbox) {
+      /* `open` as rk_pa_opens_read left it. */
+    } else {
+      unsigned long long open_link;
+      if (v->dev)
+        rk_pa_load2_dev_u64(v->chan + rk_pa_chan_open,
+                            v->chan + rk_pa_ring_head, &open_link, &v->seen);
+      else
+        rk_pa_load2_sys_u64(v->chan + rk_pa_chan_open,
+                            v->chan + rk_pa_ring_head, &open_link, &v->seen);
+      v->open = (unsigned int)open_link;
+    }
+    if (v->open == 0u) {
       credit = 0u;
       refusal = rk_pa_send_unconnected;
       break;
     }
-    const unsigned long long room = v->mask + 1ull - (v->own - head);
+    const unsigned long long room = v->mask + 1ull - (v->own - v->seen);
     if (room < credit) credit = (unsigned int)room;
   }
   w[0] = credit;
@@ -844,10 +953,29 @@ static __device__ unsigned long long rk_pa_send_stamp(rk_pa_t *a) {
   return rk_pa_tick(a);
 }
 
+/* Copies `size` bytes from `src` to `dst`: 8 or 4 bytes at a time where
+ * both addresses and the size allow (one store, not eight, per word). */
+static __device__ inline void rk_pa_copy(unsigned char *dst,
+                                         const unsigned char *src,
+                                         unsigned int size) {
+  const unsigned long long mix =
+      (unsigned long long)dst | (unsigned long long)src | size;
+  if ((mix & 7ull) == 0ull) {
+    for (unsigned int b = 0; b < size; b += 8u)
+      *(unsigned long long *)(dst + b) =
+          *(const unsigned long long *)(src + b);
+  } else if ((mix & 3ull) == 0ull) {
+    for (unsigned int b = 0; b < size; b += 4u)
+      *(unsigned int *)(dst + b) = *(const unsigned int *)(src + b);
+  } else {
+    for (unsigned int b = 0; b < size; ++b) dst[b] = src[b];
+  }
+}
+
 /* After the handler: the messages it queued on port p (at most its
- * credit, `size` bytes each in `buf`) go into every link's channel, slots
- * first, then the channel's tail with a release store at system scope;
- * the counters follow. */
+ * credit, `size` bytes each in `buf`) go into every link's channel's
+ * slots; rk_pa_publish then stores the tails, after one fence for all
+ * of them. The counters follow. */
 static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
                                        const unsigned char *buf,
                                        unsigned int size,
@@ -867,6 +995,37 @@ static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
   for (unsigned int l = 0; l < links; ++l) {
     rk_pa_view_t *v = rk_pa_out_view(a, p, l);
     const unsigned long long tail = v->own;
+    if (v->words) {
+      /* Word slots: every word marked (index + 1) and stored whole, no
+       * fence; then the tail, in no order, for the counts. */
+      for (unsigned int m = 0; m < n; ++m) {
+        unsigned char *slot = rk_pa_view_slot(v, tail + m);
+        const unsigned long long mark = (unsigned long long)(unsigned int)(
+                                            tail + m + 1ull) << 32;
+        rk_pa_store2_relaxed_dev_u64(slot, mark | (stamp & 0xffffffffull),
+                                     mark | (stamp >> 32));
+        const unsigned char *src = buf + (unsigned long long)m * size;
+        /* The payload two words (8 bytes) a store; the last word of an
+         * odd count pairs with a marked 0 (the slot has room). */
+        for (unsigned int b = 0; b < size; b += 8u) {
+          unsigned int d[2] = {0u, 0u};
+          for (unsigned int h = 0; h < 2u; ++h) {
+            const unsigned int o = b + 4u * h;
+            if (o >= size) break;
+            if (size - o >= 4u && ((unsigned long long)(src + o) & 3ull) == 0ull)
+              d[h] = *(const unsigned int *)(src + o);
+            else
+              for (unsigned int k = 0; k < 4u && o + k < size; ++k)
+                d[h] |= (unsigned int)src[o + k] << (8u * k);
+          }
+          rk_pa_store2_relaxed_dev_u64(slot + 16u + 2u * b, mark | d[0],
+                                       mark | d[1]);
+        }
+      }
+      v->own = tail + n;
+      rk_pa_store_relaxed_dev_u64(v->chan + rk_pa_ring_tail, v->own);
+      continue;
+    }
     const unsigned int link = v->link;
     for (unsigned int m = 0; m < n; ++m) {
       unsigned char *slot = rk_pa_view_slot(v, tail + m);
@@ -877,16 +1036,56 @@ static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
       h->size = size;
       h->status = link;
       h->code = (int)p;
-      const unsigned char *src = buf + (unsigned long long)m * size;
-      for (unsigned int b = 0; b < size; ++b)
-        slot[rk_pa_msg_header + b] = src[b];
+      rk_pa_copy(slot + rk_pa_msg_header, buf + (unsigned long long)m * size,
+                 size);
     }
-    /* Publish: the receiver that sees the tail sees the slots. */
     v->own = tail + n;
-    rk_pa_chan_store(v, rk_pa_ring_tail, tail + n);
+    v->staged = 1u;
+    if (v->dev) a->staged_dev = true; else a->staged_sys = true;
   }
   rk_pa_count(a, &a->k_sent, (unsigned long long)n * links);
   a->k_last_sent_ts = stamp;
+}
+
+/* Publishes what rk_pa_port_send wrote to header-and-payload slots, and
+ * with `heads` frees what the channels in have handed over (their heads):
+ * one fence, at system scope if one of them is in the host's memory,
+ * else at GPU scope, then relaxed stores of the tails and heads. The
+ * fence orders the slots' writes before the tails (a receiver that sees
+ * a tail sees its slots) and the messages' reads before the heads (their
+ * senders may reuse the slots). */
+static __device__ void rk_pa_publish(rk_pa_t *a, bool heads) {
+  heads = heads && a->heads_moved;
+  if (!heads && !a->staged_dev && !a->staged_sys) return;
+  if (a->staged_sys || (heads && a->heads_sys))
+    rk_pa_fence_sys();
+  else
+    rk_pa_fence_dev();
+  if (a->staged_dev || a->staged_sys) {
+    for (unsigned int p = 0; p < rk_pa_k2k_max_ports; ++p)
+      for (unsigned int l = 0; l < a->nout[p]; ++l) {
+        rk_pa_view_t *v = rk_pa_out_view(a, p, l);
+        if (!v->staged) continue;
+        v->staged = 0u;
+        if (v->dev)
+          rk_pa_store_relaxed_dev_u64(v->chan + rk_pa_ring_tail, v->own);
+        else
+          rk_pa_store_relaxed_sys_u64(v->chan + rk_pa_ring_tail, v->own);
+      }
+    a->staged_dev = a->staged_sys = false;
+  }
+  if (heads) {
+    for (unsigned int i = 0; i < a->nin; ++i) {
+      rk_pa_view_t *v = &a->views[i];
+      if (v->seen == v->own) continue;
+      v->seen = v->own;
+      if (v->dev)
+        rk_pa_store_relaxed_dev_u64(v->chan + rk_pa_ring_head, v->own);
+      else
+        rk_pa_store_relaxed_sys_u64(v->chan + rk_pa_ring_head, v->own);
+    }
+    a->heads_moved = a->heads_sys = false;
+  }
 }
 
 /* rk_k2k_mem's layout (abi/actor_abi.h): the first port buffer after the
@@ -902,6 +1101,16 @@ static __device__ constexpr unsigned long long rk_pa_first_port(
 static __device__ constexpr unsigned long long rk_pa_port_bytes(
     unsigned long long msg_size) {
   return rk_pa_round(rk_pa_k2k_outbox * msg_size);
+}
+/* A port's buffer in shared memory when it is small enough (else in
+ * rk_k2k_mem): the handler's sends then cost no trip to memory, and
+ * rk_pa_port_send reads them back from there. Its size in shared
+ * memory: 16 bytes when it is not there. */
+static __device__ constexpr unsigned long long rk_pa_port_shared(
+    unsigned long long msg_size) {
+  return rk_pa_k2k_outbox * msg_size <= RK_PA_PORT_SHARED_MAX
+             ? rk_pa_round(rk_pa_k2k_outbox * msg_size)
+             : 0ull;
 }
 
 /* Answers the claimed request with the handler's `code`, in request
@@ -1014,10 +1223,11 @@ static __device__ void rk_pa_exit(rk_pa_t *a) {
 }
 #endif /* sm_70 */
 
-/* Handler account, resident. Any block size works (thread 0 of a block
- * serves; the bounds keep it within 64 registers, so that blocks of
- * 1024 threads fit); launch no more blocks than the device holds at once. */
-extern "C" __global__ __launch_bounds__(1024) void rk_actor_account(
+/* Handler account, resident. Thread 0 of a block serves, and the others
+ * leave: rk launches one thread a block (the small bound leaves the
+ * loop every register it can use); launch no more blocks than the
+ * device holds at once. */
+extern "C" __global__ __launch_bounds__(32) void rk_actor_account(
     unsigned char *rk_control,
     unsigned char *rk_in,
     unsigned char *rk_out,
