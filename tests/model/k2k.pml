@@ -53,6 +53,19 @@
  * negative controls BUG_PUBLISH_BEFORE_WRITE and BUG_ADVANCE_BEFORE_READ
  * apply to it too.
  *
+ * -DWORDS (with -DCHAN): word slots (RK_ABI_RING_SLOT_WORDS, a channel
+ * between two kernels of one GPU). A message is W words, each stored
+ * whole with its mark (index + 1) and no fence, in any order; the
+ * receiver polls the next slot's first word (not tail), then waits until
+ * every word carries the mark before it reads the message. It may hold
+ * its head back (a credit not yet returned) while it holds fewer than
+ * HOLD messages and at most half the channel, and publishes what it holds
+ * when a sweep of its channels finds nothing to take.
+ *   -DBUG_WORDS_FIRST_ONLY    the receiver takes the message once the first
+ *                             word is marked (reads a word not yet stored).
+ *   -DBUG_ADVANCE_BEFORE_READ applies too: the head published before the
+ *                             words are read.
+ *
  * Negative controls (spin must reject them):
  *   -DBUG_PUBLISH_BEFORE_WRITE  tail published before the slot is written.
  *   -DBUG_ADVANCE_BEFORE_READ   the receiver releases the slot (head + 1,
@@ -116,11 +129,27 @@ byte ctail[NP];
 byte chead[NP];
 byte cslot_seq[NP * CAP];
 bit cbusy[NP * CAP]; /* ghost */
+#ifdef WORDS
+#ifndef W
+#define W 2
+#endif
+#ifndef HOLD
+#define HOLD 1
+#endif
+/* Word slots: each word's mark and the message number it carries, stored
+ * together (one 8-byte store). */
+byte wmark[NP * CAP * W];
+byte wseq[NP * CAP * W];
+#endif
 
 proctype csender(byte id) {
   byte sent = 0;
   byte seen = 0; /* the channel's head as this sender last read it */
   byte idx;
+#ifdef WORDS
+  byte k, left;
+  bit done[W]; /* the words of this message stored */
+#endif
   do
   :: sent == K -> break
   :: else ->
@@ -149,6 +178,38 @@ proctype csender(byte id) {
 #ifdef BUG_PUBLISH_BEFORE_WRITE
     ctail[id] = idx + 1;
 #endif
+#ifdef WORDS
+    /* Every word, in any order, each whole; no fence, and tail only for
+     * the counts (the receiver does not read it). */
+    atomic {
+      assert(!cbusy[id * CAP + idx % CAP]); /* no unread slot overwritten */
+      cbusy[id * CAP + idx % CAP] = 1
+    };
+    left = W;
+    k = 0;
+    do
+    :: k < W -> done[k] = 0; k++
+    :: else -> break
+    od;
+    {
+      do
+      :: left == 0 -> break
+      :: else ->
+        select(k : 0 .. W - 1);
+        if
+        :: !done[k] ->
+          atomic {
+            wseq[(id * CAP + idx % CAP) * W + k] = sent + 1;
+            wmark[(id * CAP + idx % CAP) * W + k] = idx + 1
+          };
+          done[k] = 1;
+          left--
+        :: else -> skip
+        fi
+      od
+    };
+    ctail[id] = idx + 1;
+#else
     atomic {
       assert(!cbusy[id * CAP + idx % CAP]); /* no unread slot overwritten */
       cslot_seq[id * CAP + idx % CAP] = sent + 1;
@@ -157,12 +218,95 @@ proctype csender(byte id) {
 #ifndef BUG_PUBLISH_BEFORE_WRITE
     ctail[id] = idx + 1; /* release: the slot first */
 #endif
+#endif
     sent++;
 next:
     skip
   od
 }
 
+#ifdef WORDS
+/* Publishes every head held back (one fence, then the stores). */
+inline publish_heads() {
+  atomic {
+    j = 0;
+    do
+    :: j < NP -> chead[j] = own[j]; j++
+    :: else -> break
+    od;
+    held = 0
+  }
+}
+
+proctype creceiver() {
+  byte c = 0;
+  byte own[NP]; /* the next message to take; chead[] is what is published */
+  byte held = 0; /* messages taken whose heads are not published */
+  bit any = 0;   /* a message taken in this sweep of the channels */
+  byte seq, k, base, j;
+  byte i = 0;
+  do
+  :: received == TOTAL -> break
+  :: else ->
+    base = (c * CAP + own[c] % CAP) * W;
+    if
+    :: wmark[base] == own[c] + 1 ->
+#ifdef BUG_ADVANCE_BEFORE_READ
+      atomic { chead[c] = own[c] + 1; cbusy[c * CAP + own[c] % CAP] = 0 };
+#endif
+#ifndef BUG_WORDS_FIRST_ONLY
+      /* The first word is there: wait for every other word's mark. */
+      k = 1;
+      do
+      :: k == W -> break
+      :: else -> (wmark[base + k] == own[c] + 1); k++
+      od;
+#endif
+      atomic {
+        seq = wseq[base];
+        k = 1;
+        do
+        :: k == W -> break
+        :: else -> assert(wseq[base + k] == seq); k++ /* one message */
+        od;
+#ifndef BUG_ADVANCE_BEFORE_READ
+        assert(cbusy[c * CAP + own[c] % CAP]); /* written */
+#endif
+        assert(seq == want[c] + 1);           /* once, in order per link */
+        want[c] = seq;
+        received++;
+        cbusy[c * CAP + own[c] % CAP] = 0     /* read */
+      };
+      own[c]++;
+      held++;
+      any = 1;
+      /* The head may wait: fewer than HOLD messages, at most half the
+       * channel (rk_pa_inbox_done). */
+      if
+      :: held >= HOLD || 2 * held > CAP - 1 -> publish_heads()
+      :: else -> skip
+      fi
+    :: else -> skip
+    fi;
+    if
+    :: c == NP - 1 ->
+      /* A sweep that found nothing: idle, the held heads go out. */
+      if
+      :: !any && held > 0 -> publish_heads()
+      :: else -> skip
+      fi;
+      any = 0
+    :: else -> skip
+    fi;
+    c = (c + 1) % NP /* the next channel: none starves */
+  od;
+  assert(received == TOTAL);
+  do
+  :: i < NP -> assert(want[i] == K); i++
+  :: else -> break
+  od
+}
+#else
 proctype creceiver() {
   byte c = 0;
   byte h;
@@ -203,6 +347,7 @@ proctype creceiver() {
   :: else -> break
   od
 }
+#endif /* WORDS */
 
 init {
   byte i = 0;
