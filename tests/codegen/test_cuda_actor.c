@@ -591,13 +591,18 @@ static void test_on_host_threads(const char *text) {
                     "      unsigned char *slot = rk_pa_view_slot(v, tail + "
                     "m);\n",
                     "publish-early");
-  /* Word slots: the sender dawdles after a message's first word; the
-   * receiver must wait for the others' marks (words-slow passes), and one
-   * that does not (words-unchecked) takes stale words. */
+  /* Word slots: the sender stores a message's first words (the ones the
+   * receiver polls) and dawdles before the others, as a GPU's stores may
+   * land in any order; the receiver must wait for the others' marks
+   * (words-slow passes), and one that does not (words-unchecked) takes
+   * stale words. */
   static const char kFirstWord[] =
       "        const unsigned char *src = buf + (unsigned long long)m * "
       "size;\n";
   static const char kDawdle[] =
+      "        rk_pa_store2_relaxed_dev_u64(slot, mark | (stamp & "
+      "0xffffffffull),\n"
+      "                                     mark | (stamp >> 32));\n"
       "        rk_test_dawdle();\n"
       "        const unsigned char *src = buf + (unsigned long long)m * "
       "size;\n";

@@ -163,7 +163,9 @@ static_assert(alignof(rk_pa_msg_t) == 8, "rk message header");
  * a receiver's head and reads it again only when it gives less than
  * a full outbox of room (RK_PA_HEAD_CACHED); and how large a port's
  * buffer of RK_ABI_K2K_OUTBOX messages may be to live in shared
- * memory (RK_PA_PORT_SHARED_MAX bytes; 0: all in device memory).
+ * memory (RK_PA_PORT_SHARED_MAX bytes; 0: all in device memory);
+ * and whether a word slot's first words, which the receiver polls,
+ * are stored last (RK_PA_FIRST_WORDS_LAST).
  * RK_PA_PROFILE 1 times the loop's phases and prints them (printf)
  * when the kernel leaves. */
 #ifndef RK_PA_HOST_EVERY
@@ -189,6 +191,9 @@ static_assert(alignof(rk_pa_msg_t) == 8, "rk message header");
 #endif
 #ifndef RK_PA_HEAD_CACHED
 #define RK_PA_HEAD_CACHED 1
+#endif
+#ifndef RK_PA_FIRST_WORDS_LAST
+#define RK_PA_FIRST_WORDS_LAST 1
 #endif
 #ifndef RK_PA_PORT_SHARED_MAX
 #define RK_PA_PORT_SHARED_MAX 4096
@@ -1002,8 +1007,9 @@ static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
         unsigned char *slot = rk_pa_view_slot(v, tail + m);
         const unsigned long long mark = (unsigned long long)(unsigned int)(
                                             tail + m + 1ull) << 32;
-        rk_pa_store2_relaxed_dev_u64(slot, mark | (stamp & 0xffffffffull),
-                                     mark | (stamp >> 32));
+        if (!RK_PA_FIRST_WORDS_LAST)
+          rk_pa_store2_relaxed_dev_u64(slot, mark | (stamp & 0xffffffffull),
+                                       mark | (stamp >> 32));
         const unsigned char *src = buf + (unsigned long long)m * size;
         /* The payload two words (8 bytes) a store; the last word of an
          * odd count pairs with a marked 0 (the slot has room). */
@@ -1021,6 +1027,13 @@ static __device__ void rk_pa_port_send(rk_pa_t *a, unsigned int p,
           rk_pa_store2_relaxed_dev_u64(slot + 16u + 2u * b, mark | d[0],
                                        mark | d[1]);
         }
+        /* The words the receiver polls go last (RK_PA_FIRST_WORDS_LAST):
+         * once it sees them the others have most likely landed too,
+         * and it reads them in one trip (it checks every mark all the
+         * same: stores to different words land in any order). */
+        if (RK_PA_FIRST_WORDS_LAST)
+          rk_pa_store2_relaxed_dev_u64(slot, mark | (stamp & 0xffffffffull),
+                                       mark | (stamp >> 32));
       }
       v->own = tail + n;
       rk_pa_store_relaxed_dev_u64(v->chan + rk_pa_ring_tail, v->own);
