@@ -21,9 +21,11 @@
 # --quick with RK_PA_PROFILE=1 added (the resident kernels time their loop's
 # phases and print them when they leave) and prints those lines last.
 #
-# Without NAME=DEFINES arguments it runs a built-in list: the defaults, each
-# macro changed alone, and all together. Outputs (one JSON file per run and
-# the table) go to ${OUT:-build-gpu/cuda-tune}/.
+# Without NAME=DEFINES arguments it runs a built-in list: the defaults, then
+# each macro that can differ from them changed alone (K2K word slots are the
+# host's choice, not a macro: compare them with bench_k2k and
+# RK_K2K_WORD_SLOTS=0, as scripts/gpu-check.sh does). Outputs (one JSON file
+# per run and the table) go to ${OUT:-build-gpu/cuda-tune}/.
 #
 # Exit status: 0 when every run finished, 1 otherwise.
 set -uo pipefail
@@ -56,11 +58,11 @@ if [ ${#variants[@]} -eq 0 ]; then
   variants=(
     "default="
     "no-solo=RK_PA_SOLO=0"
-    "fences1=RK_PA_COMMIT_FENCES=1"
+    "fences2=RK_PA_COMMIT_FENCES=2"
     "spin=RK_PA_BACKOFF_CAP=0,RK_PA_BACKOFF_CAP_IN=0"
-    "host16k=RK_PA_HOST_EVERY=16384"
-    "no-idle-flush=RK_PA_IDLE_FLUSH=0"
-    "all=RK_PA_COMMIT_FENCES=1,RK_PA_BACKOFF_CAP=0,RK_PA_BACKOFF_CAP_IN=0,RK_PA_HOST_EVERY=16384,RK_PA_IDLE_FLUSH=0"
+    "no-head-cache=RK_PA_HEAD_CACHED=0"
+    "no-shared-ports=RK_PA_PORT_SHARED_MAX=0"
+    "first-words-first=RK_PA_FIRST_WORDS_LAST=0"
   )
 fi
 mkdir -p "$out"

@@ -26,7 +26,8 @@
 #      resident);
 #   5b. with the time left, runs `bench_k2k --backend cuda --quick` (a K2K
 #      hop between two resident actor kernels, and messages/s), then the
-#      same with RK_K2K_MAPPED_CHANNELS=1 (channels in mapped host memory)
+#      same with RK_K2K_MAPPED_CHANNELS=1 (channels in mapped host memory),
+#      with RK_K2K_WORD_SLOTS=0 (header-and-payload slots in device memory)
 #      and with RK_CUDA_DEFINES=RK_PA_PROFILE=1 (each kernel prints the time
 #      the phases of its loop took, per message);
 #   6. prints the table: test counts, each benchmark row's median (p50 and
@@ -687,6 +688,15 @@ if [ -x "$k2k" ]; then
         >> "$out/bench_k2k.txt"
       RK_K2K_MAPPED_CHANNELS=1 limited "$lim2" "$k2k" --backend cuda --quick \
         --json 2>> "$out/bench_k2k.txt" > /dev/null
+    fi
+    # And with header-and-payload slots in device memory (as before the
+    # word slots), with what is left: the hop lines only.
+    lim4=$(step_limit 30 0)
+    if [ "$rc" = 0 ] && [ "$lim4" -ge 15 ]; then
+      echo "--- RK_K2K_WORD_SLOTS=0 (header-and-payload slots)" \
+        >> "$out/bench_k2k.txt"
+      RK_K2K_WORD_SLOTS=0 limited "$lim4" "$k2k" --backend cuda --quick \
+        2>&1 | grep -E 'K2K hop|K2K messages' >> "$out/bench_k2k.txt"
     fi
     # And with the resident loop timing its phases (RK_PA_PROFILE: each
     # kernel prints a line when it leaves), with what is left.
