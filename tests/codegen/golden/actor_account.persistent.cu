@@ -443,7 +443,9 @@ typedef struct rk_pa {
     (a)->prof[i] += rk_t_ - (a)->prof_t;                      \
     (a)->prof_t = rk_t_;                                      \
   } while (0)
-#define RK_PA_COUNT(a, kind) ((a)->prof_n[(kind) - 1] += 1ull)
+/* Constant indices only: the arrays stay in registers. */
+#define RK_PA_COUNT(a, kind) \
+  ((kind) == 1 ? ((a)->prof_n[0] += 1ull) : ((a)->prof_n[1] += 1ull))
 #else
 #define RK_PA_MARK(a, i) ((void)0)
 #define RK_PA_COUNT(a, kind) ((void)0)
@@ -1192,28 +1194,43 @@ static __device__ void rk_pa_commit(rk_pa_t *a, int code) {
 /* Leaves the loop. The last block out reports the actor stopped, unless
  * it left to park (blocks that left earlier for the stop are counted in
  * rk_sched[2] all the same, so a relaunched kernel drains what is left). */
+#if RK_PA_PROFILE
+/* The profile's line (RK_PA_PROFILE), out of line and from values, so
+ * that printf's frame is not the loop's: the loop's state stays in
+ * registers as it does without the profile. */
+static __device__ __noinline__ void rk_pa_profile_print(
+    const char *name, unsigned int block, unsigned long long cycles,
+    unsigned long long ns, unsigned long long requests,
+    unsigned long long inbox, unsigned long long reads,
+    unsigned long long wait, unsigned long long read_cycles,
+    unsigned long long take, unsigned long long open,
+    unsigned long long handler, unsigned long long send,
+    unsigned long long answer) {
+  const unsigned long long n = requests + inbox;
+  if (n == 0ull) return;
+  const double ghz = (double)cycles / (double)(ns + 1ull);
+  const double k = 1.0 / ((double)n * ghz); /* cycles -> ns a message */
+  printf("rk profile %s block %u: %llu requests, %llu inbox messages, "
+         "%llu host reads (%.0f ns each); ns a message: wait %.0f "
+         "take %.0f open %.0f handler %.0f send %.0f answer %.0f; "
+         "SM clock %.2f GHz\n",
+         name, block, requests, inbox, reads,
+         reads ? (double)read_cycles / ((double)reads * ghz) : 0.0,
+         (double)wait * k, (double)take * k, (double)open * k,
+         (double)handler * k, (double)send * k, (double)answer * k, ghz);
+}
+#endif
+
 static __device__ void rk_pa_exit(rk_pa_t *a) {
   const unsigned int blocks = gridDim.x * gridDim.y * gridDim.z;
 #if RK_PA_PROFILE
-  const unsigned long long n = a->prof_n[0] + a->prof_n[1];
-  if (n != 0ull) {
-    unsigned long long g1;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
-    const double ghz = (double)((unsigned long long)clock64() - a->prof_c0) /
-                       (double)(g1 - a->prof_g0 + 1ull);
-    const double k = 1.0 / ((double)n * ghz); /* cycles -> ns a message */
-    printf("rk profile %s block %u: %llu requests, %llu inbox messages, "
-           "%llu host reads (%.0f ns each); ns a message: wait %.0f "
-           "take %.0f open %.0f handler %.0f send %.0f answer %.0f; "
-           "SM clock %.2f GHz\n",
-           a->prof_name, blockIdx.x, a->prof_n[0], a->prof_n[1],
-           a->prof_n[2],
-           a->prof_n[2] ? (double)a->prof[1] / ((double)a->prof_n[2] * ghz)
-                        : 0.0,
-           (double)a->prof[0] * k, (double)a->prof[2] * k,
-           (double)a->prof[3] * k, (double)a->prof[4] * k,
-           (double)a->prof[5] * k, (double)a->prof[6] * k, ghz);
-  }
+  unsigned long long g1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+  rk_pa_profile_print(a->prof_name, blockIdx.x,
+                      (unsigned long long)clock64() - a->prof_c0,
+                      g1 - a->prof_g0, a->prof_n[0], a->prof_n[1],
+                      a->prof_n[2], a->prof[0], a->prof[1], a->prof[2],
+                      a->prof[3], a->prof[4], a->prof[5], a->prof[6]);
 #endif
   if (a->solo) {
     /* rk_sched as several blocks would have left it. */
