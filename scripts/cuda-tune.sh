@@ -21,11 +21,14 @@
 # --quick with RK_PA_PROFILE=1 added (the resident kernels time their loop's
 # phases and print them when they leave) and prints those lines last.
 #
-# Without NAME=DEFINES arguments it runs a built-in list: the defaults, then
-# each macro that can differ from them changed alone (K2K word slots are the
-# host's choice, not a macro: compare them with bench_k2k and
-# RK_K2K_WORD_SLOTS=0, as scripts/gpu-check.sh does). Outputs (one JSON file
-# per run and the table) go to ${OUT:-build-gpu/cuda-tune}/.
+# DEFINES is a list of NAME=VALUE macros separated by commas; an item
+# written env:NAME=VALUE sets an environment variable of the runs instead
+# (the host's choices, such as RK_K2K_WORD_SLOTS=0 or
+# RK_K2K_MAPPED_CHANNELS=1). Without NAME=DEFINES arguments it runs a
+# built-in list: the defaults, then each macro that can differ from them
+# changed alone, then the K2K channels with header-and-payload slots.
+# Outputs (one JSON file per run and the table) go to
+# ${OUT:-build-gpu/cuda-tune}/.
 #
 # Exit status: 0 when every run finished, 1 otherwise.
 set -uo pipefail
@@ -63,6 +66,7 @@ if [ ${#variants[@]} -eq 0 ]; then
     "no-head-cache=RK_PA_HEAD_CACHED=0"
     "no-shared-ports=RK_PA_PORT_SHARED_MAX=0"
     "first-words-first=RK_PA_FIRST_WORDS_LAST=0"
+    "old-slots=env:RK_K2K_WORD_SLOTS=0"
   )
 fi
 mkdir -p "$out"
@@ -84,20 +88,35 @@ fi
 k2k="$build/bench/actors/bench_k2k"
 cuda="$build/bench/backends/bench_cuda"
 
+# A variant's DEFINES as the macros (defs, for RK_CUDA_DEFINES) and the
+# environment variables (envs, env:NAME=VALUE items) of its runs.
+split_variant() {
+  defs=""
+  envs=()
+  local item
+  for item in ${1//,/ }; do
+    case $item in
+      env:*=*) envs+=("${item#env:}") ;;
+      *) defs="${defs:+$defs }$item" ;;
+    esac
+  done
+}
+
 failed=0
 for ((r = 1; r <= reps; ++r)); do
   for v in "${variants[@]}"; do
     name=${v%%=*}
-    defs=${v#*=}
-    defs=${defs//,/ }
-    echo "== $name (rep $r): RK_CUDA_DEFINES='$defs'"
-    RK_CUDA_DEFINES="$defs" timeout 60 "$k2k" --backend cuda --quick \
+    split_variant "${v#*=}"
+    echo "== $name (rep $r): RK_CUDA_DEFINES='$defs'${envs[*]:+ ${envs[*]}}"
+    env ${envs[@]+"${envs[@]}"} RK_CUDA_DEFINES="$defs" timeout 60 "$k2k" \
+      --backend cuda --quick \
       --json > "$out/$name.$r.k2k.json" 2> "$out/$name.$r.k2k.txt" ||
       {
         echo "   bench_k2k failed: $(tail -n 3 "$out/$name.$r.k2k.txt")"
         failed=1
       }
-    RK_CUDA_DEFINES="$defs" timeout 90 "$cuda" --rounds 5 --iters 300 \
+    env ${envs[@]+"${envs[@]}"} RK_CUDA_DEFINES="$defs" timeout 90 "$cuda" \
+      --rounds 5 --iters 300 \
       --json "$out/$name.$r.cuda.json" > "$out/$name.$r.cuda.txt" 2>&1 ||
       {
         echo "   bench_cuda failed: $(tail -n 3 "$out/$name.$r.cuda.txt")"
@@ -142,13 +161,15 @@ EOF
 if $profile; then
   for v in "${variants[@]}"; do
     name=${v%%=*}
-    defs=${v#*=}
-    defs="${defs//,/ } RK_PA_PROFILE=1"
+    split_variant "${v#*=}"
+    defs="${defs:+$defs }RK_PA_PROFILE=1"
     {
-      RK_CUDA_DEFINES="$defs" timeout 60 "$k2k" --backend cuda --quick 2>&1
-      RK_CUDA_DEFINES="$defs" timeout 90 "$cuda" --quick 2>&1
+      env ${envs[@]+"${envs[@]}"} RK_CUDA_DEFINES="$defs" timeout 60 "$k2k" \
+        --backend cuda --quick 2>&1
+      env ${envs[@]+"${envs[@]}"} RK_CUDA_DEFINES="$defs" timeout 90 "$cuda" \
+        --quick 2>&1
     } > "$out/$name.profile.txt" || failed=1
-    echo "== $name, RK_CUDA_DEFINES='$defs'"
+    echo "== $name, RK_CUDA_DEFINES='$defs'${envs[*]:+ ${envs[*]}}"
     grep '^rk profile' "$out/$name.profile.txt" | head -n 12
   done | tee "$out/profile.txt"
 fi
