@@ -1,10 +1,19 @@
 /* rk clusters over UCX active messages (rk/cluster.h, docs/cluster.md).
  *
- * One UCP worker per member, in multi-thread mode: a progress thread drives
- * it (spinning for spin_us after activity, then sleeping on the worker's
- * event fd), user threads send on it directly and, while they wait for an
- * answer, drive it themselves for spin_us so that an answer that comes
- * quickly is handled on the waiting thread.
+ * Workers. A member has a control worker (the listener, the endpoints
+ * that watch peers; joins and introductions come in on it) and, for each
+ * peer, a worker that carries that peer's messages both ways and no
+ * other's: over shared memory each UCP worker has one receive FIFO, and a
+ * sender killed between claiming an element and marking it written
+ * wedges that FIFO for every sender, so it must be the dead peer's alone
+ * (docs/cluster.md, "Failures"). It also keeps the watching endpoints'
+ * network polling (a system call per turn) off the message workers. All
+ * are in multi-thread mode: a progress thread turns them (spinning for
+ * spin_us after activity, then sleeping on an epoll set of their event
+ * descriptors), user threads send directly and, while they wait for an
+ * answer, turn them themselves for spin_us (the control worker once in
+ * kCtrlEvery turns) so that an answer that comes quickly is handled on
+ * the waiting thread.
  *
  * Requests (owner side). The REQ callback writes the payload straight into
  * the exported actor's input ring with rk_actor_send (timeout 0); a full
@@ -53,6 +62,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,19 +91,37 @@ typedef enum peer_state {
   P_ACCEPTED,   /* hub: connection accepted, no HELLO yet */
   P_WELCOMING,  /* hub: accepted; UP once WELCOME is on its way */
   P_CONNECTING, /* joiner: HELLO sent, no WELCOME yet */
+  P_JOINING,    /* joiner: welcomed, its messages' endpoint not yet open:
+                 * its messages are taken, none are sent to it */
   P_UP,
   P_REFUSED,
   P_FAILED,
   P_LEFT,
 } peer_state_t;
 
+/* A worker's callbacks' argument: the cluster, and the worker a message
+ * came in on (a rendezvous receive is made on it). */
+typedef struct rx {
+  rk_cluster_t *c;
+  ucp_worker_h w;
+} rx_t;
+
 typedef struct peer {
   rk_cluster_t *c;
   _Atomic int state; /* peer_state_t */
-  ucp_ep_h boot;     /* made from the socket address: watches the peer */
-  ucp_ep_h ep;       /* made from its worker address: carries the messages */
-  uint32_t index;    /* in c->peers */
-  uint32_t remote;   /* the index the peer gave us: our `from` to it */
+  ucp_ep_h boot;     /* on the control worker: watches the peer */
+  ucp_ep_h ep;       /* on the peer's worker: carries the messages */
+  /* The worker that carries this peer's messages both ways and no other
+   * peer's (see "Workers" above), its address as given to this peer
+   * alone, and its callbacks' argument (rx.w: NULL until made). Kept
+   * until the cluster goes. */
+  rx_t rx;
+  ucp_address_t *waddr;
+  size_t waddr_size;
+  int wefd;
+  bool quiet;      /* FAILED, LEFT or REFUSED: its worker is no longer turned */
+  uint32_t index;  /* in c->peers */
+  uint32_t remote; /* the index the peer gave us: our `from` to it */
   bool is_hub;
   char name[RK_WIRE_NAME_MAX];
   char cause[TEXT_MAX];
@@ -252,6 +280,7 @@ typedef struct outmsg {
   struct outmsg *next;
   uint32_t peer;
   unsigned id;
+  bool in; /* a WELCOME or INTRO_ACK received, to take in (inbox_push) */
   size_t size;
   unsigned char data[];
 } outmsg_t;
@@ -259,11 +288,19 @@ typedef struct outmsg {
 struct rk_cluster {
   const rk_ucp_api_t *u;
   ucp_context_h context;
+  /* The control worker: the listener and the endpoints that watch peers
+   * (HELLO and INTRO come in on it); its address is the member's public
+   * one (the hub's cards, MPI's exchange). Each peer's messages go over a
+   * worker of their own (peer_t.rx.w), listed in wpeers for whoever
+   * turns them (append-only; nw published with release). */
   ucp_worker_h worker;
+  rx_t rx;
   ucp_listener_h listener;
-  int efd;
+  int efd; /* an epoll set of every worker's event descriptor */
   ucp_address_t *waddr;
   size_t waddr_size;
+  peer_t *wpeers[MAX_PEERS];
+  _Atomic uint32_t nw;
   char name[RK_WIRE_NAME_MAX];
   char token[RK_WIRE_TOKEN_MAX];
   size_t token_size;
@@ -289,7 +326,7 @@ struct rk_cluster {
   size_t intro_size;
   uint32_t intro_count;
 
-  pthread_mutex_t out_mu;
+  pthread_mutex_t out_mu, drain_mu;
   outmsg_t *out_head, *out_tail;
   atomic_bool out_any;
   atomic_bool broken_any; /* a peer_broken peer waits for fail_broken */
@@ -567,8 +604,9 @@ static rk_status_t post(rk_cluster_t *c, peer_t *p, unsigned id,
   if (r == NULL) return RK_OK;
   ucs_status_t st = UCS_PTR_STATUS(r);
   if (UCS_PTR_IS_PTR(r)) { /* should not happen with FORCE_IMM_CMPL */
+    ucp_worker_h w = p->ep == p->boot || !p->rx.w ? c->worker : p->rx.w;
     while (c->u->ucp_request_check_status(r) == UCS_INPROGRESS)
-      c->u->ucp_worker_progress(c->worker);
+      c->u->ucp_worker_progress(w);
     st = c->u->ucp_request_check_status(r);
     c->u->ucp_request_free(r);
     return st == UCS_OK ? RK_OK : send_failed(p, st);
@@ -599,14 +637,14 @@ static rk_status_t post(rk_cluster_t *c, peer_t *p, unsigned id,
   return RK_OK; /* send_done frees */
 }
 
-/* From a callback: queue a message for the thread driving the worker. */
-static void outbox_push(rk_cluster_t *c, uint32_t peer, unsigned id,
-                        const void *data, size_t size) {
+static void queue_push(rk_cluster_t *c, uint32_t peer, unsigned id,
+                       const void *data, size_t size, bool in) {
   outmsg_t *m = malloc(sizeof *m + size);
   if (!m) return;
   m->next = NULL;
   m->peer = peer;
   m->id = id;
+  m->in = in;
   m->size = size;
   memcpy(m->data, data, size);
   pthread_mutex_lock(&c->out_mu);
@@ -619,15 +657,57 @@ static void outbox_push(rk_cluster_t *c, uint32_t peer, unsigned id,
   pthread_mutex_unlock(&c->out_mu);
 }
 
+/* From a callback: queue a message for the thread driving the worker. */
+static void outbox_push(rk_cluster_t *c, uint32_t peer, unsigned id,
+                        const void *data, size_t size) {
+  queue_push(c, peer, id, data, size, false);
+}
+
+/* From a callback on a peer's worker: a WELCOME or INTRO_ACK, taken in
+ * (the messages' endpoint opened on that worker) by the thread driving
+ * it once the worker's turn is over. Opening an endpoint from inside the
+ * worker's own callback lets UCX's TCP transport merge the new connection
+ * with the one whose event is being handled, under the handler's feet. */
+static void inbox_push(rk_cluster_t *c, unsigned id, const void *data,
+                       size_t size) {
+  queue_push(c, UINT32_MAX, id, data, size, true);
+}
+
+static void welcome_in(rk_cluster_t *c, const void *data, size_t len);
+static void intro_ack_in(rk_cluster_t *c, const void *data, size_t len);
+
+static void outbox_take(rk_cluster_t *c, outmsg_t *m);
+
+/* One thread at a time takes the outbox, in order (what it pushed last
+ * goes after what it pushed first, a WELCOME's endpoint before the replies
+ * behind it); a thread that finds another at it leaves it to that one,
+ * which looks again before it stops, or to the next turn. */
 static void outbox_drain(rk_cluster_t *c) {
   if (!atomic_load_explicit(&c->out_any, memory_order_acquire)) return;
-  pthread_mutex_lock(&c->out_mu);
-  outmsg_t *m = c->out_head;
-  c->out_head = c->out_tail = NULL;
-  atomic_store(&c->out_any, false);
-  pthread_mutex_unlock(&c->out_mu);
+  if (pthread_mutex_trylock(&c->drain_mu) != 0) return;
+  while (atomic_load_explicit(&c->out_any, memory_order_acquire)) {
+    pthread_mutex_lock(&c->out_mu);
+    outmsg_t *m = c->out_head;
+    c->out_head = c->out_tail = NULL;
+    atomic_store(&c->out_any, false);
+    pthread_mutex_unlock(&c->out_mu);
+    outbox_take(c, m);
+  }
+  pthread_mutex_unlock(&c->drain_mu);
+}
+
+static void outbox_take(rk_cluster_t *c, outmsg_t *m) {
   while (m) {
     outmsg_t *next = m->next;
+    if (m->in) {
+      if (m->id == RK_AM_WELCOME)
+        welcome_in(c, m->data, m->size);
+      else
+        intro_ack_in(c, m->data, m->size);
+      free(m);
+      m = next;
+      continue;
+    }
     peer_t *p = &c->peers[m->peer];
     int st = atomic_load(&p->state);
     /* RESP_PACKED: a RESP whose header leads the data. */
@@ -656,10 +736,46 @@ static void links_due(rk_cluster_t *c) {
   c->u->ucp_worker_signal(c->worker);
 }
 
-/* One turn of the worker from any thread. */
-static unsigned pump(rk_cluster_t *c) {
-  atomic_fetch_add_explicit(&c->turns, 1, memory_order_relaxed);
-  unsigned n = c->u->ucp_worker_progress(c->worker);
+/* How often a driver (a waiting caller, an exported actor's worker) turns
+ * the control worker: once in kCtrlEvery of its turns. The control worker
+ * carries joins and introductions and watches peers over the network
+ * (a system call per turn); the progress thread turns it every time. */
+enum { kCtrlEvery = 16 };
+
+/* One turn of every peer's worker (not those of peers gone), and of the
+ * control worker when `ctrl`. */
+static unsigned turn_workers(rk_cluster_t *c, bool ctrl) {
+  unsigned n = 0;
+  if (ctrl) n += c->u->ucp_worker_progress(c->worker);
+  const uint32_t nw = atomic_load_explicit(&c->nw, memory_order_acquire);
+  for (uint32_t i = 0; i < nw; ++i) {
+    const peer_t *p = c->wpeers[i];
+    if (!__atomic_load_n(&p->quiet, __ATOMIC_RELAXED))
+      n += c->u->ucp_worker_progress(p->rx.w);
+  }
+  return n;
+}
+
+/* Arms every worker turned for a sleep on c->efd: false when one has
+ * events waiting (turn them first). */
+static bool arm_workers(rk_cluster_t *c) {
+  if (c->u->ucp_worker_arm(c->worker) != UCS_OK) return false;
+  const uint32_t nw = atomic_load_explicit(&c->nw, memory_order_acquire);
+  for (uint32_t i = 0; i < nw; ++i) {
+    const peer_t *p = c->wpeers[i];
+    if (!__atomic_load_n(&p->quiet, __ATOMIC_RELAXED) &&
+        c->u->ucp_worker_arm(p->rx.w) != UCS_OK)
+      return false;
+  }
+  return true;
+}
+
+/* One turn of the workers from any thread; a driver's (`driver`) turns
+ * the control worker once in kCtrlEvery. */
+static unsigned pump_as(rk_cluster_t *c, bool driver) {
+  const uint64_t t =
+      atomic_fetch_add_explicit(&c->turns, 1, memory_order_relaxed);
+  unsigned n = turn_workers(c, !driver || t % kCtrlEvery == 0);
   outbox_drain(c);
   fail_broken(c);
   if (atomic_load_explicit(&c->links_due, memory_order_relaxed) &&
@@ -669,6 +785,8 @@ static unsigned pump(rk_cluster_t *c) {
   }
   return n;
 }
+
+static unsigned pump(rk_cluster_t *c) { return pump_as(c, false); }
 
 /* ---- handles: failure and refusal -------------------------------------- */
 
@@ -836,6 +954,15 @@ static void peer_down(rk_cluster_t *c, peer_t *p, peer_state_t to,
   }
   copy_name(p->cause, sizeof p->cause, cause);
   atomic_store(&p->state, (int)to);
+  /* A failed peer's worker is turned no more (one that left is, for its
+   * endpoints to close): a sender killed mid-message may have
+   * left its shared-memory FIFO wedged (docs/cluster.md, "Failures"),
+   * which now holds up nobody else's messages, and a broken connection's
+   * descriptor would keep c->efd awake. */
+  if (to == P_FAILED && p->rx.w && !p->quiet) {
+    __atomic_store_n(&p->quiet, true, __ATOMIC_RELAXED);
+    (void)epoll_ctl(c->efd, EPOLL_CTL_DEL, p->wefd, NULL);
+  }
   if (to == P_FAILED && st == P_UP && !p->is_hub) {
     char(*grown)[RK_WIRE_NAME_MAX] = realloc(
         c->failed_names, (c->failed_count + 1) * sizeof *c->failed_names);
@@ -920,13 +1047,69 @@ static void on_conn(ucp_conn_request_h req, void *arg) {
   pthread_mutex_unlock(&c->mu);
 }
 
-/* The messages' endpoint to a worker address (never with c->mu held):
- * false when it cannot be made; *out stays NULL when there is no address
- * (the first endpoint carries everything). */
-static bool open_data_ep(rk_cluster_t *c, const void *addr, size_t size,
-                         ucp_ep_h *out) {
+static rk_status_t set_handlers(rk_cluster_t *c, ucp_worker_h w, rx_t *rx);
+
+static ucs_status_t make_worker(rk_cluster_t *c, ucp_worker_h *out) {
+  ucp_worker_params_t wp;
+  memset(&wp, 0, sizeof wp);
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_MULTI;
+  return c->u->ucp_worker_create(c->context, &wp, out);
+}
+
+/* Makes p's own worker (never with c->mu held): the cluster's handlers,
+ * its event descriptor in c->efd's set, its address for p; then lists it
+ * for the turns. False, with *why set, when it cannot be made or its
+ * address is too long to send (the handshake with p fails then). */
+static bool peer_worker(rk_cluster_t *c, peer_t *p, const char **why) {
+  ucp_worker_h w = NULL;
+  ucs_status_t st = make_worker(c, &w);
+  *why = NULL;
+  if (st != UCS_OK) {
+    *why = c->u->ucs_status_string(st);
+    return false;
+  }
+  p->rx.c = c;
+  char *saved = rk__error_save();
+  rk_status_t s = set_handlers(c, w, &p->rx);
+  rk__error_restore(saved);
+  int efd = -1;
+  if (s == RK_OK && c->u->ucp_worker_get_efd(w, &efd) != UCS_OK) efd = -1;
+  ucp_address_t *a = NULL;
+  size_t an = 0;
+  if (s == RK_OK && c->u->ucp_worker_get_address(w, &a, &an) != UCS_OK)
+    a = NULL;
+  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
+  if (s != RK_OK || !a || an > RK_WIRE_ADDRESS_MAX || efd < 0 ||
+      epoll_ctl(c->efd, EPOLL_CTL_ADD, efd, &ev) != 0) {
+    *why = s != RK_OK ? "its handlers could not be set"
+           : !a       ? "no worker address"
+           : efd < 0  ? "no event descriptor"
+           : an > RK_WIRE_ADDRESS_MAX
+               ? "its worker address is too long to send"
+               : "its event descriptor could not be watched";
+    if (a) c->u->ucp_worker_release_address(w, a);
+    c->u->ucp_worker_destroy(w);
+    return false;
+  }
+  pthread_mutex_lock(&c->mu);
+  p->waddr = a;
+  p->waddr_size = an;
+  p->wefd = efd;
+  p->rx.w = w;
+  const uint32_t n = atomic_load_explicit(&c->nw, memory_order_relaxed);
+  c->wpeers[n] = p;
+  atomic_store_explicit(&c->nw, n + 1, memory_order_release);
+  pthread_mutex_unlock(&c->mu);
+  return true;
+}
+
+/* The messages' endpoint, on worker w, to a worker address (never with
+ * c->mu held): false when it cannot be made. */
+static bool open_data_ep(rk_cluster_t *c, ucp_worker_h w, const void *addr,
+                         size_t size, ucp_ep_h *out) {
   *out = NULL;
-  if (!size) return true;
+  if (!size || !w) return false;
   /* Without peer error handling, so that UCX may pick shared memory (its
    * shared-memory transports cannot detect a peer's death, and UCX 1.13
    * leaves them out of endpoints that ask for it). The first endpoint,
@@ -937,13 +1120,22 @@ static bool open_data_ep(rk_cluster_t *c, const void *addr, size_t size,
   e.err_mode = UCP_ERR_HANDLING_MODE_NONE;
   e.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
   e.address = (const ucp_address_t *)addr;
-  return c->u->ucp_ep_create(c->worker, &e, out) == UCS_OK;
+  return c->u->ucp_ep_create(w, &e, out) == UCS_OK;
 }
 
+/* A joiner's peer that has not yet answered, or whose answer is being
+ * taken in. */
+static bool joining(peer_t *p) {
+  const int st = atomic_load(&p->state);
+  return st == P_CONNECTING || st == P_JOINING;
+}
+
+/* The peer a message came from, while its messages are taken. */
 static peer_t *peer_from(rk_cluster_t *c, uint32_t from) {
   if (from >= MAX_PEERS) return NULL;
   peer_t *p = &c->peers[from];
-  return atomic_load(&p->state) == P_UP ? p : NULL;
+  const int st = atomic_load(&p->state);
+  return st == P_UP || st == P_JOINING ? p : NULL;
 }
 
 static bool const_time_equal(const char *a, size_t an, const char *b,
@@ -1004,7 +1196,7 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
                              const ucp_am_recv_param_t *param) {
   (void)header;
   (void)hlen;
-  rk_cluster_t *c = arg;
+  rk_cluster_t *c = ((const rx_t *)arg)->c;
   if (!(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) return UCS_OK;
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
       len < sizeof(rk_wire_hello_t))
@@ -1012,8 +1204,11 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
   rk_wire_hello_t h;
   memcpy(&h, data, sizeof h);
   h.name[RK_WIRE_NAME_MAX - 1] = '\0';
-  if (h.address_size > len - sizeof h) h.address_size = 0;
+  if (h.address_size > len - sizeof h ||
+      h.public_size > len - sizeof h - h.address_size)
+    h.address_size = h.public_size = 0;
   const unsigned char *their_address = (const unsigned char *)data + sizeof h;
+  const unsigned char *their_public = their_address + h.address_size;
   pthread_mutex_lock(&c->mu);
   peer_t *p = NULL;
   for (uint32_t i = 0; i < c->peer_count; ++i)
@@ -1033,16 +1228,23 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
   copy_name(p->name, sizeof p->name, h.name);
   pthread_mutex_unlock(&c->mu);
   ucp_ep_h data_ep = NULL;
+  const char *why = NULL;
+  if (w.status == RK_OK && !peer_worker(c, p, &why)) {
+    w.status = RK_ERR_UNAVAILABLE;
+    snprintf(w.text, sizeof w.text, "the hub cannot make a worker for it: %s",
+             why);
+  }
   if (w.status == RK_OK &&
-      !open_data_ep(c, their_address, h.address_size, &data_ep)) {
+      !open_data_ep(c, p->rx.w, their_address, h.address_size, &data_ep)) {
     w.status = RK_ERR_UNAVAILABLE;
     snprintf(w.text, sizeof w.text,
              "the hub cannot reach the joiner's worker address");
   }
+  /* Its public address, for the members welcomed after it (cards). */
   unsigned char *addr = NULL;
-  if (w.status == RK_OK && h.address_size) {
-    addr = malloc(h.address_size);
-    if (addr) memcpy(addr, their_address, h.address_size);
+  if (w.status == RK_OK && h.public_size) {
+    addr = malloc(h.public_size);
+    if (addr) memcpy(addr, their_public, h.public_size);
   }
   pthread_mutex_lock(&c->mu);
   if (data_ep) p->ep = data_ep;
@@ -1056,7 +1258,7 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
      * may reach the joiner before it. */
     p->remote = h.hub_index;
     p->addr = addr;
-    p->addr_size = addr ? h.address_size : 0;
+    p->addr_size = addr ? h.public_size : 0;
     atomic_store(&p->state, P_WELCOMING);
     for (uint32_t i = 0; i < c->peer_count; ++i) {
       const peer_t *q = &c->peers[i];
@@ -1070,14 +1272,14 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
     atomic_store(&p->state, P_REFUSED);
     free(addr);
   }
-  const size_t hub_address = w.status == RK_OK ? c->waddr_size : 0;
+  const size_t hub_address = w.status == RK_OK ? p->waddr_size : 0;
   const size_t n = sizeof w + hub_address + cards;
   unsigned char *msg = malloc(n);
   if (msg) {
     w.address_size = (uint32_t)hub_address;
     w.members = members;
     memcpy(msg, &w, sizeof w);
-    memcpy(msg + sizeof w, c->waddr, hub_address);
+    if (hub_address) memcpy(msg + sizeof w, p->waddr, hub_address);
     size_t off = sizeof w + hub_address;
     for (uint32_t i = 0; members && i < c->peer_count; ++i) {
       const peer_t *q = &c->peers[i];
@@ -1110,15 +1312,20 @@ static ucs_status_t on_intro(void *arg, const void *header, size_t hlen,
                              const ucp_am_recv_param_t *param) {
   (void)header;
   (void)hlen;
-  rk_cluster_t *c = arg;
+  rk_cluster_t *c = ((const rx_t *)arg)->c;
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
       len < sizeof(rk_wire_hello_t))
     return UCS_OK;
   rk_wire_hello_t h;
   memcpy(&h, data, sizeof h);
   h.name[RK_WIRE_NAME_MAX - 1] = '\0';
-  if (h.address_size > len - sizeof h) h.address_size = 0;
-  if (!h.address_size) return UCS_OK; /* nothing to answer on */
+  if (h.address_size > len - sizeof h ||
+      h.public_size > len - sizeof h - h.address_size)
+    return UCS_OK;
+  if (!h.address_size || !h.public_size)
+    return UCS_OK; /* nothing to answer on */
+  const unsigned char *their_address = (const unsigned char *)data + sizeof h;
+  const unsigned char *their_public = their_address + h.address_size;
   rk_wire_welcome_t w;
   memset(&w, 0, sizeof w);
   w.from = h.hub_index;
@@ -1132,19 +1339,30 @@ static ucs_status_t on_intro(void *arg, const void *header, size_t hlen,
   }
   pthread_mutex_unlock(&c->mu);
   if (!p) return UCS_OK;
+  /* The watching endpoint between the control workers; the messages'
+   * between its worker for this member and this member's for it. */
   ucp_ep_params_t e = ep_params(p);
   e.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-  e.address = (const ucp_address_t *)((const unsigned char *)data + sizeof h);
+  e.address = (const ucp_address_t *)their_public;
   ucp_ep_h watch = NULL, data_ep = NULL;
+  const char *why = NULL;
   ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &watch);
-  if (st == UCS_OK && !open_data_ep(c, (const unsigned char *)data + sizeof h,
-                                    h.address_size, &data_ep))
+  const bool made =
+      st == UCS_OK && w.status == RK_OK && peer_worker(c, p, &why);
+  if (made &&
+      !open_data_ep(c, p->rx.w, their_address, h.address_size, &data_ep))
     data_ep = NULL;
   if (w.status == RK_OK && (st != UCS_OK || !data_ep)) {
     w.status = RK_ERR_UNAVAILABLE;
-    snprintf(w.text, sizeof w.text, "'%.63s' cannot reach its worker address",
-             c->name);
+    if (why)
+      snprintf(w.text, sizeof w.text, "'%.63s' cannot make a worker for it: %s",
+               c->name, why);
+    else
+      snprintf(w.text, sizeof w.text, "'%.63s' cannot reach its worker address",
+               c->name);
   }
+  const size_t address = w.status == RK_OK ? p->waddr_size : 0;
+  unsigned char *msg = malloc(sizeof w + address);
   pthread_mutex_lock(&c->mu);
   p->boot = st == UCS_OK ? watch : NULL;
   p->ep = data_ep ? data_ep : p->boot;
@@ -1158,8 +1376,36 @@ static ucs_status_t on_intro(void *arg, const void *header, size_t hlen,
   }
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
-  if (p->ep) outbox_push(c, p->index, RK_AM_INTRO_ACK, &w, sizeof w);
+  if (p->ep && msg) {
+    w.address_size = (uint32_t)address;
+    memcpy(msg, &w, sizeof w);
+    if (address) memcpy(msg + sizeof w, p->waddr, address);
+    outbox_push(c, p->index, RK_AM_INTRO_ACK, msg, sizeof w + address);
+  }
+  free(msg);
   return UCS_OK;
+}
+
+/* In the callback that brings a WELCOME (from the hub) or an INTRO_ACK
+ * (from a member) accepting this member: the peer is JOINING at once, so
+ * that what it sends after it on the same endpoint is taken, while
+ * welcome_in / intro_ack_in open the messages' endpoint once the worker's
+ * turn is over (inbox_push). Nothing is sent to a JOINING peer: a reply
+ * goes through the outbox, behind the endpoint's opening; user threads
+ * wait for UP. */
+static void welcomed(rk_cluster_t *c, const void *data, size_t len, bool hub) {
+  rk_wire_welcome_t w;
+  if (len < sizeof w) return;
+  memcpy(&w, data, sizeof w);
+  if (w.from >= MAX_PEERS || w.status != RK_OK) return;
+  peer_t *p = &c->peers[w.from];
+  pthread_mutex_lock(&c->mu);
+  if (w.from < c->peer_count && p->is_hub == hub &&
+      atomic_load(&p->state) == P_CONNECTING) {
+    p->remote = w.your_index; /* our `from` in what we answer */
+    atomic_store(&p->state, P_JOINING);
+  }
+  pthread_mutex_unlock(&c->mu);
 }
 
 static ucs_status_t on_intro_ack(void *arg, const void *header, size_t hlen,
@@ -1167,19 +1413,42 @@ static ucs_status_t on_intro_ack(void *arg, const void *header, size_t hlen,
                                  const ucp_am_recv_param_t *param) {
   (void)header;
   (void)hlen;
-  rk_cluster_t *c = arg;
+  rk_cluster_t *c = ((const rx_t *)arg)->c;
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
       len < sizeof(rk_wire_welcome_t))
     return UCS_OK;
+  welcomed(c, data, len, false);
+  inbox_push(c, RK_AM_INTRO_ACK, data, len);
+  return UCS_OK;
+}
+
+static void intro_ack_in(rk_cluster_t *c, const void *data, size_t len) {
   rk_wire_welcome_t w;
   memcpy(&w, data, sizeof w);
   w.name[RK_WIRE_NAME_MAX - 1] = '\0';
   w.text[TEXT_MAX - 1] = '\0';
-  if (w.from >= MAX_PEERS) return UCS_OK;
+  if (w.from >= MAX_PEERS) return;
+  if (w.address_size > len - sizeof w) w.address_size = 0;
   peer_t *p = &c->peers[w.from];
   pthread_mutex_lock(&c->mu);
-  if (w.from < c->peer_count && !p->is_hub &&
-      atomic_load(&p->state) == P_CONNECTING) {
+  const int ps = atomic_load(&p->state);
+  const bool asked = w.from < c->peer_count && !p->is_hub &&
+                     (ps == P_CONNECTING || ps == P_JOINING);
+  pthread_mutex_unlock(&c->mu);
+  if (!asked) return;
+  /* The messages' endpoint: from this member's worker for it to its
+   * worker for this member. */
+  ucp_ep_h data_ep = NULL;
+  if (w.status == RK_OK &&
+      !open_data_ep(c, p->rx.w, (const unsigned char *)data + sizeof w,
+                    w.address_size, &data_ep)) {
+    w.status = RK_ERR_UNAVAILABLE;
+    snprintf(w.text, sizeof w.text, "its worker address cannot be reached");
+  }
+  pthread_mutex_lock(&c->mu);
+  const int now = atomic_load(&p->state);
+  if (now == P_CONNECTING || now == P_JOINING) {
+    if (data_ep) p->ep = data_ep;
     if (w.status == RK_OK) {
       p->remote = w.your_index;
       atomic_store(&p->state, P_UP);
@@ -1191,7 +1460,6 @@ static ucs_status_t on_intro_ack(void *arg, const void *header, size_t hlen,
     pthread_cond_broadcast(&c->cv);
   }
   pthread_mutex_unlock(&c->mu);
-  return UCS_OK;
 }
 
 static void welcome_in(rk_cluster_t *c, const void *data, size_t len) {
@@ -1203,7 +1471,8 @@ static void welcome_in(rk_cluster_t *c, const void *data, size_t len) {
   if (w.from >= MAX_PEERS) return;
   if (w.address_size > len - sizeof w) w.address_size = 0;
   peer_t *p = &c->peers[w.from];
-  if (!p->is_hub || atomic_load(&p->state) != P_CONNECTING) return;
+  const int ps = atomic_load(&p->state);
+  if (!p->is_hub || (ps != P_CONNECTING && ps != P_JOINING)) return;
   /* The other members, for join() to introduce itself to. */
   const size_t cards_at = sizeof w + w.address_size;
   unsigned char *cards = NULL;
@@ -1214,13 +1483,14 @@ static void welcome_in(rk_cluster_t *c, const void *data, size_t len) {
   }
   ucp_ep_h data_ep = NULL;
   if (w.status == RK_OK &&
-      !open_data_ep(c, (const unsigned char *)data + sizeof w, w.address_size,
-                    &data_ep)) {
+      !open_data_ep(c, p->rx.w, (const unsigned char *)data + sizeof w,
+                    w.address_size, &data_ep)) {
     w.status = RK_ERR_UNAVAILABLE;
     snprintf(w.text, sizeof w.text, "cannot reach the hub's worker address");
   }
   pthread_mutex_lock(&c->mu);
-  if (atomic_load(&p->state) == P_CONNECTING) {
+  const int now = atomic_load(&p->state);
+  if (now == P_CONNECTING || now == P_JOINING) {
     copy_name(p->name, sizeof p->name, w.name);
     if (data_ep) p->ep = data_ep;
     if (w.status == RK_OK) {
@@ -1242,7 +1512,7 @@ static void welcome_in(rk_cluster_t *c, const void *data, size_t len) {
   free(cards);
 }
 
-static ucs_status_t rndv_start(rk_cluster_t *c, int kind, const void *hdr,
+static ucs_status_t rndv_start(const rx_t *rx, int kind, const void *hdr,
                                size_t hsize, void *desc, size_t size);
 
 static ucs_status_t on_welcome(void *arg, const void *header, size_t hlen,
@@ -1250,11 +1520,12 @@ static ucs_status_t on_welcome(void *arg, const void *header, size_t hlen,
                                const ucp_am_recv_param_t *param) {
   (void)header;
   (void)hlen;
-  rk_cluster_t *c = arg;
+  rk_cluster_t *c = ((const rx_t *)arg)->c;
   /* Many members' cards may make it large: rendezvous. */
   if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
-    return rndv_start(c, RX_WELCOME, NULL, 0, data, len);
-  welcome_in(c, data, len);
+    return rndv_start(arg, RX_WELCOME, NULL, 0, data, len);
+  welcomed(c, data, len, true);
+  inbox_push(c, RK_AM_WELCOME, data, len);
   return UCS_OK;
 }
 
@@ -1264,7 +1535,7 @@ static ucs_status_t on_bye(void *arg, const void *header, size_t hlen,
   (void)header;
   (void)hlen;
   (void)param;
-  rk_cluster_t *c = arg;
+  rk_cluster_t *c = ((const rx_t *)arg)->c;
   rk_wire_bye_t b;
   if (len < sizeof b) return UCS_OK;
   memcpy(&b, data, sizeof b);
@@ -1490,16 +1761,19 @@ static void rndv_done(void *request, ucs_status_t status, size_t length,
       deliver_req(x->c, &x->h.req, x->data, x->size);
     else if (x->kind == RX_RESP)
       deliver_resp(x->c, &x->h.resp, x->data, x->size);
-    else
-      welcome_in(x->c, x->data, x->size);
+    else {
+      welcomed(x->c, x->data, x->size, true);
+      inbox_push(x->c, RK_AM_WELCOME, x->data, x->size);
+    }
   }
   x->c->u->ucp_request_free(request);
   free(x);
 }
 
 /* Starts the rendezvous receive of a large payload; delivers on arrival. */
-static ucs_status_t rndv_start(rk_cluster_t *c, int kind, const void *hdr,
+static ucs_status_t rndv_start(const rx_t *rx, int kind, const void *hdr,
                                size_t hsize, void *desc, size_t size) {
+  rk_cluster_t *c = rx->c;
   rndv_rx_t *x = malloc(sizeof *x + size);
   if (!x) return UCS_ERR_NO_MEMORY;
   x->c = c;
@@ -1513,7 +1787,7 @@ static ucs_status_t rndv_start(rk_cluster_t *c, int kind, const void *hdr,
   prm.cb.recv_am = rndv_done;
   prm.user_data = x;
   ucs_status_ptr_t r =
-      c->u->ucp_am_recv_data_nbx(c->worker, desc, x->data, size, &prm);
+      c->u->ucp_am_recv_data_nbx(rx->w, desc, x->data, size, &prm);
   if (UCS_PTR_IS_ERR(r)) {
     free(x);
     return UCS_OK; /* UCP owns the descriptor */
@@ -1524,12 +1798,12 @@ static ucs_status_t rndv_start(rk_cluster_t *c, int kind, const void *hdr,
 static ucs_status_t on_req(void *arg, const void *header, size_t hlen,
                            void *data, size_t len,
                            const ucp_am_recv_param_t *param) {
-  rk_cluster_t *c = arg;
+  rk_cluster_t *c = ((const rx_t *)arg)->c;
   rk_wire_req_t h;
   if (hlen < sizeof h) return UCS_OK;
   memcpy(&h, header, sizeof h);
   if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
-    return rndv_start(c, RX_REQ, &h, sizeof h, data, len);
+    return rndv_start(arg, RX_REQ, &h, sizeof h, data, len);
   deliver_req(c, &h, data, len);
   return UCS_OK;
 }
@@ -1668,7 +1942,7 @@ static ucs_status_t on_lookup(void *arg, const void *header, size_t hlen,
                               const ucp_am_recv_param_t *param) {
   (void)header;
   (void)hlen;
-  rk_cluster_t *c = arg;
+  rk_cluster_t *c = ((const rx_t *)arg)->c;
   rk_wire_lookup_t q;
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || len < sizeof q)
     return UCS_OK;
@@ -1718,7 +1992,7 @@ static ucs_status_t on_lookup_reply(void *arg, const void *header, size_t hlen,
                                     const ucp_am_recv_param_t *param) {
   (void)header;
   (void)hlen;
-  rk_cluster_t *c = arg;
+  rk_cluster_t *c = ((const rx_t *)arg)->c;
   rk_wire_lookup_reply_t r;
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || len < sizeof r)
     return UCS_OK;
@@ -1830,12 +2104,12 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
 static ucs_status_t on_resp(void *arg, const void *header, size_t hlen,
                             void *data, size_t len,
                             const ucp_am_recv_param_t *param) {
-  rk_cluster_t *c = arg;
+  rk_cluster_t *c = ((const rx_t *)arg)->c;
   rk_wire_resp_t r;
   if (hlen < sizeof r) return UCS_OK;
   memcpy(&r, header, sizeof r);
   if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
-    return rndv_start(c, RX_RESP, &r, sizeof r, data, len);
+    return rndv_start(arg, RX_RESP, &r, sizeof r, data, len);
   deliver_resp(c, &r, data, len);
   return UCS_OK;
 }
@@ -1857,7 +2131,7 @@ static ucs_status_t on_link(void *arg, const void *header, size_t hlen,
                             const ucp_am_recv_param_t *param) {
   (void)header;
   (void)hlen;
-  rk_cluster_t *c = arg;
+  rk_cluster_t *c = ((const rx_t *)arg)->c;
   rk_wire_link_t m;
   if (!link_in(data, len, param, &m) || !peer_from(c, m.from)) return UCS_OK;
   /* c->mu then links_mu: an export withdrawn (rk_actor_destroy) after this
@@ -1894,7 +2168,7 @@ static ucs_status_t on_unlink(void *arg, const void *header, size_t hlen,
                               const ucp_am_recv_param_t *param) {
   (void)header;
   (void)hlen;
-  rk_cluster_t *c = arg;
+  rk_cluster_t *c = ((const rx_t *)arg)->c;
   rk_wire_link_t m;
   if (!link_in(data, len, param, &m) || m.from >= MAX_PEERS) return UCS_OK;
   pthread_mutex_lock(&c->links_mu);
@@ -1912,7 +2186,7 @@ static ucs_status_t on_link_fault(void *arg, const void *header, size_t hlen,
                                   const ucp_am_recv_param_t *param) {
   (void)header;
   (void)hlen;
-  rk_cluster_t *c = arg;
+  rk_cluster_t *c = ((const rx_t *)arg)->c;
   rk_wire_link_t m;
   if (!link_in(data, len, param, &m) || !peer_from(c, m.from)) return UCS_OK;
   bool any = false;
@@ -1966,12 +2240,13 @@ static unsigned drive_turn(void *user) {
   if (!atomic_load_explicit(&e->driving, memory_order_relaxed) &&
       !atomic_exchange(&e->driving, true))
     atomic_fetch_add(&c->drivers, 1);
-  atomic_fetch_add_explicit(&c->turns, 1, memory_order_relaxed);
+  const uint64_t t =
+      atomic_fetch_add_explicit(&c->turns, 1, memory_order_relaxed);
   /* Answers first: the loop has just run the handler, and the answer
-   * should not wait for a turn of the worker (a system call per turn where
-   * UCX polls a TCP interface). */
+   * should not wait for a turn of the workers (a system call per turn
+   * where UCX polls a TCP interface). */
   unsigned n = forward_all(c);
-  n += c->u->ucp_worker_progress(c->worker);
+  n += turn_workers(c, t % kCtrlEvery == 0);
   outbox_drain(c);
   fail_broken(c);
   if (atomic_load_explicit(&c->links_due, memory_order_relaxed)) wake_aside(c);
@@ -2096,8 +2371,7 @@ static void *progress_main(void *arg) {
       if (nap_ns < 1000000) nap_ns *= 2;
       continue;
     }
-    ucs_status_t st = c->u->ucp_worker_arm(c->worker);
-    if (st == UCS_ERR_BUSY) continue;
+    if (!arm_workers(c)) continue;
     if (atomic_load(&c->out_any) || atomic_load(&c->in_flight) ||
         atomic_load(&c->links_due) || atomic_load(&c->broken_any))
       continue;
@@ -2130,7 +2404,7 @@ static const char *opt_or_env(const char *v, const char *env) {
   return e && *e ? e : NULL;
 }
 
-static rk_status_t set_handlers(rk_cluster_t *c) {
+static rk_status_t set_handlers(rk_cluster_t *c, ucp_worker_h w, rx_t *rx) {
   static const struct {
     unsigned id;
     ucp_am_recv_callback_t cb;
@@ -2156,8 +2430,8 @@ static rk_status_t set_handlers(rk_cluster_t *c) {
                    UCP_AM_HANDLER_PARAM_FIELD_ARG;
     p.id = table[i].id;
     p.cb = table[i].cb;
-    p.arg = c;
-    ucs_status_t st = c->u->ucp_worker_set_am_recv_handler(c->worker, &p);
+    p.arg = rx;
+    ucs_status_t st = c->u->ucp_worker_set_am_recv_handler(w, &p);
     if (st != UCS_OK) return rk__ucs_fail(st, "cluster: set AM handler");
   }
   return RK_OK;
@@ -2192,6 +2466,18 @@ static rk_status_t start_listener(rk_cluster_t *c, const char *addr) {
   return RK_OK;
 }
 
+/* HELLO or INTRO to p in msg (room for the header and both addresses):
+ * h, this member's worker for p, its public address; returns the size. */
+static size_t hello_pack(const rk_cluster_t *c, const peer_t *p,
+                         rk_wire_hello_t *h, unsigned char *msg) {
+  h->address_size = (uint32_t)p->waddr_size;
+  h->public_size = (uint32_t)c->waddr_size;
+  memcpy(msg, h, sizeof *h);
+  memcpy(msg + sizeof *h, p->waddr, p->waddr_size);
+  memcpy(msg + sizeof *h + p->waddr_size, c->waddr, c->waddr_size);
+  return sizeof *h + p->waddr_size + c->waddr_size;
+}
+
 /* A joiner, welcomed: introduces itself to every member the hub's WELCOME
  * named (two endpoints to its worker address, as to the hub, then INTRO)
  * and waits until each has answered, failed or the deadline passed. A
@@ -2210,7 +2496,8 @@ static void introduce(rk_cluster_t *c, uint64_t deadline) {
   uint32_t asked[MAX_PEERS];
   uint32_t nasked = 0;
   size_t off = 0;
-  unsigned char *msg = malloc(sizeof(rk_wire_hello_t) + c->waddr_size);
+  unsigned char *msg =
+      malloc(sizeof(rk_wire_hello_t) + RK_WIRE_ADDRESS_MAX + c->waddr_size);
   for (uint32_t i = 0; msg && i < count; ++i) {
     rk_wire_card_t card;
     if (size - off < sizeof card) break;
@@ -2229,23 +2516,28 @@ static void introduce(rk_cluster_t *c, uint64_t deadline) {
     }
     pthread_mutex_unlock(&c->mu);
     if (!p) break;
+    /* The INTRO goes over the watching endpoint (to its public address);
+     * the messages' endpoint is opened when its INTRO_ACK names its
+     * worker for this member. */
     ucp_ep_params_t e = ep_params(p);
     e.field_mask |= UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     e.address = (const ucp_address_t *)address;
-    ucp_ep_h watch = NULL, data = NULL;
+    ucp_ep_h watch = NULL;
+    const char *why = NULL;
     ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &watch);
-    if (st == UCS_OK && !open_data_ep(c, address, card.address_size, &data))
-      st = UCS_ERR_UNREACHABLE;
+    const bool made = st == UCS_OK && peer_worker(c, p, &why);
     pthread_mutex_lock(&c->mu);
-    p->boot = watch;
-    p->ep = data ? data : p->boot;
+    p->boot = p->ep = watch;
     pthread_mutex_unlock(&c->mu);
-    if (st != UCS_OK) {
+    if (!made) {
       char cause[TEXT_MAX];
-      snprintf(cause, sizeof cause,
-               "its worker address (from the hub) cannot be reached (UCX: "
-               "%s)",
-               c->u->ucs_status_string(st));
+      if (why)
+        snprintf(cause, sizeof cause, "no worker could be made for it: %s",
+                 why);
+      else
+        snprintf(cause, sizeof cause,
+                 "its address (from the hub) cannot be reached (UCX: %s)",
+                 c->u->ucs_status_string(st));
       peer_down(c, p, P_FAILED, cause);
       continue;
     }
@@ -2257,12 +2549,9 @@ static void introduce(rk_cluster_t *c, uint64_t deadline) {
     h.token_size = (uint32_t)c->token_size;
     memcpy(h.token, c->token, c->token_size);
     copy_name(h.name, sizeof h.name, c->name);
-    h.address_size = (uint32_t)c->waddr_size;
-    memcpy(msg, &h, sizeof h);
-    memcpy(msg + sizeof h, c->waddr, c->waddr_size);
+    const size_t n = hello_pack(c, p, &h, msg);
     char *saved = rk__error_save();
-    const rk_status_t ps =
-        post(c, p, RK_AM_INTRO, NULL, 0, msg, sizeof h + c->waddr_size, false);
+    const rk_status_t ps = post(c, p, RK_AM_INTRO, NULL, 0, msg, n, false);
     rk__error_restore(saved);
     if (ps != RK_OK) {
       peer_down(c, p, P_FAILED, "the introduction could not be sent");
@@ -2276,14 +2565,14 @@ static void introduce(rk_cluster_t *c, uint64_t deadline) {
   for (;;) {
     uint32_t waiting = 0;
     for (uint32_t i = 0; i < nasked; ++i)
-      waiting += atomic_load(&c->peers[asked[i]].state) == P_CONNECTING;
+      waiting += joining(&c->peers[asked[i]]);
     if (!waiting || rk__now_ns() >= deadline) break;
     cond_wait_until(&c->cv, &c->mu, deadline, 100000000);
   }
   pthread_mutex_unlock(&c->mu);
   for (uint32_t i = 0; i < nasked; ++i) {
     peer_t *p = &c->peers[asked[i]];
-    if (atomic_load(&p->state) == P_CONNECTING)
+    if (joining(p))
       peer_down(c, p, P_FAILED, "it did not answer this member's introduction");
   }
 }
@@ -2307,6 +2596,12 @@ static rk_status_t join(rk_cluster_t *c, const char *addr, uint64_t timeout) {
   e.sockaddr.addr = (const struct sockaddr *)&sa;
   e.sockaddr.addrlen = len;
   pthread_mutex_unlock(&c->mu);
+  const char *why = NULL;
+  if (!peer_worker(c, p, &why)) {
+    atomic_store(&p->state, P_FAILED);
+    return rk__fail(RK_ERR_UNAVAILABLE,
+                    "cluster: cannot make a UCX worker for the hub: %s", why);
+  }
   ucp_ep_h ep = NULL;
   ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &ep);
   pthread_mutex_lock(&c->mu);
@@ -2326,22 +2621,19 @@ static rk_status_t join(rk_cluster_t *c, const char *addr, uint64_t timeout) {
   h.token_size = (uint32_t)c->token_size;
   memcpy(h.token, c->token, c->token_size);
   copy_name(h.name, sizeof h.name, c->name);
-  h.address_size = (uint32_t)c->waddr_size;
-  unsigned char *msg = malloc(sizeof h + c->waddr_size);
+  unsigned char *msg = malloc(sizeof h + p->waddr_size + c->waddr_size);
   if (!msg) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: join");
-  memcpy(msg, &h, sizeof h);
-  memcpy(msg + sizeof h, c->waddr, c->waddr_size);
-  rk_status_t ps =
-      post(c, p, RK_AM_HELLO, NULL, 0, msg, sizeof h + c->waddr_size, true);
+  const size_t n = hello_pack(c, p, &h, msg);
+  rk_status_t ps = post(c, p, RK_AM_HELLO, NULL, 0, msg, n, true);
   free(msg);
   RK_RETURN_IF_ERROR(ps);
   uint64_t deadline = deadline_after(timeout);
   pthread_mutex_lock(&c->mu);
-  while (atomic_load(&p->state) == P_CONNECTING && rk__now_ns() < deadline)
+  while (joining(p) && rk__now_ns() < deadline)
     cond_wait_until(&c->cv, &c->mu, deadline, 100000000);
   int s = atomic_load(&p->state);
   rk_status_t out = RK_OK;
-  if (s == P_CONNECTING) {
+  if (s == P_CONNECTING || s == P_JOINING) {
     out = rk__fail(RK_ERR_TIMEOUT,
                    "cluster: no answer from %s within %.3f s (nobody "
                    "listening, or a firewall?)",
@@ -2359,11 +2651,18 @@ static rk_status_t join(rk_cluster_t *c, const char *addr, uint64_t timeout) {
   return out;
 }
 
-/* The MPI launcher path: one MPI_Allgather of every rank's worker
- * address, then two endpoints to every other rank (one watching it with
- * peer error handling, one carrying the messages, as for a joiner), then
- * one MPI_Barrier so that no rank sends before every rank can take it.
- * Peer slot r is rank r, the own slot unused. */
+/* The MPI launcher path: a worker for every other rank; one MPI_Allgather
+ * of every rank's public address and one MPI_Alltoall of each rank's
+ * worker for each other; then two endpoints to every other rank (one
+ * between the control workers watching it with peer error handling, one
+ * between the two ranks' workers for each other carrying the messages, as
+ * for a joiner), then one MPI_Barrier so that no rank sends before every
+ * rank can take it. Peer slot r is rank r, the own slot unused. */
+typedef struct mpi_address {
+  uint32_t size, reserved;
+  unsigned char address[RK_WIRE_ADDRESS_MAX];
+} mpi_address_t;
+
 typedef struct mpi_card {
   uint32_t magic, version, rank, address_size;
   char name[RK_WIRE_NAME_MAX];
@@ -2428,6 +2727,30 @@ static rk_status_t mpi_join(rk_cluster_t *c, bool named) {
     c->peer_count = (uint32_t)size;
     pthread_mutex_unlock(&c->mu);
   }
+  /* Each rank's worker for each other rank: block r of `mine` goes to
+   * rank r, block r of `theirs` is rank r's worker for this one. Every
+   * rank takes part even when its own workers failed (an empty block). */
+  mpi_address_t *mine = NULL, *theirs = NULL;
+  if (s == RK_OK) {
+    mine = calloc((size_t)size, sizeof *mine);
+    theirs = calloc((size_t)size, sizeof *theirs);
+    if (!mine || !theirs)
+      s = rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: MPI join");
+  }
+  const char *why = NULL;
+  for (int r = 0; s == RK_OK && r < size; ++r) {
+    peer_t *p = &c->peers[r];
+    if (r == rank || (!why && !peer_worker(c, p, &why))) continue;
+    mine[r].size = (uint32_t)p->waddr_size;
+    memcpy(mine[r].address, p->waddr, p->waddr_size);
+  }
+  if (s == RK_OK &&
+      m->MPI_Alltoall(mine, (int)sizeof *mine, m->byte, theirs,
+                      (int)sizeof *theirs, m->byte, m->comm_world) != 0)
+    s = rk__fail(RK_ERR_UNAVAILABLE, "cluster: MPI_Alltoall failed");
+  if (s == RK_OK && why)
+    s = rk__fail(RK_ERR_UNAVAILABLE,
+                 "cluster: cannot make a UCX worker for every rank: %s", why);
   for (int r = 0; s == RK_OK && r < size; ++r) {
     if (r == rank) continue;
     peer_t *p = &c->peers[r];
@@ -2437,7 +2760,8 @@ static rk_status_t mpi_join(rk_cluster_t *c, bool named) {
     ucp_ep_h watch = NULL, data = NULL;
     ucs_status_t st = c->u->ucp_ep_create(c->worker, &e, &watch);
     if (st == UCS_OK &&
-        !open_data_ep(c, all[r].address, all[r].address_size, &data))
+        (theirs[r].size > RK_WIRE_ADDRESS_MAX ||
+         !open_data_ep(c, p->rx.w, theirs[r].address, theirs[r].size, &data)))
       st = UCS_ERR_UNREACHABLE;
     pthread_mutex_lock(&c->mu);
     p->boot = watch;
@@ -2452,6 +2776,8 @@ static rk_status_t mpi_join(rk_cluster_t *c, bool named) {
   }
   free(all);
   free(me);
+  free(mine);
+  free(theirs);
   if (s == RK_OK && m->MPI_Barrier(m->comm_world) != 0)
     s = rk__fail(RK_ERR_UNAVAILABLE, "cluster: MPI_Barrier failed");
   return s;
@@ -2472,6 +2798,15 @@ rk_status_t rk_cluster_mpi_available(const char **out_version) {
     *out_version = version;
   }
   return RK_OK;
+}
+
+/* A turn of every worker, those of peers gone included (their endpoints
+ * close too). */
+static void close_turn(rk_cluster_t *c) {
+  c->u->ucp_worker_progress(c->worker);
+  const uint32_t nw = atomic_load_explicit(&c->nw, memory_order_acquire);
+  for (uint32_t i = 0; i < nw; ++i)
+    c->u->ucp_worker_progress(c->wpeers[i]->rx.w);
 }
 
 static void close_eps(rk_cluster_t *c) {
@@ -2496,9 +2831,10 @@ static void close_eps(rk_cluster_t *c) {
   for (size_t i = 0; i < n; ++i) {
     while (c->u->ucp_request_check_status(reqs[i]) == UCS_INPROGRESS &&
            rk__now_ns() < deadline)
-      c->u->ucp_worker_progress(c->worker);
-    if (c->u->ucp_request_check_status(reqs[i]) != UCS_INPROGRESS)
-      c->u->ucp_request_free(reqs[i]);
+      close_turn(c);
+    /* Released either way: one still closing completes (or is dropped)
+     * with its worker, which asserts that none is left unreleased. */
+    c->u->ucp_request_free(reqs[i]);
   }
 }
 
@@ -2648,9 +2984,17 @@ void rk_cluster_destroy(rk_cluster_t *c) {
       free(m);
       m = next;
     }
+    const uint32_t nw = atomic_load(&c->nw);
+    for (uint32_t i = 0; i < nw; ++i) {
+      peer_t *p = c->wpeers[i];
+      c->u->ucp_worker_release_address(p->rx.w, p->waddr);
+      c->u->ucp_worker_destroy(p->rx.w);
+      p->rx.w = NULL;
+    }
     if (c->waddr) c->u->ucp_worker_release_address(c->worker, c->waddr);
     c->u->ucp_worker_destroy(c->worker);
   }
+  if (c->efd >= 0) close(c->efd);
   if (c->context) c->u->ucp_cleanup(c->context);
   if (c->mpi_owned) {
     int done = 0;
@@ -2671,6 +3015,7 @@ void rk_cluster_destroy(rk_cluster_t *c) {
   pthread_mutex_destroy(&c->links_mu);
   pthread_mutex_destroy(&c->mu);
   pthread_mutex_destroy(&c->out_mu);
+  pthread_mutex_destroy(&c->drain_mu);
   pthread_mutex_destroy(&c->exports_mu);
   pthread_cond_destroy(&c->cv);
   free(c);
@@ -2710,6 +3055,7 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
   c->efd = -1;
   pthread_mutex_init(&c->mu, NULL);
   pthread_mutex_init(&c->out_mu, NULL);
+  pthread_mutex_init(&c->drain_mu, NULL);
   pthread_mutex_init(&c->exports_mu, NULL);
   pthread_mutex_init(&c->links_mu, NULL);
   pthread_mutex_init(&c->failq_mu, NULL);
@@ -2758,11 +3104,7 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
     if (st != UCS_OK) s = rk__ucs_fail(st, "cluster: UCX init");
   }
   if (s == RK_OK) {
-    ucp_worker_params_t wp;
-    memset(&wp, 0, sizeof wp);
-    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wp.thread_mode = UCS_THREAD_MODE_MULTI;
-    st = u->ucp_worker_create(c->context, &wp, &c->worker);
+    st = make_worker(c, &c->worker);
     if (st != UCS_OK) s = rk__ucs_fail(st, "cluster: UCX worker");
   }
   if (s == RK_OK) {
@@ -2775,9 +3117,16 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
                    "cluster: this UCX build has no multi-thread support "
                    "(configure UCX with --enable-mt)");
   }
+  int ctrl_efd = -1;
   if (s == RK_OK) {
-    st = u->ucp_worker_get_efd(c->worker, &c->efd);
+    st = u->ucp_worker_get_efd(c->worker, &ctrl_efd);
     if (st != UCS_OK) s = rk__ucs_fail(st, "cluster: UCX event fd");
+  }
+  if (s == RK_OK) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    c->efd = epoll_create1(EPOLL_CLOEXEC);
+    if (c->efd < 0 || epoll_ctl(c->efd, EPOLL_CTL_ADD, ctrl_efd, &ev) != 0)
+      s = rk__fail(RK_ERR_UNAVAILABLE, "cluster: epoll: %s", strerror(errno));
   }
   if (s == RK_OK) {
     st = u->ucp_worker_get_address(c->worker, &c->waddr, &c->waddr_size);
@@ -2786,7 +3135,11 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
     else if (c->waddr_size > RK_WIRE_ADDRESS_MAX)
       c->waddr_size = 0; /* too long to send: one endpoint per peer */
   }
-  if (s == RK_OK) s = set_handlers(c);
+  if (s == RK_OK) {
+    c->rx.c = c;
+    c->rx.w = c->worker;
+    s = set_handlers(c, c->worker, &c->rx);
+  }
   if (s == RK_OK) {
     s = rk__actor_destroy_hook_add(on_actor_destroy, c);
     c->hooked = s == RK_OK;
@@ -3150,7 +3503,7 @@ typedef bool (*ready_fn)(rk_remote_actor_t *h, void *arg);
  * sends or faults to handle), then a turn of the worker. Never with a lock
  * held. */
 static void sleep_on_worker(rk_cluster_t *c, uint64_t deadline) {
-  if (c->u->ucp_worker_arm(c->worker) == UCS_OK && !atomic_load(&c->out_any) &&
+  if (arm_workers(c) && !atomic_load(&c->out_any) &&
       !atomic_load(&c->links_due) && !atomic_load(&c->broken_any)) {
     /* poll's milliseconds: within the last one before the deadline it
      * does not sleep (the caller drives until then). */
@@ -3182,7 +3535,7 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
   while (c->spin_us && !ready(h, arg) && !stopped(h) &&
          (now = rk__now_ns()) < spin_end && now < deadline) {
     pthread_mutex_unlock(&h->mu);
-    pump(c);
+    pump_as(c, true);
     forward_all(c);
     if (crowded < 0 && now - start >= HWAIT_CROWD_AFTER_NS)
       crowded = rk__machine_crowded();

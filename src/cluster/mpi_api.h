@@ -29,6 +29,9 @@ typedef void *rk_mpi_handle_t; /* MPI_Comm, MPI_Datatype (Open MPI) */
   X(MPI_Allgather, int,                                                \
     (const void *, int, rk_mpi_handle_t, void *, int, rk_mpi_handle_t, \
      rk_mpi_handle_t))                                                 \
+  X(MPI_Alltoall, int,                                                 \
+    (const void *, int, rk_mpi_handle_t, void *, int, rk_mpi_handle_t, \
+     rk_mpi_handle_t))                                                 \
   X(MPI_Get_library_version, int, (char *, int *))
 
 typedef struct rk_mpi_api {

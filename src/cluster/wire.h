@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define RK_WIRE_MAGIC 0x726b636cu /* "rkcl" */
-#define RK_WIRE_VERSION 3u
+#define RK_WIRE_VERSION 4u
 #define RK_WIRE_NAME_MAX 64
 #define RK_WIRE_ACTOR_NAME_MAX 128
 #define RK_WIRE_TOKEN_MAX 128
@@ -40,12 +40,19 @@ enum {
   RK_AM_COUNT
 };
 
-/* HELLO and WELCOME are followed by the sender's UCP worker address
- * (address_size bytes): the receiver opens a second endpoint to it and sends
- * everything after on that one. An endpoint made from a worker address may
- * use every transport UCX has between the two (shared memory on one
- * machine); one made from a socket address, in UCX 1.13, only network
- * ones. The first endpoint stays open to notice the peer's failure. */
+/* Each member gives each peer the address of a UCP worker it keeps for
+ * that peer alone: HELLO and INTRO are followed by it (address_size
+ * bytes) and then by the sender's public address (public_size bytes: its
+ * control worker's, which watches peers); WELCOME and INTRO_ACK by the
+ * answering side's worker for the sender. Each side opens its messages'
+ * endpoint from its own worker for the peer to the peer's worker for it,
+ * so a peer's messages never share a worker (nor its shared-memory
+ * receive FIFO) with another peer's. An endpoint made from a worker
+ * address may use every transport UCX has between the two (shared memory
+ * on one machine); one made from a socket address, in UCX 1.13, only
+ * network ones. The endpoint the handshake came on (or one made from the
+ * public address) stays open on the control workers to notice the peer's
+ * failure. */
 #define RK_WIRE_ADDRESS_MAX 8192
 
 /* joining member -> hub */
@@ -53,19 +60,20 @@ typedef struct rk_wire_hello {
   uint32_t magic, version;
   uint32_t hub_index; /* the joiner's index for the hub: WELCOME's `from` */
   uint32_t token_size;
-  uint32_t address_size;
-  uint32_t reserved;
+  uint32_t address_size; /* the sender's worker for the receiver */
+  uint32_t public_size;  /* the sender's control worker */
   char name[RK_WIRE_NAME_MAX];
   char token[RK_WIRE_TOKEN_MAX];
 } rk_wire_hello_t;
 
 /* hub -> joining member: accepted (status 0) or refused (rk status, why).
- * Followed by the hub's worker address (address_size bytes), then by
- * `members` cards: the other members the hub has welcomed (UP, or being
- * welcomed), each a rk_wire_card_t and its worker address. The joiner
+ * Followed by the hub's worker for the joiner (address_size bytes), then
+ * by `members` cards: the other members the hub has welcomed (UP, or being
+ * welcomed), each a rk_wire_card_t and its public address. The joiner
  * introduces itself to each (INTRO, a rk_wire_hello_t whose hub_index is
- * the joiner's index for that member); each answers INTRO_ACK (a
- * rk_wire_welcome_t with no address and no cards). So every pair of
+ * the joiner's index for that member, sent over an endpoint to the public
+ * address); each answers INTRO_ACK (a rk_wire_welcome_t with its worker
+ * for the joiner and no cards). So every pair of
  * members of a hub-formed cluster is connected directly: of two members,
  * the one the hub welcomed second introduces itself to the first. */
 typedef struct rk_wire_welcome {

@@ -30,7 +30,6 @@
 #include <unistd.h>
 
 #include "base/sys.h"
-#include "cluster/killable.h"
 #define RK_TEST_IMPLEMENTATION
 #include "rk_test.h"
 
@@ -68,6 +67,22 @@ static const char kBigSource[] =
 typedef struct {
   float v[BIG_N];
 } big_t;
+
+/* A flooder's messages: 2 KiB, copied into the receiver's shared-memory
+ * FIFO element by element while the sender holds it claimed. */
+static const char kSinkSource[] =
+    "#include <rk/kernel.h>\n"
+    "typedef struct { uint32_t w[512]; } blob_t;\n"
+    "typedef struct { uint32_t v; } ack_t;\n"
+    "RK_HANDLER void sink(const blob_t *in, ack_t *out) {\n"
+    "  out->v = in->w[0] + in->w[511];\n"
+    "}\n";
+typedef struct {
+  uint32_t w[512];
+} blob_t;
+typedef struct {
+  uint32_t v;
+} ack_t;
 
 static rk_context_t *g_ctx;
 static const char *g_self;
@@ -184,6 +199,35 @@ static int role_caller(const char *addr, const char *name) {
   return bad ? 7 : 0;
 }
 
+/* Looks up hub/sink and sends to it as fast as the window lets it, 32
+ * messages then their 32 answers, until the hub goes (or it is killed,
+ * which is what it is for). */
+static int role_flooder(const char *addr, const char *name) {
+  rk_cluster_t *c = member_join(addr, name, NULL);
+  rk_remote_actor_t *h;
+  if (rk_cluster_lookup(c, "hub/sink", 5 * SEC, &h) != RK_OK) {
+    printf("lookup: %s\n", rk_last_error());
+    return 6;
+  }
+  blob_t *b = calloc(1, sizeof *b);
+  for (uint32_t i = 0; b; ++i) {
+    bool ok = true;
+    for (int k = 0; k < 32 && ok; ++k) {
+      b->w[0] = i;
+      ok = rk_remote_actor_send(h, b, sizeof *b, 10 * SEC, NULL) == RK_OK;
+    }
+    for (int k = 0; k < 32 && ok; ++k) {
+      ack_t a;
+      ok = rk_remote_actor_receive(h, &a, sizeof a, 10 * SEC, NULL) == RK_OK;
+    }
+    if (!ok) break;
+  }
+  free(b);
+  rk_remote_actor_release(h);
+  rk_cluster_destroy(c);
+  return 0;
+}
+
 /* ---- the hub's side ---------------------------------------------------- */
 
 typedef struct child {
@@ -193,9 +237,8 @@ typedef struct child {
 
 static char g_addr[128];
 
-/* `killed`: the test will kill it (rk_test_member_to_be_killed). */
 static child_t spawn(const char *role, const char *name, const char *prefix,
-                     const char *token, bool killed) {
+                     const char *token) {
   int fds[2];
   child_t ch = {-1, -1};
   if (pipe(fds) != 0) return ch;
@@ -205,7 +248,6 @@ static child_t spawn(const char *role, const char *name, const char *prefix,
     close(fds[0]);
     close(fds[1]);
     if (token) setenv("RK_CLUSTER_TOKEN", token, 1);
-    if (killed) rk_test_member_to_be_killed();
     execl(g_self, g_self, "--role", role, g_addr, name, prefix ? prefix : "-",
           (char *)NULL);
     _exit(127);
@@ -428,7 +470,7 @@ out:
 
 /* A member that calls an actor the hub exports. */
 static void test_member_calls_hub(rk_cluster_t *c) {
-  child_t b = spawn("caller", "member-b", NULL, NULL, false);
+  child_t b = spawn("caller", "member-b", NULL, NULL);
   int code = reap(&b, 60);
   CHECK(code == 0, "the calling member exited %d", code);
   (void)c;
@@ -463,7 +505,7 @@ static void *stream_until_failure(void *arg) {
 }
 
 static void test_killed_mid_stream(rk_cluster_t *c) {
-  child_t v = spawn("owner", "victim", "v", NULL, true);
+  child_t v = spawn("owner", "victim", "v", NULL);
   rk_remote_actor_t *h = find(c, "v/seq");
   rk_remote_actor_t *h2 = find(c, "v/add");
   if (!h || !h2) {
@@ -511,14 +553,66 @@ static void test_killed_mid_stream(rk_cluster_t *c) {
   reap(&v, 5);
 
   /* The same name may not join again. */
-  child_t again = spawn("owner", "victim", "v2", NULL, false);
+  child_t again = spawn("owner", "victim", "v2", NULL);
   int code = reap(&again, 30);
   CHECK(code == 3, "rejoining under a failed name: exit %d (3 = refused)",
         code);
 }
 
+/* Members killed while they flood the hub with 2 KiB messages, round
+ * after round (each under a new name: a failed one is burned): after each
+ * kill member-a, alive, still answers the hub at once. Over shared memory
+ * a sender killed between claiming an element of the receiver's FIFO and
+ * marking it written would wedge that FIFO; every peer has a worker (and a
+ * FIFO) of its own in the hub, so the wedge holds up nobody else. */
+static void test_flooders_killed(rk_cluster_t *c, rk_actor_t *sink,
+                                 uint32_t rounds) {
+  rk_remote_actor_t *ha = find(c, "a/add");
+  if (!ha) return;
+  uint32_t wedged = 0;
+  for (uint32_t r = 0; r < rounds; ++r) {
+    char name[32];
+    snprintf(name, sizeof name, "flood-%u", r);
+    rk_actor_stats_t st0, st;
+    CHECK_OK(rk_actor_stats(sink, &st0));
+    child_t f = spawn("flooder", name, NULL, NULL);
+    /* Killed once it has flooded for a few milliseconds (a different
+     * moment each round). */
+    const uint64_t end = rk__now_ns() + 20 * SEC;
+    do {
+      usleep(500);
+      CHECK_OK(rk_actor_stats(sink, &st));
+    } while (st.processed < st0.processed + 2000 && rk__now_ns() < end);
+    usleep(1000 * (r % 7));
+    kill(f.pid, SIGKILL);
+    reap(&f, 5);
+    imsg_t q = {(int)r}, a = {0};
+    const uint64_t t0 = rk__now_ns();
+    rk_status_t s =
+        rk_remote_actor_call(ha, &q, sizeof q, &a, sizeof a, 3 * SEC, NULL);
+    if (s != RK_OK || a.v != (int)r + 1) {
+      wedged++;
+      printf(
+          "  round %u: member-a did not answer after %s was killed: %s "
+          "(%s)\n",
+          r, name, rk_status_name(s), rk_last_error());
+    } else if (r == 0 || r + 1 == rounds) {
+      printf(
+          "  round %u: %s killed after %llu messages; member-a answered "
+          "in %.3f ms\n",
+          r, name, (unsigned long long)(st.processed - st0.processed),
+          (double)(rk__now_ns() - t0) / 1e6);
+    }
+  }
+  CHECK(wedged == 0,
+        "member-a answered after every flooder's kill (%u of %u rounds "
+        "without an answer)",
+        wedged, rounds);
+  rk_remote_actor_release(ha);
+}
+
 static void test_never_answers(rk_cluster_t *c) {
-  child_t d = spawn("owner", "sleeper", "d", NULL, true);
+  child_t d = spawn("owner", "sleeper", "d", NULL);
   rk_remote_actor_t *h = find(c, "d/add");
   if (!h) {
     reap(&d, 1);
@@ -548,7 +642,7 @@ static void test_never_answers(rk_cluster_t *c) {
 }
 
 static void test_left(rk_cluster_t *c) {
-  child_t e = spawn("owner", "leaver", "e", NULL, false);
+  child_t e = spawn("owner", "leaver", "e", NULL);
   rk_remote_actor_t *h = find(c, "e/add");
   if (!h) {
     reap(&e, 1);
@@ -569,7 +663,7 @@ static void test_left(rk_cluster_t *c) {
 }
 
 static void test_refusals(void) {
-  child_t t = spawn("owner", "tokenless", "t", "wrong-token", false);
+  child_t t = spawn("owner", "tokenless", "t", "wrong-token");
   int code = reap(&t, 30);
   CHECK(code == 3, "a wrong token: exit %d (3 = refused)", code);
 }
@@ -578,6 +672,7 @@ int main(int argc, char **argv) {
   if (argc >= 6 && !strcmp(argv[1], "--role")) {
     if (!strcmp(argv[2], "owner")) return role_owner(argv[3], argv[4], argv[5]);
     if (!strcmp(argv[2], "caller")) return role_caller(argv[3], argv[4]);
+    if (!strcmp(argv[2], "flooder")) return role_flooder(argv[3], argv[4]);
     return 2;
   }
   const char *version;
@@ -587,9 +682,12 @@ int main(int argc, char **argv) {
   g_self = rk__executable_path(self, sizeof self) ? self : argv[0];
   const char *tls = getenv("UCX_TLS");
   printf("UCX %s, UCX_TLS=%s\n", version, tls ? tls : "(default)");
-  uint32_t stream_n = 100000;
-  if (argc >= 3 && !strcmp(argv[1], "--stream"))
-    stream_n = (uint32_t)atoi(argv[2]);
+  uint32_t stream_n = 100000, flood_rounds = 6;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--stream")) stream_n = (uint32_t)atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--flood-rounds"))
+      flood_rounds = (uint32_t)atoi(argv[i + 1]);
+  }
   rk_test_use_temp_cache(); /* inherited by the members: one compile each */
   g_ctx = cpu_context();
 
@@ -611,8 +709,10 @@ int main(int argc, char **argv) {
   CHECK_OK(rk_cluster_export(c, hub_add, "hub/gone"));
   CHECK_OK(rk_cluster_unexport(c, "hub/gone"));
   CHECK_STATUS(rk_cluster_unexport(c, "hub/gone"), RK_ERR_NOT_FOUND);
+  rk_actor_t *sink = launch(kSinkSource, "sink", 0);
+  CHECK_OK(rk_cluster_export(c, sink, "hub/sink"));
 
-  child_t a = spawn("owner", "member-a", "a", NULL, false);
+  child_t a = spawn("owner", "member-a", "a", NULL);
   CHECK_OK(rk_cluster_wait_peers(c, 1, 30 * SEC));
   test_basics(c);
   test_lookup_errors(c);
@@ -620,6 +720,7 @@ int main(int argc, char **argv) {
   test_stream(c, stream_n);
   test_member_calls_hub(c);
   test_killed_mid_stream(c);
+  test_flooders_killed(c, sink, flood_rounds);
   test_never_answers(c);
   test_left(c);
   test_refusals();
@@ -628,5 +729,6 @@ int main(int argc, char **argv) {
 
   rk_cluster_destroy(c);
   rk_actor_destroy(hub_add);
+  rk_actor_destroy(sink);
   return rk_test_finish("cluster");
 }

@@ -35,7 +35,6 @@
 #include <unistd.h>
 
 #include "base/sys.h"
-#include "cluster/killable.h"
 #include "rk/cluster.h"
 #include "rk/registry.h"
 #include "rk/supervisor.h"
@@ -328,8 +327,7 @@ typedef struct child {
   int in, out;
 } child_t;
 
-/* `killed`: the test will kill it (rk_test_member_to_be_killed). */
-static child_t spawn(const char *role, bool killed) {
+static child_t spawn(const char *role) {
   int in[2], out[2];
   child_t ch = {-1, -1, -1};
   if (pipe(in) != 0) return ch;
@@ -342,7 +340,6 @@ static child_t spawn(const char *role, bool killed) {
     close(in[1]);
     close(out[0]);
     close(out[1]);
-    if (killed) rk_test_member_to_be_killed();
     execl(g_self, g_self, "--role", role, g_addr, (char *)NULL);
     _exit(127);
   }
@@ -411,12 +408,12 @@ static int reap(child_t *ch, unsigned seconds) {
 }
 
 static void run(rk_cluster_t *c) {
-  child_t first = spawn("first", true);
+  child_t first = spawn("first");
   if (!CHECK(expect_line(&first, "ready", 60), "'first' is ready")) {
     reap(&first, 5);
     return;
   }
-  child_t second = spawn("second", false);
+  child_t second = spawn("second");
   if (!CHECK(expect_line(&second, "ready", 60),
              "'second' reached first/add directly")) {
     reap(&second, 5);

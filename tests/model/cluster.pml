@@ -8,7 +8,12 @@
  * WELCOME (it would drop it: it does not know the hub yet, and the lookup
  * would time out). -DEARLY_UP, the negative control, marks the joiner UP
  * when the HELLO arrives, as the first version did: spin must find the
- * LOOKUP overtaking the WELCOME (an assertion).
+ * LOOKUP overtaking the WELCOME (an assertion). The joiner's `welcomed`
+ * is its JOINING state in the code: set in the callback that takes the
+ * WELCOME, so that what follows on the endpoint is taken, while the
+ * joiner's own messages' endpoint is opened after the worker's turn and
+ * every reply waits for it in the outbox (not modelled: the joiner sends
+ * nothing here).
  *
  * FAIL (-DFAIL): a caller waits for an answer on a handle (a condition
  * variable under the handle's mutex), re-checking "answered or the owner
