@@ -290,10 +290,15 @@ enum {
   G_MP = 1u << 4,
   G_RING = 1u << 5,
   G_PRODUCERS = 1u << 6,
-  G_ALL = (1u << 7) - 1,
+  G_RK_STREAM = 1u << 7,
+  G_RK_BATCH = 1u << 8,
+  G_ALL = (1u << 9) - 1,
 };
+/* Bit g is kGroupNames[g]; "rk-call" is bit 2 alone, and "rk" all three
+ * rk groups (call, stream, batch). */
 static const char *const kGroupNames[] = {
-    "floor", "ck", "rk", "traditional", "mp", "ring", "producers"};
+    "floor", "ck",        "rk-call",   "traditional", "mp",
+    "ring",  "producers", "rk-stream", "rk-batch"};
 
 /* "rk,mp" -> G_RK | G_MP; 0 when a name is unknown. */
 static unsigned parse_groups(const char *text) {
@@ -302,6 +307,7 @@ static unsigned parse_groups(const char *text) {
   while (*p) {
     size_t len = strcspn(p, ",");
     unsigned bit = 0;
+    if (len == 2 && !strncmp(p, "rk", 2)) bit = G_RK | G_RK_STREAM | G_RK_BATCH;
     for (unsigned g = 0; g < sizeof kGroupNames / sizeof kGroupNames[0]; ++g)
       if (strlen(kGroupNames[g]) == len && !strncmp(p, kGroupNames[g], len))
         bit = 1u << g;
@@ -334,9 +340,10 @@ static void usage(FILE *f) {
       "  --cooldown-ms MS sleep before each round so that other threads "
       "park (2)\n"
       "  --only LIST      run only these groups, comma-separated: floor, "
-      "ck, ring, rk,\n"
-      "                   traditional, mp, producers (for profiling one "
-      "part)\n"
+      "ck, ring, rk\n"
+      "                   (or one of rk-call, rk-stream, rk-batch), "
+      "traditional, mp,\n"
+      "                   producers (for profiling one part)\n"
       "  --infinite-timeout  call rk with RK_TIMEOUT_INFINITE (default: "
       "a 10 s timeout,\n"
       "                   as a careful caller would; a hang then hangs "
@@ -1273,10 +1280,12 @@ static unsigned group_of(series_id_t s) {
     case S_RING_NOSIG_TPUT:
       return G_RING;
     case S_RK_RTT:
+      return G_RK;
     case S_RK_TPUT:
+      return G_RK_STREAM;
     case S_RK_BATCH_TPUT:
     case S_RK_LEND_TPUT:
-      return G_RK;
+      return G_RK_BATCH;
     case S_RK_2P:
     case S_RK_8P:
       return G_PRODUCERS;

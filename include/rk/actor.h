@@ -165,7 +165,9 @@ const char *rk_actor_fault_name(rk_actor_fault_t fault);
 typedef struct rk_actor_stats {
   rk_actor_state_t state;
   rk_actor_mode_t mode;
-  uint64_t sent;             /* requests accepted by send/call */
+  /* Requests accepted by send/call. Exact once those calls have returned;
+   * a send still waiting for room counts from the moment it began. */
+  uint64_t sent;
   uint64_t processed;        /* requests the handler has finished */
   uint64_t handler_errors;   /* of those, how many returned non-zero */
   int32_t last_handler_code; /* the latest non-zero return, 0 if none */

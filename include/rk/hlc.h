@@ -38,6 +38,10 @@
  * Thread safety: every function may be called from any number of threads
  * on the same clock at once (the clock word is advanced by compare-and-
  * swap). rk_hlc_init is the exception: call it before sharing the clock.
+ * On the process clock a thread takes a run of ticks with one compare-and-
+ * swap and hands them out while no other thread has used the clock, so a
+ * thread that sends alone writes the shared word once per run, not per
+ * request; the ordering above holds the same.
  */
 #ifndef RK_HLC_H_
 #define RK_HLC_H_
@@ -90,7 +94,8 @@ rk_status_t rk_hlc_update(rk_hlc_t *clock, uint64_t received,
 /* Sets the bound rk_hlc_update checks (nanoseconds; UINT64_MAX: none). */
 void rk_hlc_set_max_skew(rk_hlc_t *clock, uint64_t max_skew_ns);
 
-/* The last timestamp issued or merged, without ticking. */
+/* The last timestamp issued or merged, without ticking: every later tick
+ * of the clock is larger. */
 uint64_t rk_hlc_peek(const rk_hlc_t *clock);
 
 /* -1, 0 or 1 as a happened before, together with, or after b. Timestamps

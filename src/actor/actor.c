@@ -118,8 +118,11 @@ struct rk_actor {
   /* Why the actor is FAILED: written once before the state. */
   char fail_reason[160];
 
-  uint64_t next_id;       /* atomic; correlation ids start at 1 */
-  uint64_t sent, dropped; /* atomic */
+  uint64_t next_id; /* atomic; correlation ids start at 1 */
+  /* Atomic. `unsent` counts the ids taken whose request did not go (also
+   * in `dropped`): the sends that went are next_id - 1 - unsent, with no
+   * counter written on the way. */
+  uint64_t unsent, dropped;
 
   /* Traditional mode. */
   pthread_mutex_t trad_lock;
@@ -953,7 +956,7 @@ static void observe_responses(rk__ring_end_t *c, uint64_t n) {
         ((const rk_abi_msg_t *)rk__ring_peek(c, (uint32_t)i))->timestamp;
     if (t > latest) latest = t;
   }
-  rk__hlc_observe(&rk__hlc_host.value, latest);
+  rk__hlc_host_observe(latest);
 }
 
 /* Moves every published response to its caller or the receive queue.
@@ -1316,8 +1319,7 @@ static rk_status_t trad_call(rk_actor_t *a, const rk_abi_msg_t *req,
   rk_status_t s = trad_run(a, req, payload, slot);
   if (s == RK_OK) {
     /* A receive event of the host, before the caller sees it. */
-    rk__hlc_observe(&rk__hlc_host.value,
-                    ((const rk_abi_msg_t *)slot)->timestamp);
+    rk__hlc_host_observe(((const rk_abi_msg_t *)slot)->timestamp);
     memcpy(response, slot + RK_ABI_MSG_HEADER, a->out_size);
     fill_info((const rk_abi_msg_t *)slot, info);
   }
@@ -1357,9 +1359,15 @@ static rk_status_t enqueue(rk_actor_t *a, const rk_abi_msg_t *m,
   }
 }
 
+/* `n` requests that took ids did not go. */
+static void not_sent(rk_actor_t *a, uint64_t n) {
+  __atomic_fetch_add(&a->unsent, n, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&a->dropped, n, __ATOMIC_RELAXED);
+}
+
 static rk_abi_msg_t request_header(rk_actor_t *a, uint64_t id) {
   rk_abi_msg_t m = {.correlation_id = id,
-                    .timestamp = rk__hlc_tick(&rk__hlc_host.value),
+                    .timestamp = rk__hlc_host_tick(),
                     .type = RK_ABI_MSG_REQUEST,
                     .size = a->in_size};
   return m;
@@ -1387,10 +1395,9 @@ static rk_status_t send_one(rk_actor_t *a, const void *request,
     s = enqueue(a, &m, request, &limit, false, counted, "actor_send");
   }
   if (s != RK_OK) {
-    __atomic_fetch_add(&a->dropped, 1u, __ATOMIC_RELAXED);
+    not_sent(a, 1);
     return s;
   }
-  __atomic_fetch_add(&a->sent, 1u, __ATOMIC_RELAXED);
   if (out_id) *out_id = id;
   return RK_OK;
 }
@@ -1674,10 +1681,7 @@ rk_status_t rk_actor_send_batch(rk_actor_t *actor, const void *requests,
       if (deadline && deadline < slice) slice = deadline;
       wait_input_space(actor, seq, slice);
     }
-    if (sent < count)
-      __atomic_fetch_add(&actor->dropped, (uint64_t)(count - sent),
-                         __ATOMIC_RELAXED);
-    __atomic_fetch_add(&actor->sent, (uint64_t)sent, __ATOMIC_RELAXED);
+    if (sent < count) not_sent(actor, (uint64_t)(count - sent));
   }
   leave(actor, counted);
   if (out_sent) *out_sent = sent;
@@ -1764,10 +1768,9 @@ static rk_status_t call_traditional(rk_actor_t *actor, const void *request,
   if (traced && s == RK_OK)
     rk__trace_commit(rk__trace_flow('f', "actor", "message", id));
   if (s != RK_OK) {
-    __atomic_fetch_add(&actor->dropped, 1u, __ATOMIC_RELAXED);
+    not_sent(actor, 1);
     return s;
   }
-  __atomic_fetch_add(&actor->sent, 1u, __ATOMIC_RELAXED);
   pthread_mutex_lock(&actor->host_lock);
   record_latency(actor, rk__now_ns() - t0);
   pthread_mutex_unlock(&actor->host_lock);
@@ -1849,7 +1852,6 @@ static rk_status_t call(rk_actor_t *actor, const void *request, void *response,
   /* Not registered: the answer came on the fast path (w is this thread's
    * alone). Registered: another thread may deliver to w from now on. */
   if (s == RK_OK && !registered) {
-    __atomic_fetch_add(&actor->sent, 1u, __ATOMIC_RELAXED);
     if (t0) {
       pthread_mutex_lock(&actor->host_lock);
       record_latency(actor, rk__now_ns() - t0);
@@ -1862,7 +1864,6 @@ static rk_status_t call(rk_actor_t *actor, const void *request, void *response,
   }
   if (registered) {
     /* Queued by the fast path and registered: wait as any call does. */
-    __atomic_fetch_add(&actor->sent, 1u, __ATOMIC_RELAXED);
     return call_wait(actor, &w, t0, &limit, timeout_ns, out_info, counted);
   }
   /* Registered before the request is published, so its response cannot
@@ -1888,10 +1889,9 @@ static rk_status_t call(rk_actor_t *actor, const void *request, void *response,
     pthread_mutex_lock(&actor->host_lock);
     unregister(actor, &w);
     pthread_mutex_unlock(&actor->host_lock);
-    __atomic_fetch_add(&actor->dropped, 1u, __ATOMIC_RELAXED);
+    not_sent(actor, 1);
     return s;
   }
-  __atomic_fetch_add(&actor->sent, 1u, __ATOMIC_RELAXED);
   return call_wait(actor, &w, t0, &limit, timeout_ns, out_info, counted);
 }
 
@@ -2102,7 +2102,12 @@ rk_status_t rk_actor_stats(rk_actor_t *actor, rk_actor_stats_t *out_stats) {
   if (actor->mode == RK_ACTOR_TRADITIONAL)
     st.device_faults = LOAD_ACQUIRE(&actor->trad_faults);
   rk__supervise_stats(actor, &st);
-  st.sent = LOAD_RELAXED(&actor->sent);
+  /* Exact once the senders have returned; while they run, a send counts
+   * from when it takes its id, and a failing one may be off for a moment
+   * (the two words are read apart). */
+  const uint64_t ids = LOAD_RELAXED(&actor->next_id) - 1,
+                 unsent = LOAD_RELAXED(&actor->unsent);
+  st.sent = ids > unsent ? ids - unsent : 0;
   st.dropped_sends = LOAD_RELAXED(&actor->dropped);
   if (actor->mode == RK_ACTOR_TRADITIONAL) {
     st.processed = LOAD_ACQUIRE(&actor->trad_processed);

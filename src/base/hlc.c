@@ -57,9 +57,65 @@ uint64_t rk__hlc_merge_at(uint64_t *clock, uint64_t received, uint64_t phys) {
   return advance(clock, received + 1 > phys ? received + 1 : phys);
 }
 
-/* ---- Public API (rk/hlc.h) ---------------------------------------------- */
+/* ---- The host clock's runs (hlc.h) -------------------------------------- */
 
 rk_hlc_t rk__hlc_host = {0, RK_HLC_DEFAULT_MAX_SKEW_NS};
+
+/* This thread's run of the host clock: the next tick to hand out and the
+ * run's last value, valid while the clock word equals `end` (the word only
+ * grows, so once it has moved past `end` it never comes back). */
+typedef struct host_run {
+  uint64_t next, end;
+} host_run_t;
+static _Thread_local host_run_t t_run;
+
+uint64_t rk__hlc_host_tick(void) {
+  uint64_t *clock = &rk__hlc_host.value;
+  const uint64_t phys = rk__hlc_physical();
+  host_run_t *r = &t_run;
+  uint64_t old = __atomic_load_n(clock, __ATOMIC_RELAXED);
+  if (r->end && old == r->end && r->next <= r->end && r->next >= phys)
+    return r->next++;
+  for (;;) {
+    const uint64_t first = old + 1 > phys ? old + 1 : phys;
+    const uint64_t end = first + RK__HLC_HOST_RUN - 1;
+    /* Relaxed, as every clock write: values order events, not memory. */
+    if (__atomic_compare_exchange_n(clock, &old, end, true, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED)) {
+      r->next = first + 1;
+      r->end = end;
+      return first;
+    }
+  }
+}
+
+void rk__hlc_host_observe(uint64_t received) {
+  uint64_t *clock = &rk__hlc_host.value;
+  host_run_t *r = &t_run;
+  uint64_t old = __atomic_load_n(clock, __ATOMIC_RELAXED);
+  if (old == r->end && r->end) {
+    /* The run is ours and nobody else's is valid: skip past the stamp. */
+    if (received < r->next) return;
+    if (received < r->end) {
+      r->next = received + 1;
+      return;
+    }
+  } else if (received + RK__HLC_HOST_RUN <= old) {
+    /* Every tick of the valid run, if there is one, is later. */
+    return;
+  }
+  /* Move the word (past its old value, so that every run ends), to at
+   * least the stamp. */
+  r->end = 0;
+  for (;;) {
+    const uint64_t next = old + 1 > received ? old + 1 : received;
+    if (__atomic_compare_exchange_n(clock, &old, next, true, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED))
+      return;
+  }
+}
+
+/* ---- Public API (rk/hlc.h) ---------------------------------------------- */
 
 static void host_skew_from_env(void) {
   long ms = -1;
@@ -81,6 +137,7 @@ rk_hlc_t *rk_hlc_host(void) {
 }
 
 uint64_t rk_hlc_now(rk_hlc_t *clock) {
+  if (clock == &rk__hlc_host) return rk__hlc_host_tick();
   return clock ? rk__hlc_tick(&clock->value) : rk__hlc_physical();
 }
 
@@ -108,7 +165,13 @@ void rk_hlc_set_max_skew(rk_hlc_t *clock, uint64_t max_skew_ns) {
 }
 
 uint64_t rk_hlc_peek(const rk_hlc_t *clock) {
-  return clock ? __atomic_load_n(&clock->value, __ATOMIC_RELAXED) : 0;
+  if (!clock) return 0;
+  const uint64_t v = __atomic_load_n(&clock->value, __ATOMIC_RELAXED);
+  /* The process clock's word may end a run whose ticks are not handed out
+   * yet: close it, so that every later tick is larger than what this
+   * returns. */
+  if (clock == &rk__hlc_host) rk__hlc_host_observe(v);
+  return v;
 }
 
 int rk_hlc_compare(uint64_t a, uint64_t b) { return a < b ? -1 : a > b; }

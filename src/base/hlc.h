@@ -35,6 +35,21 @@ uint64_t rk__hlc_merge(uint64_t *clock, uint64_t received);
  * caller: a batch of receive events reads the clock once. */
 uint64_t rk__hlc_merge_at(uint64_t *clock, uint64_t received, uint64_t phys);
 
+/* The host clock's tick and observe (rk__hlc_host.value), without a write
+ * to the shared word on most calls. A thread reserves a run of
+ * RK__HLC_HOST_RUN ticks at once (the clock word jumps to the run's last
+ * value) and hands them out while the word still holds that value: nobody
+ * else has ticked or merged since, so nothing anyone has seen is later
+ * than the run. Any other event on the clock moves the word, and a thread
+ * that learns of that event reads the moved word (read coherence on one
+ * location) and reserves afresh. An observe leaves the word alone when it
+ * cannot matter: the stamp is below every tick of the run the word ends
+ * (at least RK__HLC_HOST_RUN below it), or this thread holds that run and
+ * skips its own ticks past the stamp. */
+enum { RK__HLC_HOST_RUN = 64 };
+uint64_t rk__hlc_host_tick(void);
+void rk__hlc_host_observe(uint64_t received);
+
 /* Raises the clock to at least `received`, so that its next tick is
  * later: what the host does with a response (a receive event whose own
  * stamp nobody sees). A relaxed load and no write when the clock is

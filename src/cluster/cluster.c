@@ -1568,7 +1568,7 @@ static void refuse(rk_cluster_t *c, const rk_wire_req_t *h, rk_status_t s,
   m.r.handle = h->handle;
   m.r.handle_gen = h->handle_gen;
   m.r.request_id = h->request_id;
-  m.r.timestamp = rk__hlc_tick(&rk__hlc_host.value);
+  m.r.timestamp = rk__hlc_host_tick();
   m.r.status = (int32_t)s;
   m.r.state = (uint32_t)state;
   m.r.text_size = (uint32_t)tn;
@@ -1662,7 +1662,7 @@ static bool ingress_admit(export_t *e, const rk_wire_req_t *h, const void *data,
     return true;
   }
   bool gone = false;
-  const uint64_t stamp = rk__hlc_tick(&rk__hlc_host.value);
+  const uint64_t stamp = rk__hlc_host_tick();
   if (rk__k2k_ingress_send(e->ingress, data, stamp, &gone)) {
     peer_t *p = peer_from(c, h->from);
     if (!p) return true;
@@ -2046,7 +2046,7 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
              "by this member: the answer from '%s' is stamped too far "
              "ahead (%s)",
              c->peers[h->peer].name, rk_last_error());
-    info.timestamp = rk__hlc_tick(&rk__hlc_host.value);
+    info.timestamp = rk__hlc_host_tick();
     s = RK_ERR_CLOCK_SKEW;
     data = skew;
     size = strlen(skew);
@@ -3630,7 +3630,7 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
   r.handle_gen = h->gen;
   r.export_id = h->export_id;
   r.request_id = id;
-  r.timestamp = rk__hlc_tick(&rk__hlc_host.value);
+  r.timestamp = rk__hlc_host_tick();
   r.flags = h->discard ? RK_WIRE_REQ_NO_DATA : 0u;
   r.reserved = 0;
   pthread_mutex_unlock(&h->mu);

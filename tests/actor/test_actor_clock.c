@@ -13,6 +13,7 @@
 
 #include "actor/actor_internal.h"
 #include "actor_test_util.h"
+#include "base/hlc.h"
 #include "base/sys.h"
 #include "rk/hlc.h"
 #define RK_TEST_IMPLEMENTATION
@@ -106,13 +107,15 @@ enum { kThreads = 4, kTicks = 20000 };
 static rk_hlc_t g_shared;
 static uint64_t g_seen[kThreads][kTicks];
 
+static rk_hlc_t *g_ticked; /* the clock the tickers tick */
+
 static void *ticker(void *arg) {
   const size_t k = (size_t)(uintptr_t)arg;
   for (size_t i = 0; i < kTicks; ++i) {
     if (i % 3 == 2)
-      rk_hlc_update(&g_shared, g_seen[k][i - 1], &g_seen[k][i]);
+      rk_hlc_update(g_ticked, g_seen[k][i - 1], &g_seen[k][i]);
     else
-      g_seen[k][i] = rk_hlc_now(&g_shared);
+      g_seen[k][i] = rk_hlc_now(g_ticked);
   }
   return NULL;
 }
@@ -122,8 +125,11 @@ static int cmp_u64(const void *x, const void *y) {
   return a < b ? -1 : a > b;
 }
 
-static void test_concurrent_ticks(void) {
-  rk_hlc_init(&g_shared);
+/* On a clock of the caller's, and on the process clock, whose threads
+ * take runs of ticks (base/hlc.h). */
+static void test_concurrent_ticks(rk_hlc_t *clock) {
+  if (clock == &g_shared) rk_hlc_init(&g_shared);
+  g_ticked = clock;
   pthread_t t[kThreads];
   for (size_t k = 0; k < kThreads; ++k)
     pthread_create(&t[k], NULL, ticker, (void *)(uintptr_t)k);
@@ -138,6 +144,100 @@ static void test_concurrent_ticks(void) {
   const uint64_t *all = &g_seen[0][0];
   for (size_t i = 1; i < kThreads * kTicks; ++i) dups += all[i] == all[i - 1];
   CHECK(dups == 0, "%zu duplicate stamps among %d", dups, kThreads * kTicks);
+}
+
+/* ---- The process clock's runs, step by step ----------------------------
+ *
+ * Two threads take turns (each step runs on the thread named, the other
+ * waiting), so that one of them holds a run of ticks while the other
+ * observes or ticks; what one hands the other goes through a mutex, as
+ * memory a program shares would. */
+typedef struct {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  void (*step)(uint64_t *); /* for the helper thread; NULL when done */
+  uint64_t *arg;
+  bool quit;
+} helper_t;
+static helper_t g_helper;
+
+static void *helper_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_helper.lock);
+  for (;;) {
+    while (!g_helper.step && !g_helper.quit)
+      pthread_cond_wait(&g_helper.cond, &g_helper.lock);
+    if (g_helper.quit) break;
+    g_helper.step(g_helper.arg);
+    g_helper.step = NULL;
+    pthread_cond_broadcast(&g_helper.cond);
+  }
+  pthread_mutex_unlock(&g_helper.lock);
+  return NULL;
+}
+
+/* Runs step(arg) on the helper thread and waits for it. */
+static void on_helper(void (*step)(uint64_t *), uint64_t *arg) {
+  pthread_mutex_lock(&g_helper.lock);
+  g_helper.step = step;
+  g_helper.arg = arg;
+  pthread_cond_broadcast(&g_helper.cond);
+  while (g_helper.step) pthread_cond_wait(&g_helper.cond, &g_helper.lock);
+  pthread_mutex_unlock(&g_helper.lock);
+}
+
+static void step_tick(uint64_t *t) { *t = rk__hlc_host_tick(); }
+static void step_observe(uint64_t *t) { rk__hlc_host_observe(*t); }
+
+static void test_host_runs(void) {
+  pthread_mutex_init(&g_helper.lock, NULL);
+  pthread_cond_init(&g_helper.cond, NULL);
+  pthread_t helper;
+  pthread_create(&helper, NULL, helper_main, NULL);
+  int late = 0;
+  for (int round = 0; round < 50; ++round) {
+    /* The helper holds a run; this thread observes a stamp inside it and
+     * hands the stamp over: the helper's next tick must pass it. */
+    uint64_t th = 0;
+    on_helper(step_tick, &th);
+    uint64_t inside = th + 1 + (uint64_t)round % (RK__HLC_HOST_RUN - 2);
+    rk__hlc_host_observe(inside);
+    uint64_t next = 0;
+    on_helper(step_tick, &next);
+    late += next <= inside;
+    /* The same with this thread holding the run and the helper observing. */
+    uint64_t mine = rk__hlc_host_tick();
+    uint64_t seen = mine + 1 + (uint64_t)round % (RK__HLC_HOST_RUN - 2);
+    on_helper(step_observe, &seen);
+    late += rk__hlc_host_tick() <= seen;
+    /* Ticks handed over: each thread's next is later than the other's. */
+    uint64_t a = rk__hlc_host_tick(), b = 0;
+    on_helper(step_tick, &b);
+    late += b <= a;
+    late += rk__hlc_host_tick() <= b;
+    /* A holder that observes inside, at the end of, and past its run. */
+    const uint64_t t1 = rk__hlc_host_tick();
+    rk__hlc_host_observe(t1 + 10);
+    const uint64_t t2 = rk__hlc_host_tick();
+    late += t2 <= t1 + 10;
+    rk__hlc_host_observe(t2 + RK__HLC_HOST_RUN);
+    const uint64_t t3 = rk__hlc_host_tick();
+    late += t3 <= t2 + RK__HLC_HOST_RUN;
+    /* A stamp long past: no tick goes back to it either. */
+    rk__hlc_host_observe(t3 - 2 * RK__HLC_HOST_RUN);
+    late += rk__hlc_host_tick() <= t3;
+  }
+  CHECK(late == 0,
+        "%d ticks of the process clock were not later than a stamp their "
+        "thread had learned of",
+        late);
+  pthread_mutex_lock(&g_helper.lock);
+  g_helper.quit = true;
+  pthread_cond_broadcast(&g_helper.cond);
+  pthread_mutex_unlock(&g_helper.lock);
+  pthread_join(helper, NULL);
+  pthread_mutex_destroy(&g_helper.lock);
+  pthread_cond_destroy(&g_helper.cond);
 }
 
 /* ---- Causality across actors -------------------------------------------- */
@@ -333,7 +433,10 @@ int main(int argc, char **argv) {
   actor_test_watch("api", 60);
   test_api();
   actor_test_watch("concurrent ticks", 60);
-  test_concurrent_ticks();
+  test_concurrent_ticks(&g_shared);
+  test_concurrent_ticks(rk_hlc_host());
+  actor_test_watch("process clock runs", 60);
+  test_host_runs();
   actor_test_watch("open", 120);
   rk_backend_t *be = NULL;
   g_ctx = actor_test_context_on(kind, &be);
