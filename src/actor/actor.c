@@ -46,6 +46,7 @@
 #include "actor/actor_internal.h"
 #include "actor/actor_relaunch.h"
 #include "actor/k2k_internal.h"
+#include "base/bias.h"
 #include "base/error.h"
 #include "base/hlc.h"
 #include "base/ring.h"
@@ -134,6 +135,13 @@ struct rk_actor {
   uint64_t trad_processed, trad_errors; /* atomic */
   int32_t trad_last_error;              /* atomic */
 
+  /* The host side's fast paths: while one thread alone sends to and
+   * receives from the actor, it writes the input stage and takes ids and
+   * responses without a locked instruction (base/bias.h). Everyone else
+   * calls shared_host() before the stage's lock, next_id's fetch-add or
+   * the drain role's exchange (the take_* helpers below do). */
+  rk__bias_t host_bias;
+
   /* Output side. */
   uint32_t drain_role;  /* atomic flag */
   rk__ring_end_t out_c; /* consumer end; only the role holder uses it */
@@ -212,6 +220,49 @@ void rk_actor_options_init(rk_actor_options_t *options) {
   options->output_capacity = kDefaultCapacity;
   options->auto_activate = true;
   options->cpu = RK_ACTOR_CPU_ANY;
+}
+
+/* Before a shared protocol on the host side: the input stage's lock,
+ * next_id's fetch-add, the drain role's exchange. Revokes the bias of
+ * another thread that owns the host side (waiting, at most, for the rest
+ * of its current fast send or receive); free for the owner. */
+static inline void shared_host(rk_actor_t *a) {
+  if (!rk__bias_mine(&a->host_bias)) rk__bias_share(&a->host_bias);
+}
+
+/* The drain role, shared: true when the caller now holds it. */
+static bool take_role(rk_actor_t *a) {
+  shared_host(a);
+  return LOAD_RELAXED(&a->drain_role) == 0 &&
+         __atomic_exchange_n(&a->drain_role, 1u, __ATOMIC_ACQUIRE) == 0;
+}
+
+/* `n` correlation ids: the first. The owner of the host side takes them
+ * with a load and a store, everyone else with a fetch-add. */
+static uint64_t take_ids(rk_actor_t *a, uint64_t n) {
+  if (rk__bias_enter(&a->host_bias)) {
+    const uint64_t id = __atomic_load_n(&a->next_id, __ATOMIC_RELAXED);
+    __atomic_store_n(&a->next_id, id + n, __ATOMIC_RELAXED);
+    rk__bias_leave(&a->host_bias);
+    return id;
+  }
+  shared_host(a);
+  return __atomic_fetch_add(&a->next_id, n, __ATOMIC_RELAXED);
+}
+
+/* One request into the input stage, quietly (no signal): the owner of the
+ * host side without the stage's lock. RK_ERR_QUEUE_FULL when it does not
+ * fit. */
+static rk_status_t stage_send(rk_actor_t *a, const rk_abi_msg_t *m,
+                              const void *request) {
+  if (rk__bias_enter(&a->host_bias)) {
+    const rk_status_t s =
+        rk__ring_mp_send_alone(&a->in_mp, m, request, a->in_size, NULL, NULL);
+    rk__bias_leave(&a->host_bias);
+    return s;
+  }
+  shared_host(a);
+  return rk__ring_mp_send_quiet(&a->in_mp, m, request, a->in_size, NULL);
 }
 
 static rk_actor_state_t get_state(const rk_actor_t *a) {
@@ -563,6 +614,7 @@ static rk_status_t launch(rk_context_t *context, const char *source,
   if (s == RK_OK) s = keep_fresh_state(a, &o);
   if (s == RK_OK) s = compile_handler(a, source, handler, &o);
   if (s == RK_OK) s = map_rings(a, &o);
+  rk__bias_init(&a->host_bias);
   if (s == RK_OK) {
     rk__k2k_attach(a->k2k, a->control, a->device.in, a->device.k2k_table,
                    a->context);
@@ -753,8 +805,7 @@ static rk_status_t actor_terminate(rk_actor_t *actor, uint64_t timeout_ns) {
     /* The device side answers every queued request before it stops, and
      * needs output slots for that: move the responses nobody has taken to
      * the receive queue (unless a waiting thread drains already). */
-    if (LOAD_RELAXED(&actor->drain_role) == 0 &&
-        __atomic_exchange_n(&actor->drain_role, 1u, __ATOMIC_ACQUIRE) == 0) {
+    if (take_role(actor)) {
       drain(actor);
       __atomic_store_n(&actor->drain_role, 0u, __ATOMIC_RELEASE);
       bump_epoch(actor);
@@ -1035,8 +1086,7 @@ static rk_status_t wait_until(rk_actor_t *a, ready_fn ready, void *arg,
     const uint32_t e = LOAD_ACQUIRE(&a->epoch);
     const uint32_t seq = rk__ring_data_seq(a->device.out);
     const bool stopped = stopped_state(get_state(a));
-    if (LOAD_RELAXED(&a->drain_role) == 0 &&
-        __atomic_exchange_n(&a->drain_role, 1u, __ATOMIC_ACQUIRE) == 0) {
+    if (take_role(a)) {
       /* A lend wants responses left in the ring (lent in place) unless a
        * call waits for one of them. */
       bool moved = ready == lendable && LOAD_RELAXED(&a->nwaiters) == 0
@@ -1337,7 +1387,8 @@ static rk_status_t enqueue(rk_actor_t *a, const rk_abi_msg_t *m,
                            bool *counted, const char *what) {
   for (bool first = true;; first = false) {
     if (!first && get_state(a) != RK_ACTOR_ACTIVE) return not_active(a, what);
-    rk_status_t s = rk__ring_mp_send(&a->in_mp, m, request, a->in_size, NULL);
+    rk_status_t s = stage_send(a, m, request);
+    if (s == RK_OK) rk__ring_signal_data(a->device.in);
     if (s != RK_ERR_QUEUE_FULL) return s;
     const uint64_t deadline = limit_deadline(limit);
     if (limit->timeout_ns == 0 || expired(deadline))
@@ -1373,10 +1424,45 @@ static rk_abi_msg_t request_header(rk_actor_t *a, uint64_t id) {
   return m;
 }
 
+/* A send by the thread that owns the host side (base/bias.h): the input
+ * stage without its lock and the id without a fetch-add. RK_ERR_QUEUE_FULL
+ * when the thread does not own it, tracing is on, or the ring is full:
+ * nothing was sent and no id used, and the caller takes the shared path. */
+static rk_status_t send_alone(rk_actor_t *a, const void *request,
+                              uint64_t *out_id) {
+  if (a->mode == RK_ACTOR_TRADITIONAL || rk__trace_on())
+    return RK_ERR_QUEUE_FULL;
+  const rk_abi_msg_t m = request_header(a, 0);
+  if (!rk__bias_enter(&a->host_bias)) return RK_ERR_QUEUE_FULL;
+  /* Only the owner writes next_id now: this is the id the message takes. */
+  const uint64_t next = LOAD_RELAXED(&a->next_id);
+  const uint64_t t0 = next % kSampleEvery == 0 ? rk__now_ns() : 0;
+  uint64_t id = 0;
+  const rk_status_t s = rk__ring_mp_send_alone(&a->in_mp, &m, request,
+                                               a->in_size, &a->next_id, &id);
+  rk__bias_leave(&a->host_bias);
+  if (s != RK_OK) return s;
+  rk__ring_signal_data(a->device.in);
+  if (t0) {
+    /* After the publish: a response drained before this lands is simply
+     * not sampled. */
+    const uint64_t k = (id / kSampleEvery) % kSampleTable;
+    __atomic_store_n(&a->sample_t[k], t0, __ATOMIC_RELAXED);
+    __atomic_store_n(&a->sample_id[k], id, __ATOMIC_RELEASE);
+  }
+  *out_id = id;
+  return RK_OK;
+}
+
 static rk_status_t send_one(rk_actor_t *a, const void *request,
                             uint64_t timeout_ns, uint64_t *out_id,
                             bool *counted) {
-  const uint64_t id = __atomic_fetch_add(&a->next_id, 1u, __ATOMIC_RELAXED);
+  uint64_t fast_id;
+  if (send_alone(a, request, &fast_id) == RK_OK) {
+    if (out_id) *out_id = fast_id;
+    return RK_OK;
+  }
+  const uint64_t id = take_ids(a, 1);
   const rk_abi_msg_t m = request_header(a, id);
   if (rk__trace_on())
     rk__trace_commit(rk__trace_flow('s', "actor", "message", id));
@@ -1488,13 +1574,22 @@ static rk_status_t response_status(const rk_actor_message_t *info) {
  * count it loads next took the registration in. Returns how many. */
 static size_t take_direct(rk_actor_t *a, unsigned char *out, size_t max,
                           rk_actor_message_t *infos) {
-  if (LOAD_RELAXED(&a->rq_count) != 0 || LOAD_RELAXED(&a->drain_role) != 0 ||
-      __atomic_exchange_n(&a->drain_role, 1u, __ATOMIC_ACQUIRE) != 0)
-    return 0;
+  /* The owner of the host side holds the role by its bias: no other
+   * thread takes it before revoking, which waits for this section. */
+  const bool alone = rk__bias_enter(&a->host_bias);
+  if (!alone && (LOAD_RELAXED(&a->rq_count) != 0 || !take_role(a))) return 0;
   rk__ring_end_t *c = &a->out_c;
-  uint64_t n = rk__ring_available(c);
+  uint64_t n = LOAD_RELAXED(&a->rq_count) == 0 &&
+                       (!alone || LOAD_RELAXED(&a->drain_role) == 0)
+                   ? rk__ring_available(c)
+                   : 0;
   size_t k = 0;
-  if (n && LOAD_RELAXED(&a->nwaiters) == 0 && LOAD_RELAXED(&a->rq_count) == 0) {
+  /* Round trips of sampled requests, recorded after the role is given
+   * back (a section of the owner takes no lock). */
+  enum { kMaxSamples = 16 };
+  uint64_t lat[kMaxSamples];
+  unsigned nlat = 0;
+  if (n && LOAD_RELAXED(&a->nwaiters) == 0) {
     k = n < max ? (size_t)n : max;
     observe_responses(c, k);
     uint64_t now = 0;
@@ -1505,21 +1600,27 @@ static size_t take_direct(rk_actor_t *a, unsigned char *out, size_t max,
       fill_info(m, &infos[i]);
       const uint64_t id = m->correlation_id,
                      s = (id / kSampleEvery) % kSampleTable;
-      if (id % kSampleEvery == 0 && LOAD_ACQUIRE(&a->sample_id[s]) == id) {
+      if (id % kSampleEvery == 0 && nlat < kMaxSamples &&
+          LOAD_ACQUIRE(&a->sample_id[s]) == id) {
         const uint64_t t = LOAD_RELAXED(&a->sample_t[s]);
         if (!now) now = rk__now_ns();
-        if (now > t) {
-          pthread_mutex_lock(&a->host_lock);
-          record_latency(a, now - t);
-          pthread_mutex_unlock(&a->host_lock);
-        }
+        if (now > t) lat[nlat++] = now - t;
       }
     }
     rk__ring_release(c, (uint32_t)k);
     rk__ring_signal_space(c->hdr);
   }
-  __atomic_store_n(&a->drain_role, 0u, __ATOMIC_RELEASE);
-  bump_epoch(a);
+  if (alone) {
+    rk__bias_leave(&a->host_bias);
+  } else {
+    __atomic_store_n(&a->drain_role, 0u, __ATOMIC_RELEASE);
+    bump_epoch(a);
+  }
+  if (nlat) {
+    pthread_mutex_lock(&a->host_lock);
+    for (unsigned i = 0; i < nlat; ++i) record_latency(a, lat[i]);
+    pthread_mutex_unlock(&a->host_lock);
+  }
   return k;
 }
 
@@ -1642,8 +1743,7 @@ rk_status_t rk_actor_send_batch(rk_actor_t *actor, const void *requests,
   } else {
     /* One id range, one clock tick, and one lock, publish and signal per
      * run of requests that fits. */
-    first =
-        __atomic_fetch_add(&actor->next_id, (uint64_t)count, __ATOMIC_RELAXED);
+    first = take_ids(actor, (uint64_t)count);
     rk_abi_msg_t m = {.correlation_id = first,
                       .timestamp = rk__hlc_tick_n(&rk__hlc_host.value, count),
                       .type = RK_ABI_MSG_REQUEST,
@@ -1756,7 +1856,7 @@ static rk_status_t call_traditional(rk_actor_t *actor, const void *request,
                                     void *response, uint64_t timeout_ns,
                                     rk_actor_message_t *out_info,
                                     bool *counted) {
-  const uint64_t id = __atomic_fetch_add(&actor->next_id, 1u, __ATOMIC_RELAXED);
+  const uint64_t id = take_ids(actor, 1);
   const rk_abi_msg_t m = request_header(actor, id);
   const uint64_t t0 = rk__now_ns();
   limit_t limit = limit_of(timeout_ns, t0);
@@ -1796,10 +1896,10 @@ static rk_status_t call_fast(rk_actor_t *a, const rk_abi_msg_t *m,
                              const void *request, waiter_t *w, limit_t *limit,
                              bool *registered) {
   if (a->execution != RK_ACTOR_EXEC_RESIDENT || limit->timeout_ns == 0 ||
-      LOAD_RELAXED(&a->drain_role) != 0 ||
-      __atomic_exchange_n(&a->drain_role, 1u, __ATOMIC_ACQUIRE) != 0)
+      !take_role(a))
     return RK_ERR_QUEUE_FULL;
-  rk_status_t s = rk__ring_mp_send(&a->in_mp, m, request, a->in_size, NULL);
+  rk_status_t s = stage_send(a, m, request);
+  if (s == RK_OK) rk__ring_signal_data(a->device.in);
   if (s != RK_OK) {
     __atomic_store_n(&a->drain_role, 0u, __ATOMIC_RELEASE);
     bump_epoch(a);
@@ -1839,7 +1939,7 @@ static rk_status_t call(rk_actor_t *actor, const void *request, void *response,
   memset(&w, 0, sizeof w);
   w.response = response;
   w.capacity = capacity;
-  w.id = __atomic_fetch_add(&actor->next_id, 1u, __ATOMIC_RELAXED);
+  w.id = take_ids(actor, 1);
   const rk_abi_msg_t m = request_header(actor, w.id);
   /* Latency of one call in kSampleEvery: the others read no clock unless
    * they wait. */
@@ -1974,9 +2074,7 @@ static rk_status_t actor_call(rk_actor_t *actor, const void *request,
  * waiting calls their answers). Returns how many, holding the role when
  * any. */
 static size_t lend_now(rk_actor_t *a, size_t max, rk_actor_loan_t *loan) {
-  if (LOAD_RELAXED(&a->drain_role) != 0 ||
-      __atomic_exchange_n(&a->drain_role, 1u, __ATOMIC_ACQUIRE) != 0)
-    return 0;
+  if (!take_role(a)) return 0;
   size_t k = 0;
   rk__ring_end_t *c = &a->out_c;
   if (LOAD_RELAXED(&a->nwaiters) == 0 && LOAD_RELAXED(&a->rq_count) == 0) {
@@ -2187,8 +2285,7 @@ static rk_status_t stop_device(rk_actor_t *a, uint64_t timeout_ns) {
   const uint64_t deadline = deadline_after(timeout_ns);
   while (!LOAD_ACQUIRE(&c->terminated)) {
     if (expired(deadline)) return RK_ERR_TIMEOUT;
-    if (LOAD_RELAXED(&a->drain_role) == 0 &&
-        __atomic_exchange_n(&a->drain_role, 1u, __ATOMIC_ACQUIRE) == 0) {
+    if (take_role(a)) {
       drain(a);
       __atomic_store_n(&a->drain_role, 0u, __ATOMIC_RELEASE);
       bump_epoch(a);

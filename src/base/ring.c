@@ -443,6 +443,24 @@ rk_status_t rk__ring_mp_send_batch(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
   return RK_OK;
 }
 
+rk_status_t rk__ring_mp_send_alone(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
+                                   const void *payload, uint32_t size,
+                                   uint64_t *next_id, uint64_t *out_id) {
+  rk__ring_end_t *p = &mp->end;
+  unsigned char *slot = rk__ring_reserve(p);
+  if (!slot) return RK_ERR_QUEUE_FULL;
+  uint64_t id = msg->correlation_id;
+  if (next_id) {
+    id = LOAD_RELAXED(next_id);
+    __atomic_store_n(next_id, id + 1, __ATOMIC_RELAXED);
+  }
+  write_slot(slot, msg, payload, size);
+  ((rk_abi_msg_t *)slot)->correlation_id = id;
+  rk__ring_publish(p, 1);
+  if (out_id) *out_id = id;
+  return RK_OK;
+}
+
 rk_status_t rk__ring_mp_send_quiet(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
                                    const void *payload, uint32_t size,
                                    uint64_t *out_tail) {

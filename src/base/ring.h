@@ -178,6 +178,16 @@ rk_status_t rk__ring_mp_send_quiet(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
                                    const void *payload, uint32_t size,
                                    uint64_t *out_tail);
 
+/* rk__ring_mp_send_quiet for a LOCK stage whose caller has it to itself
+ * (the biased owner of the role that guards it, base/bias.h): the same
+ * without the lock. With `next_id` the slot's correlation id is taken
+ * from it (relaxed load and store; the caller's role keeps other writers
+ * out) only when the message fits, so a full ring uses no id; without,
+ * msg's id is kept. *out_id (may be NULL) gets the id sent. */
+rk_status_t rk__ring_mp_send_alone(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
+                                   const void *payload, uint32_t size,
+                                   uint64_t *next_id, uint64_t *out_id);
+
 /* Writes up to `count` messages into consecutive slots and publishes them
  * at once (one release of tail, one signal): message i takes the header
  * `msg` with correlation_id and timestamp advanced by i, and the `size`

@@ -181,6 +181,89 @@ static void test_pipelined(rk_actor_mode_t mode) {
   rk_actor_destroy(a); /* terminates first */
 }
 
+/* The thread that alone sends and receives owns the host side and takes
+ * the fast paths (base/bias.h); a second thread that starts calling while
+ * the first streams revokes that, at a moment the rounds vary. Every
+ * stream response must come back in order with its own id, every call
+ * must get its own answer, and the counts must add up. */
+typedef struct {
+  rk_actor_t *actor;
+  int calls, failures;
+  uint32_t start; /* atomic: the streamer's go-ahead */
+} late_caller_t;
+
+static void *late_caller_main(void *arg) {
+  late_caller_t *c = arg;
+  while (!__atomic_load_n(&c->start, __ATOMIC_ACQUIRE)) sched_yield();
+  for (int i = 0; i < c->calls; ++i) {
+    int_msg_t q = {1000000 + i}, r = {0};
+    if (rk_actor_call(c->actor, &q, sizeof q, &r, sizeof r, 5000000000u,
+                      NULL) != RK_OK ||
+        r.v != q.v + 1)
+      c->failures++;
+  }
+  return NULL;
+}
+
+static void test_owner_then_shared(rk_actor_mode_t mode) {
+  enum { kN = 6000, kWindow = 64, kCalls = 300 };
+  static uint64_t ids[kN];
+  int bad = 0, failed = 0, caller_failures = 0;
+  for (int round = 0; round < 4 && !bad && !failed; ++round) {
+    rk_actor_t *a = launch(kAddOneSource, "add_one", mode, NULL);
+    if (!a) return;
+    late_caller_t c = {a, kCalls, 0, 0};
+    pthread_t th;
+    pthread_create(&th, NULL, late_caller_main, &c);
+    const int go = 500 + round * 1500; /* when the caller starts */
+    int sent = 0, got = 0;
+    while (got < kN && !failed) {
+      while (sent < kN && sent - got < kWindow) {
+        int_msg_t q = {sent * 3};
+        if (rk_actor_send(a, &q, sizeof q, 5000000000u, &ids[sent]) != RK_OK) {
+          failed = 1;
+          break;
+        }
+        if (++sent == go) __atomic_store_n(&c.start, 1u, __ATOMIC_RELEASE);
+      }
+      int_msg_t r;
+      rk_actor_message_t info;
+      if (failed ||
+          rk_actor_receive(a, &r, sizeof r, 5000000000u, &info) != RK_OK) {
+        failed = 1;
+        printf("  round %d: stream %d of %d: %s\n", round, got, kN,
+               rk_last_error());
+        break;
+      }
+      if (r.v != got * 3 + 1 || info.correlation_id != ids[got]) {
+        if (bad++ < 5)
+          printf("  round %d, response %d: v %d id %llu (want %d, %llu)\n",
+                 round, got, r.v, (unsigned long long)info.correlation_id,
+                 got * 3 + 1, (unsigned long long)ids[got]);
+      }
+      ++got;
+    }
+    __atomic_store_n(&c.start, 1u, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    caller_failures += c.failures;
+    for (int i = 1; i < sent; ++i)
+      if (ids[i] == ids[i - 1] && bad++ < 5)
+        printf("  round %d: sends %d and %d share id %llu\n", round, i - 1, i,
+               (unsigned long long)ids[i]);
+    rk_actor_stats_t st;
+    CHECK_OK(rk_actor_stats(a, &st));
+    CHECK(failed || (st.sent == kN + kCalls && st.processed == kN + kCalls),
+          "%s, round %d: sent %llu processed %llu (want %d)",
+          rk_actor_mode_name(mode), round, (unsigned long long)st.sent,
+          (unsigned long long)st.processed, kN + kCalls);
+    rk_actor_destroy(a);
+  }
+  CHECK(!failed && bad == 0 && caller_failures == 0,
+        "%s: %s; %d stream responses wrong; %d calls failed",
+        rk_actor_mode_name(mode), failed ? "the stream failed" : "streamed",
+        bad, caller_failures);
+}
+
 /* Responses that a call does not claim stay for receive. */
 static void test_uncorrelated_stay(rk_actor_mode_t mode) {
   rk_actor_t *a = launch(kAddOneSource, "add_one", mode, NULL);
@@ -1356,6 +1439,8 @@ int main(int argc, char **argv) {
     test_concurrent_calls(modes[m]);
     actor_test_watch("many producers", 120);
     test_many_producers(modes[m]);
+    actor_test_watch("one owner, then shared", 120);
+    test_owner_then_shared(modes[m]);
     actor_test_watch("call past a full output ring", 60);
     test_call_past_full_output(modes[m]);
     actor_test_watch("terminate past a blocked send", 60);
