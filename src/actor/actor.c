@@ -226,9 +226,7 @@ void rk_actor_options_init(rk_actor_options_t *options) {
  * next_id's fetch-add, the drain role's exchange. Revokes the bias of
  * another thread that owns the host side (waiting, at most, for the rest
  * of its current fast send or receive); free for the owner. */
-static inline void shared_host(rk_actor_t *a) {
-  if (!rk__bias_mine(&a->host_bias)) rk__bias_share(&a->host_bias);
-}
+static inline void shared_host(rk_actor_t *a) { rk__bias_share(&a->host_bias); }
 
 /* The drain role, shared: true when the caller now holds it. */
 static bool take_role(rk_actor_t *a) {
@@ -1430,10 +1428,10 @@ static rk_abi_msg_t request_header(rk_actor_t *a, uint64_t id) {
  * nothing was sent and no id used, and the caller takes the shared path. */
 static rk_status_t send_alone(rk_actor_t *a, const void *request,
                               uint64_t *out_id) {
-  if (a->mode == RK_ACTOR_TRADITIONAL || rk__trace_on())
+  if (a->mode == RK_ACTOR_TRADITIONAL || rk__trace_on() ||
+      !rk__bias_enter(&a->host_bias))
     return RK_ERR_QUEUE_FULL;
   const rk_abi_msg_t m = request_header(a, 0);
-  if (!rk__bias_enter(&a->host_bias)) return RK_ERR_QUEUE_FULL;
   /* Only the owner writes next_id now: this is the id the message takes. */
   const uint64_t next = LOAD_RELAXED(&a->next_id);
   const uint64_t t0 = next % kSampleEvery == 0 ? rk__now_ns() : 0;

@@ -31,7 +31,7 @@ static bool claim(rk__bias_t *b) {
   return true;
 }
 
-bool rk__bias_enter(rk__bias_t *b) {
+bool rk__bias_enter_slow(rk__bias_t *b) {
   if (LOAD_RELAXED(&b->owner) != token() &&
       (LOAD_RELAXED(&b->state) != RK__BIAS_NONE || !claim(b)))
     return false;
@@ -50,7 +50,7 @@ void rk__bias_leave(rk__bias_t *b) {
   STORE_RELEASE(&b->busy, 0u);
 }
 
-void rk__bias_share(rk__bias_t *b) {
+void rk__bias_share_slow(rk__bias_t *b) {
   for (unsigned spins = 0;; ++spins) {
     uint32_t s = LOAD_ACQUIRE(&b->state);
     if (s == RK__BIAS_SHARED) return;
@@ -82,9 +82,4 @@ void rk__bias_share(rk__bias_t *b) {
     else
       rk__cpu_relax();
   }
-}
-
-bool rk__bias_mine(const rk__bias_t *b) {
-  return LOAD_RELAXED(&b->owner) == token() &&
-         LOAD_RELAXED(&b->state) == RK__BIAS_BIASED;
 }

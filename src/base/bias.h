@@ -51,17 +51,23 @@ void rk__bias_init(rk__bias_t *b);
 /* True when the calling thread owns the role and entered a section (leave
  * it with rk__bias_leave); false otherwise, with nothing entered. The
  * first caller becomes the owner. */
-bool rk__bias_enter(rk__bias_t *b);
+bool rk__bias_enter_slow(rk__bias_t *b);
+static inline bool rk__bias_enter(rk__bias_t *b) {
+  /* Once shared, for good: no section, and no store to `busy`. */
+  if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) == RK__BIAS_SHARED)
+    return false;
+  return rk__bias_enter_slow(b);
+}
 void rk__bias_leave(rk__bias_t *b);
 
 /* Before a thread takes the shared path: returns once no owner can be in
  * a section, now or later (revoking the bias if another thread owns it;
  * the owner itself, outside its sections, needs no revocation and gets
  * none). */
-void rk__bias_share(rk__bias_t *b);
-
-/* Whether the calling thread is the owner and the bias still stands (a
- * hint for choosing a path; rk__bias_enter decides). */
-bool rk__bias_mine(const rk__bias_t *b);
+void rk__bias_share_slow(rk__bias_t *b);
+static inline void rk__bias_share(rk__bias_t *b) {
+  if (__atomic_load_n(&b->state, __ATOMIC_ACQUIRE) != RK__BIAS_SHARED)
+    rk__bias_share_slow(b);
+}
 
 #endif /* RK_BASE_BIAS_H_ */
