@@ -152,6 +152,17 @@ typedef struct pending_req {
   unsigned char data[];
 } pending_req_t;
 
+/* Window room owed to one sender's handle (see export_t). */
+typedef struct credit {
+  uint32_t from; /* the sender's index in c->peers */
+  uint32_t handle;
+  uint64_t handle_gen;
+  uint64_t request_id; /* the latest message's */
+  uint64_t stamp;      /* its admission stamp */
+  uint32_t n;
+} credit_t;
+#define CREDIT_SENDERS 8
+
 typedef struct export_ {
   rk_cluster_t *c;
   uint64_t id; /* slot | generation << 16 */
@@ -169,6 +180,12 @@ typedef struct export_ {
    * waiting for the link's credit, in order. */
   rk__k2k_t *ingress;
   pending_req_t *ipending, *ipending_tail;
+  /* Window room owed to remote ports' senders for messages admitted into
+   * `ingress`, one entry per sender's handle (under mu): returned in one
+   * answer per entry at the end of the export's turn (forward_once), or
+   * at once when an entry reaches credit_every. */
+  credit_t credits[CREDIT_SENDERS];
+  uint32_t ncredits, credit_every;
   unsigned char *buf; /* FORWARD_BATCH responses */
   _Atomic uint64_t forwarded, dropped_local;
   /* Offered to the actor's worker (drive_turn): while idle it drives the
@@ -216,6 +233,9 @@ struct rk_remote_actor {
   answer_t *rq, *rq_tail;
   char name[RK_WIRE_ACTOR_NAME_MAX]; /* the remote actor's export name */
   bool discard; /* a port's bridge sends on it: answers are dropped */
+  /* A port's handle: answers that returned window room, and for how many
+   * messages (under mu). */
+  uint64_t credit_answers, credited;
 };
 
 /* rk_cluster_connect: a local actor's port wired to a remote actor. The
@@ -337,6 +357,9 @@ struct rk_cluster {
   export_t *export_list[MAX_EXPORTS];
   uint32_t export_count;
   _Atomic uint64_t in_flight;
+  /* Credit entries owed over all exports (export_t credits): the
+   * progress loop turns the exports while there are some. */
+  _Atomic uint32_t credits_due;
   bridge_t bridges[MAX_BRIDGES]; /* exports_mu */
   _Atomic uint32_t nbridges;
   /* Threads driving the worker (user threads while they wait, exported
@@ -1648,6 +1671,56 @@ static bool admit(export_t *e, const rk_wire_req_t *h, const void *data,
   return true;
 }
 
+/* The answer that returns a credit entry's window room: through the
+ * outbox (`queued`: under e->mu, or in a worker's callback) or posted at
+ * once (no lock held). */
+static void credit_post(rk_cluster_t *c, const credit_t *kp, bool queued) {
+  const credit_t k = *kp;
+  peer_t *p = peer_from(c, k.from);
+  if (!p) return; /* the sender is gone */
+  rk_wire_resp_t m;
+  memset(&m, 0, sizeof m);
+  m.from = p->remote;
+  m.handle = k.handle;
+  m.handle_gen = k.handle_gen;
+  m.request_id = k.request_id;
+  m.timestamp = k.stamp;
+  m.status = RK_OK;
+  m.credits = k.n;
+  if (queued)
+    outbox_push(c, k.from, RK_AM_RESP | RESP_PACKED, &m, sizeof m);
+  else
+    (void)post(c, p, RK_AM_RESP, &m, sizeof m, NULL, 0, false);
+}
+
+/* Called with e->mu held: entry i answered through the outbox, and gone. */
+static void credit_send(export_t *e, uint32_t i) {
+  const credit_t k = e->credits[i];
+  e->credits[i] = e->credits[--e->ncredits];
+  atomic_fetch_sub(&e->c->credits_due, 1);
+  credit_post(e->c, &k, true);
+}
+
+/* Called with e->mu held: one more admitted message of h's sender owes
+ * window room. */
+static void credit_owe(export_t *e, const rk_wire_req_t *h, uint64_t stamp) {
+  uint32_t i = 0;
+  while (i < e->ncredits &&
+         !(e->credits[i].from == h->from && e->credits[i].handle == h->handle &&
+           e->credits[i].handle_gen == h->handle_gen))
+    ++i;
+  if (i == e->ncredits) {
+    if (e->ncredits == CREDIT_SENDERS) credit_send(e, 0); /* make room */
+    i = e->ncredits++;
+    e->credits[i] = (credit_t){h->from, h->handle, h->handle_gen, 0, 0, 0};
+    atomic_fetch_add(&e->c->credits_due, 1);
+  }
+  credit_t *k = &e->credits[i];
+  k->request_id = h->request_id;
+  k->stamp = stamp;
+  if (++k->n >= e->credit_every) credit_send(e, i);
+}
+
 /* Called with e->mu held: a remote port's message into the actor's K2K
  * inbox, answered (empty: it returns window room) once it is in. Returns
  * false when the link has no credit now (nothing done). */
@@ -1664,17 +1737,7 @@ static bool ingress_admit(export_t *e, const rk_wire_req_t *h, const void *data,
   bool gone = false;
   const uint64_t stamp = rk__hlc_host_tick();
   if (rk__k2k_ingress_send(e->ingress, data, stamp, &gone)) {
-    peer_t *p = peer_from(c, h->from);
-    if (!p) return true;
-    rk_wire_resp_t m;
-    memset(&m, 0, sizeof m);
-    m.from = p->remote;
-    m.handle = h->handle;
-    m.handle_gen = h->handle_gen;
-    m.request_id = h->request_id;
-    m.timestamp = stamp;
-    m.status = RK_OK;
-    outbox_push(c, h->from, RK_AM_RESP | RESP_PACKED, &m, sizeof m);
+    credit_owe(e, h, stamp);
     return true;
   }
   if (gone) {
@@ -1879,8 +1942,17 @@ static unsigned forward_once(export_t *e) {
     free(q);
     did++;
   }
+  /* What this turn (and the callbacks before it) admitted: one answer per
+   * sender, posted once the lock is given back (UCX's locks are not taken
+   * under an export's). */
+  credit_t owed[CREDIT_SENDERS];
+  const uint32_t nowed = e->ncredits;
+  memcpy(owed, e->credits, nowed * sizeof owed[0]);
+  e->ncredits = 0;
+  if (nowed) atomic_fetch_sub(&c->credits_due, nowed);
   pthread_mutex_unlock(&e->mu);
-  return did;
+  for (uint32_t i = 0; i < nowed; ++i) credit_post(c, &owed[i], false);
+  return did + nowed;
 }
 
 static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
@@ -1923,7 +1995,8 @@ static unsigned bridge_once(bridge_t *b) {
 
 static unsigned forward_all(rk_cluster_t *c) {
   if (!atomic_load_explicit(&c->in_flight, memory_order_relaxed) &&
-      !atomic_load_explicit(&c->nbridges, memory_order_relaxed))
+      !atomic_load_explicit(&c->nbridges, memory_order_relaxed) &&
+      !atomic_load_explicit(&c->credits_due, memory_order_relaxed))
     return 0;
   unsigned did = 0;
   pthread_mutex_lock(&c->exports_mu);
@@ -2078,7 +2151,14 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
     }
     w->done = true;
   } else if (h->discard || was_stopped) {
-    h->outstanding--; /* a port's message, or too late to be anyone's */
+    /* A port's messages (r->credits of them, or one), or an answer too
+     * late to be anyone's. */
+    const uint32_t k = r->credits ? r->credits : 1u;
+    h->outstanding = h->outstanding > k ? h->outstanding - k : 0;
+    if (h->discard) {
+      h->credit_answers++;
+      h->credited += k;
+    }
   } else {
     answer_t *a = malloc(sizeof *a + size + 1);
     if (a) {
@@ -2850,6 +2930,7 @@ static void free_export(rk_cluster_t *c, export_t *e) {
     }
   }
   rk__k2k_release(e->ingress);
+  atomic_fetch_sub(&c->credits_due, e->ncredits); /* owed to nobody now */
   for (size_t i = 0; i < e->route_count; ++i)
     if (!e->routes[(e->route_head + i) % e->route_cap].done)
       atomic_fetch_sub(&c->in_flight, 1);
@@ -3231,6 +3312,12 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
   e->request_size = st.request_size;
   e->response_size = st.response_size;
   e->window = (uint32_t)st.input_capacity;
+  /* A sender waits for room once its window is full: return it in
+   * quarters (at most 32 messages an answer), and what is left at the end
+   * of each turn. */
+  e->credit_every = e->window / 4 < 1    ? 1
+                    : e->window / 4 > 32 ? 32
+                                         : e->window / 4;
   e->buf = malloc(FORWARD_BATCH * e->response_size + 1);
   if (!e->buf) {
     free(e);
@@ -3938,6 +4025,14 @@ uint64_t rk__cluster_dropped_local(rk_cluster_t *c, const char *name) {
       n = c->exports[i]->dropped_local;
   pthread_mutex_unlock(&c->mu);
   return n;
+}
+
+void rk__remote_actor_credits(rk_remote_actor_t *h, uint64_t *out_answers,
+                              uint64_t *out_credited) {
+  pthread_mutex_lock(&h->mu);
+  *out_answers = h->credit_answers;
+  *out_credited = h->credited;
+  pthread_mutex_unlock(&h->mu);
 }
 
 rk_status_t rk__cluster_barrier(rk_cluster_t *c) {

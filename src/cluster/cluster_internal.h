@@ -10,6 +10,12 @@
  * remote request was waiting for (answers to local sends). */
 uint64_t rk__cluster_dropped_local(rk_cluster_t *cluster, const char *name);
 
+/* A port's handle (rk_cluster_connect): the answers that returned window
+ * room to it, and for how many of its messages in all (several per
+ * answer when the owner admitted them in one turn). */
+void rk__remote_actor_credits(rk_remote_actor_t *actor, uint64_t *out_answers,
+                              uint64_t *out_credited);
+
 /* An MPI cluster: MPI_Barrier over its ranks (for tests); RK_ERR_
  * INVALID_STATE when the cluster was not formed by MPI. */
 rk_status_t rk__cluster_barrier(rk_cluster_t *cluster);

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define RK_WIRE_MAGIC 0x726b636cu /* "rkcl" */
-#define RK_WIRE_VERSION 4u
+#define RK_WIRE_VERSION 5u
 #define RK_WIRE_NAME_MAX 64
 #define RK_WIRE_ACTOR_NAME_MAX 128
 #define RK_WIRE_TOKEN_MAX 128
@@ -138,6 +138,11 @@ typedef struct rk_wire_resp {
   int32_t handler_code;
   uint32_t state;     /* the remote actor's state, on a refusal */
   uint32_t text_size; /* a refusal's reason follows in the data */
+  /* Remote ports' messages admitted: how many of the sender's messages on
+   * this handle the answer returns window room for (request_id is the
+   * latest's). 0 on every other answer, which answers one request. */
+  uint32_t credits;
+  uint32_t reserved;
 } rk_wire_resp_t;
 
 /* rk_cluster_link(h, local) on the requester: the owner of h's actor
