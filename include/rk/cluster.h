@@ -155,8 +155,10 @@ rk_status_t rk_cluster_wait_peers(rk_cluster_t *cluster, size_t count,
  * from its output ring: local code may still rk_actor_call the actor, but
  * rk_actor_receive on an exported actor competes with the cluster for
  * responses (a response to a local rk_actor_send may be taken and counted
- * as dropped). Errors: RK_ERR_INVALID_ARGUMENT (a name in use, bad
- * name). */
+ * as dropped). An actor has one export at a time: each export's
+ * forwarder takes the actor's responses, so a second would take the
+ * first's answers. Errors: RK_ERR_INVALID_ARGUMENT (a name in use, an
+ * actor exported already, bad name). */
 rk_status_t rk_cluster_export(rk_cluster_t *cluster, rk_actor_t *actor,
                               const char *name);
 

@@ -3328,10 +3328,25 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
    * that cannot take one (traditional, a resident GPU kernel, an inbox
    * with no room for another sender) takes them in its input ring. */
   bool taken = false;
+  char other[RK_WIRE_ACTOR_NAME_MAX] = "";
   pthread_mutex_lock(&c->mu);
-  for (uint32_t i = 0; i < MAX_EXPORTS && !taken; ++i)
+  for (uint32_t i = 0; i < MAX_EXPORTS && !taken; ++i) {
     taken = c->exports[i] && !strcmp(c->exports[i]->name, name);
+    if (c->exports[i] && c->exports[i]->actor == actor && !other[0])
+      copy_name(other, sizeof other, c->exports[i]->name);
+  }
   pthread_mutex_unlock(&c->mu);
+  if (!taken && other[0]) {
+    /* Each export's forwarder takes the actor's responses and answers the
+     * requests it routed: a second would take the first's answers and
+     * drop them. */
+    free(e->buf);
+    free(e);
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "cluster: this actor is already exported as '%s' (one "
+                    "name per actor; rk_cluster_unexport it first)",
+                    other);
+  }
   if (!taken && rk_actor_state(actor) == RK_ACTOR_LAUNCHED &&
       rk__actor_mode(actor) == RK_ACTOR_PERSISTENT) {
     char *saved = rk__error_save();
@@ -3342,7 +3357,8 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
   pthread_mutex_lock(&c->mu);
   uint32_t slot = MAX_EXPORTS;
   for (uint32_t i = 0; i < MAX_EXPORTS; ++i) {
-    if (c->exports[i] && !strcmp(c->exports[i]->name, name)) {
+    if (c->exports[i] &&
+        (!strcmp(c->exports[i]->name, name) || c->exports[i]->actor == actor)) {
       pthread_mutex_unlock(&c->mu);
       pthread_mutex_destroy(&e->mu);
       rk__k2k_release(e->ingress);

@@ -705,9 +705,15 @@ int main(int argc, char **argv) {
   CHECK_OK(rk_cluster_export(c, hub_add, "hub/add"));
   CHECK_STATUS(rk_cluster_export(c, hub_add, "hub/add"),
                RK_ERR_INVALID_ARGUMENT);
+  /* One name per actor: a second export would take the first one's
+   * answers. */
+  CHECK_STATUS(rk_cluster_export(c, hub_add, "hub/add-again"),
+               RK_ERR_INVALID_ARGUMENT);
   /* Withdrawn: gone for the calling member (role_caller looks it up). */
-  CHECK_OK(rk_cluster_export(c, hub_add, "hub/gone"));
+  rk_actor_t *gone = launch(kAddSource, "add_one", 0);
+  CHECK_OK(rk_cluster_export(c, gone, "hub/gone"));
   CHECK_OK(rk_cluster_unexport(c, "hub/gone"));
+  rk_actor_destroy(gone);
   CHECK_STATUS(rk_cluster_unexport(c, "hub/gone"), RK_ERR_NOT_FOUND);
   rk_actor_t *sink = launch(kSinkSource, "sink", 0);
   CHECK_OK(rk_cluster_export(c, sink, "hub/sink"));
