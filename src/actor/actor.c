@@ -1063,7 +1063,7 @@ static bool drain_for(rk_actor_t *a, waiter_t *own) {
 static bool drain(rk_actor_t *a) { return drain_for(a, NULL); }
 
 typedef bool (*ready_fn)(rk_actor_t *a, void *arg);
-static bool lendable(rk_actor_t *a, void *arg);
+static bool receivable(rk_actor_t *a, void *arg);
 
 /* Waits until ready(a, arg), draining responses meanwhile. RK_OK,
  * RK_ERR_TIMEOUT, or RK_ERR_INVALID_STATE once the actor has stopped
@@ -1085,9 +1085,9 @@ static rk_status_t wait_until(rk_actor_t *a, ready_fn ready, void *arg,
     const uint32_t seq = rk__ring_data_seq(a->device.out);
     const bool stopped = stopped_state(get_state(a));
     if (take_role(a)) {
-      /* A lend wants responses left in the ring (lent in place) unless a
-       * call waits for one of them. */
-      bool moved = ready == lendable && LOAD_RELAXED(&a->nwaiters) == 0
+      /* A receive or a lend wants responses left in the ring (taken or
+       * lent from there) unless a call waits for one of them. */
+      bool moved = ready == receivable && LOAD_RELAXED(&a->nwaiters) == 0
                        ? false
                        : drain(a);
       bool done = ready(a, arg);
@@ -1137,19 +1137,19 @@ static bool waiter_done(rk_actor_t *a, void *arg) {
   return LOAD_ACQUIRE(&((waiter_t *)arg)->done) != 0;
 }
 
-static bool rq_nonempty(rk_actor_t *a, void *arg) {
-  (void)arg;
-  return LOAD_RELAXED(&a->rq_count) != 0;
-}
-
-/* Something a lend could take: queued responses, or published ones in the
- * ring (by its indices: a thread without the drain role must not use the
- * consumer end). */
-static bool lendable(rk_actor_t *a, void *arg) {
+/* Something a receive or a lend could take: queued responses, or
+ * published ones in the ring that it may take from there itself (no call
+ * waits for one of them, and nobody holds the drain role; the ring by its
+ * indices: a thread without the role must not use the consumer end). A
+ * wait for this leaves responses in the ring: taken from there they are
+ * copied once (or lent in place), not queued first. */
+static bool receivable(rk_actor_t *a, void *arg) {
   (void)arg;
   const rk_abi_ring_t *out = a->device.out;
   return LOAD_RELAXED(&a->rq_count) != 0 ||
-         (int64_t)(LOAD_ACQUIRE(&out->tail) - LOAD_ACQUIRE(&out->head)) > 0;
+         (LOAD_RELAXED(&a->nwaiters) == 0 &&
+          LOAD_RELAXED(&a->drain_role) == 0 &&
+          (int64_t)(LOAD_ACQUIRE(&out->tail) - LOAD_ACQUIRE(&out->head)) > 0);
 }
 
 /* A call waiting for input space: there may be some, or the actor left
@@ -1563,6 +1563,20 @@ static rk_status_t response_status(const rk_actor_message_t *info) {
       (unsigned long long)info->correlation_id, rk_status_name(info->status));
 }
 
+/* How many published responses past its own a receive asks the cache
+ * for. */
+enum { kPrefetch = 4 };
+
+/* How many responses a receive of up to `max` looks for when it knows of
+ * none: at least a few, so that one look (which ends on a slot the device
+ * side has yet to write) serves several receives. */
+static uint32_t clamp_want(size_t max) {
+  enum { kLookAhead = 16 };
+  return max < kLookAhead   ? kLookAhead
+         : max < UINT32_MAX ? (uint32_t)max
+                            : UINT32_MAX;
+}
+
 /* Takes up to `max` responses straight from the output ring into `out`
  * (packed, out_size bytes each) and their details into `infos`: only when
  * this thread gets the drain role, the receive queue is empty (it holds
@@ -1579,7 +1593,7 @@ static size_t take_direct(rk_actor_t *a, unsigned char *out, size_t max,
   rk__ring_end_t *c = &a->out_c;
   uint64_t n = LOAD_RELAXED(&a->rq_count) == 0 &&
                        (!alone || LOAD_RELAXED(&a->drain_role) == 0)
-                   ? rk__ring_available(c)
+                   ? rk__ring_available_upto(c, clamp_want(max))
                    : 0;
   size_t k = 0;
   /* Round trips of sampled requests, recorded after the role is given
@@ -1589,6 +1603,8 @@ static size_t take_direct(rk_actor_t *a, unsigned char *out, size_t max,
   unsigned nlat = 0;
   if (n && LOAD_RELAXED(&a->nwaiters) == 0) {
     k = n < max ? (size_t)n : max;
+    /* The next receive's responses, when they are already there. */
+    rk__ring_prefetch(c, (uint32_t)k, kPrefetch);
     observe_responses(c, k);
     uint64_t now = 0;
     for (size_t i = 0; i < k; ++i) {
@@ -1648,7 +1664,7 @@ static rk_status_t receive(rk_actor_t *actor, void *response,
       if (out_info) *out_info = direct;
       return response_status(&direct);
     }
-    rk_status_t s = wait_until(actor, rq_nonempty, NULL, &limit, counted);
+    rk_status_t s = wait_until(actor, receivable, NULL, &limit, counted);
     if (s != RK_OK) {
       if (timeout_ns == 0)
         return rk__fail(RK_ERR_QUEUE_EMPTY, "actor_receive: no response");
@@ -1811,7 +1827,7 @@ rk_status_t rk_actor_receive_batch(rk_actor_t *actor, void *responses,
   for (;;) {
     got = take_direct(actor, out, max, out_infos);
     if (got) break;
-    s = wait_until(actor, rq_nonempty, NULL, &limit, &counted);
+    s = wait_until(actor, receivable, NULL, &limit, &counted);
     if (s != RK_OK) break;
     pthread_mutex_lock(&actor->host_lock);
     got = rq_take(actor, out, max, out_infos);
@@ -2076,7 +2092,7 @@ static size_t lend_now(rk_actor_t *a, size_t max, rk_actor_loan_t *loan) {
   size_t k = 0;
   rk__ring_end_t *c = &a->out_c;
   if (LOAD_RELAXED(&a->nwaiters) == 0 && LOAD_RELAXED(&a->rq_count) == 0) {
-    const uint64_t n = rk__ring_available(c);
+    const uint64_t n = rk__ring_available_upto(c, clamp_want(max));
     k = n < max ? (size_t)n : max;
     if (k) observe_responses(c, k);
     loan->zero_copy = true;
@@ -2130,7 +2146,7 @@ rk_status_t rk_actor_receive_lend(rk_actor_t *actor, size_t max,
   for (;;) {
     got = lend_now(actor, max, out_loan);
     if (got) break;
-    s = wait_until(actor, lendable, NULL, &limit, &counted);
+    s = wait_until(actor, receivable, NULL, &limit, &counted);
     if (s != RK_OK) {
       /* One more look: the wait may have ended with something there. */
       got = lend_now(actor, max, out_loan);

@@ -190,12 +190,23 @@ uint64_t rk__ring_available(rk__ring_end_t *c) {
   return c->other - c->own;
 }
 
+uint64_t rk__ring_available_upto(rk__ring_end_t *c, uint32_t want) {
+  if (c->other == c->own) refresh(c, want ? want : 1);
+  return c->other - c->own;
+}
+
 const void *rk__ring_peek(rk__ring_end_t *c, uint32_t i) {
   if (c->other - c->own <= i) {
     refresh(c, (uint64_t)i + 1);
     if (c->other - c->own <= i) return NULL;
   }
   return slot_at(c, c->own + i);
+}
+
+void rk__ring_prefetch(const rk__ring_end_t *c, uint32_t i, uint32_t n) {
+  const uint64_t known = c->other - c->own;
+  for (uint64_t k = i; k < (uint64_t)i + n && k < known; ++k)
+    __builtin_prefetch(slot_at(c, c->own + k), 0, 3);
 }
 
 void rk__ring_release(rk__ring_end_t *c, uint32_t n) {

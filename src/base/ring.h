@@ -87,9 +87,20 @@ void rk__ring_signal_data(rk_abi_ring_t *hdr);
 
 /* Published slots not yet released. */
 uint64_t rk__ring_available(rk__ring_end_t *c);
+/* The same, looking for newly published slots only when none are known
+ * (then for up to `want`): a consumer that is behind takes what it knows
+ * without reading the slot the producer writes next, whose line a read
+ * would take away from it. Fewer than `want` may be known while more are
+ * published. */
+uint64_t rk__ring_available_upto(rk__ring_end_t *c, uint32_t want);
 /* The i-th published slot not yet released, or NULL when there are fewer
  * than i + 1. */
 const void *rk__ring_peek(rk__ring_end_t *c, uint32_t i);
+/* Asks the cache for the i-th to (i + n - 1)-th published slots not yet
+ * released (those known published only: a slot the producer may still
+ * write is left alone), so that their lines are on their way while the
+ * consumer works on the ones before. */
+void rk__ring_prefetch(const rk__ring_end_t *c, uint32_t i, uint32_t n);
 /* Gives the next n peeked slots back to the producer. */
 void rk__ring_release(rk__ring_end_t *c, uint32_t n);
 /* After releasing: wakes a producer parked in rk__ring_wait_space. */

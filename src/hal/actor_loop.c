@@ -44,22 +44,6 @@ void rk__actor_respond_at(rk_abi_control_t *c, const rk_abi_msg_t *req,
   resp->status = code ? RK_ABI_MSG_HANDLER_ERROR : RK_ABI_MSG_OK;
 }
 
-void rk__actor_respond_local(const rk_abi_control_t *c, const rk_abi_msg_t *req,
-                             rk_abi_msg_t *resp, int32_t code, uint64_t *clock,
-                             uint64_t phys) {
-  /* A receive event: max(previous + 1, received + 1, physical now). */
-  uint64_t t = *clock + 1;
-  if (req->timestamp + 1 > t) t = req->timestamp + 1;
-  if (phys > t) t = phys;
-  *clock = t;
-  resp->correlation_id = req->correlation_id;
-  resp->timestamp = t;
-  resp->type = RK_ABI_MSG_RESPONSE;
-  resp->size = c->out_payload;
-  resp->code = code;
-  resp->status = code ? RK_ABI_MSG_HANDLER_ERROR : RK_ABI_MSG_OK;
-}
-
 void rk__actor_commit(rk_abi_control_t *c, rk__ring_end_t *in,
                       rk__ring_end_t *out, uint32_t done, uint64_t errors,
                       int32_t last_error) {
@@ -250,7 +234,7 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
       continue;
     }
     set_run_state(c, &run_state, RK_ABI_RUN_ACTIVE);
-    uint64_t avail = rk__ring_available(&in);
+    uint64_t avail = rk__ring_available_upto(&in, l->batch);
     /* The host's requests, then messages from other actors: neither
      * starves the other (one batch of each per turn), and a request that
      * finds the worker idle is answered before the inbox is looked at. */
@@ -314,7 +298,7 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
       spin_ok = !rk__machine_crowded();
     }
     if (spin_ok && now - idle_since < l->spin_ns) {
-      for (int i = 0; i < 128 && !rk__ring_available(&in) &&
+      for (int i = 0; i < 128 && !rk__ring_available_upto(&in, l->batch) &&
                       !(l->inbox_ready && l->inbox_ready(l->ctx));
            ++i)
         rk__cpu_relax();

@@ -108,12 +108,28 @@ void rk__actor_respond(rk_abi_control_t *control, const rk_abi_msg_t *req,
 void rk__actor_respond_at(rk_abi_control_t *control, const rk_abi_msg_t *req,
                           rk_abi_msg_t *resp, int32_t code, uint64_t phys);
 /* The same for a device side that is the clock's only writer while it
- * answers a batch: it ticks a copy, `*clock` (loaded from control->clock
+ * answers a batch: it ticks a copy (`clock`, loaded from control->clock
  * before the batch, stored back after it), with no atomic operation per
- * response. */
-void rk__actor_respond_local(const rk_abi_control_t *control,
-                             const rk_abi_msg_t *req, rk_abi_msg_t *resp,
-                             int32_t code, uint64_t *clock, uint64_t phys);
+ * response. Returns the response's stamp, the copy's new value. */
+static inline uint64_t rk__actor_respond_local(const rk_abi_control_t *control,
+                                               const rk_abi_msg_t *req,
+                                               rk_abi_msg_t *resp, int32_t code,
+                                               uint64_t clock, uint64_t phys) {
+  /* A receive event: max(previous + 1, received + 1, physical now). */
+  uint64_t t = clock + 1;
+  if (req->timestamp + 1 > t) t = req->timestamp + 1;
+  if (phys > t) t = phys;
+  /* Field by field (a copy of a header built on the stack measured 18%
+   * slower: its wide loads wait for the narrow stores before them). The
+   * mark is left to the ring's publish. */
+  resp->correlation_id = req->correlation_id;
+  resp->timestamp = t;
+  resp->type = RK_ABI_MSG_RESPONSE;
+  resp->size = control->out_payload;
+  resp->code = code;
+  resp->status = code ? RK_ABI_MSG_HANDLER_ERROR : RK_ABI_MSG_OK;
+  return t;
+}
 
 /* After `done` responses are written at the first `done` reserved slots of
  * `out`: updates the control block's counters (errors and last_error for

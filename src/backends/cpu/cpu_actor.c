@@ -98,20 +98,24 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
   /* The worker is the clock's only writer: tick a copy, store it once. */
   uint64_t clock = __atomic_load_n(&c->clock, __ATOMIC_RELAXED);
   int32_t last_error = 0;
+  /* Kernel arguments: each points at the argument's bytes, here device
+   * pointers into the slots themselves (no copies). Set up once: per
+   * message only the slot pointers and the status change (every store in
+   * the loop waits behind the one to the response slot, see the launch
+   * wrapper in cpu_compile.c). */
+  void *in_p = NULL, *out_p = NULL, *state_p = w->state;
+  int32_t code = 0;
+  void *status_p = &code;
+  void *args[4 + 1 + RK__K2K_MAX_PORTS];
+  handler_args(w, args, &in_p, &out_p, &state_p, &status_p);
   for (; done < n; ++done) {
     unsigned char *dst = rk__ring_reserve_at(out, done);
     if (!dst) break; /* output full: publish what we have */
     const unsigned char *src = rk__ring_peek(in, done);
     rk_abi_msg_t *resp = (rk_abi_msg_t *)dst;
-    int32_t code = 0;
-    /* Kernel arguments: each points at the argument's bytes, here device
-     * pointers into the slots themselves (no copies). */
-    void *in_p = (void *)(src + RK_ABI_MSG_HEADER);
-    void *out_p = dst + RK_ABI_MSG_HEADER;
-    void *state_p = w->state;
-    void *status_p = &code;
-    void *args[4 + 1 + RK__K2K_MAX_PORTS];
-    handler_args(w, args, &in_p, &out_p, &state_p, &status_p);
+    code = 0;
+    in_p = (void *)(src + RK_ABI_MSG_HEADER);
+    out_p = dst + RK_ABI_MSG_HEADER;
     const rk_abi_msg_t *req = (const rk_abi_msg_t *)src;
     const bool traced = rk__trace_on();
     rk__trace_span_t span;
@@ -124,7 +128,7 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
     }
     w->entry->run_blocks(&kl, 0, 1, args);
     if (w->nports) rk__k2k_deliver(w->k2k, ++clock);
-    rk__actor_respond_local(c, req, resp, code, &clock, phys);
+    clock = rk__actor_respond_local(c, req, resp, code, clock, phys);
     if (traced)
       rk__actor_trace_handled(&span, rk_function_name(w->dev.function), &req, 1,
                               1, req->correlation_id, code);

@@ -85,7 +85,13 @@ static void emit_call(rk__strbuf_t *sb, const rk_entry_t *k) {
  * front end's description of them. */
 static void emit_wrappers(rk__strbuf_t *sb, const rk_entry_list_t *list) {
   bool uses_barrier = false;
-  rk__strbuf_puts(sb, "\n#line 1 \"<rk cpu wrapper>\"\n");
+  rk__strbuf_puts(sb,
+                  "\n#line 1 \"<rk cpu wrapper>\"\n"
+                  "#define RK__PUT(lv, v)  \\\n"
+                  "  do {                \\\n"
+                  "    if ((lv) != (v))  \\\n"
+                  "      (lv) = (v);     \\\n"
+                  "  } while (0)\n");
   for (size_t n = 0; n < list->count; ++n) {
     const rk_entry_t *k = &list->entries[n];
     uses_barrier |= k->uses_barrier;
@@ -95,32 +101,60 @@ static void emit_wrappers(rk__strbuf_t *sb, const rk_entry_list_t *list) {
         "rk__first, uint64_t rk__end, void *const *rk__a) {\n",
         k->name);
     emit_param_loads(sb, k);
+    /* The thread-local state's address once (in a shared module every
+     * access may look it up again; the empty asm keeps the compiler from
+     * doing so), and the block index carried from block to block:
+     * divisions only for a call that starts past block 0 (an actor's
+     * handler runs block 0 once per message). The state is stored only
+     * where it changes: on an actor's worker, which runs the same launch
+     * for every message, the stores would otherwise queue behind the store
+     * to the response slot, whose line is in the sender's cache, and
+     * stall the loop. */
     rk__strbuf_puts(
         sb,
         "  (void)rk__a;\n"
+        "  rk__kstate_t *rk__s = &rk__k;\n"
+        "#if defined(__GNUC__)\n"
+        "  __asm__(\"\" : \"+r\"(rk__s)); /* kept, not looked up again */\n"
+        "#endif\n"
         "  for (int i = 0; i < 3; ++i) {\n"
-        "    rk__k.bdim[i] = rk__L->block[i];\n"
-        "    rk__k.gdim[i] = rk__L->grid[i];\n"
+        "    RK__PUT(rk__s->bdim[i], rk__L->block[i]);\n"
+        "    RK__PUT(rk__s->gdim[i], rk__L->grid[i]);\n"
         "  }\n"
-        "  rk__k.dyn_shared = rk__L->dyn_shared;\n"
-        "  rk__k.barrier = rk__L->barrier;\n"
-        "  rk__k.sched = rk__L->sched;\n"
+        "  RK__PUT(rk__s->dyn_shared, rk__L->dyn_shared);\n"
+        "  RK__PUT(rk__s->barrier, rk__L->barrier);\n"
+        "  RK__PUT(rk__s->sched, rk__L->sched);\n"
         "  const uint64_t gx = rk__L->grid[0], gy = rk__L->grid[1];\n"
         "  const uint32_t bx = rk__L->block[0], by = rk__L->block[1],\n"
         "                 bz = rk__L->block[2];\n"
+        "  uint64_t cx = 0, cy = 0, cz = 0;\n"
+        "  if (rk__first) {\n"
+        "    cx = rk__first % gx;\n"
+        "    cy = (rk__first / gx) % gy;\n"
+        "    cz = rk__first / (gx * gy);\n"
+        "  }\n"
         "  for (uint64_t b = rk__first; b < rk__end; ++b) {\n"
-        "    rk__k.bid[0] = (uint32_t)(b % gx);\n"
-        "    rk__k.bid[1] = (uint32_t)((b / gx) % gy);\n"
-        "    rk__k.bid[2] = (uint32_t)(b / (gx * gy));\n"
+        "    RK__PUT(rk__s->bid[0], (uint32_t)cx);\n"
+        "    RK__PUT(rk__s->bid[1], (uint32_t)cy);\n"
+        "    RK__PUT(rk__s->bid[2], (uint32_t)cz);\n"
         "    for (uint32_t z = 0; z < bz; ++z) {\n"
-        "      rk__k.tid[2] = z;\n"
+        "      RK__PUT(rk__s->tid[2], z);\n"
         "      for (uint32_t y = 0; y < by; ++y) {\n"
-        "        rk__k.tid[1] = y;\n"
+        "        RK__PUT(rk__s->tid[1], y);\n"
         "        for (uint32_t x = 0; x < bx; ++x) {\n"
-        "          rk__k.tid[0] = x;\n"
+        "          rk__s->tid[0] = x;\n"
         "          ");
     emit_call(sb, k);
-    rk__strbuf_puts(sb, "        }\n      }\n    }\n  }\n}\n");
+    rk__strbuf_puts(sb,
+                    "        }\n      }\n    }\n"
+                    "    if (++cx == gx) {\n"
+                    "      cx = 0;\n"
+                    "      if (++cy == gy) {\n"
+                    "        cy = 0;\n"
+                    "        ++cz;\n"
+                    "      }\n"
+                    "    }\n"
+                    "  }\n}\n");
 
     rk__strbuf_printf(
         sb,
