@@ -1658,12 +1658,12 @@ static rk_status_t receive(rk_actor_t *actor, void *response,
                            uint64_t timeout_ns, rk_actor_message_t *out_info,
                            bool *counted) {
   limit_t limit = limit_of(timeout_ns, 0);
+  /* Filled in place: a copy of a just-written struct waits for its narrow
+   * stores to land. */
+  rk_actor_message_t scratch;
+  rk_actor_message_t *direct = out_info ? out_info : &scratch;
   for (;;) {
-    rk_actor_message_t direct;
-    if (take_direct(actor, response, 1, &direct)) {
-      if (out_info) *out_info = direct;
-      return response_status(&direct);
-    }
+    if (take_direct(actor, response, 1, direct)) return response_status(direct);
     rk_status_t s = wait_until(actor, receivable, NULL, &limit, counted);
     if (s != RK_OK) {
       if (timeout_ns == 0)
