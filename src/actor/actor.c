@@ -1137,6 +1137,11 @@ static bool waiter_done(rk_actor_t *a, void *arg) {
   return LOAD_ACQUIRE(&((waiter_t *)arg)->done) != 0;
 }
 
+static bool rq_nonempty(rk_actor_t *a, void *arg) {
+  (void)arg;
+  return LOAD_RELAXED(&a->rq_count) != 0;
+}
+
 /* Something a receive or a lend could take: queued responses, or
  * published ones in the ring that it may take from there itself (no call
  * waits for one of them, and nobody holds the drain role; the ring by its
@@ -1654,6 +1659,17 @@ static size_t rq_take(rk_actor_t *a, unsigned char *out, size_t max,
   return k;
 }
 
+/* What a receive waits for. While one thread alone uses the host side,
+ * responses it can take from the ring: one copy each. Once several do,
+ * queued ones: a drain moves everything there under one take of the drain
+ * role (a take per response measured 0.6x with 8 producers on 2 CPUs). */
+static ready_fn receive_ready(rk_actor_t *a) {
+  return __atomic_load_n(&a->host_bias.state, __ATOMIC_RELAXED) ==
+                 RK__BIAS_SHARED
+             ? rq_nonempty
+             : receivable;
+}
+
 static rk_status_t receive(rk_actor_t *actor, void *response,
                            uint64_t timeout_ns, rk_actor_message_t *out_info,
                            bool *counted) {
@@ -1664,7 +1680,8 @@ static rk_status_t receive(rk_actor_t *actor, void *response,
   rk_actor_message_t *direct = out_info ? out_info : &scratch;
   for (;;) {
     if (take_direct(actor, response, 1, direct)) return response_status(direct);
-    rk_status_t s = wait_until(actor, receivable, NULL, &limit, counted);
+    rk_status_t s =
+        wait_until(actor, receive_ready(actor), NULL, &limit, counted);
     if (s != RK_OK) {
       if (timeout_ns == 0)
         return rk__fail(RK_ERR_QUEUE_EMPTY, "actor_receive: no response");
@@ -1827,7 +1844,7 @@ rk_status_t rk_actor_receive_batch(rk_actor_t *actor, void *responses,
   for (;;) {
     got = take_direct(actor, out, max, out_infos);
     if (got) break;
-    s = wait_until(actor, receivable, NULL, &limit, &counted);
+    s = wait_until(actor, receive_ready(actor), NULL, &limit, &counted);
     if (s != RK_OK) break;
     pthread_mutex_lock(&actor->host_lock);
     got = rq_take(actor, out, max, out_infos);
