@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Compare two builds of rk with bench_actors, run alternately in pairs.
+
+On a noisy machine (a VM whose speed flips within seconds) two full runs
+of a benchmark, one per build, can differ by more than the change being
+measured. This runs short `bench_actors --json` runs of build A and build
+B one after the other, PAIRS times, and reports for each figure the
+median of the per-pair ratios B / A with its quartiles, next to the
+medians of each build: a change that holds in most pairs shows as a ratio
+whose quartiles stay on one side of 1.
+
+  scripts/bench-pairs.py --a /tmp/base/build --b build --only rk --pairs 40
+
+Each build directory must hold bench/actors/bench_actors. The exit status
+is non-zero only when a run fails.
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+DEFAULT_KEYS = ("rk_call_rtt_ns,rk_msgs_per_s,rk_batch_msgs_per_s,"
+                "rk_msgs_per_s_2_producers,rk_msgs_per_s_8_producers")
+
+
+def run(build, only, rounds):
+    cmd = [build + "/bench/actors/bench_actors", "--json", "--only", only,
+           "--rounds", str(rounds)]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit("bench-pairs: %s failed:\n%s" % (" ".join(cmd), out.stderr))
+    return json.loads(out.stdout)
+
+
+def quartiles(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 4], statistics.median(xs), xs[(3 * len(xs)) // 4]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--a", required=True, help="build directory A (before)")
+    ap.add_argument("--b", required=True, help="build directory B (after)")
+    ap.add_argument("--only", default="rk",
+                    help="bench_actors --only groups (default rk)")
+    ap.add_argument("--pairs", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="bench_actors --rounds per run (default 5)")
+    ap.add_argument("--keys", default=DEFAULT_KEYS,
+                    help="JSON figures to compare, comma-separated")
+    args = ap.parse_args()
+    keys = [k for k in args.keys.split(",") if k]
+    a_vals = {k: [] for k in keys}
+    b_vals = {k: [] for k in keys}
+    ratios = {k: [] for k in keys}
+    for _ in range(args.pairs):
+        a = run(args.a, args.only, args.rounds)
+        b = run(args.b, args.only, args.rounds)
+        for k in keys:
+            if a.get(k) and b.get(k):
+                a_vals[k].append(a[k])
+                b_vals[k].append(b[k])
+                ratios[k].append(b[k] / a[k])
+    print("%-28s %8s %8s %8s %12s %12s" %
+          ("figure", "B/A p25", "median", "p75", "A median", "B median"))
+    for k in keys:
+        if not ratios[k]:
+            continue
+        lo, mid, hi = quartiles(ratios[k])
+        print("%-28s %8.3f %8.3f %8.3f %12.4g %12.4g" %
+              (k, lo, mid, hi, statistics.median(a_vals[k]),
+               statistics.median(b_vals[k])))
+    print("%d pairs, bench_actors --only %s --rounds %d" %
+          (args.pairs, args.only, args.rounds))
+
+
+if __name__ == "__main__":
+    main()
