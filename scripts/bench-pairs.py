@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
-"""Compare two builds of rk with bench_actors, run alternately in pairs.
+"""Compare two builds of rk with a benchmark, run alternately in pairs.
 
 On a noisy machine (a VM whose speed flips within seconds) two full runs
 of a benchmark, one per build, can differ by more than the change being
-measured. This runs short `bench_actors --json` runs of build A and build
-B one after the other, PAIRS times, and reports for each figure the
+measured. This runs short `--json` runs of a benchmark (bench_actors by
+default) from build A and build B one after the other, PAIRS times, and reports for each figure the
 median of the per-pair ratios B / A with its quartiles, next to the
 medians of each build: a change that holds in most pairs shows as a ratio
 whose quartiles stay on one side of 1.
 
   scripts/bench-pairs.py --a /tmp/base/build --b build --only rk --pairs 40
+  scripts/bench-pairs.py --a /tmp/base/build --b build \
+      --bench bench/actors/bench_k2k --args --quick --keys hop_one_way_ns
 
-Each build directory must hold bench/actors/bench_actors. The exit status
-is non-zero only when a run fails.
+Each build directory must hold the benchmark. The exit status is non-zero
+only when a run fails.
 """
 import argparse
 import json
@@ -24,9 +26,8 @@ DEFAULT_KEYS = ("rk_call_rtt_ns,rk_msgs_per_s,rk_batch_msgs_per_s,"
                 "rk_msgs_per_s_2_producers,rk_msgs_per_s_8_producers")
 
 
-def run(build, only, rounds):
-    cmd = [build + "/bench/actors/bench_actors", "--json", "--only", only,
-           "--rounds", str(rounds)]
+def run(build, bench, extra):
+    cmd = [build + "/" + bench, "--json"] + extra
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit("bench-pairs: %s failed:\n%s" % (" ".join(cmd), out.stderr))
@@ -42,21 +43,32 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--a", required=True, help="build directory A (before)")
     ap.add_argument("--b", required=True, help="build directory B (after)")
+    ap.add_argument("--bench", default="bench/actors/bench_actors",
+                    help="the benchmark, relative to the build directories")
     ap.add_argument("--only", default="rk",
                     help="bench_actors --only groups (default rk)")
     ap.add_argument("--pairs", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=5,
                     help="bench_actors --rounds per run (default 5)")
+    ap.add_argument("--args", nargs=argparse.REMAINDER,
+                    help="the benchmark's arguments instead of --only and "
+                    "--rounds (everything after --args)")
     ap.add_argument("--keys", default=DEFAULT_KEYS,
                     help="JSON figures to compare, comma-separated")
     args = ap.parse_args()
     keys = [k for k in args.keys.split(",") if k]
+    extra = (args.args if args.args is not None else
+             ["--only", args.only, "--rounds", str(args.rounds)])
     a_vals = {k: [] for k in keys}
     b_vals = {k: [] for k in keys}
     ratios = {k: [] for k in keys}
     for _ in range(args.pairs):
-        a = run(args.a, args.only, args.rounds)
-        b = run(args.b, args.only, args.rounds)
+        a = run(args.a, args.bench, extra)
+        b = run(args.b, args.bench, extra)
+        for r in (a, b):
+            for k in keys:
+                if isinstance(r.get(k), dict):  # a summary: its median
+                    r[k] = r[k].get("median")
         for k in keys:
             if a.get(k) and b.get(k):
                 a_vals[k].append(a[k])
@@ -71,8 +83,7 @@ def main():
         print("%-28s %8.3f %8.3f %8.3f %12.4g %12.4g" %
               (k, lo, mid, hi, statistics.median(a_vals[k]),
                statistics.median(b_vals[k])))
-    print("%d pairs, bench_actors --only %s --rounds %d" %
-          (args.pairs, args.only, args.rounds))
+    print("%d pairs, %s --json %s" % (args.pairs, args.bench, " ".join(extra)))
 
 
 if __name__ == "__main__":

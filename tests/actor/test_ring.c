@@ -293,6 +293,106 @@ static void test_marks(void) {
   free(slots);
 }
 
+/* ---- Marks across 2^32 ---------------------------------------------------
+ *
+ * A slot's mark is the low 32 bits of its index + 1, so index 2^32 - 1 is
+ * marked 0. A producer that stored a header with seq 0 before the payload
+ * would make that slot look published to a consumer going by marks while
+ * the payload is still the previous lap's. Each trial starts an empty
+ * ring two slots before 2^32 (every slot holding its previous lap's mark,
+ * as a running ring does) and sends four messages through the
+ * multi-producer stage while a consumer polls; the payload must always be
+ * the message's own. */
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+enum { kWrapCap = 4, kWrapTrials = 4000, kWrapMsgs = 4 };
+#else
+enum { kWrapCap = 4, kWrapTrials = 20000, kWrapMsgs = 4 };
+#endif
+/* A long payload (its copy is a wide window), the index at its end, which
+ * is copied last. */
+enum { kWrapPayload = 960, kWrapSlot = 1024 };
+
+typedef struct {
+  rk_abi_ring_t *hdr;
+  unsigned char *slots;
+  rk__ring_mp_t *mp;
+  uint64_t start;
+  uint32_t trial; /* atomic: the trial the producer may run */
+  uint32_t ready; /* atomic: the trial the consumer has set up */
+  uint32_t done;  /* atomic: the trial whose sends have all returned */
+} wrap_t;
+
+static void *wrap_producer(void *arg) {
+  wrap_t *w = arg;
+  for (uint32_t t = 1; t <= kWrapTrials; ++t) {
+    while (__atomic_load_n(&w->ready, __ATOMIC_ACQUIRE) != t) rk__cpu_relax();
+    rk__ring_mp_init(w->mp, w->hdr, w->slots, RK__RING_MP_LOCK);
+    for (uint64_t i = 0; i < kWrapMsgs; ++i) {
+      const uint64_t index = w->start + i;
+      uint64_t payload[kWrapPayload / 8] = {0};
+      payload[kWrapPayload / 8 - 1] = index;
+      rk_abi_msg_t m = {.correlation_id = index, .type = RK_ABI_MSG_REQUEST};
+      while (rk__ring_mp_send_quiet(w->mp, &m, payload, sizeof payload, NULL) !=
+             RK_OK)
+        rk__cpu_relax();
+    }
+    __atomic_store_n(&w->done, t, __ATOMIC_RELEASE);
+  }
+  return NULL;
+}
+
+static void test_mark_wrap(void) {
+  enum { kSlot = kWrapSlot, kLast = RK_ABI_MSG_HEADER + kWrapPayload - 8 };
+  wrap_t w = {0};
+  w.hdr = aligned_alloc(RK_ABI_LINE, sizeof *w.hdr);
+  w.slots = aligned_alloc(RK_ABI_LINE, kWrapCap * kSlot);
+  w.mp = aligned_alloc(RK_ABI_LINE, sizeof *w.mp);
+  w.start = (UINT64_C(1) << 32) - 2;
+  pthread_t th;
+  pthread_create(&th, NULL, wrap_producer, &w);
+  uint64_t bad = 0, seen_wrap = 0;
+  for (uint32_t t = 1; t <= kWrapTrials; ++t) {
+    CHECK_OK(rk__ring_init(w.hdr, kWrapCap, kSlot));
+    rk__ring_mark_slots(w.hdr);
+    w.hdr->head = w.hdr->tail = w.start;
+    for (uint64_t i = 0; i < kWrapCap; ++i) {
+      /* The slot of index start + i last held index start + i - cap. */
+      const uint64_t prev = w.start + i - kWrapCap;
+      unsigned char *slot = w.slots + ((w.start + i) % kWrapCap) * kSlot;
+      memset(slot, 0, kSlot);
+      ((rk_abi_msg_t *)slot)->seq = (uint32_t)(prev + 1);
+      memcpy(slot + kLast, &prev, sizeof prev);
+    }
+    rk__ring_end_t c;
+    rk__ring_attach(&c, w.hdr, w.slots, false);
+    __atomic_store_n(&w.ready, t, __ATOMIC_RELEASE);
+    for (uint64_t i = 0; i < kWrapMsgs; ++i) {
+      const unsigned char *s;
+      while (!(s = rk__ring_peek(&c, 0))) {
+      }
+      uint64_t v;
+      memcpy(&v, s + kLast, sizeof v);
+      if (v != w.start + i && bad++ < 3)
+        printf("  trial %u: index %llu carried %llu\n", t,
+               (unsigned long long)(w.start + i), (unsigned long long)v);
+      seen_wrap += (uint32_t)(w.start + i + 1) == 0;
+      rk__ring_release(&c, 1);
+    }
+    /* The producer's last stores (tail, the stage) before the next set-up. */
+    while (__atomic_load_n(&w.done, __ATOMIC_ACQUIRE) != t) rk__cpu_relax();
+  }
+  pthread_join(th, NULL);
+  CHECK(seen_wrap == kWrapTrials, "every trial took index 2^32 - 1");
+  CHECK(bad == 0,
+        "%llu messages read before their payload was in (the mark of index "
+        "2^32 - 1 stored early)",
+        (unsigned long long)bad);
+  free(w.mp);
+  free(w.hdr);
+  free(w.slots);
+}
+
 /* ---- Hybrid logical clock ------------------------------------------------ */
 
 enum { kTickers = 4, kTicks = 50000 };
@@ -348,6 +448,7 @@ int main(void) {
   test_mp(RK__RING_MP_LOCK, "lock", false);
   test_mp(RK__RING_MP_CLAIM, "claim, marked slots", true);
   test_mp(RK__RING_MP_LOCK, "lock, marked slots", true);
+  test_mark_wrap();
   test_hlc();
   return rk_test_finish("ring");
 }
