@@ -618,6 +618,12 @@ uint64_t rk__k2k_inbox_timestamp(rk__k2k_t *k, uint32_t i) {
   return h ? h->timestamp : 0;
 }
 
+uint32_t rk__k2k_inbox_available_upto(rk__k2k_t *k, uint32_t want) {
+  if (!k || !k->inbox) return 0;
+  uint64_t n = rk__ring_available_upto(&k->inbox->c, want);
+  return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
 const void *rk__k2k_inbox_payload(rk__k2k_t *k, uint32_t i) {
   const unsigned char *s = rk__ring_peek(&k->inbox->c, i);
   return s ? s + RK_ABI_MSG_HEADER : NULL;

@@ -121,6 +121,11 @@ void rk__k2k_set_forwarded(rk__k2k_t *k);
 
 /* Messages waiting in the inbox (0 without one). */
 uint32_t rk__k2k_inbox_available(rk__k2k_t *k);
+/* The same, looking for newly published messages only when none are known
+ * (then for up to `want`; see rk__ring_available_upto): for a worker that
+ * polls its inbox, so that it does not read the slot a sender is
+ * writing while it still has messages to handle. */
+uint32_t rk__k2k_inbox_available_upto(rk__k2k_t *k, uint32_t want);
 /* Message i (< available) of the inbox: its timestamp, which the
  * receiver merges into its clock before its handler runs on it. */
 uint64_t rk__k2k_inbox_timestamp(rk__k2k_t *k, uint32_t i);

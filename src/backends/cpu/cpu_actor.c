@@ -146,7 +146,7 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
  * dropped (nobody asked for it). */
 static uint32_t handle_inbox(void *ctx, uint32_t max) {
   rk__actor_worker_t *w = ctx;
-  uint32_t n = rk__k2k_inbox_available(w->k2k);
+  uint32_t n = rk__k2k_inbox_available_upto(w->k2k, max);
   if (n == 0) return 0;
   if (n > max) n = max;
   const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL};
@@ -177,7 +177,8 @@ static uint32_t handle_inbox(void *ctx, uint32_t max) {
 }
 
 static bool inbox_ready(void *ctx) {
-  return rk__k2k_inbox_available(((rk__actor_worker_t *)ctx)->k2k) != 0;
+  return rk__k2k_inbox_available_upto(((rk__actor_worker_t *)ctx)->k2k,
+                                      RK__K2K_OUTBOX) != 0;
 }
 
 /* Best effort: containers may forbid it, macOS has no CPU affinity. */
