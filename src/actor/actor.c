@@ -74,7 +74,11 @@ typedef struct waiter {
   uint64_t id;
   void *response;
   size_t capacity;
-  rk_actor_message_t info;
+  /* Where the response's details go: the caller's out_info, or `own`
+   * (filled in place: a copy of a just-written struct waits for its
+   * narrow stores to land). */
+  rk_actor_message_t *info;
+  rk_actor_message_t own;
   uint32_t done; /* atomic; set by the drainer under host_lock */
 } waiter_t;
 
@@ -1027,7 +1031,7 @@ static bool drain_for(rk_actor_t *a, waiter_t *own) {
     const rk_abi_msg_t *m = (const rk_abi_msg_t *)slot;
     if (own && m->correlation_id == own->id) {
       memcpy(own->response, slot + RK_ABI_MSG_HEADER, a->out_size);
-      fill_info(m, &own->info);
+      fill_info(m, own->info);
       own->done = 1u; /* this thread's own; nobody else reads it */
       continue;
     }
@@ -1042,7 +1046,7 @@ static bool drain_for(rk_actor_t *a, waiter_t *own) {
       *pw = w->next;
       __atomic_fetch_sub(&a->nwaiters, 1u, __ATOMIC_RELAXED);
       memcpy(w->response, slot + RK_ABI_MSG_HEADER, a->out_size);
-      fill_info(m, &w->info);
+      fill_info(m, w->info);
       STORE_RELEASE(&w->done, 1u);
       continue;
     }
@@ -1911,7 +1915,7 @@ static rk_status_t call_traditional(rk_actor_t *actor, const void *request,
 
 static rk_status_t call_wait(rk_actor_t *actor, waiter_t *w, uint64_t t0,
                              limit_t *limit, uint64_t timeout_ns,
-                             rk_actor_message_t *out_info, bool *counted);
+                             bool *counted);
 
 /* A persistent call that finds the drain role free takes it before its
  * request is published and keeps it until its answer is in: nobody else
@@ -1970,6 +1974,7 @@ static rk_status_t call(rk_actor_t *actor, const void *request, void *response,
   memset(&w, 0, sizeof w);
   w.response = response;
   w.capacity = capacity;
+  w.info = out_info ? out_info : &w.own;
   w.id = take_ids(actor, 1);
   const rk_abi_msg_t m = request_header(actor, w.id);
   /* Latency of one call in kSampleEvery: the others read no clock unless
@@ -1990,12 +1995,11 @@ static rk_status_t call(rk_actor_t *actor, const void *request, void *response,
     }
     if (rk__trace_on())
       rk__trace_commit(rk__trace_flow('f', "actor", "message", w.id));
-    if (out_info) *out_info = w.info;
-    return response_status(&w.info);
+    return response_status(w.info);
   }
   if (registered) {
     /* Queued by the fast path and registered: wait as any call does. */
-    return call_wait(actor, &w, t0, &limit, timeout_ns, out_info, counted);
+    return call_wait(actor, &w, t0, &limit, timeout_ns, counted);
   }
   /* Registered before the request is published, so its response cannot
    * slip into the receive queue. */
@@ -2023,13 +2027,13 @@ static rk_status_t call(rk_actor_t *actor, const void *request, void *response,
     not_sent(actor, 1);
     return s;
   }
-  return call_wait(actor, &w, t0, &limit, timeout_ns, out_info, counted);
+  return call_wait(actor, &w, t0, &limit, timeout_ns, counted);
 }
 
 /* A registered call whose request is queued: waits for the answer. */
 static rk_status_t call_wait(rk_actor_t *actor, waiter_t *w, uint64_t t0,
                              limit_t *limit, uint64_t timeout_ns,
-                             rk_actor_message_t *out_info, bool *counted) {
+                             bool *counted) {
   rk_status_t s = wait_until(actor, waiter_done, w, limit, counted);
   pthread_mutex_lock(&actor->host_lock);
   if (!LOAD_ACQUIRE(&w->done)) {
@@ -2051,8 +2055,7 @@ static rk_status_t call_wait(rk_actor_t *actor, waiter_t *w, uint64_t t0,
   pthread_mutex_unlock(&actor->host_lock);
   if (rk__trace_on())
     rk__trace_commit(rk__trace_flow('f', "actor", "message", w->id));
-  if (out_info) *out_info = w->info;
-  return response_status(&w->info);
+  return response_status(w->info);
 }
 
 static rk_status_t actor_call(rk_actor_t *actor, const void *request,
