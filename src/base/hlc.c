@@ -145,7 +145,11 @@ rk_status_t rk_hlc_update(rk_hlc_t *clock, uint64_t received,
                           uint64_t *out_timestamp) {
   if (!clock)
     return rk__fail(RK_ERR_INVALID_ARGUMENT, "hlc_update: clock is NULL");
-  const uint64_t phys = rk__hlc_physical();
+  return rk__hlc_update_at(clock, received, rk__hlc_physical(), out_timestamp);
+}
+
+rk_status_t rk__hlc_update_at(rk_hlc_t *clock, uint64_t received, uint64_t phys,
+                              uint64_t *out_timestamp) {
   const uint64_t skew = __atomic_load_n(&clock->max_skew_ns, __ATOMIC_RELAXED);
   const uint64_t received_phys = received & ~(uint64_t)RK_HLC_LOGICAL_MASK;
   if (skew != UINT64_MAX && received_phys > phys && received_phys - phys > skew)

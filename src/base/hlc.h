@@ -35,6 +35,10 @@ uint64_t rk__hlc_merge(uint64_t *clock, uint64_t received);
  * caller: a batch of receive events reads the clock once. */
 uint64_t rk__hlc_merge_at(uint64_t *clock, uint64_t received, uint64_t phys);
 
+/* rk_hlc_update with the physical time `phys` (rk__hlc_physical) read by
+ * the caller, once for a batch of receive events; clock not NULL. */
+rk_status_t rk__hlc_update_at(rk_hlc_t *clock, uint64_t received, uint64_t phys,
+                              uint64_t *out_timestamp);
 /* The host clock's tick and observe (rk__hlc_host.value), without a write
  * to the shared word on most calls. A thread reserves a run of
  * RK__HLC_HOST_RUN ticks at once (the clock word jumps to the run's last

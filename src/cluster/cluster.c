@@ -81,10 +81,18 @@
 #define MAX_PEERS 256
 #define MAX_EXPORTS 1024
 #define FORWARD_BATCH 64
+/* The most bytes of records in one REQS or RESPS (rk_wire_batch_t): well
+ * within an eager send over shared memory and TCP. */
+#define BATCH_BYTES 4096
+/* The most requests a handle puts in one REQS (rk_remote_actor_t). */
+#define BATCH_MAX 16
+/* The most requests of a REQS admitted into an actor at once. */
+#define GATHER_MAX 64
 #define TEXT_MAX RK_WIRE_TEXT_MAX
 #define RESP_PACKED 0x100u
 
-enum { RX_REQ, RX_RESP, RX_WELCOME }; /* what a rendezvous receive carries */
+/* What a rendezvous receive carries. */
+enum { RX_REQ, RX_RESP, RX_WELCOME, RX_REQS, RX_RESPS };
 
 typedef enum peer_state {
   P_FREE = 0,
@@ -187,6 +195,14 @@ typedef struct export_ {
   credit_t credits[CREDIT_SENDERS];
   uint32_t ncredits, credit_every;
   unsigned char *buf; /* FORWARD_BATCH responses */
+  /* Records of the answers of a turn (forward_once): bcap bytes, one per
+   * response; in buf's block. `batching`: runs of them go as RESPS. */
+  unsigned char *bbuf;
+  size_t bcap;
+  bool batching;
+  /* A run of a REQS's requests, packed for rk_actor_send_batch
+   * (GATHER_MAX of them; NULL: one at a time). In buf's block. */
+  unsigned char *gather;
   _Atomic uint64_t forwarded, dropped_local;
   /* Offered to the actor's worker (drive_turn): while idle it drives the
    * worker, counted in the cluster's drivers while `driving`. One export
@@ -236,6 +252,24 @@ struct rk_remote_actor {
   /* A port's handle: answers that returned window room, and for how many
    * messages (under mu). */
   uint64_t credit_answers, credited;
+  /* Sends that go out together (REQS, see out_flush): while `coalesce_at`
+   * or more requests are on their way or in the remote actor
+   * (`unanswered`, under mu), a send is added to `obuf` (nbuf records of
+   * `stride` bytes, bmax at most) rather than posted alone. The buffer
+   * goes when full, when fewer are unanswered, when anyone waits on the
+   * handle, and at release. bmax < 2: every send goes at once. Posts of
+   * the handle's requests are made under send_mu, buffered ones first,
+   * so a thread's requests leave in the order it sent them; `flushing`
+   * counts posts of taken-out buffers not yet made. */
+  pthread_mutex_t send_mu;
+  uint32_t unanswered, coalesce_at, bmax, nbuf;
+  size_t stride;
+  unsigned char *obuf, *fbuf; /* swapped at each post; bufs holds both */
+  unsigned char *bufs;
+  _Atomic uint32_t flushing;
+  bool flush_due; /* under mu: a pump is to flush it (c->flush_any) */
+  uint64_t batches, batched; /* REQS posted, and their requests (mu) */
+  uint32_t pins; /* under c->mu: a pump flushing it; release waits */
 };
 
 /* rk_cluster_connect: a local actor's port wired to a remote actor. The
@@ -360,6 +394,9 @@ struct rk_cluster {
   /* Credit entries owed over all exports (export_t credits): the
    * progress loop turns the exports while there are some. */
   _Atomic uint32_t credits_due;
+  /* A handle's buffered sends are due (flush_due): the next pump posts
+   * them. */
+  atomic_bool flush_any;
   bridge_t bridges[MAX_BRIDGES]; /* exports_mu */
   _Atomic uint32_t nbridges;
   /* Threads driving the worker (user threads while they wait, exported
@@ -660,6 +697,132 @@ static rk_status_t post(rk_cluster_t *c, peer_t *p, unsigned id,
   return RK_OK; /* send_done frees */
 }
 
+static bool stopped(const rk_remote_actor_t *h);
+
+/* ---- sends that go out together (REQS) --------------------------------- */
+
+/* A handle's send buffers: records of a rk_wire_req_t and its request,
+ * as many as fit BATCH_BYTES and a quarter of the window (64 at most),
+ * coalescing from half the window unanswered. None (every send at once)
+ * for a window under 8 or requests too large for two records. */
+static void out_buffers(rk_remote_actor_t *h) {
+  h->stride = sizeof(rk_wire_req_t) + h->request_size;
+  size_t n = BATCH_BYTES / h->stride;
+  if (n > h->window / 4) n = h->window / 4;
+  if (n > BATCH_MAX) n = BATCH_MAX;
+  if (n < 2) return;
+  h->bufs = h->obuf = malloc(2 * n * h->stride);
+  if (!h->obuf) return; /* every send at once */
+  h->fbuf = h->obuf + n * h->stride;
+  h->bmax = (uint32_t)n;
+  h->coalesce_at = h->bmax;
+}
+
+/* Posts n records: a REQS, or one alone as a REQ. */
+static rk_status_t post_records(rk_remote_actor_t *h, uint32_t from,
+                                const unsigned char *buf, uint32_t n) {
+  rk_cluster_t *c = h->c;
+  peer_t *p = &c->peers[h->peer];
+  if (n == 1) {
+    rk_wire_req_t r;
+    memcpy(&r, buf, sizeof r);
+    return post(c, p, RK_AM_REQ, &r, sizeof r, buf + sizeof r, h->request_size,
+                false);
+  }
+  rk_wire_batch_t b = {
+      .from = from, .count = n, .stride = (uint32_t)h->stride, .reserved = 0};
+  return post(c, p, RK_AM_REQS, &b, sizeof b, buf, n * h->stride, false);
+}
+
+/* Posts what h has buffered, with send_mu held and mu not. A stopped
+ * handle's buffered requests are dropped (they would not be answered:
+ * at most once). A failed post is the peer's failure, which stops the
+ * handle; the caller's error message is kept. */
+static void out_flush_locked(rk_remote_actor_t *h) {
+  pthread_mutex_lock(&h->mu);
+  const uint32_t n = h->nbuf;
+  unsigned char *buf = h->obuf;
+  h->flush_due = false;
+  if (!n || stopped(h)) {
+    h->nbuf = 0;
+    pthread_mutex_unlock(&h->mu);
+    return;
+  }
+  h->obuf = h->fbuf;
+  h->fbuf = buf;
+  h->nbuf = 0;
+  h->unanswered += n;
+  if (n > 1) {
+    h->batches++;
+    h->batched += n;
+  }
+  const uint32_t from = h->c->peers[h->peer].remote;
+  atomic_fetch_add(&h->flushing, 1);
+  pthread_mutex_unlock(&h->mu);
+  char *saved = rk__error_save();
+  if (post_records(h, from, buf, n) != RK_OK) {
+    pthread_mutex_lock(&h->mu);
+    h->unanswered = h->unanswered > n ? h->unanswered - n : 0;
+    pthread_mutex_unlock(&h->mu);
+  }
+  rk__error_restore(saved);
+  atomic_fetch_sub(&h->flushing, 1);
+}
+
+static void out_flush(rk_remote_actor_t *h) {
+  if (!h->bmax) return;
+  pthread_mutex_lock(&h->send_mu);
+  out_flush_locked(h);
+  pthread_mutex_unlock(&h->send_mu);
+}
+
+/* Under h->mu: an answer came (k requests answered); the buffer is due
+ * when fewer than coalesce_at are left on their way. */
+static void out_answered(rk_cluster_t *c, rk_remote_actor_t *h, uint32_t k) {
+  h->unanswered = h->unanswered > k ? h->unanswered - k : 0;
+  if (h->nbuf && h->unanswered < h->coalesce_at && !h->flush_due) {
+    h->flush_due = true;
+    atomic_store(&c->flush_any, true);
+  }
+}
+
+/* Flushes the handles whose buffers are due (every handle with a buffer
+ * when `all`), from a pump or at destroy. Each is pinned meanwhile
+ * (rk_remote_actor_release waits). */
+static unsigned flush_handles(rk_cluster_t *c, bool all) {
+  if (!all && (!atomic_load_explicit(&c->flush_any, memory_order_relaxed) ||
+               !atomic_exchange(&c->flush_any, false)))
+    return 0;
+  enum { kAtOnce = 32 };
+  rk_remote_actor_t *due[kAtOnce];
+  uint32_t n = 0;
+  bool more = false;
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; i < c->handle_cap && !more; ++i) {
+    rk_remote_actor_t *h = c->handles[i];
+    if (!h || !h->bmax) continue;
+    pthread_mutex_lock(&h->mu);
+    const bool d = h->nbuf && (all || h->flush_due);
+    pthread_mutex_unlock(&h->mu);
+    if (!d) continue;
+    if (n == kAtOnce) {
+      more = true;
+    } else {
+      h->pins++;
+      due[n++] = h;
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (more) atomic_store(&c->flush_any, true);
+  for (uint32_t i = 0; i < n; ++i) out_flush(due[i]);
+  if (n) {
+    pthread_mutex_lock(&c->mu);
+    for (uint32_t i = 0; i < n; ++i) due[i]->pins--;
+    pthread_mutex_unlock(&c->mu);
+  }
+  return n;
+}
+
 static void queue_push(rk_cluster_t *c, uint32_t peer, unsigned id,
                        const void *data, size_t size, bool in) {
   outmsg_t *m = malloc(sizeof *m + size);
@@ -799,6 +962,7 @@ static unsigned pump_as(rk_cluster_t *c, bool driver) {
   const uint64_t t =
       atomic_fetch_add_explicit(&c->turns, 1, memory_order_relaxed);
   unsigned n = turn_workers(c, !driver || t % kCtrlEvery == 0);
+  n += flush_handles(c, false);
   outbox_drain(c);
   fail_broken(c);
   if (atomic_load_explicit(&c->links_due, memory_order_relaxed) &&
@@ -1769,26 +1933,17 @@ static void queue_req(pending_req_t **head, pending_req_t **tail,
   *tail = q;
 }
 
-static void deliver_req(rk_cluster_t *c, const rk_wire_req_t *h,
-                        const void *data, size_t size) {
-  if (!peer_from(c, h->from)) return;
-  pthread_mutex_lock(&c->mu);
-  export_t *e = export_by_id(c, h->export_id);
-  if (!e) {
-    pthread_mutex_unlock(&c->mu);
-    refuse(c, h, RK_ERR_INVALID_STATE, RK_ACTOR_TERMINATED,
-           "the actor is no longer exported");
-    return;
-  }
-  pthread_mutex_lock(&e->mu);
-  pthread_mutex_unlock(&c->mu);
+/* A request for export e, with e->mu held: into the actor (or queued
+ * for it, in order). `phys`: the physical time of the clock's merge. */
+static void req_in(rk_cluster_t *c, export_t *e, const rk_wire_req_t *h,
+                   const void *data, size_t size, uint64_t phys) {
   /* The request's stamp into this process's clock (with the skew check):
    * the actor's copy of it is stamped after it. */
-  if (rk_hlc_update(rk_hlc_host(), h->timestamp, NULL) == RK_ERR_CLOCK_SKEW) {
+  if (rk__hlc_update_at(rk_hlc_host(), h->timestamp, phys, NULL) ==
+      RK_ERR_CLOCK_SKEW) {
     char t[TEXT_MAX];
     snprintf(t, sizeof t, "on member '%s': %s", c->name, rk_last_error());
     refuse(c, h, RK_ERR_CLOCK_SKEW, rk_actor_state(e->actor), t);
-    pthread_mutex_unlock(&e->mu);
     return;
   }
   if (e->ingress && (h->flags & RK_WIRE_REQ_NO_DATA)) {
@@ -1798,6 +1953,26 @@ static void deliver_req(rk_cluster_t *c, const rk_wire_req_t *h,
   } else if (e->pending || !admit(e, h, data, size)) {
     queue_req(&e->pending, &e->pending_tail, &c->in_flight, h, data, size);
   }
+}
+
+/* The export a request is for, locked; NULL (refused) when it is gone. */
+static export_t *req_export(rk_cluster_t *c, const rk_wire_req_t *h) {
+  pthread_mutex_lock(&c->mu);
+  export_t *e = export_by_id(c, h->export_id);
+  if (e) pthread_mutex_lock(&e->mu);
+  pthread_mutex_unlock(&c->mu);
+  if (!e)
+    refuse(c, h, RK_ERR_INVALID_STATE, RK_ACTOR_TERMINATED,
+           "the actor is no longer exported");
+  return e;
+}
+
+static void deliver_req(rk_cluster_t *c, const rk_wire_req_t *h,
+                        const void *data, size_t size) {
+  if (!peer_from(c, h->from)) return;
+  export_t *e = req_export(c, h);
+  if (!e) return;
+  req_in(c, e, h, data, size, rk__hlc_physical());
   pthread_mutex_unlock(&e->mu);
 }
 
@@ -1807,6 +1982,7 @@ typedef struct rndv_rx {
   union {
     rk_wire_req_t req;
     rk_wire_resp_t resp;
+    rk_wire_batch_t batch;
   } h;
   size_t size;
   unsigned char data[];
@@ -1814,6 +1990,10 @@ typedef struct rndv_rx {
 
 static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
                          const void *data, size_t size);
+static void deliver_reqs(rk_cluster_t *c, const rk_wire_batch_t *b,
+                         const unsigned char *data, size_t size);
+static void deliver_resps(rk_cluster_t *c, const rk_wire_batch_t *b,
+                          const unsigned char *data, size_t size);
 
 static void rndv_done(void *request, ucs_status_t status, size_t length,
                       void *user) {
@@ -1824,6 +2004,10 @@ static void rndv_done(void *request, ucs_status_t status, size_t length,
       deliver_req(x->c, &x->h.req, x->data, x->size);
     else if (x->kind == RX_RESP)
       deliver_resp(x->c, &x->h.resp, x->data, x->size);
+    else if (x->kind == RX_REQS)
+      deliver_reqs(x->c, &x->h.batch, x->data, x->size);
+    else if (x->kind == RX_RESPS)
+      deliver_resps(x->c, &x->h.batch, x->data, x->size);
     else {
       welcomed(x->c, x->data, x->size, true);
       inbox_push(x->c, RK_AM_WELCOME, x->data, x->size);
@@ -1871,6 +2055,45 @@ static ucs_status_t on_req(void *arg, const void *header, size_t hlen,
   return UCS_OK;
 }
 
+/* Answers to one member, records first .. first + n - 1 of e->bbuf: a
+ * RESPS, or one alone as a plain RESP. */
+typedef struct resp_run {
+  peer_t *p;
+  uint32_t first, n;
+  uint32_t src; /* the first's response in e->buf */
+} resp_run_t;
+
+/* A RESPS record: the answer and its payload, 8-byte aligned. */
+static size_t resp_record(const export_t *e) {
+  return sizeof(rk_wire_resp_t) + ((e->response_size + 7) & ~(size_t)7);
+}
+
+/* A record in e->bbuf: the RESPS record, or without batching the answer
+ * alone (its payload stays in e->buf). */
+static size_t resp_stride(const export_t *e) {
+  return e->batching ? resp_record(e) : sizeof(rk_wire_resp_t);
+}
+
+static void resp_run_post(export_t *e, const resp_run_t *run) {
+  const size_t stride = resp_stride(e);
+  const unsigned char *rec = e->bbuf + run->first * stride;
+  if (run->n == 1) {
+    const rk_wire_resp_t *m = (const rk_wire_resp_t *)(const void *)rec;
+    const void *payload =
+        e->batching ? (const void *)(m + 1)
+                    : (const void *)(e->buf + run->src * e->response_size);
+    (void)post(e->c, run->p, RK_AM_RESP, m, sizeof *m, payload, m->data_size,
+               false);
+    return;
+  }
+  rk_wire_batch_t h = {.from = run->p->remote,
+                       .count = run->n,
+                       .stride = (uint32_t)stride,
+                       .reserved = 0};
+  (void)post(e->c, run->p, RK_AM_RESPS, &h, sizeof h, rec, run->n * stride,
+             false);
+}
+
 /* One export's turn in the progress loop: answers out, then queued
  * requests in while the ring takes them. Returns how much it did. */
 static unsigned forward_once(export_t *e) {
@@ -1881,39 +2104,55 @@ static unsigned forward_once(export_t *e) {
   (void)rk_actor_receive_batch(e->actor, e->buf,
                                FORWARD_BATCH * e->response_size, FORWARD_BATCH,
                                0, info, &got);
-  /* The routes of the whole batch under one lock, then the sends. */
-  route_t routes[FORWARD_BATCH];
-  uint64_t stamps[FORWARD_BATCH];
-  if (got) pthread_mutex_lock(&e->mu);
-  for (size_t i = 0; i < got; ++i) {
-    routes[i].done = !route_take(e, info[i].correlation_id, &routes[i]);
-    stamps[i] = routes[i].done
-                    ? 0
-                    : rk__hlc_merge(&rk__hlc_host.value, info[i].timestamp);
-  }
-  if (got) pthread_mutex_unlock(&e->mu);
-  for (size_t i = 0; i < got; ++i) {
-    const route_t r = routes[i];
-    const uint64_t ts = stamps[i];
-    if (r.done) { /* not ours: no route */
-      e->dropped_local++;
-      continue;
+  /* Under one lock: each answer's route and stamp, and its record
+   * written in place (e->bbuf); then the sends, a RESPS for each run of
+   * records to one member. */
+  resp_run_t runs[FORWARD_BATCH];
+  uint32_t nruns = 0;
+  if (got) {
+    const size_t stride = resp_stride(e);
+    const uint64_t phys = rk__hlc_physical();
+    uint32_t n = 0;
+    pthread_mutex_lock(&e->mu);
+    for (size_t i = 0; i < got; ++i) {
+      route_t r = {0};
+      if (!route_take(e, info[i].correlation_id, &r)) {
+        e->dropped_local++; /* not ours: no route */
+        continue;
+      }
+      did++;
+      peer_t *p = peer_from(c, r.peer);
+      if (!p) continue; /* the requester is gone: at-most-once */
+      rk_wire_resp_t *m = (rk_wire_resp_t *)(void *)(e->bbuf + n * stride);
+      memset(m, 0, sizeof *m);
+      m->from = p->remote;
+      m->handle = r.handle;
+      m->handle_gen = r.handle_gen;
+      m->request_id = r.request_id;
+      m->timestamp =
+          rk__hlc_merge_at(&rk__hlc_host.value, info[i].timestamp, phys);
+      m->status = (int32_t)info[i].status;
+      m->handler_code = info[i].handler_code;
+      m->data_size = r.no_data ? 0 : (uint32_t)info[i].size;
+      if (m->data_size && e->batching)
+        memcpy(m + 1, e->buf + i * e->response_size, m->data_size);
+      resp_run_t *run = nruns ? &runs[nruns - 1] : NULL;
+      if (!run || run->p != p || (run->n + 1) * stride > BATCH_BYTES ||
+          !e->batching) {
+        run = &runs[nruns++];
+        run->p = p;
+        run->first = n;
+        run->src = (uint32_t)i;
+        run->n = 0;
+      }
+      run->n++;
+      n++;
     }
-    did++;
-    peer_t *p = peer_from(c, r.peer);
-    if (!p) continue; /* the requester is gone: at-most-once */
-    rk_wire_resp_t m;
-    memset(&m, 0, sizeof m);
-    m.from = p->remote;
-    m.handle = r.handle;
-    m.handle_gen = r.handle_gen;
-    m.request_id = r.request_id;
-    m.timestamp = ts;
-    m.status = (int32_t)info[i].status;
-    m.handler_code = info[i].handler_code;
-    (void)post(c, p, RK_AM_RESP, &m, sizeof m, e->buf + i * e->response_size,
-               r.no_data ? 0 : info[i].size, false);
-    e->forwarded++;
+    pthread_mutex_unlock(&e->mu);
+  }
+  for (uint32_t i = 0; i < nruns; ++i) {
+    resp_run_post(e, &runs[i]);
+    e->forwarded += runs[i].n;
   }
   pthread_mutex_lock(&e->mu);
   while (e->pending) {
@@ -2092,20 +2331,17 @@ static ucs_status_t on_lookup_reply(void *arg, const void *header, size_t hlen,
 
 /* ---- answers in -------------------------------------------------------- */
 
-static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
-                         const void *data, size_t size) {
-  pthread_mutex_lock(&c->mu);
-  rk_remote_actor_t *h = handle_at(c, r->handle, r->handle_gen);
-  if (!h || h->peer != r->from) {
-    pthread_mutex_unlock(&c->mu);
-    return;
-  }
-  pthread_mutex_lock(&h->mu);
-  pthread_mutex_unlock(&c->mu);
+/* An answer for h, with h->mu held: to its caller, into its receive
+ * queue, or counted (a port's, or too late). `phys`: the physical time
+ * of the clock's merge. True when h FAILED with it (tell_links due). */
+static bool answer_in(rk_cluster_t *c, rk_remote_actor_t *h,
+                      const rk_wire_resp_t *r, const void *data, size_t size,
+                      uint64_t phys) {
   /* Stopping is sticky: a call that returned "not answered" saw the handle
    * stopped, so an answer that finds the handle stopped and no waiter may
    * be that call's and is not delivered to rk_remote_actor_receive. */
   const bool was_stopped = stopped(h);
+  out_answered(c, h, r->credits ? r->credits : 1u);
   rk_status_t s = (rk_status_t)r->status;
   rk_actor_message_t info;
   info.correlation_id = r->request_id;
@@ -2113,7 +2349,7 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
    * request sent after this answer is received is stamped later. An answer
    * from too far in the future is not delivered (RK_ERR_CLOCK_SKEW). */
   char skew[TEXT_MAX];
-  if (rk_hlc_update(rk_hlc_host(), r->timestamp, &info.timestamp) ==
+  if (rk__hlc_update_at(rk_hlc_host(), r->timestamp, phys, &info.timestamp) ==
       RK_ERR_CLOCK_SKEW) {
     snprintf(skew, sizeof skew,
              "by this member: the answer from '%s' is stamped too far "
@@ -2175,10 +2411,30 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
       h->rq_tail = a;
     }
   }
-  const bool failed = atomic_load(&h->state) == RK_ACTOR_FAILED;
+  return !answered && atomic_load(&h->state) == RK_ACTOR_FAILED;
+}
+
+/* The handle an answer is for, locked (NULL: gone, or not the sender's). */
+static rk_remote_actor_t *answer_handle(rk_cluster_t *c,
+                                        const rk_wire_resp_t *r) {
+  pthread_mutex_lock(&c->mu);
+  rk_remote_actor_t *h = handle_at(c, r->handle, r->handle_gen);
+  if (h && h->peer == r->from)
+    pthread_mutex_lock(&h->mu);
+  else
+    h = NULL;
+  pthread_mutex_unlock(&c->mu);
+  return h;
+}
+
+static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
+                         const void *data, size_t size) {
+  rk_remote_actor_t *h = answer_handle(c, r);
+  if (!h) return;
+  const bool due = answer_in(c, h, r, data, size, rk__hlc_physical());
   wake_handle(c, h);
   pthread_mutex_unlock(&h->mu);
-  if (failed && !answered) links_due(c);
+  if (due) links_due(c);
 }
 
 static ucs_status_t on_resp(void *arg, const void *header, size_t hlen,
@@ -2192,6 +2448,155 @@ static ucs_status_t on_resp(void *arg, const void *header, size_t hlen,
     return rndv_start(arg, RX_RESP, &r, sizeof r, data, len);
   deliver_resp(c, &r, data, len);
   return UCS_OK;
+}
+
+/* A batch's records are all there and each at least its header: a
+ * malformed batch is dropped whole. */
+static bool batch_ok(const rk_wire_batch_t *b, size_t header, size_t size) {
+  return b->count && b->stride >= header &&
+         (uint64_t)b->count * b->stride <= size;
+}
+
+/* Whether a REQS record can join a run into e's input ring (admit_run):
+ * a request of the handler's size, for the ring (not a remote port's
+ * message for the K2K inbox), with nothing queued before it, stamped
+ * within the skew the process clock accepts. */
+static bool runs_in(const export_t *e, const rk_wire_req_t *h, size_t size,
+                    uint64_t phys) {
+  if (!e->gather || e->pending || size != e->request_size) return false;
+  if (e->ingress && (h->flags & RK_WIRE_REQ_NO_DATA)) return false;
+  const uint64_t skew =
+      __atomic_load_n(&rk__hlc_host.max_skew_ns, __ATOMIC_RELAXED);
+  const uint64_t at = h->timestamp & ~(uint64_t)RK_HLC_LOGICAL_MASK;
+  return skew == UINT64_MAX || at <= phys || at - phys <= skew;
+}
+
+/* n requests into e's input ring at once (rk_actor_send_batch), with
+ * e->mu held: their payloads gathered in e->gather, their headers in hs.
+ * Those the ring has no room for are queued, in order; a refusal of the
+ * actor's is each one's answer. */
+static void admit_run(rk_cluster_t *c, export_t *e, const rk_wire_req_t *hs,
+                      uint32_t n, uint64_t latest, uint64_t phys) {
+  (void)rk__hlc_update_at(&rk__hlc_host, latest, phys, NULL);
+  size_t sent = 0;
+  uint64_t first = 0;
+  const rk_status_t s = rk_actor_send_batch(
+      e->actor, e->gather, e->request_size, n, 0, &sent, &first);
+  for (size_t k = 0; k < sent; ++k)
+    if (!route_push(e, first + k, &hs[k])) e->dropped_local++;
+  if (sent == n) return;
+  char t[TEXT_MAX];
+  if (s != RK_ERR_QUEUE_FULL)
+    snprintf(t, sizeof t, "on member '%s': %s", c->name, rk_last_error());
+  for (size_t k = sent; k < n; ++k) {
+    const unsigned char *payload = e->gather + k * e->request_size;
+    if (s == RK_ERR_QUEUE_FULL)
+      queue_req(&e->pending, &e->pending_tail, &c->in_flight, &hs[k], payload,
+                e->request_size);
+    else
+      refuse(c, &hs[k], s, rk_actor_state(e->actor), t);
+  }
+}
+
+/* A REQS (one handle's requests): one reading of the clock, the export's
+ * lock once, and runs of requests into the actor's ring at once. */
+static void deliver_reqs(rk_cluster_t *c, const rk_wire_batch_t *b,
+                         const unsigned char *data, size_t size) {
+  if (!batch_ok(b, sizeof(rk_wire_req_t), size) || !peer_from(c, b->from))
+    return;
+  const uint64_t phys = rk__hlc_physical();
+  const size_t psize = b->stride - sizeof(rk_wire_req_t);
+  rk_wire_req_t hs[GATHER_MAX];
+  uint32_t n = 0;
+  uint64_t latest = 0;
+  export_t *e = NULL;
+  for (uint32_t i = 0; i < b->count; ++i) {
+    const unsigned char *rec = data + (size_t)i * b->stride;
+    rk_wire_req_t h;
+    memcpy(&h, rec, sizeof h);
+    if (h.from != b->from) continue;
+    if (!e || e->id != h.export_id) {
+      if (n) admit_run(c, e, hs, n, latest, phys);
+      n = 0;
+      if (e) pthread_mutex_unlock(&e->mu);
+      e = req_export(c, &h);
+      if (!e) continue;
+    }
+    if (runs_in(e, &h, psize, phys)) {
+      memcpy(e->gather + n * psize, rec + sizeof h, psize);
+      hs[n++] = h;
+      if (h.timestamp > latest) latest = h.timestamp;
+      if (n == GATHER_MAX) {
+        admit_run(c, e, hs, n, latest, phys);
+        n = 0;
+      }
+      continue;
+    }
+    if (n) admit_run(c, e, hs, n, latest, phys);
+    n = 0;
+    req_in(c, e, &h, rec + sizeof h, psize, phys);
+  }
+  if (n) admit_run(c, e, hs, n, latest, phys);
+  if (e) pthread_mutex_unlock(&e->mu);
+}
+
+/* A RESPS: one reading of the clock, and each handle's lock once for a
+ * run of its answers. */
+static void deliver_resps(rk_cluster_t *c, const rk_wire_batch_t *b,
+                          const unsigned char *data, size_t size) {
+  if (!batch_ok(b, sizeof(rk_wire_resp_t), size)) return;
+  const uint64_t phys = rk__hlc_physical();
+  rk_remote_actor_t *h = NULL;
+  bool due = false;
+  for (uint32_t i = 0; i < b->count; ++i) {
+    const unsigned char *rec = data + (size_t)i * b->stride;
+    rk_wire_resp_t r;
+    memcpy(&r, rec, sizeof r);
+    if (r.data_size > b->stride - sizeof r) continue;
+    if (!h || h->slot != r.handle || h->gen != r.handle_gen ||
+        h->peer != r.from) {
+      if (h) {
+        wake_handle(c, h);
+        pthread_mutex_unlock(&h->mu);
+      }
+      h = answer_handle(c, &r);
+      if (!h) continue;
+    }
+    due |= answer_in(c, h, &r, rec + sizeof r, r.data_size, phys);
+  }
+  if (h) {
+    wake_handle(c, h);
+    pthread_mutex_unlock(&h->mu);
+  }
+  if (due) links_due(c);
+}
+
+static ucs_status_t on_batch(void *arg, const void *header, size_t hlen,
+                             void *data, size_t len,
+                             const ucp_am_recv_param_t *param, int kind) {
+  rk_wire_batch_t b;
+  if (hlen < sizeof b) return UCS_OK;
+  memcpy(&b, header, sizeof b);
+  if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)
+    return rndv_start(arg, kind, &b, sizeof b, data, len);
+  rk_cluster_t *c = ((const rx_t *)arg)->c;
+  if (kind == RX_REQS)
+    deliver_reqs(c, &b, data, len);
+  else
+    deliver_resps(c, &b, data, len);
+  return UCS_OK;
+}
+
+static ucs_status_t on_reqs(void *arg, const void *header, size_t hlen,
+                            void *data, size_t len,
+                            const ucp_am_recv_param_t *param) {
+  return on_batch(arg, header, hlen, data, len, param, RX_REQS);
+}
+
+static ucs_status_t on_resps(void *arg, const void *header, size_t hlen,
+                             void *data, size_t len,
+                             const ucp_am_recv_param_t *param) {
+  return on_batch(arg, header, hlen, data, len, param, RX_RESPS);
 }
 
 /* ---- links across processes (owner side) ------------------------------ */
@@ -2327,6 +2732,7 @@ static unsigned drive_turn(void *user) {
    * where UCX polls a TCP interface). */
   unsigned n = forward_all(c);
   n += turn_workers(c, t % kCtrlEvery == 0);
+  n += flush_handles(c, false);
   outbox_drain(c);
   fail_broken(c);
   if (atomic_load_explicit(&c->links_due, memory_order_relaxed)) wake_aside(c);
@@ -2453,7 +2859,8 @@ static void *progress_main(void *arg) {
     }
     if (!arm_workers(c)) continue;
     if (atomic_load(&c->out_any) || atomic_load(&c->in_flight) ||
-        atomic_load(&c->links_due) || atomic_load(&c->broken_any))
+        atomic_load(&c->links_due) || atomic_load(&c->broken_any) ||
+        atomic_load(&c->flush_any))
       continue;
     struct pollfd pfd = {.fd = c->efd, .events = POLLIN};
     (void)poll(&pfd, 1, 100);
@@ -2501,6 +2908,8 @@ static rk_status_t set_handlers(rk_cluster_t *c, ucp_worker_h w, rx_t *rx) {
       {RK_AM_LINK, on_link},
       {RK_AM_UNLINK, on_unlink},
       {RK_AM_LINK_FAULT, on_link_fault},
+      {RK_AM_REQS, on_reqs},
+      {RK_AM_RESPS, on_resps},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
     ucp_am_handler_param_t p;
@@ -2961,7 +3370,9 @@ static void free_handle(rk_remote_actor_t *h) {
     a = next;
   }
   pthread_mutex_destroy(&h->mu);
+  pthread_mutex_destroy(&h->send_mu);
   pthread_cond_destroy(&h->cv);
+  free(h->bufs);
   free(h);
 }
 
@@ -3016,6 +3427,7 @@ void rk_cluster_destroy(rk_cluster_t *c) {
   if (c->hooked) rk__actor_destroy_hook_remove(on_actor_destroy, c);
   if (c->failed_hooked) rk__actor_failed_hook_remove(on_local_failed, c);
   if (c->worker) {
+    (void)flush_handles(c, true); /* what was sent goes */
     /* Goodbye to every live peer: their handles become TERMINATED. */
     pthread_mutex_lock(&c->mu);
     uint32_t peers = c->peer_count;
@@ -3318,7 +3730,19 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
   e->credit_every = e->window / 4 < 1    ? 1
                     : e->window / 4 > 32 ? 32
                                          : e->window / 4;
-  e->buf = malloc(FORWARD_BATCH * e->response_size + 1);
+  /* The received responses, then their records (e->bbuf, in the same
+   * block: freed with buf): RESPS of up to BATCH_BYTES when two records
+   * fit, else one record each. */
+  const size_t fsize = (FORWARD_BATCH * e->response_size + 8) & ~(size_t)7;
+  e->batching = 2 * resp_record(e) <= BATCH_BYTES;
+  e->bcap = FORWARD_BATCH * resp_stride(e);
+  const size_t gsize =
+      2 * (sizeof(rk_wire_req_t) + e->request_size) <= BATCH_BYTES
+          ? GATHER_MAX * e->request_size
+          : 0;
+  e->buf = malloc(fsize + e->bcap + gsize);
+  if (e->buf) e->bbuf = e->buf + fsize;
+  if (e->buf && gsize) e->gather = e->bbuf + e->bcap;
   if (!e->buf) {
     free(e);
     return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: export");
@@ -3519,7 +3943,9 @@ rk_status_t rk_cluster_lookup(rk_cluster_t *c, const char *name,
       h->response_size = l->reply.response_size;
       h->window = l->reply.window ? l->reply.window : 1;
       copy_name(h->name, sizeof h->name, name);
+      out_buffers(h);
       pthread_mutex_init(&h->mu, NULL);
+      pthread_mutex_init(&h->send_mu, NULL);
       cond_init(&h->cv);
       h->state = RK_ACTOR_ACTIVE;
       c->handles[slot] = h;
@@ -3624,6 +4050,13 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
                          wait_limit_t *limit) {
   rk_cluster_t *c = h->c;
   if (ready(h, arg)) return RK_OK;
+  if (h->nbuf) {
+    /* Nobody waits on requests of its own still in the buffer. */
+    pthread_mutex_unlock(&h->mu);
+    out_flush(h);
+    pthread_mutex_lock(&h->mu);
+    if (ready(h, arg)) return RK_OK;
+  }
   const uint64_t start = rk__now_ns();
   if (!limit->deadline) limit->deadline = deadline_at(start, limit->timeout_ns);
   const uint64_t deadline = limit->deadline;
@@ -3736,9 +4169,29 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
   r.timestamp = rk__hlc_host_tick();
   r.flags = h->discard ? RK_WIRE_REQ_NO_DATA : 0u;
   r.reserved = 0;
+  if (!w && h->bmax && (h->nbuf || h->unanswered >= h->coalesce_at)) {
+    /* Enough on their way: this one waits in the buffer for others. */
+    unsigned char *rec = h->obuf + h->nbuf * h->stride;
+    memcpy(rec, &r, sizeof r);
+    memcpy(rec + sizeof r, request, size);
+    h->nbuf++;
+    const bool go = h->nbuf >= h->bmax || h->unanswered < h->coalesce_at;
+    pthread_mutex_unlock(&h->mu);
+    if (go) out_flush(h);
+    if (out_id) *out_id = id;
+    return RK_OK;
+  }
+  /* Buffered requests (or a buffer being posted) go first. */
+  const bool behind = h->nbuf || atomic_load(&h->flushing);
+  h->unanswered++;
   pthread_mutex_unlock(&h->mu);
+  if (behind) {
+    pthread_mutex_lock(&h->send_mu);
+    out_flush_locked(h);
+  }
   s = post(c, &c->peers[h->peer], RK_AM_REQ, &r, sizeof r, request, size,
            false);
+  if (behind) pthread_mutex_unlock(&h->send_mu);
   if (s != RK_OK) {
     /* A send that failed broke the peer: its fate (left or failed) is
      * known within the grace, and the caller is told that, not the
@@ -3746,6 +4199,7 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
     settle(c, &c->peers[h->peer]);
     pthread_mutex_lock(&h->mu);
     h->outstanding--;
+    if (h->unanswered) h->unanswered--;
     if (w) {
       waiter_t **pp = &h->waiters;
       while (*pp != w) pp = &(*pp)->next;
@@ -3817,11 +4271,18 @@ rk_status_t rk_remote_actor_receive(rk_remote_actor_t *h, void *response,
   if (!h->rq) h->rq_tail = NULL;
   h->outstanding--;
   wake_handle(h->c, h);
+  const bool go = h->nbuf && h->unanswered < h->coalesce_at;
   pthread_mutex_unlock(&h->mu);
-  bool answered = a->status == RK_OK || a->status == RK_ERR_HANDLER;
+  if (go) out_flush(h);
+  if (out_info) *out_info = a->info;
+  if (a->status == RK_OK) {
+    memcpy(response, a->data, a->size < capacity ? a->size : capacity);
+    free(a);
+    return RK_OK;
+  }
+  const bool answered = a->status == RK_ERR_HANDLER;
   if (answered)
     memcpy(response, a->data, a->size < capacity ? a->size : capacity);
-  if (out_info) *out_info = a->info;
   char text[TEXT_MAX];
   copy_name(text, sizeof text, answered ? "" : (const char *)a->data);
   rk_actor_message_t info = a->info;
@@ -4006,6 +4467,7 @@ void rk_remote_actor_release(rk_remote_actor_t *h) {
   if (!h) return;
   rk_cluster_t *c = h->c;
   drop_bridges(c, h);
+  out_flush(h); /* what was sent goes */
   link_msg_t *msgs = NULL;
   uint32_t nmsgs = 0, nunwatch = 0;
   pthread_mutex_lock(&c->links_mu);
@@ -4027,7 +4489,15 @@ void rk_remote_actor_release(rk_remote_actor_t *h) {
   free(unwatch);
   pthread_mutex_lock(&c->mu);
   c->handles[h->slot] = NULL;
+  while (h->pins) { /* a pump posting its buffer */
+    pthread_mutex_unlock(&c->mu);
+    sched_yield();
+    pthread_mutex_lock(&c->mu);
+  }
   pthread_mutex_unlock(&c->mu);
+  /* An answer being delivered to it found it before: let it finish. */
+  pthread_mutex_lock(&h->mu);
+  pthread_mutex_unlock(&h->mu);
   free_handle(h);
 }
 
@@ -4048,6 +4518,17 @@ void rk__remote_actor_credits(rk_remote_actor_t *h, uint64_t *out_answers,
   pthread_mutex_lock(&h->mu);
   *out_answers = h->credit_answers;
   *out_credited = h->credited;
+  pthread_mutex_unlock(&h->mu);
+}
+
+void rk__remote_actor_sends(rk_remote_actor_t *h, uint32_t *out_buffered,
+                            uint32_t *out_unanswered, uint64_t *out_batches,
+                            uint64_t *out_batched) {
+  pthread_mutex_lock(&h->mu);
+  *out_buffered = h->nbuf;
+  *out_unanswered = h->unanswered;
+  *out_batches = h->batches;
+  *out_batched = h->batched;
   pthread_mutex_unlock(&h->mu);
 }
 

@@ -16,6 +16,13 @@ uint64_t rk__cluster_dropped_local(rk_cluster_t *cluster, const char *name);
 void rk__remote_actor_credits(rk_remote_actor_t *actor, uint64_t *out_answers,
                               uint64_t *out_credited);
 
+/* A remote handle's sends: requests in its buffer now, requests posted
+ * and not yet answered, and the REQS it posted (several requests in one
+ * message) with how many requests they carried. */
+void rk__remote_actor_sends(rk_remote_actor_t *actor, uint32_t *out_buffered,
+                            uint32_t *out_unanswered, uint64_t *out_batches,
+                            uint64_t *out_batched);
+
 /* An MPI cluster: MPI_Barrier over its ranks (for tests); RK_ERR_
  * INVALID_STATE when the cluster was not formed by MPI. */
 rk_status_t rk__cluster_barrier(rk_cluster_t *cluster);

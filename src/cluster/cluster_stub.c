@@ -143,6 +143,14 @@ void rk__remote_actor_credits(rk_remote_actor_t *r, uint64_t *out_answers,
   *out_answers = *out_credited = 0;
 }
 
+void rk__remote_actor_sends(rk_remote_actor_t *r, uint32_t *out_buffered,
+                            uint32_t *out_unanswered, uint64_t *out_batches,
+                            uint64_t *out_batched) {
+  (void)r;
+  *out_buffered = *out_unanswered = 0;
+  *out_batches = *out_batched = 0;
+}
+
 rk_status_t rk_cluster_mpi_available(const char **out_version) {
   if (out_version) *out_version = NULL;
   return unavailable();

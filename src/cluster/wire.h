@@ -6,7 +6,9 @@
  * Control messages (HELLO, WELCOME, LOOKUP, LOOKUP_REPLY, BYE) carry their
  * struct as the payload and no header. REQ and RESP carry their struct as
  * the active message's header and the actor payload as its data, which UCX
- * sends eagerly or, when large, by rendezvous.
+ * sends eagerly or, when large, by rendezvous. REQS and RESPS carry
+ * several REQs or RESPs to one member in one active message: a
+ * rk_wire_batch_t as the header, the records as the data.
  *
  * Every message after HELLO names its sender by `from`: the index the
  * receiver gave the sender (told in HELLO and WELCOME), so the receiver
@@ -17,7 +19,7 @@
 #include <stdint.h>
 
 #define RK_WIRE_MAGIC 0x726b636cu /* "rkcl" */
-#define RK_WIRE_VERSION 5u
+#define RK_WIRE_VERSION 6u
 #define RK_WIRE_NAME_MAX 64
 #define RK_WIRE_ACTOR_NAME_MAX 128
 #define RK_WIRE_TOKEN_MAX 128
@@ -37,6 +39,8 @@ enum {
   RK_AM_LINK,       /* rk_cluster_link: tell the owner (rk_wire_link_t) */
   RK_AM_UNLINK,     /* ... the link is gone */
   RK_AM_LINK_FAULT, /* ... the linked local actor failed */
+  RK_AM_REQS,       /* several REQs of one handle: rk_wire_batch_t */
+  RK_AM_RESPS,      /* several RESPs to one member: rk_wire_batch_t */
   RK_AM_COUNT
 };
 
@@ -142,8 +146,20 @@ typedef struct rk_wire_resp {
    * this handle the answer returns window room for (request_id is the
    * latest's). 0 on every other answer, which answers one request. */
   uint32_t credits;
-  uint32_t reserved;
+  uint32_t data_size; /* in a RESPS record: the payload's bytes */
 } rk_wire_resp_t;
+
+/* REQS / RESPS: `count` records of `stride` bytes each, one after the
+ * other in the data. A REQS record is a rk_wire_req_t and its request
+ * (stride - sizeof(rk_wire_req_t) bytes: every record of one REQS is for
+ * the same handle, so of one size); a RESPS record a rk_wire_resp_t and
+ * its payload (data_size bytes of the rest). Unaligned: read by copy. */
+typedef struct rk_wire_batch {
+  uint32_t from;
+  uint32_t count;
+  uint32_t stride;
+  uint32_t reserved;
+} rk_wire_batch_t;
 
 /* rk_cluster_link(h, local) on the requester: the owner of h's actor
  * remembers (from, link_id) -> its export; LINK_FAULT says the local actor

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "base/sys.h"
+#include "cluster/cluster_internal.h"
 #define RK_TEST_IMPLEMENTATION
 #include "rk_test.h"
 
@@ -456,15 +457,63 @@ static void test_stream(rk_cluster_t *c, uint32_t n) {
     }
     ++got;
   }
-out:
-  printf("  stream: %u messages in %.3f s\n", got,
-         (double)(rk__now_ns() - t0) / 1e9);
+out:;
+  uint32_t buffered, unanswered;
+  uint64_t batches, batched;
+  rk__remote_actor_sends(h, &buffered, &unanswered, &batches, &batched);
+  printf("  stream: %u messages in %.3f s, %llu of them in %llu batches\n", got,
+         (double)(rk__now_ns() - t0) / 1e9, (unsigned long long)batched,
+         (unsigned long long)batches);
+  /* Sends made while many are on their way go out together. */
+  CHECK(n < 1000 || (batches > 0 && batched >= 2 * batches),
+        "a stream of %u sent %llu batches (%llu requests)", n,
+        (unsigned long long)batches, (unsigned long long)batched);
   uint32_t missing = 0;
   for (uint32_t i = 0; i < n; ++i) missing += !seen[i];
   CHECK(missing == 0 && dup == 0 && wrong == 0 && order == 0,
         "stream of %u: %u missing, %u duplicated, %u wrong, %u out of order", n,
         missing, dup, wrong, order);
   free(seen);
+  rk_remote_actor_release(h);
+}
+
+/* Sends left in the handle's buffer when the sender stops sending go out
+ * without anyone waiting on the handle: as answers come back, the
+ * thread that takes them in (here the progress thread) posts the rest. */
+static void test_buffered_tail(rk_cluster_t *c) {
+  rk_remote_actor_t *h = find(c, "a/seq");
+  if (!h) return;
+  enum { kSends = 100 };
+  for (uint32_t i = 0; i < kSends; ++i) {
+    seq_t q = {i, 0};
+    if (!CHECK_OK(rk_remote_actor_send(h, &q, sizeof q, 10 * SEC, NULL))) break;
+  }
+  uint32_t buffered = 0, unanswered = 0;
+  uint64_t batches, batched;
+  rk__remote_actor_sends(h, &buffered, &unanswered, &batches, &batched);
+  const uint32_t at_end = buffered;
+  /* Nothing called on the handle meanwhile. */
+  const uint64_t end = rk__now_ns() + 5 * SEC;
+  while (rk__now_ns() < end) {
+    rk__remote_actor_sends(h, &buffered, &unanswered, &batches, &batched);
+    if (!buffered && !unanswered) break;
+    usleep(2000);
+  }
+  printf(
+      "  buffered tail: %u left in the buffer after %d sends; then %u, "
+      "%u unanswered\n",
+      at_end, kSends, buffered, unanswered);
+  CHECK(buffered == 0 && unanswered == 0,
+        "%u sends still buffered and %u unanswered 5 s after the last send",
+        buffered, unanswered);
+  uint32_t got = 0, order = 0;
+  for (; got < kSends; ++got) {
+    seq_t r;
+    if (!CHECK_OK(rk_remote_actor_receive(h, &r, sizeof r, 0, NULL))) break;
+    if (r.lo != got) ++order;
+  }
+  CHECK(got == kSends && order == 0, "%u of %d answers there, %u out of order",
+        got, kSends, order);
   rk_remote_actor_release(h);
 }
 
@@ -724,6 +773,7 @@ int main(int argc, char **argv) {
   test_lookup_errors(c);
   test_big(c);
   test_stream(c, stream_n);
+  test_buffered_tail(c);
   test_member_calls_hub(c);
   test_killed_mid_stream(c);
   test_flooders_killed(c, sink, flood_rounds);
