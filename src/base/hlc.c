@@ -57,6 +57,19 @@ uint64_t rk__hlc_merge_at(uint64_t *clock, uint64_t received, uint64_t phys) {
   return advance(clock, received + 1 > phys ? received + 1 : phys);
 }
 
+uint64_t rk__hlc_merge_n(uint64_t *clock, uint64_t received, uint64_t phys,
+                         uint64_t n) {
+  const uint64_t floor = received + 1 > phys ? received + 1 : phys;
+  uint64_t old = __atomic_load_n(clock, __ATOMIC_RELAXED);
+  for (;;) {
+    const uint64_t first = old + 1 > floor ? old + 1 : floor;
+    /* Relaxed: the clock orders events by value, not memory. */
+    if (__atomic_compare_exchange_n(clock, &old, first + n - 1, true,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      return first;
+  }
+}
+
 /* ---- The host clock's runs (hlc.h) -------------------------------------- */
 
 rk_hlc_t rk__hlc_host = {0, RK_HLC_DEFAULT_MAX_SKEW_NS};
@@ -152,7 +165,7 @@ rk_status_t rk__hlc_update_at(rk_hlc_t *clock, uint64_t received, uint64_t phys,
                               uint64_t *out_timestamp) {
   const uint64_t skew = __atomic_load_n(&clock->max_skew_ns, __ATOMIC_RELAXED);
   const uint64_t received_phys = received & ~(uint64_t)RK_HLC_LOGICAL_MASK;
-  if (skew != UINT64_MAX && received_phys > phys && received_phys - phys > skew)
+  if (rk__hlc_too_far(clock, received, phys))
     return rk__fail(RK_ERR_CLOCK_SKEW,
                     "hlc_update: the timestamp is %.3f ms ahead of this "
                     "machine's clock; at most %.3f ms is accepted "

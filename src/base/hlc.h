@@ -35,6 +35,19 @@ uint64_t rk__hlc_merge(uint64_t *clock, uint64_t received);
  * caller: a batch of receive events reads the clock once. */
 uint64_t rk__hlc_merge_at(uint64_t *clock, uint64_t received, uint64_t phys);
 
+/* `n` (>= 1) receive events at once, `received` the latest stamp among
+ * them: returns the first of n consecutive values, each later than
+ * `received` and than the clock before. */
+uint64_t rk__hlc_merge_n(uint64_t *clock, uint64_t received, uint64_t phys,
+                         uint64_t n);
+/* Whether rk_hlc_update would refuse `received` at physical time `phys`
+ * (more than the clock's max_skew_ns ahead). */
+static inline bool rk__hlc_too_far(const rk_hlc_t *clock, uint64_t received,
+                                   uint64_t phys) {
+  const uint64_t skew = __atomic_load_n(&clock->max_skew_ns, __ATOMIC_RELAXED);
+  const uint64_t at = received & ~(uint64_t)RK_HLC_LOGICAL_MASK;
+  return skew != UINT64_MAX && at > phys && at - phys > skew;
+}
 /* rk_hlc_update with the physical time `phys` (rk__hlc_physical) read by
  * the caller, once for a batch of receive events; clock not NULL. */
 rk_status_t rk__hlc_update_at(rk_hlc_t *clock, uint64_t received, uint64_t phys,

@@ -437,6 +437,29 @@ static void test_hlc(void) {
   CHECK(r > remote, "merge: %llu after %llu", (unsigned long long)r,
         (unsigned long long)remote);
   CHECK(rk__hlc_tick(&local) > r, "ticks after a merge keep increasing");
+  /* Several receive events at once: consecutive values after the latest
+   * stamp and after the clock, and the clock at the last of them. */
+  const uint64_t before = local;
+  const uint64_t first = rk__hlc_merge_n(&local, remote + 5, phys, 8);
+  CHECK(first > remote + 5 && first > before && local == first + 7,
+        "merge_n: first %llu after %llu and %llu, clock %llu",
+        (unsigned long long)first, (unsigned long long)(remote + 5),
+        (unsigned long long)before, (unsigned long long)local);
+  uint64_t quiet = 0;
+  const uint64_t now = rk__hlc_physical();
+  CHECK(rk__hlc_merge_n(&quiet, 0, now, 3) == now && quiet == now + 2,
+        "merge_n of old stamps follows physical time");
+  /* The skew check that rk_hlc_update makes. */
+  rk_hlc_t clock;
+  rk_hlc_init(&clock);
+  rk_hlc_set_max_skew(&clock, 1000000u);
+  CHECK(!rk__hlc_too_far(&clock, now + 500000u, now) &&
+            rk__hlc_too_far(&clock, now + 2000000u, now) &&
+            !rk__hlc_too_far(&clock, now - 5000000000u, now),
+        "too_far: only stamps more than max_skew_ns ahead");
+  CHECK(
+      rk__hlc_update_at(&clock, now + 2000000u, now, NULL) == RK_ERR_CLOCK_SKEW,
+      "update_at refuses what too_far calls too far");
 }
 
 int main(void) {
