@@ -682,6 +682,25 @@ bool rk__machine_crowded(void) {
   return running > 0 && online > 0 && running > online;
 }
 
+bool rk__move_off_cpu(void) {
+#if RK__LINUX
+  const int cpu = sched_getcpu();
+  cpu_set_t mask, others;
+  if (cpu < 0 || pthread_getaffinity_np(pthread_self(), sizeof mask, &mask))
+    return false;
+  others = mask;
+  CPU_CLR(cpu, &others);
+  if (CPU_COUNT(&others) == 0 ||
+      pthread_setaffinity_np(pthread_self(), sizeof others, &others))
+    return false;
+  /* Moved by now; allowed everywhere again, it stays where it is. */
+  (void)pthread_setaffinity_np(pthread_self(), sizeof mask, &mask);
+  return true;
+#else
+  return false;
+#endif
+}
+
 rk_status_t rk__env_long(const char *name, long lo, long hi, long *inout) {
   const char *v = getenv(name);
   if (!v || !*v) return RK_OK;

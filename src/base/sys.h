@@ -138,6 +138,14 @@ long rk__machine_running(void);
  * False where the system does not say. */
 bool rk__machine_crowded(void);
 
+/* Moves the calling thread off the CPU it runs on, once, leaving its
+ * allowed CPUs as they were: for a spinning waiter whose answers keep
+ * coming late while the machine is not crowded, which is what happens
+ * when it shares a CPU with the spinning thread that answers it (the
+ * scheduler can take tens of milliseconds to move one of them to an
+ * idle CPU). False where it cannot (one CPU allowed, not Linux). */
+bool rk__move_off_cpu(void);
+
 /* Pins `thread` to CPU `cpu`. A hint: false where the system has no CPU
  * affinity (macOS) or refuses it (containers). */
 bool rk__pin_thread(pthread_t thread, int cpu);

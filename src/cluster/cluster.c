@@ -420,7 +420,6 @@ struct rk_cluster {
    * one (a driver that stopped turning: a long handler, a stopped or
    * abandoned worker). */
   _Atomic uint64_t turns;
-  atomic_bool turning; /* a thread is in turn_workers */
   /* User threads asleep waiting for an answer (hwait), which only the
    * progress thread will bring: it does not linger aside meanwhile. */
   _Atomic uint32_t sleepers;
@@ -986,12 +985,6 @@ enum { kCtrlEvery = 16 };
 /* One turn of every peer's worker (not those of peers gone), and of the
  * control worker when `ctrl`. */
 static unsigned turn_workers(rk_cluster_t *c, bool ctrl) {
-  /* One thread turns them at a time: another that finds them being
-   * turned has nothing to add (the turn takes in its messages too) and
-   * would only wait for UCX's lock, holding a CPU. */
-  if (atomic_load_explicit(&c->turning, memory_order_relaxed) ||
-      atomic_exchange_explicit(&c->turning, true, memory_order_acquire))
-    return 0;
   unsigned n = 0;
   if (ctrl) n += c->u->ucp_worker_progress(c->worker);
   const uint32_t nw = atomic_load_explicit(&c->nw, memory_order_acquire);
@@ -1000,7 +993,6 @@ static unsigned turn_workers(rk_cluster_t *c, bool ctrl) {
     if (!__atomic_load_n(&p->quiet, __ATOMIC_RELAXED))
       n += c->u->ucp_worker_progress(p->rx.w);
   }
-  atomic_store_explicit(&c->turning, false, memory_order_release);
   return n;
 }
 
@@ -2931,6 +2923,27 @@ static void *progress_main(void *arg) {
       aside_since = rk__now_ns();
       continue;
     }
+    /* After standing aside it neither turns the worker nor spins for a
+     * while: the user thread that drove it is likely to again (a caller
+     * between two calls, a stream between two waits), and a progress
+     * thread turning the worker beside it would take the CPU it needs and
+     * UCX's lock from under it. */
+    if (aside && rk__now_ns() - aside_since < ASIDE_LINGER_NS &&
+        __atomic_load_n(&c->export_count, __ATOMIC_RELAXED) == 0 &&
+        !atomic_load(&c->nbridges) && !atomic_load(&c->sleepers)) {
+      const uint64_t turns =
+          atomic_load_explicit(&c->turns, memory_order_relaxed);
+      const uint32_t seq = __atomic_load_n(&c->aside_seq, __ATOMIC_ACQUIRE);
+      if (!atomic_load(&c->drivers) && !atomic_load(&c->stop))
+        rk__wait_while_equal(&c->aside_seq, seq, ASIDE_NAP_NS);
+      /* Nobody turned it for a millisecond: a turn of its own. */
+      if (!atomic_load(&c->drivers) &&
+          atomic_load_explicit(&c->turns, memory_order_relaxed) == turns) {
+        pump(c);
+        forward_all(c);
+      }
+      continue;
+    }
     unsigned did = pump(c) + forward_all(c);
     if (did) {
       idle_since = rk__now_ns();
@@ -2938,19 +2951,8 @@ static void *progress_main(void *arg) {
       aside = false;
       continue;
     }
-    /* After standing aside it does not spin: the user thread that drove
-     * the worker is likely to again (a caller between two calls), and a
-     * spinning progress thread would take the CPU it needs. */
     if (!aside && rk__now_ns() - idle_since < (uint64_t)c->spin_us * 1000u)
       continue;
-    if (aside && rk__now_ns() - aside_since < ASIDE_LINGER_NS &&
-        __atomic_load_n(&c->export_count, __ATOMIC_RELAXED) == 0 &&
-        !atomic_load(&c->nbridges) && !atomic_load(&c->sleepers)) {
-      const uint32_t seq = __atomic_load_n(&c->aside_seq, __ATOMIC_ACQUIRE);
-      if (!atomic_load(&c->drivers) && !atomic_load(&c->stop))
-        rk__wait_while_equal(&c->aside_seq, seq, ASIDE_NAP_NS);
-      continue;
-    }
     if (atomic_load(&c->in_flight) || atomic_load(&c->nbridges) ||
         atomic_load(&c->broken_any) || c->efd < 0) {
       struct timespec ts = {0, (long)nap_ns};
@@ -4155,6 +4157,33 @@ static void sleep_on_worker(rk_cluster_t *c, uint64_t deadline) {
   forward_all(c);
 }
 
+/* A waiting caller that shares a CPU with the thread that answers it
+ * (both spinning: the owner's actor worker, say) gets each answer only
+ * when the scheduler switches between them, a few hundred microseconds,
+ * until it moves one of them to an idle CPU, which on a 2-CPU VM has
+ * taken up to 40 ms. So a thread whose waits keep taking over
+ * HWAIT_LATE_NS while the machine is not crowded moves itself off its
+ * CPU (at most once per HWAIT_MOVE_EVERY_NS). */
+#define HWAIT_LATE_NS 50000ull
+#define HWAIT_LATE_WAITS 3
+#define HWAIT_MOVE_EVERY_NS 10000000ull
+
+static void late_answer(uint64_t waited, int crowded) {
+  static _Thread_local uint32_t late;
+  static _Thread_local uint64_t moved_at;
+  if (waited < HWAIT_LATE_NS || crowded == 1) {
+    late = 0;
+    return;
+  }
+  if (++late < HWAIT_LATE_WAITS) return;
+  late = 0;
+  const uint64_t now = rk__now_ns();
+  if (moved_at && now - moved_at < HWAIT_MOVE_EVERY_NS) return;
+  if (rk__machine_crowded()) return;
+  moved_at = now;
+  (void)rk__move_off_cpu();
+}
+
 static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
                          wait_limit_t *limit) {
   rk_cluster_t *c = h->c;
@@ -4188,6 +4217,7 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
     if (crowded < 0 && now - start >= HWAIT_CROWD_AFTER_NS)
       crowded = rk__machine_crowded();
     if (crowded == 1) sched_yield();
+
     pthread_mutex_lock(&h->mu);
   }
   /* Then asleep on the worker's event descriptor, still a driver: the
@@ -4211,7 +4241,10 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
   const bool answered = ready(h, arg);
   if (!answered) atomic_fetch_add(&c->sleepers, 1);
   atomic_fetch_sub(&c->drivers, 1);
-  if (answered) return RK_OK;
+  if (answered) {
+    late_answer(rk__now_ns() - start, crowded);
+    return RK_OK;
+  }
   wake_aside(c);
   rk_status_t s;
   for (;;) {
