@@ -760,7 +760,7 @@ static bool stopped(const rk_remote_actor_t *h);
  * coalescing from half the window unanswered. None (every send at once)
  * for a window under 8 or requests too large for two records. */
 static void out_buffers(rk_remote_actor_t *h) {
-  h->stride = sizeof(rk_wire_req_t) + h->request_size;
+  h->stride = sizeof(rk_wire_req_t) + ((h->request_size + 7) & ~(size_t)7);
   size_t n = BATCH_BYTES / h->stride;
   if (n > h->window / 4) n = h->window / 4;
   if (n > BATCH_MAX) n = BATCH_MAX;
@@ -777,14 +777,13 @@ static rk_status_t post_records(rk_remote_actor_t *h, uint32_t from,
                                 const unsigned char *buf, uint32_t n) {
   rk_cluster_t *c = h->c;
   peer_t *p = &c->peers[h->peer];
-  if (n == 1) {
-    rk_wire_req_t r;
-    memcpy(&r, buf, sizeof r);
-    return post(c, p, RK_AM_REQ, &r, sizeof r, buf + sizeof r, h->request_size,
-                false);
-  }
-  rk_wire_batch_t b = {
-      .from = from, .count = n, .stride = (uint32_t)h->stride, .reserved = 0};
+  if (n == 1)
+    return post(c, p, RK_AM_REQ, buf, sizeof(rk_wire_req_t),
+                buf + sizeof(rk_wire_req_t), h->request_size, false);
+  rk_wire_batch_t b = {.from = from,
+                       .count = n,
+                       .stride = (uint32_t)h->stride,
+                       .size = (uint32_t)h->request_size};
   return post(c, p, RK_AM_REQS, &b, sizeof b, buf, n * h->stride, false);
 }
 
@@ -980,7 +979,7 @@ static void links_due(rk_cluster_t *c) {
  * the control worker: once in kCtrlEvery of its turns. The control worker
  * carries joins and introductions and watches peers over the network
  * (a system call per turn); the progress thread turns it every time. */
-enum { kCtrlEvery = 16 };
+enum { kCtrlEvery = 128 };
 
 /* One turn of every peer's worker (not those of peers gone), and of the
  * control worker when `ctrl`. */
@@ -2145,7 +2144,7 @@ static void resp_run_post(export_t *e, const resp_run_t *run) {
   rk_wire_batch_t h = {.from = run->p->remote,
                        .count = run->n,
                        .stride = (uint32_t)stride,
-                       .reserved = 0};
+                       .size = 0};
   (void)post(e->c, run->p, RK_AM_RESPS, &h, sizeof h, rec, run->n * stride,
              false);
 }
@@ -2581,7 +2580,8 @@ static void deliver_reqs(rk_cluster_t *c, const rk_wire_batch_t *b,
   if (!batch_ok(b, sizeof(rk_wire_req_t), size) || !peer_from(c, b->from))
     return;
   const uint64_t phys = rk__hlc_physical();
-  const size_t psize = b->stride - sizeof(rk_wire_req_t);
+  const size_t psize = b->size;
+  if (psize > b->stride - sizeof(rk_wire_req_t)) return;
   rk_wire_req_t hs[GATHER_MAX];
   uint32_t n = 0;
   uint64_t latest = 0;
@@ -4051,10 +4051,10 @@ rk_status_t rk_cluster_lookup(rk_cluster_t *c, const char *name,
       h->window = l->reply.window ? l->reply.window : 1;
       copy_name(h->name, sizeof h->name, name);
       out_buffers(h);
-      /* Room for an answer, or a refusal's reason (TEXT_MAX). */
-      h->aroom = h->response_size > ANSWER_POOL_MAX ? 0
-                 : h->response_size > TEXT_MAX      ? h->response_size
-                                                    : TEXT_MAX;
+      /* Room for an answer (a refusal's longer reason is allocated). */
+      h->aroom = h->response_size > ANSWER_POOL_MAX
+                     ? 0
+                     : (h->response_size + 7) & ~(size_t)7;
       pthread_mutex_init(&h->mu, NULL);
       pthread_mutex_init(&h->send_mu, NULL);
       cond_init(&h->cv);
@@ -4305,20 +4305,23 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
     w->next = h->waiters;
     h->waiters = w;
   }
-  rk_wire_req_t r;
-  r.from = c->peers[h->peer].remote;
-  r.handle = h->slot;
-  r.handle_gen = h->gen;
-  r.export_id = h->export_id;
-  r.request_id = id;
-  r.timestamp = rk__hlc_host_tick();
-  r.flags = h->discard ? RK_WIRE_REQ_NO_DATA : 0u;
-  r.reserved = 0;
-  if (!w && h->bmax && (h->nbuf || h->unanswered >= h->coalesce_at)) {
+  const bool buffer =
+      !w && h->bmax && (h->nbuf || h->unanswered >= h->coalesce_at);
+  /* A buffered request's header is written in place (8-byte aligned). */
+  rk_wire_req_t mine;
+  rk_wire_req_t *rp =
+      buffer ? (rk_wire_req_t *)(void *)(h->obuf + h->nbuf * h->stride) : &mine;
+  rp->from = c->peers[h->peer].remote;
+  rp->handle = h->slot;
+  rp->handle_gen = h->gen;
+  rp->export_id = h->export_id;
+  rp->request_id = id;
+  rp->timestamp = rk__hlc_host_tick();
+  rp->flags = h->discard ? RK_WIRE_REQ_NO_DATA : 0u;
+  rp->reserved = 0;
+  if (buffer) {
     /* Enough on their way: this one waits in the buffer for others. */
-    unsigned char *rec = h->obuf + h->nbuf * h->stride;
-    memcpy(rec, &r, sizeof r);
-    memcpy(rec + sizeof r, request, size);
+    memcpy(rp + 1, request, size);
     h->nbuf++;
     const bool go = h->nbuf >= h->bmax || h->unanswered < h->coalesce_at;
     pthread_mutex_unlock(&h->mu);
@@ -4334,7 +4337,7 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
     pthread_mutex_lock(&h->send_mu);
     out_flush_locked(h);
   }
-  s = post(c, &c->peers[h->peer], RK_AM_REQ, &r, sizeof r, request, size,
+  s = post(c, &c->peers[h->peer], RK_AM_REQ, &mine, sizeof mine, request, size,
            false);
   if (behind) pthread_mutex_unlock(&h->send_mu);
   if (s != RK_OK) {

@@ -151,14 +151,15 @@ typedef struct rk_wire_resp {
 
 /* REQS / RESPS: `count` records of `stride` bytes each, one after the
  * other in the data. A REQS record is a rk_wire_req_t and its request
- * (stride - sizeof(rk_wire_req_t) bytes: every record of one REQS is for
- * the same handle, so of one size); a RESPS record a rk_wire_resp_t and
- * its payload (data_size bytes of the rest). Unaligned: read by copy. */
+ * (`size` bytes: every record of one REQS is for the same handle, so of
+ * one size); a RESPS record a rk_wire_resp_t and its payload (data_size
+ * bytes of the rest; `size` 0). Senders pad records to 8 bytes; readers
+ * copy them out. */
 typedef struct rk_wire_batch {
   uint32_t from;
   uint32_t count;
   uint32_t stride;
-  uint32_t reserved;
+  uint32_t size;
 } rk_wire_batch_t;
 
 /* rk_cluster_link(h, local) on the requester: the owner of h's actor
