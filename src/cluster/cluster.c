@@ -4305,8 +4305,10 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
     w->next = h->waiters;
     h->waiters = w;
   }
-  const bool buffer =
-      !w && h->bmax && (h->nbuf || h->unanswered >= h->coalesce_at);
+  /* A full buffer (another thread's send filled it and is posting it)
+   * takes nothing more: this one goes after it, below. */
+  const bool buffer = !w && h->bmax && h->nbuf < h->bmax &&
+                      (h->nbuf || h->unanswered >= h->coalesce_at);
   /* A buffered request's header is written in place (8-byte aligned). */
   rk_wire_req_t mine;
   rk_wire_req_t *rp =

@@ -477,6 +477,65 @@ out:;
   rk_remote_actor_release(h);
 }
 
+/* Several threads sending on one handle at once, each its own numbered
+ * requests, while this thread receives: every request answered once, and
+ * each thread's answered in the order it sent them (buffered or not,
+ * whoever posted the buffer). */
+enum { kSenders = 3, kPerSender = 3000 };
+typedef struct sender_arg {
+  rk_remote_actor_t *h;
+  uint32_t id;
+  rk_status_t status;
+} sender_arg_t;
+
+static void *send_numbered(void *arg) {
+  sender_arg_t *a = arg;
+  for (uint32_t i = 0; i < kPerSender; ++i) {
+    seq_t q = {i, a->id * 100000u};
+    a->status = rk_remote_actor_send(a->h, &q, sizeof q, 10 * SEC, NULL);
+    if (a->status != RK_OK) break;
+  }
+  return NULL;
+}
+
+static void test_threads_send(rk_cluster_t *c) {
+  rk_remote_actor_t *h = find(c, "a/seq");
+  if (!h) return;
+  pthread_t t[kSenders];
+  sender_arg_t args[kSenders];
+  for (uint32_t k = 0; k < kSenders; ++k) {
+    args[k] = (sender_arg_t){h, k, RK_OK};
+    pthread_create(&t[k], NULL, send_numbered, &args[k]);
+  }
+  uint32_t next[kSenders] = {0}, got = 0, order = 0, wrong = 0;
+  for (; got < kSenders * kPerSender; ++got) {
+    seq_t r;
+    if (!CHECK_OK(rk_remote_actor_receive(h, &r, sizeof r, 10 * SEC, NULL)))
+      break;
+    const uint32_t k = (r.hi - 1) / 100000u;
+    if (k >= kSenders || (r.hi - 1) % 100000u != 0) {
+      ++wrong;
+      continue;
+    }
+    if (r.lo != next[k]) ++order;
+    next[k] = r.lo + 1;
+  }
+  for (uint32_t k = 0; k < kSenders; ++k) {
+    pthread_join(t[k], NULL);
+    CHECK_OK(args[k].status);
+  }
+  uint32_t buffered, unanswered;
+  uint64_t batches, batched;
+  rk__remote_actor_sends(h, &buffered, &unanswered, &batches, &batched);
+  printf("  %d threads sending: %u answers, %llu requests in %llu batches\n",
+         kSenders, got, (unsigned long long)batched,
+         (unsigned long long)batches);
+  CHECK(got == kSenders * kPerSender && order == 0 && wrong == 0,
+        "%u of %d answers, %u out of order, %u wrong", got,
+        kSenders * kPerSender, order, wrong);
+  rk_remote_actor_release(h);
+}
+
 /* Sends left in the handle's buffer when the sender stops sending go out
  * without anyone waiting on the handle: as answers come back, the
  * thread that takes them in (here the progress thread) posts the rest. */
@@ -774,6 +833,7 @@ int main(int argc, char **argv) {
   test_big(c);
   test_stream(c, stream_n);
   test_buffered_tail(c);
+  test_threads_send(c);
   test_member_calls_hub(c);
   test_killed_mid_stream(c);
   test_flooders_killed(c, sink, flood_rounds);
