@@ -154,7 +154,9 @@ static void rk_pa_store_gpu(unsigned long long *p, unsigned long long v) {
  * without waiting for the others' marks, and the sender dawdles after the
  * first word. RK_WORDS_SLOW_CU: the sender's dawdle alone (not a bug: the
  * receiver waits for every word). */
-static void rk_test_dawdle() { usleep(200); }
+/* Long enough that the other side polls meanwhile even on a loaded
+ * 2-CPU machine (200 us let words-unchecked go unnoticed there). */
+static void rk_test_dawdle() { usleep(1000); }
 #ifdef RK_BUG_NO_CREDIT_CU
 namespace bug_no_credit {
 #include RK_BUG_NO_CREDIT_CU
