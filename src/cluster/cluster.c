@@ -755,10 +755,11 @@ static bool stopped(const rk_remote_actor_t *h);
 
 /* ---- sends that go out together (REQS) --------------------------------- */
 
-/* A handle's send buffers: records of a rk_wire_req_t and its request,
- * as many as fit BATCH_BYTES and a quarter of the window (64 at most),
- * coalescing from half the window unanswered. None (every send at once)
- * for a window under 8 or requests too large for two records. */
+/* A handle's send buffers (two: one fills while the other is posted):
+ * records of a rk_wire_req_t and its request padded to 8 bytes, as many
+ * as fit BATCH_BYTES and a quarter of the window, BATCH_MAX at most;
+ * sends are buffered while that many are unanswered. None (every send at
+ * once) for a window under 8 or requests too large for two records. */
 static void out_buffers(rk_remote_actor_t *h) {
   h->stride = sizeof(rk_wire_req_t) + ((h->request_size + 7) & ~(size_t)7);
   size_t n = BATCH_BYTES / h->stride;
