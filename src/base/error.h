@@ -8,6 +8,7 @@
 #define RK_BASE_ERROR_H_
 
 #include <stdarg.h>
+#include <stdbool.h>
 
 #include "rk/status.h"
 
@@ -34,6 +35,16 @@ rk_status_t rk__fail_context(rk_status_t status, const char *fmt, ...)
  * frees the copy; NULL (no memory to save) restores nothing. */
 char *rk__error_save(void);
 void rk__error_restore(char *saved);
+
+/* The same on a hot path that fails rarely: the message is kept in the
+ * stash itself when it is short (no allocation), and put back only when
+ * the caller says so (the recovered failure happened). */
+typedef struct rk__error_stash {
+  char text[256];
+  char *heap; /* a longer message's copy, or NULL */
+} rk__error_stash_t;
+void rk__error_stash(rk__error_stash_t *stash);
+void rk__error_unstash(rk__error_stash_t *stash, bool put_back);
 
 #define RK_RETURN_IF_ERROR(expr)        \
   do {                                  \

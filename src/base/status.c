@@ -72,3 +72,23 @@ void rk__error_restore(char *saved) {
   snprintf(tls_error, kErrorCapacity, "%s", saved);
   free(saved);
 }
+
+void rk__error_stash(rk__error_stash_t *stash) {
+  const size_t n = strnlen(tls_error, sizeof stash->text);
+  stash->heap = NULL;
+  if (n < sizeof stash->text)
+    memcpy(stash->text, tls_error, n + 1);
+  else
+    stash->heap = rk__error_save();
+}
+
+void rk__error_unstash(rk__error_stash_t *stash, bool put_back) {
+  if (stash->heap) {
+    if (put_back)
+      rk__error_restore(stash->heap);
+    else
+      free(stash->heap);
+  } else if (put_back) {
+    memcpy(tls_error, stash->text, strlen(stash->text) + 1);
+  }
+}

@@ -247,6 +247,7 @@ struct rk_remote_actor {
   pthread_cond_t cv;
   uint64_t next_id;
   uint32_t outstanding; /* sent and not yet received */
+  uint32_t cv_waiters;  /* threads asleep on cv (under mu) */
   _Atomic int state;    /* rk_actor_state_t */
   char cause[TEXT_MAX];
   waiter_t *waiters;
@@ -813,13 +814,15 @@ static void out_flush_locked(rk_remote_actor_t *h) {
   const uint32_t from = h->c->peers[h->peer].remote;
   atomic_fetch_add(&h->flushing, 1);
   pthread_mutex_unlock(&h->mu);
-  char *saved = rk__error_save();
-  if (post_records(h, from, buf, n) != RK_OK) {
+  rk__error_stash_t stash;
+  rk__error_stash(&stash);
+  const bool failed = post_records(h, from, buf, n) != RK_OK;
+  if (failed) {
     pthread_mutex_lock(&h->mu);
     h->unanswered = h->unanswered > n ? h->unanswered - n : 0;
     pthread_mutex_unlock(&h->mu);
   }
-  rk__error_restore(saved);
+  rk__error_unstash(&stash, failed);
   atomic_fetch_sub(&h->flushing, 1);
 }
 
@@ -1153,7 +1156,7 @@ static void tell_links(rk_cluster_t *c) {
  * on its condition variable, and those asleep on the worker's event
  * descriptor (hwait). */
 static void wake_handle(rk_cluster_t *c, rk_remote_actor_t *h) {
-  pthread_cond_broadcast(&h->cv);
+  if (h->cv_waiters) pthread_cond_broadcast(&h->cv);
   if (atomic_load_explicit(&c->efd_sleepers, memory_order_relaxed))
     c->u->ucp_worker_signal(c->worker);
 }
@@ -4261,7 +4264,9 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
       s = RK_ERR_TIMEOUT;
       break;
     }
+    h->cv_waiters++;
     cond_wait_until(&h->cv, &h->mu, deadline, 100000000);
+    h->cv_waiters--;
   }
   atomic_fetch_sub(&c->sleepers, 1);
   return s;
