@@ -195,8 +195,37 @@ static void test_truncation(void) {
   CHECK(rk_last_error()[0] != '\0', "no message after a formatting error");
 }
 
+/* A stash puts the message back only when told to, short or long. */
+static void test_stash(void) {
+  rk__fail(RK_ERR_TIMEOUT, "the caller's message");
+  rk__error_stash_t st;
+  rk__error_stash(&st);
+  rk__fail(RK_ERR_INTERNAL, "a recovered failure");
+  rk__error_unstash(&st, true);
+  CHECK(strcmp(rk_last_error(), "the caller's message") == 0,
+        "short message put back: '%s'", rk_last_error());
+  rk__error_stash(&st);
+  rk__fail(RK_ERR_INTERNAL, "kept");
+  rk__error_unstash(&st, false);
+  CHECK(strcmp(rk_last_error(), "kept") == 0, "not put back: '%s'",
+        rk_last_error());
+  char long_text[1000];
+  memset(long_text, 'x', sizeof long_text - 1);
+  long_text[sizeof long_text - 1] = '\0';
+  rk__fail(RK_ERR_TIMEOUT, "%s", long_text);
+  rk__error_stash(&st);
+  rk__fail(RK_ERR_INTERNAL, "a recovered failure");
+  rk__error_unstash(&st, true);
+  CHECK(strcmp(rk_last_error(), long_text) == 0,
+        "a message longer than the stash put back whole (%zu chars)",
+        strlen(rk_last_error()));
+  rk__error_stash(&st);
+  rk__error_unstash(&st, false); /* frees the long copy */
+}
+
 int main(void) {
   test_status_names();
+  test_stash();
   test_version();
   test_per_thread();
   test_success_keeps_message();
