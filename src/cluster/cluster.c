@@ -87,8 +87,10 @@
 /* Answers up to this size are copied out under the handle's lock and
  * their blocks reused (rk_remote_actor_t's aroom). */
 #define ANSWER_POOL_MAX 4096
-/* The most requests a handle puts in one REQS (rk_remote_actor_t). */
-#define BATCH_MAX 16
+/* The most requests a handle puts in one REQS, and how many must be on
+ * their way before it buffers sends (rk_remote_actor_t). */
+#define BATCH_MAX 32
+#define COALESCE_AT 16
 /* The most requests of a REQS admitted into an actor at once. */
 #define GATHER_MAX 64
 #define TEXT_MAX RK_WIRE_TEXT_MAX
@@ -759,8 +761,9 @@ static bool stopped(const rk_remote_actor_t *h);
 /* A handle's send buffers (two: one fills while the other is posted):
  * records of a rk_wire_req_t and its request padded to 8 bytes, as many
  * as fit BATCH_BYTES and a quarter of the window, BATCH_MAX at most;
- * sends are buffered while that many are unanswered. None (every send at
- * once) for a window under 8 or requests too large for two records. */
+ * sends are buffered while COALESCE_AT (or the buffer's size, if less)
+ * are unanswered. None (every send at once) for a window under 8 or
+ * requests too large for two records. */
 static void out_buffers(rk_remote_actor_t *h) {
   h->stride = sizeof(rk_wire_req_t) + ((h->request_size + 7) & ~(size_t)7);
   size_t n = BATCH_BYTES / h->stride;
@@ -771,7 +774,7 @@ static void out_buffers(rk_remote_actor_t *h) {
   if (!h->obuf) return; /* every send at once */
   h->fbuf = h->obuf + n * h->stride;
   h->bmax = (uint32_t)n;
-  h->coalesce_at = h->bmax;
+  h->coalesce_at = h->bmax < COALESCE_AT ? h->bmax : COALESCE_AT;
 }
 
 /* Posts n records: a REQS, or one alone as a REQ. */
