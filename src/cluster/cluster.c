@@ -186,7 +186,7 @@ typedef struct export_ {
   pthread_mutex_t mu;
   /* Routes of requests in the actor, in the order it took them. */
   route_t *routes;
-  size_t route_head, route_count, route_cap; /* ring of route_cap */
+  size_t route_head, route_count, route_cap; /* ring of route_cap (2^k) */
   pending_req_t *pending, *pending_tail;
   /* Exported before it was activated: remote ports' messages go into the
    * actor's K2K inbox through this link (NULL: into its input ring). Those
@@ -1826,19 +1826,23 @@ static void refuse(rk_cluster_t *c, const rk_wire_req_t *h, rk_status_t s,
 }
 
 /* Called with e->mu held. */
+/* Route i of e's ring (0: the oldest); route_cap is a power of two. */
+static route_t *route_at(const export_t *e, size_t i) {
+  return &e->routes[(e->route_head + i) & (e->route_cap - 1)];
+}
+
 static bool route_push(export_t *e, uint64_t local_id, const rk_wire_req_t *h) {
   if (e->route_count == e->route_cap) {
     size_t cap = e->route_cap ? e->route_cap * 2 : 64;
     route_t *r = malloc(cap * sizeof *r);
     if (!r) return false;
-    for (size_t i = 0; i < e->route_count; ++i)
-      r[i] = e->routes[(e->route_head + i) % e->route_cap];
+    for (size_t i = 0; i < e->route_count; ++i) r[i] = *route_at(e, i);
     free(e->routes);
     e->routes = r;
     e->route_head = 0;
     e->route_cap = cap;
   }
-  route_t *r = &e->routes[(e->route_head + e->route_count++) % e->route_cap];
+  route_t *r = route_at(e, e->route_count++);
   r->local_id = local_id;
   r->peer = h->from;
   r->handle = h->handle;
@@ -1854,7 +1858,7 @@ static bool route_push(export_t *e, uint64_t local_id, const rk_wire_req_t *h) {
 static bool route_take(export_t *e, uint64_t local_id, route_t *out) {
   bool found = false;
   for (size_t i = 0; i < e->route_count; ++i) {
-    route_t *r = &e->routes[(e->route_head + i) % e->route_cap];
+    route_t *r = route_at(e, i);
     if (!r->done && r->local_id == local_id) {
       *out = *r;
       r->done = true;
@@ -1863,7 +1867,7 @@ static bool route_take(export_t *e, uint64_t local_id, route_t *out) {
     }
   }
   while (e->route_count && e->routes[e->route_head].done) {
-    e->route_head = (e->route_head + 1) % e->route_cap;
+    e->route_head = (e->route_head + 1) & (e->route_cap - 1);
     e->route_count--;
   }
   return found;
@@ -3451,7 +3455,7 @@ static void free_export(rk_cluster_t *c, export_t *e) {
   rk__k2k_release(e->ingress);
   atomic_fetch_sub(&c->credits_due, e->ncredits); /* owed to nobody now */
   for (size_t i = 0; i < e->route_count; ++i)
-    if (!e->routes[(e->route_head + i) % e->route_cap].done)
+    if (!route_at(e, i)->done)
       atomic_fetch_sub(&c->in_flight, 1);
   free(e->routes);
   free(e->buf);
@@ -3962,7 +3966,7 @@ rk_status_t rk_cluster_unexport(rk_cluster_t *c, const char *name) {
   /* Requests taken in and not answered: their callers hear it now. */
   pthread_mutex_lock(&e->mu);
   for (size_t i = 0; i < e->route_count; ++i) {
-    route_t *r = &e->routes[(e->route_head + i) % e->route_cap];
+    route_t *r = route_at(e, i);
     if (r->done) continue;
     rk_wire_req_t h = {.from = r->peer,
                        .handle = r->handle,
