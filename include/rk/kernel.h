@@ -30,7 +30,7 @@
 /* ---- Private CPU module ABI -------------------------------------------- */
 
 #define RK__CPU_ABI_MAGIC 0x4b52504bu /* "KPRK" */
-#define RK__CPU_ABI_VERSION 1u
+#define RK__CPU_ABI_VERSION 2u
 
 /* Per-thread execution state of a kernel on the CPU. */
 typedef struct rk__kstate {
@@ -70,6 +70,11 @@ typedef struct rk__kentry {
   /* Runs one thread of one block up to its end; called on a fiber. */
   void (*run_thread)(const rk__klaunch_t *launch, const uint32_t bid[3],
                      const uint32_t tid[3], void *const *args);
+  /* Handlers without barriers (NULL otherwise): runs the entry n times as
+   * one thread of one block, pointer argument i advanced by stride[i]
+   * bytes from one run to the next (an actor's messages in place). */
+  void (*run_slots)(const rk__klaunch_t *launch, uint64_t n,
+                    const uint32_t *stride, void *const *args);
 } rk__kentry_t;
 
 typedef struct rk__kmodule {

@@ -3455,8 +3455,7 @@ static void free_export(rk_cluster_t *c, export_t *e) {
   rk__k2k_release(e->ingress);
   atomic_fetch_sub(&c->credits_due, e->ncredits); /* owed to nobody now */
   for (size_t i = 0; i < e->route_count; ++i)
-    if (!route_at(e, i)->done)
-      atomic_fetch_sub(&c->in_flight, 1);
+    if (!route_at(e, i)->done) atomic_fetch_sub(&c->in_flight, 1);
   free(e->routes);
   free(e->buf);
   pthread_mutex_destroy(&e->mu);

@@ -1266,6 +1266,81 @@ static void *loan_call_main(void *arg) {
   return NULL;
 }
 
+/* Requests handled several at a time in place (the CPU worker's runs):
+ * batches of 1..8, each published at once, into an input ring of 8 slots
+ * and an output ring of 4, answers taken only once the whole batch is in,
+ * so that runs stop at the rings' ends (at different points in the two)
+ * and at the output's room. A stateful
+ * int handler: each answer carries its request, the running count and,
+ * for every fifth request, the handler's error code. */
+static const char kRunSource[] =
+    "#include <rk/kernel.h>\n"
+    "typedef struct { int v; } req_t;\n"
+    "typedef struct { int v; uint32_t n; } resp_t;\n"
+    "typedef struct { uint32_t n; } state_t;\n"
+    "RK_HANDLER int doubled(const req_t *in, resp_t *out, state_t *s) {\n"
+    "  s->n += 1u;\n"
+    "  out->n = s->n;\n"
+    "  if (in->v % 5 == 3) {\n"
+    "    out->v = -1;\n"
+    "    return 9;\n"
+    "  }\n"
+    "  out->v = 2 * in->v;\n"
+    "  return 0;\n"
+    "}\n";
+
+static void test_runs(rk_actor_mode_t mode) {
+  typedef struct {
+    int v;
+  } run_req_t;
+  typedef struct {
+    int v;
+    uint32_t n;
+  } run_resp_t;
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.input_capacity = 8;
+  o.output_capacity = 4;
+  rk_actor_t *a = launch(kRunSource, "doubled", mode, &o);
+  if (!a) return;
+  int next = 0, bad = 0;
+  uint32_t seen = 0;
+  for (int round = 0; round < 60 && bad == 0; ++round) {
+    /* Traditional: the send runs each request, whose answer needs room. */
+    const int k = 1 + round % (mode == RK_ACTOR_PERSISTENT ? 8 : 4);
+    run_req_t q[8];
+    for (int i = 0; i < k; ++i) q[i].v = next + i;
+    size_t sent = 0;
+    CHECK_OK(rk_actor_send_batch(a, q, sizeof q[0], (size_t)k,
+                                 RK_TIMEOUT_INFINITE, &sent, NULL));
+    for (size_t i = 0; i < sent; ++i) {
+      run_resp_t r = {0, 0};
+      rk_actor_message_t info;
+      const rk_status_t s =
+          rk_actor_receive(a, &r, sizeof r, RK_TIMEOUT_INFINITE, &info);
+      const int v = next + (int)i;
+      const bool fails = v % 5 == 3;
+      ++seen;
+      if (s != (fails ? RK_ERR_HANDLER : RK_OK) || r.n != seen ||
+          r.v != (fails ? -1 : 2 * v) || info.handler_code != (fails ? 9 : 0)) {
+        printf("  request %d: status %s, v %d, n %u (want %u), code %d\n", v,
+               rk_status_name(s), r.v, r.n, seen, info.handler_code);
+        ++bad;
+      }
+    }
+    next += (int)sent;
+  }
+  CHECK(bad == 0 && next > 140, "%d wrong answers of %d", bad, next);
+  rk_actor_stats_t st;
+  CHECK_OK(rk_actor_stats(a, &st));
+  CHECK(st.processed == (uint64_t)next &&
+            st.handler_errors == (uint64_t)((next + 1) / 5) &&
+            st.last_handler_code == 9,
+        "processed %llu errors %llu last %d", (unsigned long long)st.processed,
+        (unsigned long long)st.handler_errors, st.last_handler_code);
+  rk_actor_destroy(a);
+}
+
 static void test_loans(rk_actor_mode_t mode) {
   rk_actor_options_t o;
   rk_actor_options_init(&o);
@@ -1451,6 +1526,8 @@ int main(int argc, char **argv) {
     test_destroy_wakes_waiters(modes[m]);
     actor_test_watch("batches", 60);
     test_batches(modes[m]);
+    actor_test_watch("runs of requests in place", 60);
+    test_runs(modes[m]);
     actor_test_watch("handlers with long loops", 120);
     test_long_loops(modes[m]);
     test_handler_loop_limit(modes[m]);

@@ -6,9 +6,11 @@
  * with a generated wrapper per entry point it lists (kernels, stencils,
  * handlers and their batch entries): run_blocks loops over blocks and
  * threads calling the entry (which the compiler can inline), run_thread
- * runs one thread for the fiber path. A table `rk__module` describes the
- * entries and their parameters (sizes from sizeof, so struct arguments are
- * checked too). Nothing but checked kernel language reaches the compiler.
+ * runs one thread for the fiber path, and for a handler run_slots runs it
+ * on a run of messages in place (an actor's worker). A table `rk__module`
+ * describes the entries and their parameters (sizes from sizeof, so struct
+ * arguments are checked too). Nothing but checked kernel language reaches the
+ * compiler.
  *
  * The compiler always runs in the context's private directory (0700 under
  * $TMPDIR, removed with the context), so nothing about the cache directory
@@ -79,6 +81,57 @@ static void emit_call(rk__strbuf_t *sb, const rk_entry_t *k) {
   for (size_t i = 0; i < k->param_count; ++i)
     rk__strbuf_printf(sb, "%srk__p%zu", i ? ", " : "", i);
   rk__strbuf_puts(sb, ");\n");
+}
+
+/* A handler without barriers gets a wrapper that runs it on a run of
+ * messages in place (an actor's worker on its ring slots). */
+static bool has_slots(const rk_entry_t *k) {
+  return k->kind == RK_ENTRY_HANDLER && !k->uses_barrier;
+}
+
+/* rk__slots_<name>: the entry n times on thread 0 of block 0, pointer
+ * argument i advanced by stride[i] bytes each time (an actor's messages
+ * and their answers in consecutive ring slots). One call for a run of
+ * messages, the handler inlined into the loop: per message no indirect
+ * call, no saved registers and no thread state stored, whose stores
+ * would queue behind the ones to the answer's slot (its line in the
+ * sender's cache) and stall the worker. */
+static void emit_slots(rk__strbuf_t *sb, const rk_entry_t *k) {
+  rk__strbuf_printf(sb,
+                    "static void rk__slots_%s(const rk__klaunch_t *rk__L, "
+                    "uint64_t rk__n, const uint32_t *rk__stride, void *const "
+                    "*rk__a) {\n",
+                    k->name);
+  emit_param_loads(sb, k);
+  rk__strbuf_puts(sb,
+                  "  (void)rk__a;\n"
+                  "  (void)rk__stride;\n"
+                  "  rk__kstate_t *rk__s = &rk__k;\n"
+                  "#if defined(__GNUC__)\n"
+                  "  __asm__(\"\" : \"+r\"(rk__s));\n"
+                  "#endif\n"
+                  "  for (int i = 0; i < 3; ++i) {\n"
+                  "    RK__PUT(rk__s->bdim[i], 1u);\n"
+                  "    RK__PUT(rk__s->gdim[i], 1u);\n"
+                  "    RK__PUT(rk__s->bid[i], 0u);\n"
+                  "    RK__PUT(rk__s->tid[i], 0u);\n"
+                  "  }\n"
+                  "  RK__PUT(rk__s->dyn_shared, rk__L->dyn_shared);\n"
+                  "  RK__PUT(rk__s->barrier, rk__L->barrier);\n"
+                  "  RK__PUT(rk__s->sched, rk__L->sched);\n"
+                  "  for (uint64_t rk__m = 0; rk__m < rk__n; ++rk__m) {\n"
+                  "    ");
+  rk__strbuf_printf(sb, "%s(", k->name);
+  for (size_t i = 0; i < k->param_count; ++i) {
+    if (i) rk__strbuf_puts(sb, ", ");
+    if (k->params[i].kind == RK_ARG_PTR)
+      rk__strbuf_printf(sb,
+                        "(%s)((uintptr_t)rk__p%zu + rk__m * rk__stride[%zu])",
+                        k->params[i].type, i, i);
+    else
+      rk__strbuf_printf(sb, "rk__p%zu", i);
+  }
+  rk__strbuf_puts(sb, ");\n  }\n}\n");
 }
 
 /* The launch wrappers and the module table of every entry point, from the
@@ -176,6 +229,7 @@ static void emit_wrappers(rk__strbuf_t *sb, const rk_entry_list_t *list) {
                     "  rk__k.sched = rk__L->sched;\n  ");
     emit_call(sb, k);
     rk__strbuf_puts(sb, "}\n");
+    if (has_slots(k)) emit_slots(sb, k);
 
     if (k->param_count) {
       rk__strbuf_printf(sb, "static const rk__kparam_t rk__params_%s[] = {\n",
@@ -194,13 +248,17 @@ static void emit_wrappers(rk__strbuf_t *sb, const rk_entry_list_t *list) {
     if (k->param_count)
       rk__strbuf_printf(sb,
                         "  {\"%s\", %zu, rk__params_%s, rk__blocks_%s, "
-                        "rk__thread_%s},\n",
+                        "rk__thread_%s, ",
                         k->name, k->param_count, k->name, k->name, k->name);
     else
-      rk__strbuf_printf(sb, "  {\"%s\", 0, 0, rk__blocks_%s, rk__thread_%s},\n",
+      rk__strbuf_printf(sb, "  {\"%s\", 0, 0, rk__blocks_%s, rk__thread_%s, ",
                         k->name, k->name, k->name);
+    if (has_slots(k))
+      rk__strbuf_printf(sb, "rk__slots_%s},\n", k->name);
+    else
+      rk__strbuf_puts(sb, "0},\n");
   }
-  if (list->count == 0) rk__strbuf_puts(sb, "  {0, 0, 0, 0, 0},\n");
+  if (list->count == 0) rk__strbuf_puts(sb, "  {0, 0, 0, 0, 0, 0},\n");
   rk__strbuf_printf(sb,
                     "};\n"
                     "__attribute__((visibility(\"default\"))) const "
