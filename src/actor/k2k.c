@@ -629,6 +629,12 @@ const void *rk__k2k_inbox_payload(rk__k2k_t *k, uint32_t i) {
   return s ? s + RK_ABI_MSG_HEADER : NULL;
 }
 
+uint32_t rk__k2k_inbox_run(const rk__k2k_t *k, uint32_t i, uint32_t *stride) {
+  const rk__ring_end_t *c = &k->inbox->c;
+  *stride = c->slot_size;
+  return (uint32_t)(c->mask + 1 - ((c->own + i) & c->mask));
+}
+
 void rk__k2k_inbox_release(rk__k2k_t *k, uint32_t n, uint32_t errors) {
   inbox_t *b = k->inbox;
   /* Whose credit comes back: read before the slots are freed. */

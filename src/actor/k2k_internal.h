@@ -131,6 +131,10 @@ uint32_t rk__k2k_inbox_available_upto(rk__k2k_t *k, uint32_t want);
 uint64_t rk__k2k_inbox_timestamp(rk__k2k_t *k, uint32_t i);
 /* Message i (< available) of the inbox: its payload. */
 const void *rk__k2k_inbox_payload(rk__k2k_t *k, uint32_t i);
+/* How many slots from message i's on lie one after another in memory
+ * before the inbox's ring wraps (published or not); *stride gets the
+ * distance between two of them in bytes. */
+uint32_t rk__k2k_inbox_run(const rk__k2k_t *k, uint32_t i, uint32_t *stride);
 /* The first n messages were handled (`errors` of them failed): frees their
  * slots, then gives each link its credit back. */
 void rk__k2k_inbox_release(rk__k2k_t *k, uint32_t n, uint32_t errors);

@@ -193,6 +193,53 @@ static void test_pipeline(void) {
   stop(s);
 }
 
+/* Bursts of 1..4 tokens into inboxes of 8 slots: a receiver without
+ * ports takes them several at a time, in runs that stop where its ring
+ * wraps (at a different place in each round). The sink checks their order
+ * and sum; `fragile` fails every token of source 9, and each failure is
+ * counted once. Bursts of at most half the inbox: the last burst's credit
+ * may still be on its way back when the next one goes. */
+static void test_small_inbox(void) {
+  rk_actor_t *a = launch("stage", 64), *s = launch("sink", 8);
+  rk_actor_t *b = launch("stage", 64), *f = launch("fragile", 8);
+  CHECK_OK(rk_actor_connect(a, 0, s));
+  CHECK_OK(rk_actor_connect(b, 0, f));
+  rk_actor_t *all[] = {s, f, a, b};
+  for (int i = 0; i < 4; ++i) CHECK_OK(rk_actor_activate(all[i]));
+  int total = 0, fails = 0, bad = 0;
+  for (int round = 0; round < 120 && bad == 0; ++round) {
+    const int k = 1 + round % 4;
+    for (int i = 1; i <= k; ++i) {
+      tok_t t = {0, (uint32_t)(total + i), total + i};
+      tok_t u = {(total + i) % 3 == 0 ? 9u : 0u, 0, 0};
+      CHECK_OK(rk_actor_send(a, &t, sizeof t, RK_TIMEOUT_INFINITE, NULL));
+      CHECK_OK(rk_actor_send(b, &u, sizeof u, RK_TIMEOUT_INFINITE, NULL));
+      fails += u.src == 9u;
+    }
+    for (int i = 0; i < 2 * k; ++i) {
+      ack_t r;
+      rk_status_t st = rk_actor_receive(i % 2 ? b : a, &r, sizeof r,
+                                        RK_TIMEOUT_INFINITE, NULL);
+      if (st != RK_OK || r.r != RK_SEND_QUEUED) bad++;
+    }
+    total += k;
+    if (wait_count(s, total).count != total || !wait_received(f, total)) bad++;
+  }
+  const ack_t r = query(s);
+  const int sum = total * (total + 1) / 2 + total; /* v + 1 from the stage */
+  CHECK(bad == 0 && total > 250 && r.count == total && r.disorder == 0 &&
+            r.sum == sum,
+        "small inbox: %d bad rounds; count %d of %d, disorder %d, sum %d "
+        "(want %d)",
+        bad, r.count, total, r.disorder, r.sum, sum);
+  rk_actor_k2k_stats_t st = k2k_stats(f);
+  CHECK(st.received == (uint64_t)total && st.received_errors == (uint64_t)fails,
+        "fragile: received %llu of %d, errors %llu (want %d)",
+        (unsigned long long)st.received, total,
+        (unsigned long long)st.received_errors, fails);
+  for (int i = 0; i < 4; ++i) stop(all[3 - i]);
+}
+
 static void test_fan_in(void) {
   enum { kN = 200, kSenders = 3 };
   rk_actor_t *src[kSenders];
@@ -656,6 +703,8 @@ int main(int argc, char **argv) {
       strcmp(rk_backend_name(be), "cuda") == 0 && !getenv("RK_ACTOR_RELAUNCH");
   actor_test_watch("pipeline", 60);
   test_pipeline();
+  actor_test_watch("small inbox", 60);
+  test_small_inbox();
   actor_test_watch("fan-in", 60);
   test_fan_in();
   actor_test_watch("fan-out", 60);

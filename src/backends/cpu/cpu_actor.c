@@ -200,6 +200,40 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
   return done;
 }
 
+/* handle_inbox for a handler without ports while nobody traces: the
+ * messages' stamps into the clock, then the slot wrapper on each run of
+ * consecutive slots, every response into the one scratch answer. */
+static uint32_t inbox_runs(rk__actor_worker_t *w, uint32_t n) {
+  rk_abi_control_t *c = w->dev.control;
+  const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL};
+  const uint64_t phys = batch_phys(w);
+  uint64_t clock = __atomic_load_n(&c->clock, __ATOMIC_RELAXED);
+  for (uint32_t i = 0; i < n; ++i)
+    clock = local_merge(clock, rk__k2k_inbox_timestamp(w->k2k, i), phys);
+  int32_t codes[kBatch];
+  void *in_p = NULL, *out_p = w->scratch, *state_p = w->state,
+       *status_p = codes;
+  void *args[4 + 1 + RK__K2K_MAX_PORTS];
+  uint32_t stride[4 + 1 + RK__K2K_MAX_PORTS] = {0};
+  const unsigned nargs =
+      handler_args(w, args, &in_p, &out_p, &state_p, &status_p);
+  if (w->dev.has_status) stride[nargs - 1] = sizeof codes[0]; /* the last */
+  uint32_t errors = 0;
+  for (uint32_t done = 0; done < n;) {
+    uint32_t run = rk__k2k_inbox_run(w->k2k, done, &stride[0]);
+    if (run > n - done) run = n - done;
+    in_p = (void *)rk__k2k_inbox_payload(w->k2k, done);
+    if (w->dev.has_status) memset(codes, 0, run * sizeof codes[0]);
+    w->entry->run_slots(&kl, run, stride, args);
+    if (w->dev.has_status)
+      for (uint32_t m = 0; m < run; ++m) errors += codes[m] != 0;
+    done += run;
+  }
+  __atomic_store_n(&c->clock, clock, __ATOMIC_RELAXED);
+  rk__k2k_inbox_release(w->k2k, n, errors);
+  return n;
+}
+
 /* Messages from other actors: the handler on each, in order, its response
  * dropped (nobody asked for it). */
 static uint32_t handle_inbox(void *ctx, uint32_t max) {
@@ -207,6 +241,8 @@ static uint32_t handle_inbox(void *ctx, uint32_t max) {
   uint32_t n = rk__k2k_inbox_available_upto(w->k2k, max);
   if (n == 0) return 0;
   if (n > max) n = max;
+  if (w->entry->run_slots && !w->nports && !rk__trace_on() && n <= kBatch)
+    return inbox_runs(w, n);
   const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL};
   uint32_t errors = 0;
   rk_abi_control_t *c = w->dev.control;
