@@ -183,10 +183,17 @@ static uint32_t run_locked(rk__relaunch_t *r, rk__ring_end_t *in,
 }
 
 /* Takes the consumer role: the ends are refreshed from the ring headers,
- * since a caller may have run batches since this side last looked. */
+ * since a caller may have run batches since this side last looked. The
+ * input end goes by tail, never by the slot marks: the driver's end goes
+ * stale while callers consume, and once they have lapped the ring the
+ * slot after its stale view carries a later index's mark, so a walk of
+ * the marks would find nothing there while tail says requests wait (the
+ * driver spun on that, answering nothing). Going by tail, every consumer
+ * of the role also keeps head behind tail. */
 static uint32_t available_locked(const rk__relaunch_t *r, rk__ring_end_t *in,
                                  rk__ring_end_t *out, uint32_t n) {
   rk__ring_attach(in, r->dev.in, r->dev.in_slots, false);
+  in->marks = false;
   rk__ring_attach(out, r->dev.out, r->dev.out_slots, true);
   uint64_t avail = rk__ring_available(in);
   return avail < n ? (uint32_t)avail : n;

@@ -1341,6 +1341,49 @@ static void test_runs(rk_actor_mode_t mode) {
   rk_actor_destroy(a);
 }
 
+/* A relaunch caller without a deadline that finds the driver idle runs the
+ * batch itself, so the driver's view of the input ring goes stale; after
+ * more than a lap of such calls, a sent request is still the driver's to
+ * answer (it once spun on its stale view and never took it). The answers
+ * are the same in every mode. */
+static void test_callers_lap_the_driver(rk_actor_mode_t mode) {
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.input_capacity = 8;
+  o.output_capacity = 8;
+  rk_actor_t *a = launch(kAddOneSource, "add_one", mode, &o);
+  if (!a) return;
+  int bad = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (int step = 0; step < 2; ++step) {
+      /* Sent: the driver answers (the second time, past the laps). */
+      int_msg_t q = {1000 * round + step}, r = {0};
+      CHECK_OK(rk_actor_send(a, &q, sizeof q, RK_TIMEOUT_INFINITE, NULL));
+      const rk_status_t s =
+          rk_actor_receive(a, &r, sizeof r, 5000000000ull, NULL);
+      if (s != RK_OK || r.v != q.v + 1) {
+        printf("  round %d: the sent request: %s, %d\n", round,
+               rk_status_name(s), r.v);
+        ++bad;
+      }
+      if (step == 1) break;
+      /* The driver goes idle: then 20 calls, each run by this thread. */
+      struct timespec ts = {0, 5000000};
+      nanosleep(&ts, NULL);
+      for (int i = 0; i < 20; ++i) {
+        int_msg_t c = {i}, cr = {0};
+        if (rk_actor_call(a, &c, sizeof c, &cr, sizeof cr, RK_TIMEOUT_INFINITE,
+                          NULL) != RK_OK ||
+            cr.v != i + 1)
+          ++bad;
+      }
+    }
+  }
+  CHECK(bad == 0, "%d wrong or missing answers", bad);
+  CHECK_OK(rk_actor_terminate(a, RK_TIMEOUT_INFINITE));
+  rk_actor_destroy(a);
+}
+
 static void test_loans(rk_actor_mode_t mode) {
   rk_actor_options_t o;
   rk_actor_options_init(&o);
@@ -1528,6 +1571,8 @@ int main(int argc, char **argv) {
     test_batches(modes[m]);
     actor_test_watch("runs of requests in place", 60);
     test_runs(modes[m]);
+    actor_test_watch("callers lap the driver", 60);
+    test_callers_lap_the_driver(modes[m]);
     actor_test_watch("handlers with long loops", 120);
     test_long_loops(modes[m]);
     test_handler_loop_limit(modes[m]);

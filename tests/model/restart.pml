@@ -20,12 +20,22 @@
  * under it. Without it: the CPU worker, which keeps its own head and
  * attaches once when it starts.
  *
+ * The relaunch driver also keeps a view of the ring between batches (its
+ * own head as of its last batch, stale while callers run batches), and
+ * runs a batch only when that view says a request waits; otherwise it
+ * parks, which returns at once while tail differs from that head. The view
+ * goes by tail: after a caller has lapped the ring, the slot after a stale
+ * head carries a later index's mark, so a view by the slot marks would say
+ * "nothing" while tail says "something" and the driver would spin, never
+ * answering (asserted: at most two such turns in a row).
+ *
  * Negative controls, which spin must reject (an assertion: a request
- * answered twice or out of order):
+ * answered twice or out of order, or a driver spinning on its view):
  *   BUG_NO_WAIT      the supervisor starts incarnation 2 without waiting
  *                    for incarnation 1 to say it stopped;
  *   BUG_ATTACH_EARLY incarnation 2 starts from a head read before the
- *                    old side stopped (CPU worker only).
+ *                    old side stopped (CPU worker only);
+ *   BUG_SHARED_MARKS the relaunch driver's view goes by the slot marks.
  *
  * Requests are 1..N; the ring indices are free-running bytes.
  */
@@ -37,6 +47,7 @@
 #endif
 
 byte slot[CAP];
+byte mark[CAP]; /* index + 1 of the slot's last request */
 byte head = 0, tail = 0;
 byte produced = 0;
 byte answered = 0; /* requests answered so far, in order */
@@ -57,6 +68,7 @@ proctype producer() {
   :: produced < N ->
      (tail - head < CAP);
      slot[tail % CAP] = produced + 1;
+     mark[tail % CAP] = tail + 1;
      tail = tail + 1; /* publish after the slot is written */
      produced = produced + 1
   :: produced == N -> break
@@ -65,7 +77,7 @@ proctype producer() {
 
 #ifdef RELAUNCH
 /* One batch (of one request) under the consumer lock, from the ring's own
- * head (available_locked). */
+ * head (available_locked), which is then the driver's view. */
 inline run_batch() {
   LOCK();
   h = head;
@@ -76,15 +88,34 @@ inline run_batch() {
      head = h + 1
   :: else -> skip
   fi;
+  own = head;
   UNLOCK()
 }
 
+/* Whether the driver's view (head `own`, maybe stale) says a request
+ * waits. */
+#ifdef BUG_SHARED_MARKS
+#define WAITING(own) (mark[(own) % CAP] == (own) + 1)
+#else
+#define WAITING(own) (tail != (own))
+#endif
+
 proctype device(byte start) {
-  byte h, m;
+  byte h, m, own = start, spins = 0;
   do
   :: terminate_now -> LOCK(); break
   :: terminate_drain && head == tail -> LOCK(); break
-  :: !terminate_now && !(terminate_drain && head == tail) -> run_batch()
+  :: !terminate_now && !(terminate_drain && head == tail) ->
+     if
+     :: WAITING(own) -> run_batch(); spins = 0
+     :: else ->
+        if
+        :: tail != own -> /* the park returns at once */
+           spins++;
+           assert(spins < 3)
+        :: else -> (tail != own || terminate_now || terminate_drain)
+        fi
+     fi
   od;
   terminated = 1;
   UNLOCK()
