@@ -676,9 +676,27 @@ long rk__machine_running(void) {
 #endif
 }
 
+/* CPUs online, looked up again at most once a second: on Linux the
+ * lookup opens and reads a sysfs file (about 6 us, six times the read of
+ * /proc/loadavg), and an idle actor worker asks every 20 us. */
+static long online_cpus(void) {
+  static long g_online;      /* 0: not looked up yet */
+  static uint64_t g_when_ns; /* when it was */
+  enum { kEveryNs = 1000000000 };
+  const uint64_t now = rk__now_ns();
+  long online = __atomic_load_n(&g_online, __ATOMIC_RELAXED);
+  if (online > 0 &&
+      now - __atomic_load_n(&g_when_ns, __ATOMIC_RELAXED) < kEveryNs)
+    return online;
+  online = sysconf(_SC_NPROCESSORS_ONLN);
+  __atomic_store_n(&g_online, online, __ATOMIC_RELAXED);
+  __atomic_store_n(&g_when_ns, now, __ATOMIC_RELAXED);
+  return online;
+}
+
 bool rk__machine_crowded(void) {
   long running = rk__machine_running();
-  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  long online = online_cpus();
   return running > 0 && online > 0 && running > online;
 }
 
