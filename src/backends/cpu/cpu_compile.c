@@ -409,18 +409,23 @@ static rk_status_t install_header(const char *dir, char *out) {
  * refused). */
 static const size_t kMaxImage = (size_t)1 << 30;
 
-static void fd_name(int fd, char out[32]) {
-  snprintf(out, 32, "/proc/self/fd/%d", fd);
+/* The name a memory file is loaded by, which becomes the module's name in
+ * the loader's list: /proc/PID/fd/N, which names the file from any
+ * process. A debugger or profiler reads that list and opens each name in
+ * its own process, where /proc/self/fd/N is one of its own files (gdb hung
+ * attaching, opening a pipe of its own). */
+static void fd_name(int fd, char out[48]) {
+  snprintf(out, 48, "/proc/%ld/fd/%d", (long)getpid(), fd);
 }
 
 #if RK__LINUX && defined(MFD_ALLOW_SEALING)
-/* Set once /proc/self/fd/N has been seen to name this process's file N
+/* Set once /proc/PID/fd/N has been seen to name this process's file N
  * (procfs is mounted there); then later copies skip that check. */
 static int g_proc_fd_works;
 
 /* The image in a sealed memory file: once sealed, no process can write,
  * shrink or grow it, so what the loader maps is exactly `data`. -1 when
- * memory files or /proc/self/fd are not available here. */
+ * memory files or /proc/PID/fd are not available here. */
 static int sealed_copy(const void *data, size_t size) {
   int fd = memfd_create("rk-cpu-module", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return -1;
@@ -433,7 +438,7 @@ static int sealed_copy(const void *data, size_t size) {
     p += w;
     left -= (size_t)w;
   }
-  char name[32];
+  char name[48];
   fd_name(fd, name);
   struct stat a, b;
   if (left != 0 ||
@@ -467,7 +472,7 @@ static int sealed_copy(const void *data, size_t size) {
 static void unload(void *dl, int fd) {
   dlclose(dl);
   if (fd < 0) return;
-  char name[32];
+  char name[48];
   fd_name(fd, name);
   void *still = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
   if (still) {

@@ -5,7 +5,8 @@
  * loaded), an unusable cache directory or one that cannot be written (a
  * blocked include path, a full disk, a read-only file system: the build
  * happens in the context's private directory), the default locations
- * (RK_CACHE_DIR, XDG_CACHE_HOME, HOME) and a missing compiler.
+ * (RK_CACHE_DIR, XDG_CACHE_HOME, HOME), a missing compiler, and the name a
+ * loaded module has in the loader's list (one a debugger can open).
  *
  * `cpu_cache CASE` runs one case by name. */
 #define RK_TEST_IMPLEMENTATION
@@ -23,7 +24,9 @@
 #include "base/error.h"
 #include "base/platform.h"
 #if RK__LINUX
+#include <link.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
 #endif
 #include "base/sys.h"
 #include "cpu_test_util.h"
@@ -728,6 +731,65 @@ static void test_missing_compiler(void) {
   CHECK_OK(rk_context_destroy(ctx));
 }
 
+/* ---- The loaded module's name ------------------------------------------ */
+
+#if RK__LINUX
+typedef struct proc_names {
+  int n;
+  char name[8][64];
+} proc_names_t;
+
+static int collect_proc_name(struct dl_phdr_info *info, size_t size,
+                             void *arg) {
+  (void)size;
+  proc_names_t *p = arg;
+  if (info->dlpi_name && strncmp(info->dlpi_name, "/proc/", 6) == 0 && p->n < 8)
+    snprintf(p->name[p->n++], sizeof p->name[0], "%s", info->dlpi_name);
+  return 0;
+}
+#endif
+
+/* A module loaded from a memory file is listed under a name that opens the
+ * same file from another process, as a debugger or profiler does when it
+ * reads the list (a /proc/self name made gdb open a pipe of its own and
+ * hang). The other process here is a child with no files of its own past
+ * stdio. */
+static void test_loaded_name(void) {
+#if RK__LINUX
+  rk_test_use_temp_cache();
+  rk_context_t *ctx = new_context();
+  rk_module_t *mod = compile_expect(ctx, NULL, true, false, 1, "fresh");
+  proc_names_t names = {0, {{0}}};
+  dl_iterate_phdr(collect_proc_name, &names);
+  if (names.n == 0) {
+    printf("  skipped: no module loaded from a memory file here\n");
+  }
+  for (int i = 0; i < names.n; ++i) {
+    struct stat here;
+    if (!CHECK(stat(names.name[i], &here) == 0, "%s: %s", names.name[i],
+               strerror(errno)))
+      continue;
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+      for (int fd = 3; fd < 1024; ++fd) close(fd);
+      struct stat there;
+      _exit(stat(names.name[i], &there) == 0 && there.st_ino == here.st_ino &&
+                    there.st_dev == here.st_dev
+                ? 0
+                : 1);
+    }
+    int status = 0;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child &&
+              WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "the module listed as %s is not that file in another process",
+          names.name[i]);
+  }
+  if (mod) CHECK_OK(rk_module_destroy(mod));
+  CHECK_OK(rk_context_destroy(ctx));
+#endif
+}
+
 static const struct {
   const char *name;
   void (*run)(void);
@@ -745,6 +807,7 @@ static const struct {
     {"no_home", test_no_home},
     {"default_locations", test_default_locations},
     {"missing_compiler", test_missing_compiler},
+    {"loaded_name", test_loaded_name},
 };
 
 int main(int argc, char **argv) {
