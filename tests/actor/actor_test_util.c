@@ -7,8 +7,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/platform.h"
 #include "base/sys.h"
 #include "rk_test.h"
+#if RK__LINUX
+#include <sys/prctl.h>
+#endif
 
 const char kAddOneSource[] =
     "#include <rk/kernel.h>\n"
@@ -101,6 +105,28 @@ void actor_test_watch(const char *name, unsigned seconds) {
   fflush(stdout);
 }
 
+/* Every thread's stack, printed by gdb where it is installed, so that the
+ * log of a run that hung says where each thread was. Best effort;
+ * RK_TEST_NO_GDB=1 skips it. */
+static void dump_threads(void) {
+#if RK__LINUX
+  if (getenv("RK_TEST_NO_GDB") ||
+      system("command -v gdb > /dev/null 2>&1") != 0)
+    return;
+  /* Where Yama allows tracing descendants only, allow gdb (our child). */
+  (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+  char cmd[200];
+  snprintf(cmd, sizeof cmd,
+           "timeout 60 gdb -p %d -batch -ex 'thread apply all bt' "
+           "</dev/null 2>&1",
+           (int)getpid());
+  printf("every thread's stack (gdb):\n");
+  fflush(stdout);
+  if (system(cmd) != 0) printf("(gdb could not print them)\n");
+  fflush(stdout);
+#endif
+}
+
 static void *watchdog_main(void *arg) {
   (void)arg;
   for (;;) {
@@ -116,6 +142,7 @@ static void *watchdog_main(void *arg) {
           "never answers?); %d earlier check(s) failed\n",
           name, rk_test_failures);
       fflush(stdout);
+      dump_threads();
       _exit(1);
     }
   }

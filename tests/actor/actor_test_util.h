@@ -44,7 +44,8 @@ rk_status_t actor_test_context_destroy(rk_context_t *ctx);
 
 /* A watchdog for tests whose device side might never answer: once
  * started, a thread fails the run (exit 1, naming the case) when the case
- * named last by actor_test_watch has not finished in its time. */
+ * named last by actor_test_watch has not finished in its time, first
+ * printing every thread's stack where gdb is installed. */
 void actor_test_watchdog_start(void);
 /* Names the case about to run (printed) and gives it `seconds`. */
 void actor_test_watch(const char *name, unsigned seconds);
