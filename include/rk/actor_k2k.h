@@ -56,6 +56,15 @@ enum {
  * on a GPU to any other receiver, a host thread forwards them). */
 rk_status_t rk_actor_connect(rk_actor_t *src, uint32_t port, rk_actor_t *dst);
 
+/* The number of `actor`'s output port called `name`: the #define its
+ * handler passes to rk_send / rk_try_send for it (`#define LEFT 1` ...
+ * `rk_send(LEFT, &m)`: "LEFT" is port 1). A port
+ * has one name; one only ever given as a number has none.
+ * RK_ERR_NOT_FOUND (naming the ports that have names) when none is called
+ * that; RK_ERR_INVALID_ARGUMENT for NULL arguments. */
+rk_status_t rk_actor_port(const rk_actor_t *actor, const char *name,
+                          uint32_t *out_port);
+
 /* How messages between actors travel. */
 typedef enum rk_k2k_path {
   RK_K2K_NONE = 0, /* not connected */

@@ -164,6 +164,11 @@ typedef struct rk_entry_param {
    * or state size); 0 otherwise. */
   size_t elem_size;
   bool read_only; /* a pointer declared `const T *` */
+  /* A handler's output port parameter (rk_port<N>): the name the source
+   * gives the port where rk_send or rk_try_send names it with a #define
+   * (rk_actor_port finds the port by it). NULL for a
+   * port only ever given as a number, and for every other parameter. */
+  const char *port_name;
 } rk_entry_param_t;
 
 typedef struct rk_entry {

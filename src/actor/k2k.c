@@ -61,6 +61,7 @@ typedef struct link {
 typedef struct port {
   uint32_t size; /* message bytes; 0: the handler never sends here */
   char type[kTypeName];
+  char name[kTypeName];  /* its name in the source; "" if only a number */
   unsigned char *outbox; /* RK__K2K_OUTBOX messages */
   link_t links[kMaxLinks];
   uint32_t nlinks;
@@ -178,6 +179,7 @@ rk_status_t rk__k2k_create(const rk_entry_t *e, uint32_t in_size,
     port_t *pt = &k->ports[p];
     pt->size = (uint32_t)pa->elem_size;
     base_type(pa->type, pt->type, kTypeName);
+    if (pa->port_name) snprintf(pt->name, sizeof pt->name, "%s", pa->port_name);
     pt->outbox = calloc(RK__K2K_OUTBOX, pt->size ? pt->size : 1);
     if (!pt->outbox) {
       k2k_free(k);
@@ -954,6 +956,34 @@ void rk__k2k_stats(const rk__k2k_t *k, rk_actor_k2k_stats_t *o) {
 }
 
 /* ---- Public API ---------------------------------------------------------- */
+
+rk_status_t rk_actor_port(const rk_actor_t *actor, const char *name,
+                          uint32_t *out_port) {
+  if (!actor || !name || !out_port)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_port: actor, name and out_port are required");
+  const rk__k2k_t *k = rk__actor_k2k(actor);
+  char known[256] = "";
+  size_t used = 0;
+  for (uint32_t p = 0; k && p < k->nports; ++p) {
+    const char *pn = k->ports[p].name;
+    if (!pn[0]) continue;
+    if (strcmp(pn, name) == 0) {
+      *out_port = p;
+      return RK_OK;
+    }
+    int w = snprintf(known + used, sizeof known - used, "%s%s = %u",
+                     used ? ", " : "", pn, (unsigned)p);
+    if (w > 0 && (size_t)w < sizeof known - used) used += (size_t)w;
+  }
+  return rk__fail(RK_ERR_NOT_FOUND,
+                  "actor_port: handler '%s' has no port named '%s' (%s%s)",
+                  rk__actor_handler_name(actor), name,
+                  used ? "named ports: " : "",
+                  used ? known
+                       : "none is named: rk_send names a port by a "
+                         "#define");
+}
 
 rk_status_t rk_actor_connect(rk_actor_t *src, uint32_t port, rk_actor_t *dst) {
   if (!src || !dst)

@@ -532,6 +532,10 @@ struct cg_func {
   const cg_type_t *port_type[CG_MAX_PORTS];
   cg_loc_t port_loc[CG_MAX_PORTS];
   uint32_t nports;
+  /* The name each port is given where rk_send names it with a #define
+   * rather than a number (NULL: never), and where. */
+  const char *port_name[CG_MAX_PORTS];
+  cg_loc_t port_name_loc[CG_MAX_PORTS];
   cg_visit_t visit; /* checker scratch (the call graph's walk) */
 };
 

@@ -216,6 +216,24 @@ static void check_send(checker_t *ch, cg_expr_t *e) {
   snprintf(what, sizeof what, "the port of %s", name);
   uint32_t port = (uint32_t)rk__cg_check_fold_int(ch, e->call.args[0], what, 0,
                                                   CG_MAX_PORTS - 1);
+  /* A port named by a #define: the host finds it by that name
+   * (rk_actor_port). One name per port. */
+  const cg_expr_t *pe = e->call.args[0];
+  if (pe->kind == CG_E_NAME && pe->name.var &&
+      pe->name.var->kind == CG_VAR_MACRO) {
+    const char *pn = pe->name.var->name;
+    const char *had = fn->port_name[port];
+    if (had && strcmp(had, pn) != 0)
+      rk__cg_error(ch->ctx, pe->loc,
+                   "port %u of handler '%s' is named %s (line %u), not %s: "
+                   "the host finds a port by its one name",
+                   (unsigned)port, fn->name, had,
+                   (unsigned)fn->port_name_loc[port].line, pn);
+    if (!had) {
+      fn->port_name[port] = pn;
+      fn->port_name_loc[port] = pe->loc;
+    }
+  }
   cg_expr_t *a1 = e->call.args[1];
   cg_expr_t *x = a1->kind == CG_E_ADDR ? a1->addr.operand : NULL;
   if (!x || x->kind != CG_E_NAME || x->paren)

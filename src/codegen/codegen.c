@@ -351,6 +351,11 @@ static void put_entry(list_writer_t *w, const cg_entry_plan_t *ep) {
         if (n + 2 < sizeof type) memcpy(type + n, " *", 3);
         put_param(w, en, name, type, RK_ARG_PTR, sizeof(rk_devptr_t), t->size,
                   false);
+        const char *pn = fn->port_name[ep->params[k].port];
+        if (pn) {
+          const char *copy = put_string(w, pn);
+          if (!w->counting) w->params[w->p - 1].port_name = copy;
+        }
         break;
       }
     }

@@ -38,13 +38,16 @@ static const char kSource[] =
     "typedef struct { int r; int count, disorder, sum; } ack_t;\n"
     "typedef struct { int count, disorder, sum; uint32_t last[8]; } sink_t;\n"
     "\n"
+    "#define NEXT 0\n"
+    "#define SIDE 1\n"
+    "\n"
     "/* Adds one and passes the token on; returns what the send said. */\n"
     "RK_HANDLER int stage(const tok_t *in, ack_t *out) {\n"
     "  tok_t t;\n"
     "  t.src = in->src;\n"
     "  t.seq = in->seq;\n"
     "  t.v = in->v + 1;\n"
-    "  int r = rk_send(0, &t);\n"
+    "  int r = rk_send(NEXT, &t);\n"
     "  out->r = r;\n"
     "  out->count = 0;\n"
     "  out->disorder = 0;\n"
@@ -59,7 +62,7 @@ static const char kSource[] =
     "  t.seq = in->seq;\n"
     "  t.v = in->v + 1;\n"
     "  int a = rk_try_send(0, &t);\n"
-    "  int b = rk_try_send(1, &t);\n"
+    "  int b = rk_try_send(SIDE, &t);\n"
     "  out->r = a * 10 + b;\n"
     "  out->count = 0;\n"
     "  out->disorder = 0;\n"
@@ -238,6 +241,31 @@ static void test_small_inbox(void) {
         (unsigned long long)st.received, total,
         (unsigned long long)st.received_errors, fails);
   for (int i = 0; i < 4; ++i) stop(all[3 - i]);
+}
+
+/* Ports named by a #define are found by that name; a port given only as
+ * a number has none, and a handler without ports names nothing. */
+static void test_port_names(void) {
+  rk_actor_t *a = launch("stage", 64), *x = launch("split", 64);
+  rk_actor_t *s = launch("sink", 64);
+  uint32_t p = 99;
+  CHECK_OK(rk_actor_port(a, "NEXT", &p));
+  CHECK(p == 0, "stage: NEXT is port %u", p);
+  p = 99;
+  CHECK_OK(rk_actor_port(x, "SIDE", &p));
+  CHECK(p == 1, "split: SIDE is port %u", p);
+  CHECK_STATUS(rk_actor_port(x, "NEXT", &p), RK_ERR_NOT_FOUND);
+  CHECK_ERROR_HAS("no port named 'NEXT'");
+  CHECK_ERROR_HAS("SIDE = 1");
+  CHECK_STATUS(rk_actor_port(s, "NEXT", &p), RK_ERR_NOT_FOUND);
+  CHECK_ERROR_HAS("none is named");
+  CHECK_STATUS(rk_actor_port(a, NULL, &p), RK_ERR_INVALID_ARGUMENT);
+  CHECK_STATUS(rk_actor_port(a, "NEXT", NULL), RK_ERR_INVALID_ARGUMENT);
+  /* The name wires the port. */
+  CHECK_OK(rk_actor_port(x, "SIDE", &p));
+  CHECK_OK(rk_actor_connect(x, p, s));
+  rk_actor_t *all[] = {s, a, x};
+  for (int i = 0; i < 3; ++i) stop(all[i]);
 }
 
 static void test_fan_in(void) {
@@ -709,6 +737,8 @@ int main(int argc, char **argv) {
     actor_test_watch("small inbox", 120);
     test_small_inbox();
   }
+  actor_test_watch("port names", 60);
+  test_port_names();
   actor_test_watch("fan-in", 60);
   test_fan_in();
   actor_test_watch("fan-out", 60);

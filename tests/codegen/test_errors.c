@@ -190,6 +190,15 @@ static const error_case_t kCases[] = {
        "RK_HANDLER void h(const m_t *in, m_t *out) {\n"
        "  int x = 1;\n  rk_send(0, &x);\n}\n",
      5, "&x", "'x' is int"},
+    {"rk_send two names for one port", RK_TARGET_C,
+     K "typedef struct { int v; } m_t;\n"
+       "#define LEFT 1\n"
+       "#define WEST 1\n"
+       "RK_HANDLER void h(const m_t *in, m_t *out) {\n"
+       "  m_t a = {1};\n  rk_send(LEFT, &a);\n  rk_send(WEST, &a);\n}\n",
+     8, "WEST,",
+     "port 1 of handler 'h' is named LEFT (line 7), not WEST: the host "
+     "finds a port by its one name"},
     {"rk_send two types on one port", RK_TARGET_OPENCL,
      K "typedef struct { int v; } m_t;\n"
        "typedef struct { float f; } n_t;\n"
