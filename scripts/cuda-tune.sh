@@ -66,6 +66,8 @@ if [ ${#variants[@]} -eq 0 ]; then
     "no-head-cache=RK_PA_HEAD_CACHED=0"
     "no-shared-ports=RK_PA_PORT_SHARED_MAX=0"
     "first-words-first=RK_PA_FIRST_WORDS_LAST=0"
+    "peek0=RK_PA_PEEK_WORDS=0"
+    "peek2=RK_PA_PEEK_WORDS=2"
     "old-slots=env:RK_K2K_WORD_SLOTS=0"
   )
 fi

@@ -165,7 +165,11 @@ static_assert(alignof(rk_pa_msg_t) == 8, "rk message header");
  * buffer of RK_ABI_K2K_OUTBOX messages may be to live in shared
  * memory (RK_PA_PORT_SHARED_MAX bytes; 0: all in device memory);
  * and whether a word slot's first words, which the receiver polls,
- * are stored last (RK_PA_FIRST_WORDS_LAST).
+ * are stored last (RK_PA_FIRST_WORDS_LAST); and what the poll of a
+ * channel in with word slots loads with the word it polls
+ * (RK_PA_PEEK_WORDS: 0, nothing; 1, the slot's first four words; 2,
+ * those and the ports' `open`, so that taking a message of up to 8
+ * bytes needs no further trip to memory).
  * RK_PA_PROFILE 1 times the loop's phases and prints them (printf)
  * when the kernel leaves. */
 #ifndef RK_PA_HOST_EVERY
@@ -191,6 +195,9 @@ static_assert(alignof(rk_pa_msg_t) == 8, "rk message header");
 #endif
 #ifndef RK_PA_HEAD_CACHED
 #define RK_PA_HEAD_CACHED 1
+#endif
+#ifndef RK_PA_PEEK_WORDS
+#define RK_PA_PEEK_WORDS 1
 #endif
 #ifndef RK_PA_FIRST_WORDS_LAST
 #define RK_PA_FIRST_WORDS_LAST 1
@@ -408,6 +415,13 @@ typedef struct rk_pa {
    * memory); the message in hand is in word slots. */
   bool heads_moved, heads_sys, msg_words;
   bool opens_read; /* rk_pa_opens_read ran for the message in hand */
+  /* The first words of the word slot rk_pa_inbox_peek found, as its
+   * poll loaded them (RK_PA_PEEK_WORDS; peek_n of them, 0 or 4). */
+  unsigned int peek_n;
+  /* A channel out is in the host's memory: the poll leaves `open` to
+   * rk_pa_take (a trip over the bus each poll would slow the poll). */
+  bool out_sys;
+  unsigned long long peek[4];
   /* The K2K counters as this kernel last wrote them to the table: read
    * once with the wiring, then only written (no trip over the bus to
    * read them back); the one block that serves a wired actor keeps them. */
@@ -430,7 +444,10 @@ typedef struct rk_pa {
    * rk_pa_next, of that reading the host's words, taking the message,
    * opening the ports, the handler, sending, answering; requests,
    * inbox messages and host reads counted; the clocks at the start. */
-  unsigned long long prof[7], prof_n[3], prof_t, prof_c0, prof_g0;
+  unsigned long long prof[7], prof_n[4], prof_t, prof_c0, prof_g0;
+  /* Polls of word slots (prof_n[3]), and the cycles the polls that
+   * found a message took from their loads' issue to their words. */
+  unsigned long long prof_poll;
   const char *prof_name;
 #endif
 } rk_pa_t;
@@ -488,7 +505,8 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
   a->k_dirty = a->clock_dirty = false;
 #if RK_PA_PROFILE
   for (int i = 0; i < 7; ++i) a->prof[i] = 0ull;
-  a->prof_n[0] = a->prof_n[1] = a->prof_n[2] = 0ull;
+  a->prof_n[0] = a->prof_n[1] = a->prof_n[2] = a->prof_n[3] = 0ull;
+  a->prof_poll = 0ull;
   a->prof_c0 = a->prof_t = (unsigned long long)clock64();
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(a->prof_g0));
   a->prof_name = "";
@@ -513,6 +531,8 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
   a->chan = nullptr;
   a->staged_dev = a->staged_sys = false;
   a->heads_moved = a->heads_sys = a->msg_words = a->opens_read = false;
+  a->peek_n = 0u;
+  a->out_sys = false;
   return true;
 }
 
@@ -594,10 +614,13 @@ static __device__ void rk_pa_k2k_read(rk_pa_t *a) {
     rk_pa_view_init(&a->views[i], a->k2k, rk_pa_k2k_in + 8u * i,
                     rk_pa_ring_head);
   for (unsigned int p = 0; p < rk_pa_k2k_max_ports; ++p)
-    for (unsigned int l = 0; l < a->nout[p]; ++l)
-      rk_pa_view_init(rk_pa_out_view(a, p, l), a->k2k,
+    for (unsigned int l = 0; l < a->nout[p]; ++l) {
+      rk_pa_view_t *v = rk_pa_out_view(a, p, l);
+      rk_pa_view_init(v, a->k2k,
                       rk_pa_k2k_out + 8u * (p * rk_pa_k2k_max_out + l),
                       rk_pa_ring_tail);
+      if (!v->dev) a->out_sys = true;
+    }
 }
 
 static __device__ unsigned char *rk_pa_view_slot(const rk_pa_view_t *v,
@@ -653,6 +676,21 @@ static __device__ void rk_pa_flush(rk_pa_t *a) {
   }
 }
 
+/* `open` of every channel out, for the message in hand: relaxed loads
+ * (they order nothing), left in flight together with the message's own
+ * (rk_pa_take issues them after the words of a word slot), so that the
+ * two cost one trip to memory. */
+static __device__ void rk_pa_opens_read(rk_pa_t *a) {
+  a->opens_read = true;
+  for (unsigned int p = 0; p < rk_pa_k2k_max_ports; ++p)
+    for (unsigned int l = 0; l < a->nout[p]; ++l) {
+      rk_pa_view_t *v = rk_pa_out_view(a, p, l);
+      v->open = (unsigned int)(
+          v->dev ? rk_pa_peek_dev_u64(v->chan + rk_pa_chan_open)
+                 : rk_pa_peek_sys_u64(v->chan + rk_pa_chan_open));
+    }
+}
+
 /* Finds a message in the inbox channels, looking at each in turn from
  * where the last look stopped (no link starves another): true with chan,
  * and req (its slot) set. The channel's head is this block's
@@ -665,10 +703,34 @@ static __device__ bool rk_pa_inbox_peek(rk_pa_t *a) {
     rk_pa_view_t *v = &a->views[c];
     if (v->words) {
       /* Word slots: the next slot's first word, marked (own + 1) once the
-       * sender stored it; rk_pa_take waits for the others. */
-      const unsigned long long w =
-          rk_pa_peek_dev_u64(rk_pa_view_slot(v, v->own));
-      if ((unsigned int)(w >> 32) != (unsigned int)(v->own + 1ull)) continue;
+       * sender stored it; rk_pa_take waits for the others. With
+       * RK_PA_PEEK_WORDS the poll loads four words (two 16-byte loads
+       * issued together) and (2), on the first channel it looks at, the
+       * ports' `open` (all in device memory): one trip, which is all
+       * rk_pa_take needs for a message of up to 8 bytes. */
+#if RK_PA_PROFILE
+      const unsigned long long rk_p0 = (unsigned long long)clock64();
+      a->prof_n[3] += 1ull;
+#endif
+      const unsigned char *s = rk_pa_view_slot(v, v->own);
+      unsigned long long w0, w1, w2 = 0ull, w3 = 0ull;
+      rk_pa_peek2_dev_u64(s, &w0, &w1);
+      const bool four = RK_PA_PEEK_WORDS && v->slot_size >= 32u;
+      if (four) rk_pa_peek2_dev_u64(s + 16u, &w2, &w3);
+      if (RK_PA_PEEK_WORDS >= 2 && k == 0u && !a->out_sys)
+        rk_pa_opens_read(a);
+      if ((unsigned int)(w0 >> 32) != (unsigned int)(v->own + 1ull)) continue;
+#if RK_PA_PROFILE
+      a->prof_poll += (unsigned long long)clock64() - rk_p0;
+#endif
+      a->peek_n = four ? 4u : 0u;
+      a->peek[0] = w0;
+      a->peek[1] = w1;
+      a->peek[2] = w2;
+      a->peek[3] = w3;
+      /* `open` read by a poll of another channel is not this
+       * message's: read it again in rk_pa_take. */
+      if (k != 0u) a->opens_read = false;
     } else if (v->dev) {
       if (rk_pa_peek_dev_u64(v->chan + rk_pa_ring_tail) == v->own) continue;
       rk_pa_fence_dev();
@@ -683,21 +745,6 @@ static __device__ bool rk_pa_inbox_peek(rk_pa_t *a) {
     return true;
   }
   return false;
-}
-
-/* `open` of every channel out, for the message in hand: relaxed loads
- * (they order nothing), left in flight together with the message's own
- * (rk_pa_take issues them after the words of a word slot), so that the
- * two cost one trip to memory. */
-static __device__ void rk_pa_opens_read(rk_pa_t *a) {
-  a->opens_read = true;
-  for (unsigned int p = 0; p < rk_pa_k2k_max_ports; ++p)
-    for (unsigned int l = 0; l < a->nout[p]; ++l) {
-      rk_pa_view_t *v = rk_pa_out_view(a, p, l);
-      v->open = (unsigned int)(
-          v->dev ? rk_pa_peek_dev_u64(v->chan + rk_pa_chan_open)
-                 : rk_pa_peek_sys_u64(v->chan + rk_pa_chan_open));
-    }
 }
 
 /* What to do next: 1, a request claimed (index and req set); 2, an inbox
@@ -844,9 +891,15 @@ static __device__ inline const T *rk_pa_take(rk_pa_t *a, T *copy) {
       const unsigned int mark = (unsigned int)(a->chan->own + 1ull);
       unsigned long long w[n + 1u];
 #pragma unroll
-      for (unsigned int i = 0; i < n; i += 2u)
-        rk_pa_peek2_dev_u64(a->req + 8u * i, &w[i], &w[i + 1u]);
-      rk_pa_opens_read(a); /* in flight with the words */
+      for (unsigned int i = 0; i < n; i += 2u) {
+        if (i + 2u <= a->peek_n) {
+          w[i] = a->peek[i]; /* loaded by the poll */
+          w[i + 1u] = a->peek[i + 1u];
+        } else
+          rk_pa_peek2_dev_u64(a->req + 8u * i, &w[i], &w[i + 1u]);
+      }
+      /* in flight with the words */
+      if (!a->opens_read) rk_pa_opens_read(a);
 #pragma unroll
       for (unsigned int i = 0; i < n; ++i)
         while ((unsigned int)(w[i] >> 32) != mark)
@@ -1205,7 +1258,8 @@ static __device__ __noinline__ void rk_pa_profile_print(
     unsigned long long wait, unsigned long long read_cycles,
     unsigned long long take, unsigned long long open,
     unsigned long long handler, unsigned long long send,
-    unsigned long long answer) {
+    unsigned long long answer, unsigned long long polls,
+    unsigned long long poll) {
   const unsigned long long n = requests + inbox;
   if (n == 0ull) return;
   const double ghz = (double)cycles / (double)(ns + 1ull);
@@ -1213,11 +1267,14 @@ static __device__ __noinline__ void rk_pa_profile_print(
   printf("rk profile %s block %u: %llu requests, %llu inbox messages, "
          "%llu host reads (%.0f ns each); ns a message: wait %.0f "
          "take %.0f open %.0f handler %.0f send %.0f answer %.0f; "
-         "SM clock %.2f GHz\n",
+         "SM clock %.2f GHz; %.1f polls a message, the finding"
+         " poll %.0f ns\n",
          name, block, requests, inbox, reads,
          reads ? (double)read_cycles / ((double)reads * ghz) : 0.0,
          (double)wait * k, (double)take * k, (double)open * k,
-         (double)handler * k, (double)send * k, (double)answer * k, ghz);
+         (double)handler * k, (double)send * k, (double)answer * k, ghz,
+         inbox ? (double)polls / (double)inbox : 0.0,
+         inbox ? (double)poll / ((double)inbox * ghz) : 0.0);
 }
 #endif
 
@@ -1230,7 +1287,8 @@ static __device__ void rk_pa_exit(rk_pa_t *a) {
                       (unsigned long long)clock64() - a->prof_c0,
                       g1 - a->prof_g0, a->prof_n[0], a->prof_n[1],
                       a->prof_n[2], a->prof[0], a->prof[1], a->prof[2],
-                      a->prof[3], a->prof[4], a->prof[5], a->prof[6]);
+                      a->prof[3], a->prof[4], a->prof[5], a->prof[6],
+                      a->prof_n[3], a->prof_poll);
 #endif
   if (a->solo) {
     /* rk_sched as several blocks would have left it. */
