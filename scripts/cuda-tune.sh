@@ -68,6 +68,7 @@ if [ ${#variants[@]} -eq 0 ]; then
     "first-words-first=RK_PA_FIRST_WORDS_LAST=0"
     "peek0=RK_PA_PEEK_WORDS=0"
     "peek2=RK_PA_PEEK_WORDS=2"
+    "open-every=RK_PA_OPEN_EVERY=16384"
     "old-slots=env:RK_K2K_WORD_SLOTS=0"
   )
 fi

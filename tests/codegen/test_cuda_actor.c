@@ -537,6 +537,49 @@ static bool run_harness(const char *bin, const char *arg, int want_code,
   return ok;
 }
 
+/* Builds the host harness into `out` with the five scenario files and
+ * two more -D options: 1 built, 0 the build failed (a check failed), -1 no
+ * C++ compiler (skipped). */
+static int build_harness(const char *const defines[5],
+                         const char *const extra[2], const char *out) {
+  char *build[] = {(char *)cxx(),
+                   "-std=c++17",
+                   "-O1",
+                   "-g",
+                   "-pthread",
+                   "-Wall",
+                   "-Wextra",
+                   "-Werror",
+                   "-Wno-unused-parameter",
+                   "-Wno-unused-function",
+                   "-Wno-unknown-pragmas", /* #pragma unroll */
+                   "-I" CG_TEST_DIR "/../../src",
+                   (char *)extra[0],
+                   (char *)extra[1],
+                   (char *)defines[0],
+                   (char *)defines[1],
+                   (char *)defines[2],
+                   (char *)defines[3],
+                   (char *)defines[4],
+                   CG_TEST_DIR "/cuda_actor_host.cc",
+                   "-o",
+                   (char *)out,
+                   NULL};
+  char *log = NULL;
+  int code = -1;
+  rk_status_t s = rk__run_process(build, &log, &code);
+  if (s != RK_OK) {
+    printf("SKIPPED host-thread run: no C++ compiler (%s): %s\n", cxx(),
+           rk_last_error());
+    free(log);
+    return -1;
+  }
+  bool built = CHECK(code == 0, "the host harness does not build (%s %s):\n%s",
+                     extra[0], extra[1], log ? log : "");
+  free(log);
+  return built ? 1 : 0;
+}
+
 static void test_on_host_threads(const char *text) {
   /* The PTX helpers give way to the harness's C++ atomics. */
   const char *cut = strstr(text, "/* Shared with the host (mapped host");
@@ -620,40 +663,9 @@ static void test_on_host_threads(const char *text) {
   free(edited);
   if (!wrote) return;
 
-  char *build[] = {(char *)cxx(),
-                   "-std=c++17",
-                   "-O1",
-                   "-g",
-                   "-pthread",
-                   "-Wall",
-                   "-Wextra",
-                   "-Werror",
-                   "-Wno-unused-parameter",
-                   "-Wno-unused-function",
-                   "-Wno-unknown-pragmas", /* #pragma unroll */
-                   "-I" CG_TEST_DIR "/../../src",
-                   define,
-                   define1,
-                   define2,
-                   define3,
-                   define4,
-                   CG_TEST_DIR "/cuda_actor_host.cc",
-                   "-o",
-                   bin,
-                   NULL};
-  char *log = NULL;
-  int code = -1;
-  rk_status_t s = rk__run_process(build, &log, &code);
-  if (s != RK_OK) {
-    printf("SKIPPED host-thread run: no C++ compiler (%s): %s\n", cxx(),
-           rk_last_error());
-    free(log);
-    return;
-  }
-  bool built = CHECK(code == 0, "the host harness does not build (%s):\n%s",
-                     cxx(), log ? log : "");
-  free(log);
-  if (!built) return;
+  const char *defines[] = {define, define1, define2, define3, define4};
+  const char *none[] = {"-DRK_HARNESS_DEFAULTS", "-DRK_HARNESS_DEFAULTS"};
+  if (build_harness(defines, none, bin) != 1) return;
   run_harness(bin, NULL, 0, NULL);
   /* Negative controls: each broken protocol must fail the pipeline. */
   run_harness(bin, "no-credit", 1, "stuck");
@@ -661,6 +673,14 @@ static void test_on_host_threads(const char *text) {
   run_harness(bin, "words-unchecked", 1, "k2k-sink:");
   /* Not a bug: a slow sender of word slots, waited for. */
   run_harness(bin, "words-slow", 0, "passed");
+  /* The tuning macros' other paths (docs/cuda.md, "Tuning the resident
+   * loop"), with every scenario: the poll that also loads `open`, and
+   * `open` kept for a while. */
+  char tuned[1100];
+  snprintf(tuned, sizeof tuned, "%s_tuned", bin);
+  const char *tuning[] = {"-DRK_PA_PEEK_WORDS=2", "-DRK_PA_OPEN_EVERY=4096"};
+  if (build_harness(defines, tuning, tuned) == 1)
+    run_harness(tuned, NULL, 0, NULL);
 }
 
 int main(void) {

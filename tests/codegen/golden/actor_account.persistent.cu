@@ -169,7 +169,9 @@ static_assert(alignof(rk_pa_msg_t) == 8, "rk message header");
  * channel in with word slots loads with the word it polls
  * (RK_PA_PEEK_WORDS: 0, nothing; 1, the slot's first four words; 2,
  * those and the ports' `open`, so that taking a message of up to 8
- * bytes needs no further trip to memory).
+ * bytes needs no further trip to memory); and how often a sender
+ * reads its receivers' `open` (RK_PA_OPEN_EVERY SM cycles; 0: for
+ * every message).
  * RK_PA_PROFILE 1 times the loop's phases and prints them (printf)
  * when the kernel leaves. */
 #ifndef RK_PA_HOST_EVERY
@@ -198,6 +200,9 @@ static_assert(alignof(rk_pa_msg_t) == 8, "rk message header");
 #endif
 #ifndef RK_PA_PEEK_WORDS
 #define RK_PA_PEEK_WORDS 1
+#endif
+#ifndef RK_PA_OPEN_EVERY
+#define RK_PA_OPEN_EVERY 0
 #endif
 #ifndef RK_PA_FIRST_WORDS_LAST
 #define RK_PA_FIRST_WORDS_LAST 1
@@ -421,6 +426,10 @@ typedef struct rk_pa {
   /* A channel out is in the host's memory: the poll leaves `open` to
    * rk_pa_take (a trip over the bus each poll would slow the poll). */
   bool out_sys;
+  /* When rk_pa_opens_read last loaded `open` (RK_PA_OPEN_EVERY), and
+   * whether it has since this kernel started. */
+  unsigned long long opens_at;
+  bool opens_valid;
   unsigned long long peek[4];
   /* The K2K counters as this kernel last wrote them to the table: read
    * once with the wiring, then only written (no trip over the bus to
@@ -532,6 +541,8 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
   a->staged_dev = a->staged_sys = false;
   a->heads_moved = a->heads_sys = a->msg_words = a->opens_read = false;
   a->peek_n = 0u;
+  a->opens_at = 0ull;
+  a->opens_valid = false;
   a->out_sys = false;
   return true;
 }
@@ -682,6 +693,18 @@ static __device__ void rk_pa_flush(rk_pa_t *a) {
  * two cost one trip to memory. */
 static __device__ void rk_pa_opens_read(rk_pa_t *a) {
   a->opens_read = true;
+#if RK_PA_OPEN_EVERY
+  {
+    /* `open` as last loaded, while it is recent: a receiver that stops
+     * is seen within RK_PA_OPEN_EVERY cycles (what is sent to it
+     * meanwhile stays in its channel, as a message sent just before
+     * it stopped does). */
+    const unsigned long long t = rk_pa_cycles();
+    if (a->opens_valid && t - a->opens_at < RK_PA_OPEN_EVERY) return;
+    a->opens_at = t;
+    a->opens_valid = true;
+  }
+#endif
   for (unsigned int p = 0; p < rk_pa_k2k_max_ports; ++p)
     for (unsigned int l = 0; l < a->nout[p]; ++l) {
       rk_pa_view_t *v = rk_pa_out_view(a, p, l);
