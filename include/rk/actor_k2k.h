@@ -3,7 +3,8 @@
  *
  * A handler sends with rk_send(port, &msg) / rk_try_send(port, &msg) (see
  * docs/kernel-language.md, "Sending to other actors"). The host wires each
- * port before the actors involved are activated:
+ * port before the actors involved are activated (or while they are
+ * deactivated, see rk_actor_connect):
  *
  *   rk_actor_options_t o;
  *   rk_actor_options_init(&o);
@@ -44,12 +45,18 @@ enum {
 
 /* Wires output port `port` of `src`'s handler to `dst`'s inbox; connecting
  * one port to several actors sends each a copy. Both actors must be
- * persistent and not yet activated (launch with auto_activate = false),
- * the port must be one the handler sends to, and its message type must
- * have the size of dst's request. Errors (nothing changes):
+ * persistent and not active: not yet activated (launch with
+ * auto_activate = false), or deactivated (rk_actor_deactivate) -- then
+ * the call waits, up to 10 s, until their handlers have finished the
+ * message in hand, and dst must have no senders yet. The port must be one
+ * the handler sends to, and its message type must have the size of dst's
+ * request. Errors (nothing changes):
  * RK_ERR_INVALID_ARGUMENT (NULL, a port the handler never sends to, a size
  * mismatch, the same link twice, more senders than dst's inbox has slots),
- * RK_ERR_INVALID_STATE (either actor activated before, traditional mode).
+ * RK_ERR_INVALID_STATE (either actor active, or stopped; traditional mode;
+ * a deactivated pair whose dst already has a sender), RK_ERR_TIMEOUT (a
+ * deactivated handler still running), RK_ERR_UNIMPLEMENTED (a pair with an
+ * actor resident on a GPU, once either has been activated).
  * Actors of different contexts may be connected: the messages go through
  * host memory (pinned and mapped for a receiver resident on a GPU, where
  * each link gets a channel of dst's input capacity; from a sender resident

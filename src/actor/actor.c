@@ -2507,6 +2507,47 @@ rk_status_t rk__actor_inject_device_fault(rk_actor_t *a, rk_status_t status) {
 /* ---- For actor-to-actor messaging (k2k.c) -------------------------------- */
 
 rk__k2k_t *rk__actor_k2k(const rk_actor_t *a) { return a->k2k; }
+
+/* How long rk__actor_quiet_begin waits for a deactivated device side to
+ * finish the message in hand. */
+enum { kQuietWaitMs = 10000 };
+
+rk_status_t rk__actor_quiet_begin(rk_actor_t *a) {
+  pthread_mutex_lock(&a->ctl_lock);
+  const rk_actor_state_t st = get_state(a);
+  if (st != RK_ACTOR_LAUNCHED && st != RK_ACTOR_DEACTIVATED) {
+    pthread_mutex_unlock(&a->ctl_lock);
+    return rk__fail(RK_ERR_INVALID_STATE,
+                    "'%s' is %s; deactivate it first (rk_actor_deactivate)",
+                    rk__actor_handler_name(a), rk_actor_state_name(st));
+  }
+  /* A host thread's loop (a CPU worker, a relaunch driver): it says idle
+   * (release) once it has seen `active` cleared, after the message in
+   * hand and its look at the inbox; it runs no handler until `active` is
+   * set again, which ctl_lock keeps from happening. */
+  const uint64_t deadline = deadline_after((uint64_t)kQuietWaitMs * 1000000u);
+  while ((a->worker || a->relaunch) && st == RK_ACTOR_DEACTIVATED &&
+         LOAD_ACQUIRE(&a->control->run_state) == RK_ABI_RUN_ACTIVE) {
+    if (expired(deadline)) {
+      pthread_mutex_unlock(&a->ctl_lock);
+      return rk__fail(RK_ERR_TIMEOUT,
+                      "'%s' is still handling a message %d s after it was "
+                      "deactivated",
+                      rk__actor_handler_name(a), kQuietWaitMs / 1000);
+    }
+    const struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+  }
+  /* A relaunch caller may run a batch of its own (rk__relaunch_hold):
+   * whoever runs one holds the role, and none runs until quiet_end. */
+  if (a->relaunch) rk__relaunch_lock(a->relaunch);
+  return RK_OK;
+}
+
+void rk__actor_quiet_end(rk_actor_t *a) {
+  if (a->relaunch) rk__relaunch_unlock(a->relaunch);
+  pthread_mutex_unlock(&a->ctl_lock);
+}
 const char *rk__actor_handler_name(const rk_actor_t *a) {
   return a->function ? rk_function_name(a->function) : "?";
 }

@@ -257,6 +257,14 @@ bool rk__relaunch_hold(rk__relaunch_t *r) {
   return true;
 }
 
+void rk__relaunch_lock(rk__relaunch_t *r) { pthread_mutex_lock(&r->consume); }
+
+void rk__relaunch_unlock(rk__relaunch_t *r) {
+  pthread_mutex_unlock(&r->consume);
+  /* Requests that came meanwhile are the driver's. */
+  if (rk__ring_depth(r->dev.in)) rk__ring_signal_data(r->dev.in);
+}
+
 void rk__relaunch_run_held(rk__relaunch_t *r) {
   rk__ring_end_t in, out;
   uint32_t n = available_locked(r, &in, &out, r->batch);

@@ -35,6 +35,10 @@ void rk__relaunch_release(rk__relaunch_t *r, bool stopped);
  * (one batch), gives the role back and wakes the driver if requests are left.
  */
 bool rk__relaunch_hold(rk__relaunch_t *r);
+/* Waits for the role of the device side and keeps it (no batch runs) until
+ * rk__relaunch_unlock: for rewiring a deactivated actor. */
+void rk__relaunch_lock(rk__relaunch_t *r);
+void rk__relaunch_unlock(rk__relaunch_t *r);
 void rk__relaunch_run_held(rk__relaunch_t *r);
 
 /* Restarts a driver whose loop has stopped (control->terminated, after

@@ -985,13 +985,55 @@ rk_status_t rk_actor_port(const rk_actor_t *actor, const char *name,
                          "#define");
 }
 
+/* rk_actor_connect once either actor has run (docs/actors.md, "Wiring a
+ * running system"): both held quiet (rk__actor_quiet_begin: deactivated,
+ * no handler running; ctl_lock taken in address order), and the receiver
+ * taking messages from nobody yet, so that no other sender's credit
+ * changes under it (each link of an inbox gets capacity / links). */
+static rk_status_t connect_running(rk_actor_t *both[2], rk__k2k_t *sk,
+                                   const char *sn, uint32_t port, rk__k2k_t *dk,
+                                   const char *dn) {
+  if (sk->gpu_resident || dk->gpu_resident)
+    return rk__fail(RK_ERR_UNIMPLEMENTED,
+                    "actor_connect: '%s' is resident on a GPU, whose kernel "
+                    "reads its wiring once: wiring it after activation is not "
+                    "built (connect before activating)",
+                    sk->gpu_resident ? sn : dn);
+  rk_actor_t *first = both[0], *second = both[1];
+  if ((uintptr_t)first > (uintptr_t)second) {
+    first = both[1];
+    second = both[0];
+  }
+  rk_status_t s = rk__actor_quiet_begin(first);
+  if (s != RK_OK) return s;
+  if (second != first) {
+    s = rk__actor_quiet_begin(second);
+    if (s != RK_OK) {
+      rk__actor_quiet_end(first);
+      return s;
+    }
+  }
+  if (dk->senders_in != 0)
+    s = rk__fail(RK_ERR_INVALID_STATE,
+                 "actor_connect: '%s' already takes messages from %u "
+                 "link%s; once an actor has run, only a receiver with none "
+                 "can be wired (its senders' credit would change)",
+                 dn, dk->senders_in, dk->senders_in == 1 ? "" : "s");
+  else
+    s = rk__k2k_connect(sk, sn, port, dk, dn);
+  if (second != first) rk__actor_quiet_end(second);
+  rk__actor_quiet_end(first);
+  return s;
+}
+
 rk_status_t rk_actor_connect(rk_actor_t *src, uint32_t port, rk_actor_t *dst) {
   if (!src || !dst)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_connect: src and dst are required");
   const char *sn = rk__actor_handler_name(src);
   const char *dn = rk__actor_handler_name(dst);
-  const rk_actor_t *both[2] = {src, dst};
+  rk_actor_t *both[2] = {src, dst};
+  bool running = false; /* either was activated before */
   for (int i = 0; i < 2; ++i) {
     const rk_actor_t *a = both[i];
     const char *n = i ? dn : sn;
@@ -1001,13 +1043,19 @@ rk_status_t rk_actor_connect(rk_actor_t *src, uint32_t port, rk_actor_t *dst) {
                       "that talk to actors are persistent",
                       n);
     rk_actor_state_t st = rk_actor_state(a);
-    if (st != RK_ACTOR_LAUNCHED)
+    if (st == RK_ACTOR_DEACTIVATED) {
+      running = true;
+    } else if (st != RK_ACTOR_LAUNCHED) {
       return rk__fail(RK_ERR_INVALID_STATE,
                       "actor_connect: '%s' is %s; connect actors before "
-                      "activating them (launch with auto_activate = false)",
+                      "activating them (launch with auto_activate = false), "
+                      "or deactivate them first (rk_actor_deactivate)",
                       n, rk_actor_state_name(st));
+    }
   }
-  return rk__k2k_connect(rk__actor_k2k(src), sn, port, rk__actor_k2k(dst), dn);
+  rk__k2k_t *sk = rk__actor_k2k(src), *dk = rk__actor_k2k(dst);
+  if (!running) return rk__k2k_connect(sk, sn, port, dk, dn);
+  return connect_running(both, sk, sn, port, dk, dn);
 }
 
 rk_status_t rk__k2k_bridge_create(uint32_t in_size, uint32_t capacity,

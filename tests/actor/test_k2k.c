@@ -435,6 +435,94 @@ static void test_unconnected_and_errors(void) {
   printf("  wiring errors and an unconnected port\n");
 }
 
+/* Wiring a running system: a sender deactivated while requests are queued
+ * gets a second receiver (fan-out) once the message in hand is done; the
+ * new receiver sees the tail of the stream, the old one all of it, each in
+ * order and exactly once. A receiver that has run takes a first sender.
+ * Refused: an active actor, and a new sender into a receiver that already
+ * has one (its sender's credit would change). Resident CUDA kernels read
+ * their wiring once: refused there. */
+static void test_wiring_running(void) {
+  enum { kN = 400 };
+  rk_actor_t *a = launch("stage", 1024), *s1 = launch("sink", 1024);
+  rk_actor_t *s2 = launch("sink", 1024);
+  CHECK_OK(rk_actor_connect(a, 0, s1));
+  CHECK_OK(rk_actor_activate(s1));
+  CHECK_OK(rk_actor_activate(a));
+  feed(a, 0, 5, RK_SEND_QUEUED);
+  CHECK_STATUS(rk_actor_connect(a, 0, s2), RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("is ACTIVE");
+  /* kN requests queued; deactivated while the worker takes them. */
+  for (int i = 1; i <= kN; ++i) {
+    tok_t t = {1, (uint32_t)i, i};
+    CHECK_OK(rk_actor_send(a, &t, sizeof t, RK_TIMEOUT_INFINITE, NULL));
+  }
+  CHECK_OK(rk_actor_deactivate(a));
+  const rk_status_t wired = rk_actor_connect(a, 0, s2);
+  if (g_gpu_channels) {
+    CHECK_STATUS(wired, RK_ERR_UNIMPLEMENTED);
+    CHECK_ERROR_HAS("resident on a GPU");
+    CHECK_OK(rk_actor_activate(a));
+  } else {
+    CHECK_OK(wired);
+    CHECK_OK(rk_actor_activate(s2));
+    CHECK_OK(rk_actor_activate(a));
+  }
+  int bad = 0;
+  for (int i = 1; i <= kN; ++i) {
+    ack_t r;
+    const rk_status_t st =
+        rk_actor_receive(a, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL);
+    if (st != RK_OK || r.r != RK_SEND_QUEUED) bad++;
+  }
+  CHECK(bad == 0, "%d of %d answers were not RK_SEND_QUEUED", bad, kN);
+  ack_t r1 = wait_count(s1, 5 + kN);
+  CHECK(r1.count == 5 + kN && r1.disorder == 0 &&
+            r1.sum == 5 * 6 / 2 + 5 + kN * (kN + 1) / 2 + kN,
+        "the first receiver: count %d (want %d), disorder %d, sum %d", r1.count,
+        5 + kN, r1.disorder, r1.sum);
+  if (!g_gpu_channels) {
+    /* Tokens handled after the wiring, the stream's last c. */
+    const uint64_t c = k2k_stats(a).sent - (uint64_t)(5 + kN);
+    ack_t r2 = wait_count(s2, (int)c);
+    long want_sum = 0;
+    for (long q = kN - (long)c + 1; q <= kN; ++q) want_sum += q + 1;
+    CHECK(c >= 1 && (uint64_t)r2.count == c &&
+              r2.disorder == (c < (uint64_t)kN ? 1 : 0) && r2.sum == want_sum,
+          "the new receiver: %d tokens (the sender sent %llu to it), "
+          "disorder %d, sum %d (want %ld)",
+          r2.count, (unsigned long long)c, r2.disorder, r2.sum, want_sum);
+    printf(
+        "  wired while running: the new receiver got the last %llu of "
+        "%d\n",
+        (unsigned long long)c, kN);
+    /* A second sender into s2 now would change a's credit there. */
+    rk_actor_t *b = launch("stage", 1024);
+    CHECK_OK(rk_actor_deactivate(s2));
+    CHECK_STATUS(rk_actor_connect(b, 0, s2), RK_ERR_INVALID_STATE);
+    CHECK_ERROR_HAS("already takes messages from 1 link");
+    /* A receiver that has run, with no sender yet, takes a first one. */
+    rk_actor_t *s3 = launch("sink", 1024);
+    CHECK_OK(rk_actor_activate(s3));
+    CHECK(query(s3).count == 0, "s3 has seen tokens");
+    CHECK_OK(rk_actor_deactivate(s3));
+    CHECK_OK(rk_actor_connect(b, 0, s3));
+    CHECK_OK(rk_actor_activate(s3));
+    CHECK_OK(rk_actor_activate(b));
+    feed(b, 2, 50, RK_SEND_QUEUED);
+    ack_t r3 = wait_count(s3, 50);
+    CHECK(r3.count == 50 && r3.disorder == 0 && r3.sum == 50 * 51 / 2 + 50,
+          "the receiver wired after it ran: count %d, disorder %d, sum %d",
+          r3.count, r3.disorder, r3.sum);
+    CHECK_OK(rk_actor_activate(s2));
+    stop(b);
+    stop(s3);
+  }
+  stop(a);
+  stop(s1);
+  stop(s2);
+}
+
 /* A receiver destroyed before its sender: the sender's later sends answer
  * RK_SEND_UNCONNECTED (nothing written to freed memory). */
 static void test_receiver_gone(void) {
@@ -747,6 +835,8 @@ int main(int argc, char **argv) {
   test_full();
   actor_test_watch("errors", 60);
   test_unconnected_and_errors();
+  actor_test_watch("wiring a running system", 60);
+  test_wiring_running();
   actor_test_watch("receiver gone", 60);
   test_receiver_gone();
   actor_test_watch("clock", 60);
