@@ -63,6 +63,20 @@ enum {
  * on a GPU to any other receiver, a host thread forwards them). */
 rk_status_t rk_actor_connect(rk_actor_t *src, uint32_t port, rk_actor_t *dst);
 
+/* Removes the link from output port `port` of `src` to `dst` that
+ * rk_actor_connect made. src must not be active: not yet activated, or
+ * deactivated (the call waits, up to 10 s, until its handler has finished
+ * the message in hand); dst may be in any state. From then on the port's
+ * sends skip dst (a port left without links answers RK_SEND_UNCONNECTED);
+ * messages already in dst's inbox are still handled, and its inbox keeps
+ * the link's share. Errors (nothing changes): RK_ERR_INVALID_ARGUMENT
+ * (NULL, a port the handler never sends to), RK_ERR_NOT_FOUND (no such
+ * link), RK_ERR_INVALID_STATE (src active or stopped, traditional mode),
+ * RK_ERR_TIMEOUT (src's handler still running), RK_ERR_UNIMPLEMENTED
+ * (either actor resident on a GPU). */
+rk_status_t rk_actor_disconnect(rk_actor_t *src, uint32_t port,
+                                rk_actor_t *dst);
+
 /* The number of `actor`'s output port called `name`: the #define its
  * handler passes to rk_send / rk_try_send for it (`#define LEFT 1` ...
  * `rk_send(LEFT, &m)`: "LEFT" is port 1). A port

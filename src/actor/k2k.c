@@ -1013,12 +1013,18 @@ static rk_status_t connect_running(rk_actor_t *both[2], rk__k2k_t *sk,
       return s;
     }
   }
+  const uint64_t left = dk->inbox ? rk__ring_depth(dk->inbox->hdr) : 0;
   if (dk->senders_in != 0)
     s = rk__fail(RK_ERR_INVALID_STATE,
                  "actor_connect: '%s' already takes messages from %u "
                  "link%s; once an actor has run, only a receiver with none "
                  "can be wired (its senders' credit would change)",
                  dn, dk->senders_in, dk->senders_in == 1 ? "" : "s");
+  else if (left != 0)
+    s = rk__fail(RK_ERR_INVALID_STATE,
+                 "actor_connect: '%s' still has %llu message%s from a removed "
+                 "link in its inbox; activate it to take them first",
+                 dn, (unsigned long long)left, left == 1 ? "" : "s");
   else
     s = rk__k2k_connect(sk, sn, port, dk, dn);
   if (second != first) rk__actor_quiet_end(second);
@@ -1056,6 +1062,59 @@ rk_status_t rk_actor_connect(rk_actor_t *src, uint32_t port, rk_actor_t *dst) {
   rk__k2k_t *sk = rk__actor_k2k(src), *dk = rk__actor_k2k(dst);
   if (!running) return rk__k2k_connect(sk, sn, port, dk, dn);
   return connect_running(both, sk, sn, port, dk, dn);
+}
+
+/* Removes link (src, port, dst); src's device side runs no handler (the
+ * caller holds it quiet). The receiver's inbox keeps the link's share of
+ * it (nothing grows under a running sender) and the messages already
+ * there. */
+static rk_status_t disconnect(rk__k2k_t *src, const char *sn, uint32_t port,
+                              rk__k2k_t *dst, const char *dn) {
+  if (port >= RK__K2K_MAX_PORTS || port >= src->nports ||
+      !src->ports[port].size)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_disconnect: '%s' never sends to port %u", sn, port);
+  port_t *pt = &src->ports[port];
+  uint32_t i = 0;
+  while (i < pt->nlinks && pt->links[i].dst != dst) ++i;
+  if (i == pt->nlinks)
+    return rk__fail(RK_ERR_NOT_FOUND,
+                    "actor_disconnect: port %u of '%s' is not connected to "
+                    "'%s'",
+                    port, sn, dn);
+  memmove(&pt->links[i], &pt->links[i + 1],
+          (size_t)(pt->nlinks - i - 1) * sizeof pt->links[0]);
+  pt->nlinks--;
+  dst->senders_in--;
+  /* The receiver's actor holds a reference of its own: not the last. */
+  __atomic_sub_fetch(&dst->refs, 1u, __ATOMIC_ACQ_REL);
+  return RK_OK;
+}
+
+rk_status_t rk_actor_disconnect(rk_actor_t *src, uint32_t port,
+                                rk_actor_t *dst) {
+  if (!src || !dst)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "actor_disconnect: src and dst are required");
+  const char *sn = rk__actor_handler_name(src);
+  const char *dn = rk__actor_handler_name(dst);
+  if (rk__actor_mode(src) != RK_ACTOR_PERSISTENT ||
+      rk__actor_mode(dst) != RK_ACTOR_PERSISTENT)
+    return rk__fail(RK_ERR_INVALID_STATE,
+                    "actor_disconnect: '%s' is in traditional mode and has no "
+                    "links",
+                    rk__actor_mode(src) != RK_ACTOR_PERSISTENT ? sn : dn);
+  rk__k2k_t *sk = rk__actor_k2k(src), *dk = rk__actor_k2k(dst);
+  if (sk->gpu_resident || dk->gpu_resident)
+    return rk__fail(RK_ERR_UNIMPLEMENTED,
+                    "actor_disconnect: '%s' is resident on a GPU, whose "
+                    "kernel reads its wiring once: unwiring it is not built",
+                    sk->gpu_resident ? sn : dn);
+  rk_status_t s = rk__actor_quiet_begin(src);
+  if (s != RK_OK) return s;
+  s = disconnect(sk, sn, port, dk, dn);
+  rk__actor_quiet_end(src);
+  return s;
 }
 
 rk_status_t rk__k2k_bridge_create(uint32_t in_size, uint32_t capacity,

@@ -440,8 +440,10 @@ static void test_unconnected_and_errors(void) {
  * new receiver sees the tail of the stream, the old one all of it, each in
  * order and exactly once. A receiver that has run takes a first sender.
  * Refused: an active actor, and a new sender into a receiver that already
- * has one (its sender's credit would change). Resident CUDA kernels read
- * their wiring once: refused there. */
+ * has one (its sender's credit would change) or still holds messages of a
+ * removed link. Unwiring: the port's later sends reach the links left, and
+ * none left is RK_SEND_UNCONNECTED. Resident CUDA kernels read their wiring
+ * once: refused there. */
 static void test_wiring_running(void) {
   enum { kN = 400 };
   rk_actor_t *a = launch("stage", 1024), *s1 = launch("sink", 1024);
@@ -515,6 +517,53 @@ static void test_wiring_running(void) {
           "the receiver wired after it ran: count %d, disorder %d, sum %d",
           r3.count, r3.disorder, r3.sum);
     CHECK_OK(rk_actor_activate(s2));
+    /* Unwiring: without s1, only s2 gets what a sends next. */
+    CHECK_STATUS(rk_actor_disconnect(a, 0, s1), RK_ERR_INVALID_STATE);
+    CHECK_ERROR_HAS("deactivate it first");
+    CHECK_OK(rk_actor_deactivate(a));
+    CHECK_OK(rk_actor_disconnect(a, 0, s1));
+    CHECK_STATUS(rk_actor_disconnect(a, 0, s1), RK_ERR_NOT_FOUND);
+    CHECK_ERROR_HAS("port 0 of 'stage' is not connected to 'sink'");
+    CHECK_STATUS(rk_actor_disconnect(a, 1, s2), RK_ERR_INVALID_ARGUMENT);
+    CHECK_OK(rk_actor_activate(a));
+    feed(a, 3, 50, RK_SEND_QUEUED);
+    const int n2 = (int)c + 50;
+    ack_t u = wait_count(s2, n2);
+    CHECK(u.count == n2 && query(s1).count == 5 + kN,
+          "after unwiring s1: s2 has %d (want %d), s1 %d (want %d)", u.count,
+          n2, query(s1).count, 5 + kN);
+    /* The last link gone: sends answer RK_SEND_UNCONNECTED. */
+    CHECK_OK(rk_actor_deactivate(a));
+    CHECK_OK(rk_actor_disconnect(a, 0, s2));
+    CHECK_OK(rk_actor_activate(a));
+    feed(a, 4, 3, RK_SEND_UNCONNECTED);
+    /* Messages a removed link left in an inbox: no new sender until they
+     * are taken. */
+    CHECK_OK(rk_actor_deactivate(a));
+    CHECK_OK(rk_actor_deactivate(s2));
+    CHECK_OK(rk_actor_connect(a, 0, s2));
+    CHECK_OK(rk_actor_activate(a));
+    feed(a, 5, 10, RK_SEND_QUEUED);
+    CHECK_OK(rk_actor_deactivate(a));
+    CHECK_OK(rk_actor_disconnect(a, 0, s2));
+    CHECK_OK(rk_actor_deactivate(b));
+    CHECK_STATUS(rk_actor_connect(b, 0, s2), RK_ERR_INVALID_STATE);
+    CHECK_ERROR_HAS("still has 10 messages from a removed link");
+    CHECK_OK(rk_actor_activate(s2));
+    u = wait_count(s2, n2 + 10);
+    long sum2 = want_sum;
+    for (long q = 1; q <= 50; ++q) sum2 += q + 1;
+    for (long q = 1; q <= 10; ++q) sum2 += q + 1;
+    CHECK(u.count == n2 + 10 && u.sum == sum2 &&
+              u.disorder == (c < (uint64_t)kN ? 1 : 0),
+          "s2 after the removed link's messages: count %d (want %d), sum %d "
+          "(want %ld), disorder %d",
+          u.count, n2 + 10, u.sum, sum2, u.disorder);
+    CHECK_OK(rk_actor_deactivate(s2));
+    CHECK_OK(rk_actor_connect(b, 0, s2));
+    CHECK_OK(rk_actor_activate(s2));
+    CHECK_OK(rk_actor_activate(b));
+    printf("  unwired: the port's sends go to the links left\n");
     stop(b);
     stop(s3);
   }
