@@ -46,17 +46,21 @@ enum {
 /* Wires output port `port` of `src`'s handler to `dst`'s inbox; connecting
  * one port to several actors sends each a copy. Both actors must be
  * persistent and not active: not yet activated (launch with
- * auto_activate = false), or deactivated (rk_actor_deactivate) -- then
- * the call waits, up to 10 s, until their handlers have finished the
- * message in hand, and dst must have no senders yet. The port must be one
- * the handler sends to, and its message type must have the size of dst's
- * request. Errors (nothing changes):
- * RK_ERR_INVALID_ARGUMENT (NULL, a port the handler never sends to, a size
- * mismatch, the same link twice, more senders than dst's inbox has slots),
- * RK_ERR_INVALID_STATE (either actor active, or stopped; traditional mode;
- * a deactivated pair whose dst already has a sender), RK_ERR_TIMEOUT (a
+ * auto_activate = false), or deactivated (rk_actor_deactivate). Every
+ * link into dst's inbox has a share of it, which a new link shrinks: the
+ * actors already sending to dst must not be active either (terminated
+ * ones may be), and dst's inbox must be empty. The call holds them all
+ * quiet, waiting up to 10 s until deactivated handlers have finished the
+ * message in hand. The port must be one the handler sends to, and its
+ * message type must have the size of dst's request. Errors (nothing
+ * changes): RK_ERR_INVALID_ARGUMENT (NULL, a port the handler never sends
+ * to, a size mismatch, the same link twice, more senders than dst's inbox
+ * has slots), RK_ERR_INVALID_STATE (either actor active, or stopped;
+ * traditional mode; a sender of dst active; messages in dst's inbox; dst
+ * exported to a cluster and activated before), RK_ERR_TIMEOUT (a
  * deactivated handler still running), RK_ERR_UNIMPLEMENTED (a pair with an
- * actor resident on a GPU, once either has been activated).
+ * actor resident on a GPU, once either has been activated, or a GPU
+ * kernel that has run sending to dst).
  * Actors of different contexts may be connected: the messages go through
  * host memory (pinned and mapped for a receiver resident on a GPU, where
  * each link gets a channel of dst's input capacity; from a sender resident

@@ -408,6 +408,7 @@ static rk_status_t describe_handler(rk_actor_t *a, const char *source,
                      rk__hal_actor_polled(a->context), &a->k2k);
   rk_entry_list_destroy(list);
   if (s != RK_OK) return s;
+  rk__k2k_set_owner(a->k2k, a);
   if (o->initial_state && o->initial_state_size != a->state_size)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor '%s': initial state is %zu bytes, the handler's "
@@ -2512,10 +2513,11 @@ rk__k2k_t *rk__actor_k2k(const rk_actor_t *a) { return a->k2k; }
  * finish the message in hand. */
 enum { kQuietWaitMs = 10000 };
 
-rk_status_t rk__actor_quiet_begin(rk_actor_t *a) {
+rk_status_t rk__actor_quiet_begin(rk_actor_t *a, bool stopped_ok) {
   pthread_mutex_lock(&a->ctl_lock);
   const rk_actor_state_t st = get_state(a);
-  if (st != RK_ACTOR_LAUNCHED && st != RK_ACTOR_DEACTIVATED) {
+  if (st != RK_ACTOR_LAUNCHED && st != RK_ACTOR_DEACTIVATED &&
+      !(stopped_ok && st == RK_ACTOR_TERMINATED)) {
     pthread_mutex_unlock(&a->ctl_lock);
     return rk__fail(RK_ERR_INVALID_STATE,
                     "'%s' is %s; deactivate it first (rk_actor_deactivate)",

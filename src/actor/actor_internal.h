@@ -109,13 +109,13 @@ uint32_t rk__actor_waiting(const rk_actor_t *actor);
 struct rk__k2k *rk__actor_k2k(const rk_actor_t *actor);
 const char *rk__actor_handler_name(const rk_actor_t *actor);
 rk_actor_mode_t rk__actor_mode(const rk_actor_t *actor);
-/* Wiring after activation (k2k.c): holds the actor LAUNCHED or
- * DEACTIVATED, its device side running no handler (a deactivated host
- * thread waited for until it has finished the message in hand, a relaunch
- * driver's role taken), until rk__actor_quiet_end. RK_ERR_INVALID_STATE
- * in any other state, RK_ERR_TIMEOUT when a handler does not finish. Not
- * for an actor resident on a GPU. */
-rk_status_t rk__actor_quiet_begin(rk_actor_t *actor);
+/* Wiring (k2k.c): holds the actor LAUNCHED or DEACTIVATED (or, with
+ * `stopped_ok`, TERMINATED), its device side running no handler (a
+ * deactivated host thread waited for until it has finished the message in
+ * hand, a relaunch driver's role taken), until rk__actor_quiet_end.
+ * RK_ERR_INVALID_STATE in any other state, RK_ERR_TIMEOUT when a handler
+ * does not finish. Not for an actor resident on a GPU that has run. */
+rk_status_t rk__actor_quiet_begin(rk_actor_t *actor, bool stopped_ok);
 void rk__actor_quiet_end(rk_actor_t *actor);
 /* The device side (a host thread) parks as soon as its input ring is
  * empty instead of spinning: for an actor whose requests arrive through a

@@ -94,7 +94,12 @@ struct rk__k2k {
   rk_abi_ring_t *in_ring; /* where the device side parks */
   uint32_t nports;
   inbox_t *inbox;
-  uint32_t senders_in;
+  /* Its senders, one entry per link into it (an entry's `owner` NULL for
+   * the cluster's ingress): who must be held quiet while it is rewired.
+   * Changed under g_wiring only. */
+  rk__k2k_t **senders;
+  uint32_t senders_in, senders_cap;
+  rk_actor_t *owner; /* NULL: a bridge or an ingress */
   /* From here on written by its device side as it runs, on lines apart
    * from what its senders read above: a handler's send writes `ctl`, and
    * a sender pulling that line away on every message costs the handler a
@@ -151,7 +156,46 @@ static void k2k_free(rk__k2k_t *k) {
     free(pt->outbox);
   }
   inbox_free(k->inbox);
+  free(k->senders);
   free(k);
+}
+
+/* Wiring and unwiring (connect, disconnect, a sender's release), one at a
+ * time: the senders lists change under it, and rk_actor_connect holds it
+ * while it keeps a receiver's senders quiet (lock order: g_wiring, then
+ * the actors' ctl_lock in address order). */
+static pthread_mutex_t g_wiring = PTHREAD_MUTEX_INITIALIZER;
+
+/* Room for one more entry in d's senders list. */
+static rk_status_t senders_reserve(rk__k2k_t *d) {
+  if (d->senders_in < d->senders_cap) return RK_OK;
+  const uint32_t cap = d->senders_cap ? 2 * d->senders_cap : 4;
+  rk__k2k_t **n = realloc(d->senders, cap * sizeof *n);
+  if (!n) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor_connect: senders");
+  d->senders = n;
+  d->senders_cap = cap;
+  return RK_OK;
+}
+
+/* After senders_reserve. */
+static void senders_add(rk__k2k_t *d, rk__k2k_t *src) {
+  d->senders[d->senders_in] = src;
+  __atomic_store_n(&d->senders_in, d->senders_in + 1, __ATOMIC_RELAXED);
+}
+
+/* One entry of src (one link) out of d's list. */
+static void senders_remove(rk__k2k_t *d, const rk__k2k_t *src) {
+  for (uint32_t i = 0; i < d->senders_in; ++i) {
+    if (d->senders[i] != src) continue;
+    memmove(&d->senders[i], &d->senders[i + 1],
+            (d->senders_in - i - 1) * sizeof d->senders[0]);
+    __atomic_store_n(&d->senders_in, d->senders_in - 1, __ATOMIC_RELAXED);
+    return;
+  }
+}
+
+void rk__k2k_set_owner(rk__k2k_t *k, rk_actor_t *owner) {
+  if (k) k->owner = owner;
 }
 
 rk_status_t rk__k2k_create(const rk_entry_t *e, uint32_t in_size,
@@ -240,15 +284,19 @@ void rk__k2k_release(rk__k2k_t *k) {
    * first), and a GPU sender has seen them closed since it stopped. */
   chans_free(k);
   /* Its own device side has stopped: its links let go of the receivers
-   * (so that actors wired in a cycle are freed too). */
+   * (so that actors wired in a cycle are freed too), and it leaves their
+   * senders lists. */
+  pthread_mutex_lock(&g_wiring);
   for (uint32_t p = 0; p < RK__K2K_MAX_PORTS; ++p) {
     port_t *pt = &k->ports[p];
     for (uint32_t i = 0; i < pt->nlinks; ++i) {
       rk__k2k_t *d = pt->links[i].dst;
+      senders_remove(d, k);
       if (__atomic_sub_fetch(&d->refs, 1u, __ATOMIC_ACQ_REL) == 0) k2k_free(d);
     }
     pt->nlinks = 0;
   }
+  pthread_mutex_unlock(&g_wiring);
   if (__atomic_sub_fetch(&k->refs, 1u, __ATOMIC_ACQ_REL) == 0) k2k_free(k);
 }
 
@@ -783,12 +831,13 @@ static rk_status_t connect_chan(rk__k2k_t *src, const char *src_name,
   /* A device channel has no host sender: the kernel writes it. */
   l->chan = on_device ? NULL : ch;
   l->forwarded = false;
-  dst->senders_in++;
+  senders_add(dst, src);
   __atomic_add_fetch(&dst->refs, 1u, __ATOMIC_ACQ_REL);
   return RK_OK;
 }
 
-rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
+/* Adds link (src, port, dst); the caller holds g_wiring. */
+static rk_status_t link_add(rk__k2k_t *src, const char *src_name, uint32_t port,
                             rk__k2k_t *dst, const char *dst_name) {
   if (port >= RK__K2K_MAX_PORTS || port >= src->nports ||
       !src->ports[port].size)
@@ -824,6 +873,7 @@ rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_connect: port %u of '%s' already goes to %d actors",
                     port, src_name, kMaxLinks);
+  RK_RETURN_IF_ERROR(senders_reserve(dst));
   if (dst->gpu_resident)
     return connect_chan(src, src_name, port, dst, dst_name);
   if (dst->inbox && dst->inbox->links + 1 > dst->inbox_capacity)
@@ -882,7 +932,7 @@ rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
     }
     src->table->out[port][src->table->nout[port]++] = (uint64_t)(uintptr_t)ch;
   }
-  dst->senders_in++;
+  senders_add(dst, src);
   __atomic_add_fetch(&dst->refs, 1u, __ATOMIC_ACQ_REL);
   return RK_OK;
 }
@@ -912,11 +962,12 @@ void rk__k2k_stats(const rk__k2k_t *k, rk_actor_k2k_stats_t *o) {
       forwarded |= !pt->links[i].dst->resident || pt->links[i].forwarded;
     }
   }
-  if (!any && k->senders_in) any = true;
+  const uint32_t senders_in = LOAD_RELAXED(&k->senders_in);
+  if (!any && senders_in) any = true;
   o->path = !any        ? RK_K2K_NONE
             : forwarded ? RK_K2K_HOST_FORWARDED
                         : RK_K2K_DIRECT;
-  o->senders_in = k->senders_in;
+  o->senders_in = senders_in;
   o->undelivered = LOAD_RELAXED(&k->undelivered);
   if (k->table) {
     /* Counted by the kernel (one writer; read as they are). */
@@ -985,50 +1036,115 @@ rk_status_t rk_actor_port(const rk_actor_t *actor, const char *name,
                          "#define");
 }
 
-/* rk_actor_connect once either actor has run (docs/actors.md, "Wiring a
- * running system"): both held quiet (rk__actor_quiet_begin: deactivated,
- * no handler running; ctl_lock taken in address order), and the receiver
- * taking messages from nobody yet, so that no other sender's credit
- * changes under it (each link of an inbox gets capacity / links). */
-static rk_status_t connect_running(rk_actor_t *both[2], rk__k2k_t *sk,
-                                   const char *sn, uint32_t port, rk__k2k_t *dk,
-                                   const char *dn) {
-  if (sk->gpu_resident || dk->gpu_resident)
+/* The actors held quiet while a link is added (connect_held). */
+typedef struct held {
+  rk_actor_t **a;
+  uint32_t n, cap;
+} held_t;
+
+static rk_status_t held_add(held_t *h, rk_actor_t *a) {
+  for (uint32_t i = 0; i < h->n; ++i)
+    if (h->a[i] == a) return RK_OK;
+  if (h->n == h->cap) {
+    const uint32_t cap = h->cap ? 2 * h->cap : 8;
+    rk_actor_t **n = realloc(h->a, cap * sizeof *n);
+    if (!n) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor_connect: senders");
+    h->a = n;
+    h->cap = cap;
+  }
+  h->a[h->n++] = a;
+  return RK_OK;
+}
+
+static int cmp_addr(const void *x, const void *y) {
+  const uintptr_t a = (uintptr_t) * (rk_actor_t *const *)x;
+  const uintptr_t b = (uintptr_t) * (rk_actor_t *const *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* Who must be quiet while a link into dk is added: both ends and, for a
+ * receiver with an inbox (whose links share it: capacity / links each),
+ * every actor already sending to it, whose credit changes. Refuses what
+ * cannot be held still: a sender ACTIVE, a GPU kernel or the cluster's
+ * ingress writing into a receiver that has run. */
+static rk_status_t connect_who(held_t *h, rk_actor_t *src, rk_actor_t *dst,
+                               rk__k2k_t *dk, const char *dn) {
+  RK_RETURN_IF_ERROR(held_add(h, src));
+  RK_RETURN_IF_ERROR(held_add(h, dst));
+  if (dk->gpu_resident) return RK_OK; /* every link a channel of its own */
+  const bool dst_ran = rk_actor_state(dst) != RK_ACTOR_LAUNCHED;
+  for (uint32_t i = 0; i < dk->senders_in; ++i) {
+    const rk__k2k_t *e = dk->senders[i];
+    if (!e->owner) {
+      if (!dst_ran) continue;
+      return rk__fail(RK_ERR_INVALID_STATE,
+                      "actor_connect: '%s' takes messages from remote actors "
+                      "(it is exported to a cluster), whose sends cannot be "
+                      "held while it is wired: wire it before its first "
+                      "activation",
+                      dn);
+    }
+    if (e->owner == src || e->owner == dst) continue;
+    const char *en = rk__actor_handler_name(e->owner);
+    const rk_actor_state_t st = rk_actor_state(e->owner);
+    if (e->gpu_resident && st != RK_ACTOR_LAUNCHED)
+      return rk__fail(RK_ERR_UNIMPLEMENTED,
+                      "actor_connect: '%s' takes messages from '%s', a "
+                      "resident GPU kernel that has run (the host forwards "
+                      "them): a new sender into '%s' is not built then",
+                      dn, en, dn);
+    if (st != RK_ACTOR_LAUNCHED && st != RK_ACTOR_DEACTIVATED &&
+        st != RK_ACTOR_TERMINATED)
+      return rk__fail(RK_ERR_INVALID_STATE,
+                      "actor_connect: '%s' takes messages from '%s', which is "
+                      "%s: deactivate it too while a sender is added (its "
+                      "share of the inbox changes)",
+                      dn, en, rk_actor_state_name(st));
+    RK_RETURN_IF_ERROR(held_add(h, e->owner));
+  }
+  return RK_OK;
+}
+
+/* rk_actor_connect with g_wiring held (docs/actors.md, "Wiring a running
+ * system"): every actor of connect_who held quiet (rk__actor_quiet_begin:
+ * launched, deactivated or, for other senders, terminated; no handler
+ * running; ctl_lock taken in address order), and the receiver's inbox
+ * empty, so that no link has more messages in it than its new share. */
+static rk_status_t connect_held(rk_actor_t *src, rk__k2k_t *sk, const char *sn,
+                                uint32_t port, rk_actor_t *dst, rk__k2k_t *dk,
+                                const char *dn, bool running) {
+  if (running && (sk->gpu_resident || dk->gpu_resident))
     return rk__fail(RK_ERR_UNIMPLEMENTED,
                     "actor_connect: '%s' is resident on a GPU, whose kernel "
                     "reads its wiring once: wiring it after activation is not "
                     "built (connect before activating)",
                     sk->gpu_resident ? sn : dn);
-  rk_actor_t *first = both[0], *second = both[1];
-  if ((uintptr_t)first > (uintptr_t)second) {
-    first = both[1];
-    second = both[0];
+  held_t h = {0};
+  rk_status_t s = connect_who(&h, src, dst, dk, dn);
+  if (s != RK_OK) {
+    free(h.a);
+    return s;
   }
-  rk_status_t s = rk__actor_quiet_begin(first);
-  if (s != RK_OK) return s;
-  if (second != first) {
-    s = rk__actor_quiet_begin(second);
-    if (s != RK_OK) {
-      rk__actor_quiet_end(first);
-      return s;
-    }
+  qsort(h.a, h.n, sizeof h.a[0], cmp_addr);
+  uint32_t n = 0;
+  while (n < h.n && s == RK_OK) {
+    rk_actor_t *a = h.a[n];
+    s = rk__actor_quiet_begin(a, a != src && a != dst);
+    if (s == RK_OK) n++;
   }
-  const uint64_t left = dk->inbox ? rk__ring_depth(dk->inbox->hdr) : 0;
-  if (dk->senders_in != 0)
-    s = rk__fail(RK_ERR_INVALID_STATE,
-                 "actor_connect: '%s' already takes messages from %u "
-                 "link%s; once an actor has run, only a receiver with none "
-                 "can be wired (its senders' credit would change)",
-                 dn, dk->senders_in, dk->senders_in == 1 ? "" : "s");
-  else if (left != 0)
-    s = rk__fail(RK_ERR_INVALID_STATE,
-                 "actor_connect: '%s' still has %llu message%s from a removed "
-                 "link in its inbox; activate it to take them first",
-                 dn, (unsigned long long)left, left == 1 ? "" : "s");
-  else
-    s = rk__k2k_connect(sk, sn, port, dk, dn);
-  if (second != first) rk__actor_quiet_end(second);
-  rk__actor_quiet_end(first);
+  if (s == RK_OK) {
+    const uint64_t left = dk->inbox ? rk__ring_depth(dk->inbox->hdr) : 0;
+    if (left != 0)
+      s = rk__fail(RK_ERR_INVALID_STATE,
+                   "actor_connect: '%s' has %llu message%s in its inbox; a "
+                   "new sender is wired into an empty one (activate it to "
+                   "take them first)",
+                   dn, (unsigned long long)left, left == 1 ? "" : "s");
+    else
+      s = link_add(sk, sn, port, dk, dn);
+  }
+  while (n > 0) rk__actor_quiet_end(h.a[--n]);
+  free(h.a);
   return s;
 }
 
@@ -1059,15 +1175,17 @@ rk_status_t rk_actor_connect(rk_actor_t *src, uint32_t port, rk_actor_t *dst) {
                       n, rk_actor_state_name(st));
     }
   }
-  rk__k2k_t *sk = rk__actor_k2k(src), *dk = rk__actor_k2k(dst);
-  if (!running) return rk__k2k_connect(sk, sn, port, dk, dn);
-  return connect_running(both, sk, sn, port, dk, dn);
+  pthread_mutex_lock(&g_wiring);
+  const rk_status_t s = connect_held(src, rk__actor_k2k(src), sn, port, dst,
+                                     rk__actor_k2k(dst), dn, running);
+  pthread_mutex_unlock(&g_wiring);
+  return s;
 }
 
 /* Removes link (src, port, dst); src's device side runs no handler (the
- * caller holds it quiet). The receiver's inbox keeps the link's share of
- * it (nothing grows under a running sender) and the messages already
- * there. */
+ * caller holds it quiet, and g_wiring). The receiver's inbox keeps the
+ * link's share of it (nothing grows under a running sender) and the
+ * messages already there. */
 static rk_status_t disconnect(rk__k2k_t *src, const char *sn, uint32_t port,
                               rk__k2k_t *dst, const char *dn) {
   if (port >= RK__K2K_MAX_PORTS || port >= src->nports ||
@@ -1085,7 +1203,7 @@ static rk_status_t disconnect(rk__k2k_t *src, const char *sn, uint32_t port,
   memmove(&pt->links[i], &pt->links[i + 1],
           (size_t)(pt->nlinks - i - 1) * sizeof pt->links[0]);
   pt->nlinks--;
-  dst->senders_in--;
+  senders_remove(dst, src);
   /* The receiver's actor holds a reference of its own: not the last. */
   __atomic_sub_fetch(&dst->refs, 1u, __ATOMIC_ACQ_REL);
   return RK_OK;
@@ -1110,10 +1228,13 @@ rk_status_t rk_actor_disconnect(rk_actor_t *src, uint32_t port,
                     "actor_disconnect: '%s' is resident on a GPU, whose "
                     "kernel reads its wiring once: unwiring it is not built",
                     sk->gpu_resident ? sn : dn);
-  rk_status_t s = rk__actor_quiet_begin(src);
-  if (s != RK_OK) return s;
-  s = disconnect(sk, sn, port, dk, dn);
-  rk__actor_quiet_end(src);
+  pthread_mutex_lock(&g_wiring);
+  rk_status_t s = rk__actor_quiet_begin(src, false);
+  if (s == RK_OK) {
+    s = disconnect(sk, sn, port, dk, dn);
+    rk__actor_quiet_end(src);
+  }
+  pthread_mutex_unlock(&g_wiring);
   return s;
 }
 
@@ -1148,7 +1269,11 @@ rk_status_t rk__k2k_bridge_connect(rk_actor_t *src, uint32_t port,
                     "cluster_connect: '%s' is %s; connect it before "
                     "activating it (launch with auto_activate = false)",
                     sn, rk_actor_state_name(st));
-  return rk__k2k_connect(rk__actor_k2k(src), sn, port, bridge, dst_name);
+  pthread_mutex_lock(&g_wiring);
+  const rk_status_t s =
+      link_add(rk__actor_k2k(src), sn, port, bridge, dst_name);
+  pthread_mutex_unlock(&g_wiring);
+  return s;
 }
 
 rk_status_t rk_actor_k2k_stats(rk_actor_t *actor,
@@ -1194,7 +1319,9 @@ rk_status_t rk__k2k_ingress_create(rk_actor_t *dst, rk__k2k_t **out) {
     k2k_free(k);
     return rk__fail(RK_ERR_OUT_OF_MEMORY, "K2K ingress");
   }
-  const rk_status_t s = rk__k2k_connect(k, "remote ports", 0, d, dn);
+  pthread_mutex_lock(&g_wiring);
+  const rk_status_t s = link_add(k, "remote ports", 0, d, dn);
+  pthread_mutex_unlock(&g_wiring);
   if (s != RK_OK) {
     rk__k2k_release(k);
     return s;

@@ -31,7 +31,8 @@
  * Threads: prepare/deliver by the actor's device side (its CPU worker or
  * relaunch driver, or a caller holding the relaunch consumer role); the
  * inbox functions by the receiver's device side; connect and stats by any
- * host thread, connect only before either actor is activated.
+ * host thread, connect while both actors and the receiver's other senders
+ * are held quiet (not active, no handler running; k2k.c, connect_held).
  */
 #ifndef RK_ACTOR_K2K_INTERNAL_H_
 #define RK_ACTOR_K2K_INTERNAL_H_
@@ -141,8 +142,9 @@ void rk__k2k_inbox_release(rk__k2k_t *k, uint32_t n, uint32_t errors);
 
 /* ---- Host ---------------------------------------------------------------- */
 
-rk_status_t rk__k2k_connect(rk__k2k_t *src, const char *src_name, uint32_t port,
-                            rk__k2k_t *dst, const char *dst_name);
+/* The actor whose K2K state k is (rk_actor_connect holds the senders of
+ * a receiver quiet through it). */
+void rk__k2k_set_owner(rk__k2k_t *k, rk_actor_t *owner);
 void rk__k2k_stats(const rk__k2k_t *k, rk_actor_k2k_stats_t *out);
 
 /* ---- Bridges (the cluster's remote ports) -------------------------------- */

@@ -439,13 +439,13 @@ static void test_unconnected_and_errors(void) {
  * gets a second receiver (fan-out) once the message in hand is done; the
  * new receiver sees the tail of the stream, the old one all of it, each in
  * order and exactly once. A receiver that has run takes a first sender.
- * Refused: an active actor, and a new sender into a receiver that already
- * has one (its sender's credit would change) or still holds messages of a
- * removed link. Unwiring: the port's later sends reach the links left, and
- * none left is RK_SEND_UNCONNECTED. Resident CUDA kernels read their wiring
- * once: refused there. */
+ * Refused: an active actor, a new sender into a receiver whose sender is
+ * active (its share would change under it), and one whose inbox still
+ * holds messages of a removed link. Unwiring: the port's later sends reach the
+ * links left, and none left is RK_SEND_UNCONNECTED. Resident CUDA kernels read
+ * their wiring once: refused there. */
 static void test_wiring_running(void) {
-  enum { kN = 400 };
+  enum { kN = 1000 };
   rk_actor_t *a = launch("stage", 1024), *s1 = launch("sink", 1024);
   rk_actor_t *s2 = launch("sink", 1024);
   CHECK_OK(rk_actor_connect(a, 0, s1));
@@ -489,8 +489,11 @@ static void test_wiring_running(void) {
     ack_t r2 = wait_count(s2, (int)c);
     long want_sum = 0;
     for (long q = kN - (long)c + 1; q <= kN; ++q) want_sum += q + 1;
-    CHECK(c >= 1 && (uint64_t)r2.count == c &&
-              r2.disorder == (c < (uint64_t)kN ? 1 : 0) && r2.sum == want_sum,
+    /* (c is 0 when the worker took all kN before it saw the
+     * deactivation: the new receiver then gets none of them.) */
+    CHECK((uint64_t)r2.count == c &&
+              r2.disorder == (c && c < (uint64_t)kN ? 1 : 0) &&
+              r2.sum == want_sum,
           "the new receiver: %d tokens (the sender sent %llu to it), "
           "disorder %d, sum %d (want %ld)",
           r2.count, (unsigned long long)c, r2.disorder, r2.sum, want_sum);
@@ -498,11 +501,12 @@ static void test_wiring_running(void) {
         "  wired while running: the new receiver got the last %llu of "
         "%d\n",
         (unsigned long long)c, kN);
-    /* A second sender into s2 now would change a's credit there. */
+    /* A second sender into s2 changes a's share of its inbox: not while a
+     * runs (test_fan_in_running wires one once a is deactivated too). */
     rk_actor_t *b = launch("stage", 1024);
     CHECK_OK(rk_actor_deactivate(s2));
     CHECK_STATUS(rk_actor_connect(b, 0, s2), RK_ERR_INVALID_STATE);
-    CHECK_ERROR_HAS("already takes messages from 1 link");
+    CHECK_ERROR_HAS("takes messages from 'stage', which is ACTIVE");
     /* A receiver that has run, with no sender yet, takes a first one. */
     rk_actor_t *s3 = launch("sink", 1024);
     CHECK_OK(rk_actor_activate(s3));
@@ -548,14 +552,14 @@ static void test_wiring_running(void) {
     CHECK_OK(rk_actor_disconnect(a, 0, s2));
     CHECK_OK(rk_actor_deactivate(b));
     CHECK_STATUS(rk_actor_connect(b, 0, s2), RK_ERR_INVALID_STATE);
-    CHECK_ERROR_HAS("still has 10 messages from a removed link");
+    CHECK_ERROR_HAS("'sink' has 10 messages in its inbox");
     CHECK_OK(rk_actor_activate(s2));
     u = wait_count(s2, n2 + 10);
     long sum2 = want_sum;
     for (long q = 1; q <= 50; ++q) sum2 += q + 1;
     for (long q = 1; q <= 10; ++q) sum2 += q + 1;
     CHECK(u.count == n2 + 10 && u.sum == sum2 &&
-              u.disorder == (c < (uint64_t)kN ? 1 : 0),
+              u.disorder == (c && c < (uint64_t)kN ? 1 : 0),
           "s2 after the removed link's messages: count %d (want %d), sum %d "
           "(want %ld), disorder %d",
           u.count, n2 + 10, u.sum, sum2, u.disorder);
@@ -570,6 +574,117 @@ static void test_wiring_running(void) {
   stop(a);
   stop(s1);
   stop(s2);
+}
+
+/* Fan-in into a receiver that has senders, once all of them are held
+ * quiet: a sender that ran, deactivated with requests queued, and its
+ * receiver get a second sender; both streams arrive whole, in order,
+ * once each. Refused meanwhile: the receiver or a sender of it active
+ * (also before the receiver's first activation: a sender already running
+ * into it), and messages left in its inbox. A terminated sender need not
+ * be held; a destroyed one leaves the receiver's senders. */
+static void test_fan_in_running(void) {
+  enum { kN = 300 };
+  rk_actor_t *a = launch("stage", 1024), *s = launch("sink", 1024);
+  rk_actor_t *b = launch("stage", 1024);
+  CHECK_OK(rk_actor_connect(a, 0, s));
+  CHECK_OK(rk_actor_activate(s));
+  CHECK_OK(rk_actor_activate(a));
+  feed(a, 0, 20, RK_SEND_QUEUED);
+  CHECK_STATUS(rk_actor_connect(b, 0, s), RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("'sink' is ACTIVE");
+  CHECK(wait_count(s, 20).count == 20, "s has not seen a's first 20");
+  CHECK_OK(rk_actor_deactivate(s));
+  CHECK_STATUS(rk_actor_connect(b, 0, s), RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("takes messages from 'stage', which is ACTIVE");
+  /* a runs on into the quiet s (its inbox fills), then stops with requests
+   * still queued: s's leftover messages refuse the new sender. */
+  for (int i = 1; i <= kN; ++i) {
+    tok_t t = {1, (uint32_t)i, i};
+    CHECK_OK(rk_actor_send(a, &t, sizeof t, RK_TIMEOUT_INFINITE, NULL));
+  }
+  const uint64_t until = rk__now_ns() + 20000000000ull;
+  while (k2k_stats(a).sent < 21 && rk__now_ns() < until) {
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+  }
+  CHECK_OK(rk_actor_deactivate(a));
+  CHECK_STATUS(rk_actor_connect(b, 0, s), RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("messages in its inbox");
+  /* That refusal held a quiet: what it has sent stays. */
+  const uint64_t sent_a = k2k_stats(a).sent;
+  CHECK_OK(rk_actor_activate(s));
+  CHECK(wait_count(s, (int)sent_a).count == (int)sent_a,
+        "s has not taken a's %llu", (unsigned long long)sent_a);
+  CHECK_OK(rk_actor_deactivate(s));
+  CHECK_OK(rk_actor_connect(b, 0, s));
+  CHECK(k2k_stats(s).senders_in == 2, "s has %u senders (want 2)",
+        k2k_stats(s).senders_in);
+  CHECK_OK(rk_actor_activate(s));
+  CHECK_OK(rk_actor_activate(b));
+  CHECK_OK(rk_actor_activate(a));
+  feed(b, 2, 50, RK_SEND_QUEUED);
+  int bad = 0;
+  for (int i = 1; i <= kN; ++i) {
+    ack_t r;
+    const rk_status_t st =
+        rk_actor_receive(a, &r, sizeof r, RK_TIMEOUT_INFINITE, NULL);
+    if (st != RK_OK || r.r != RK_SEND_QUEUED) bad++;
+  }
+  CHECK(bad == 0, "%d of a's %d answers were not RK_SEND_QUEUED", bad, kN);
+  const int total = 20 + kN + 50;
+  const ack_t r = wait_count(s, total);
+  const int sum = 20 * 21 / 2 + 20 + kN * (kN + 1) / 2 + kN + 50 * 51 / 2 + 50;
+  CHECK(r.count == total && r.disorder == 0 && r.sum == sum,
+        "fan-in wired while running: count %d (want %d), disorder %d, sum %d "
+        "(want %d)",
+        r.count, total, r.disorder, r.sum, sum);
+  printf(
+      "  a second sender wired into a running receiver: %d tokens (%llu "
+      "of a's before the wiring)\n",
+      r.count, (unsigned long long)sent_a);
+  /* Before the receiver's first activation: a sender already running into
+   * it has its share fixed too. */
+  rk_actor_t *c = launch("stage", 64), *t = launch("sink", 64);
+  rk_actor_t *d = launch("stage", 64), *e = launch("stage", 64);
+  CHECK_OK(rk_actor_connect(c, 0, t));
+  CHECK_OK(rk_actor_activate(c));
+  feed(c, 0, 3, RK_SEND_QUEUED);
+  CHECK_STATUS(rk_actor_connect(d, 0, t), RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("takes messages from 'stage', which is ACTIVE");
+  CHECK_OK(rk_actor_deactivate(c));
+  CHECK_STATUS(rk_actor_connect(d, 0, t), RK_ERR_INVALID_STATE);
+  CHECK_ERROR_HAS("'sink' has 3 messages in its inbox");
+  CHECK_OK(rk_actor_activate(t));
+  CHECK(wait_count(t, 3).count == 3, "t has not taken c's 3");
+  CHECK_OK(rk_actor_deactivate(t));
+  /* A terminated sender sends no more: not held. */
+  CHECK_OK(rk_actor_terminate(c, 10000000000ull));
+  CHECK_OK(rk_actor_connect(d, 0, t));
+  CHECK(k2k_stats(t).senders_in == 2, "t has %u senders (want 2)",
+        k2k_stats(t).senders_in);
+  rk_actor_destroy(c);
+  CHECK(k2k_stats(t).senders_in == 1,
+        "t has %u senders after one was destroyed (want 1)",
+        k2k_stats(t).senders_in);
+  CHECK_OK(rk_actor_connect(e, 0, t));
+  CHECK_OK(rk_actor_activate(t));
+  CHECK_OK(rk_actor_activate(d));
+  CHECK_OK(rk_actor_activate(e));
+  feed(d, 2, 20, RK_SEND_QUEUED);
+  feed(e, 3, 20, RK_SEND_QUEUED);
+  const ack_t rt = wait_count(t, 43);
+  CHECK(rt.count == 43 && rt.disorder == 0 &&
+            rt.sum == 3 * 4 / 2 + 3 + 2 * (20 * 21 / 2 + 20),
+        "t: count %d (want 43), disorder %d, sum %d", rt.count, rt.disorder,
+        rt.sum);
+  printf("  senders held quiet, terminated and destroyed ones let go\n");
+  stop(a);
+  stop(b);
+  stop(s);
+  stop(d);
+  stop(e);
+  stop(t);
 }
 
 /* A receiver destroyed before its sender: the sender's later sends answer
@@ -886,6 +1001,12 @@ int main(int argc, char **argv) {
   test_unconnected_and_errors();
   actor_test_watch("wiring a running system", 60);
   test_wiring_running();
+  if (!g_gpu_channels) {
+    /* A resident CUDA receiver gives each link a channel of its own, and
+     * its kernel reads its wiring once (test_wiring_running). */
+    actor_test_watch("fan-in into a running receiver", 60);
+    test_fan_in_running();
+  }
   actor_test_watch("receiver gone", 60);
   test_receiver_gone();
   actor_test_watch("clock", 60);

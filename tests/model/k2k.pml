@@ -66,6 +66,16 @@
  *   -DBUG_ADVANCE_BEFORE_READ applies too: the head published before the
  *                             words are read.
  *
+ * -DREWIRE: a sender wired into a receiver that already has senders
+ * (rk_actor_connect on a running system, src/actor/k2k.c connect_held).
+ * Senders 0 .. NP-2 start with Q = CAP / (NP-1) each; a host process
+ * deactivates them (each stops between two handler calls and says so),
+ * waits until the inbox is empty (rk_actor_connect refuses until it is;
+ * the receiver keeps running here, which only empties it), sets every
+ * link's share to CAP / NP and starts sender NP-1, then lets them all
+ * run. -DBUG_REWIRE_BUSY: the host does not wait for the empty inbox (a
+ * link holds more messages than its new share): a slot is overwritten.
+ *
  * Negative controls (spin must reject them):
  *   -DBUG_PUBLISH_BEFORE_WRITE  tail published before the slot is written.
  *   -DBUG_ADVANCE_BEFORE_READ   the receiver releases the slot (head + 1,
@@ -101,6 +111,8 @@
 #define TOTAL (NP * K)
 #ifdef BUG_OVERCOMMIT
 #define Q CAP
+#elif defined(REWIRE)
+#define Q q
 #else
 #define Q (CAP / NP)
 #endif
@@ -121,6 +133,13 @@ bit asleep = 0; /* the receiver is in its futex wait */
 byte want[NP];
 byte received = 0;
 byte dropped = 0;
+#ifdef REWIRE
+/* Every link's share of the inbox (b->quota); rk_actor_connect's
+ * deactivation of the senders (pause) and each one's quiet point. */
+byte q = CAP / (NP - 1);
+bit pause = 0;
+bit held[NP];
+#endif
 
 #ifdef CHAN
 /* One pair channel per link: tail (the sender's), head (the receiver's,
@@ -371,11 +390,18 @@ inline signal() {
 proctype sender(byte id) {
   byte sent = 0;
   byte seen = 0; /* consumed[id] as this sender last read it */
-  byte credit;
+  short credit;  /* below 0 after a share shrank: no credit */
   byte idx;
   do
   :: sent == K -> break
   :: else ->
+#ifdef REWIRE
+    /* Deactivated: quiet between two handler calls until reactivated. */
+    if
+    :: pause -> held[id] = 1; (pause == 0); held[id] = 0
+    :: else -> skip
+    fi;
+#endif
     /* Before the handler runs: the credit for this call, from the
      * receiver's count as last read. link_credit reads it again when that
      * reading gives too little, and may at any time (an old reading only
@@ -392,7 +418,7 @@ proctype sender(byte id) {
 #endif
     credit = Q - (sent - seen);
     if
-    :: credit == 0 ->
+    :: credit <= 0 ->
       /* The handler sees "full" and runs again later: modelled as waiting
        * until credit comes back, so a credit that never returns is a
        * deadlock spin reports. */
@@ -432,8 +458,31 @@ proctype sender(byte id) {
       sent++;
       signal()
     fi
-  od
+  od;
+#ifdef REWIRE
+  held[id] = 1 /* a sender that has finished sends no more */
+#else
+  skip
+#endif
 }
+
+#ifdef REWIRE
+/* rk_actor_connect(new sender, port, receiver) on a running system. */
+proctype host() {
+  byte i = 0;
+  pause = 1;
+  do
+  :: i < NP - 1 -> (held[i] == 1); i++
+  :: else -> break
+  od;
+#ifndef BUG_REWIRE_BUSY
+  (tail == head);
+#endif
+  q = CAP / NP;
+  run sender(NP - 1);
+  pause = 0
+}
+#endif
 
 proctype receiver() {
   byte h;
@@ -533,9 +582,16 @@ init {
   byte i = 0;
   atomic {
     do
+#ifdef REWIRE
+    :: i < NP - 1 -> run sender(i); i++
+#else
     :: i < NP -> run sender(i); i++
+#endif
     :: else -> break
     od;
+#ifdef REWIRE
+    run host();
+#endif
     run receiver()
   }
 }
