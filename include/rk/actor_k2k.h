@@ -73,11 +73,12 @@ rk_status_t rk_actor_connect(rk_actor_t *src, uint32_t port, rk_actor_t *dst);
  * the message in hand); dst may be in any state. From then on the port's
  * sends skip dst (a port left without links answers RK_SEND_UNCONNECTED);
  * messages already in dst's inbox are still handled, and its inbox keeps
- * the link's share. Errors (nothing changes): RK_ERR_INVALID_ARGUMENT
- * (NULL, a port the handler never sends to), RK_ERR_NOT_FOUND (no such
- * link), RK_ERR_INVALID_STATE (src active or stopped, traditional mode),
- * RK_ERR_TIMEOUT (src's handler still running), RK_ERR_UNIMPLEMENTED
- * (either actor resident on a GPU). */
+ * the link's share until the next rk_actor_connect into dst gives it back
+ * (not while a cluster or a GPU kernel sends to dst). Errors (nothing changes):
+ * RK_ERR_INVALID_ARGUMENT (NULL, a port the handler never sends to),
+ * RK_ERR_NOT_FOUND (no such link), RK_ERR_INVALID_STATE (src active or stopped,
+ * traditional mode), RK_ERR_TIMEOUT (src's handler still running),
+ * RK_ERR_UNIMPLEMENTED (either actor resident on a GPU). */
 rk_status_t rk_actor_disconnect(rk_actor_t *src, uint32_t port,
                                 rk_actor_t *dst);
 

@@ -1036,6 +1036,36 @@ rk_status_t rk_actor_port(const rk_actor_t *actor, const char *name,
                          "#define");
 }
 
+/* Gives the shares of removed links back: the links left are numbered
+ * 0 .. n-1 and each gets capacity / n. The caller holds d and every
+ * sender of d quiet (host threads all: no cluster ingress, no GPU
+ * kernel's forwarder), with d's inbox empty; a link's count of messages
+ * done starts where its sender's count of messages sent is. */
+static void inbox_compact(rk__k2k_t *d) {
+  inbox_t *b = d->inbox;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < d->senders_in; ++i) {
+    rk__k2k_t *e = d->senders[i];
+    bool seen_before = false; /* a sender with several links into d */
+    for (uint32_t j = 0; j < i && !seen_before; ++j)
+      seen_before = d->senders[j] == e;
+    if (seen_before) continue;
+    for (uint32_t p = 0; p < e->nports; ++p) {
+      port_t *pt = &e->ports[p];
+      for (uint32_t k = 0; k < pt->nlinks; ++k) {
+        link_t *l = &pt->links[k];
+        if (l->dst != d) continue;
+        l->index = n;
+        l->seen = l->sent;
+        b->consumed[(size_t)n * kCounterStride] = l->sent;
+        n++;
+      }
+    }
+  }
+  b->links = n;
+  b->quota = n ? b->capacity / n : 0;
+}
+
 /* The actors held quiet while a link is added (connect_held). */
 typedef struct held {
   rk_actor_t **a;
@@ -1068,13 +1098,16 @@ static int cmp_addr(const void *x, const void *y) {
  * cannot be held still: a sender ACTIVE, a GPU kernel or the cluster's
  * ingress writing into a receiver that has run. */
 static rk_status_t connect_who(held_t *h, rk_actor_t *src, rk_actor_t *dst,
-                               rk__k2k_t *dk, const char *dn) {
+                               rk__k2k_t *dk, const char *dn, bool *all_held) {
   RK_RETURN_IF_ERROR(held_add(h, src));
   RK_RETURN_IF_ERROR(held_add(h, dst));
+  *all_held = false;
   if (dk->gpu_resident) return RK_OK; /* every link a channel of its own */
   const bool dst_ran = rk_actor_state(dst) != RK_ACTOR_LAUNCHED;
+  *all_held = true;
   for (uint32_t i = 0; i < dk->senders_in; ++i) {
     const rk__k2k_t *e = dk->senders[i];
+    if (!e->owner || e->gpu_resident) *all_held = false;
     if (!e->owner) {
       if (!dst_ran) continue;
       return rk__fail(RK_ERR_INVALID_STATE,
@@ -1120,7 +1153,8 @@ static rk_status_t connect_held(rk_actor_t *src, rk__k2k_t *sk, const char *sn,
                     "built (connect before activating)",
                     sk->gpu_resident ? sn : dn);
   held_t h = {0};
-  rk_status_t s = connect_who(&h, src, dst, dk, dn);
+  bool all_held = false;
+  rk_status_t s = connect_who(&h, src, dst, dk, dn, &all_held);
   if (s != RK_OK) {
     free(h.a);
     return s;
@@ -1140,8 +1174,11 @@ static rk_status_t connect_held(rk_actor_t *src, rk__k2k_t *sk, const char *sn,
                    "new sender is wired into an empty one (activate it to "
                    "take them first)",
                    dn, (unsigned long long)left, left == 1 ? "" : "s");
-    else
+    else {
+      if (all_held && dk->inbox && dk->inbox->links > dk->senders_in)
+        inbox_compact(dk);
       s = link_add(sk, sn, port, dk, dn);
+    }
   }
   while (n > 0) rk__actor_quiet_end(h.a[--n]);
   free(h.a);

@@ -679,6 +679,47 @@ static void test_fan_in_running(void) {
         "t: count %d (want 43), disorder %d, sum %d", rt.count, rt.disorder,
         rt.sum);
   printf("  senders held quiet, terminated and destroyed ones let go\n");
+  /* Shares of removed links come back: an inbox of two slots takes two
+   * new senders after its first one was unwired. */
+  rk_actor_t *tiny = launch("sink", 2), *x = launch("stage", 16);
+  rk_actor_t *y = launch("stage", 16), *z = launch("stage", 16);
+  CHECK_OK(rk_actor_connect(x, 0, tiny));
+  CHECK_OK(rk_actor_activate(tiny));
+  CHECK_OK(rk_actor_activate(x));
+  feed(x, 0, 2, RK_SEND_QUEUED);
+  CHECK(wait_count(tiny, 2).count == 2, "tiny has not taken x's 2");
+  CHECK_OK(rk_actor_deactivate(x));
+  CHECK_OK(rk_actor_disconnect(x, 0, tiny));
+  CHECK_OK(rk_actor_deactivate(tiny));
+  CHECK_OK(rk_actor_connect(y, 0, tiny));
+  CHECK_OK(rk_actor_connect(z, 0, tiny));
+  CHECK_OK(rk_actor_activate(tiny));
+  CHECK_OK(rk_actor_activate(y));
+  CHECK_OK(rk_actor_activate(z));
+  int got_y = 0, got_z = 0;
+  for (uint32_t i = 1; i <= 20; ++i) {
+    tok_t ty = {2, i, 1}, tz = {3, i, 1};
+    ack_t r1, r2;
+    const uint64_t before = (uint64_t)query(tiny).count;
+    CHECK_OK(rk_actor_call(y, &ty, sizeof ty, &r1, sizeof r1,
+                           RK_TIMEOUT_INFINITE, NULL));
+    CHECK_OK(rk_actor_call(z, &tz, sizeof tz, &r2, sizeof r2,
+                           RK_TIMEOUT_INFINITE, NULL));
+    got_y += r1.r == RK_SEND_QUEUED;
+    got_z += r2.r == RK_SEND_QUEUED;
+    wait_count(tiny, (int)before + (r1.r == RK_SEND_QUEUED) +
+                         (r2.r == RK_SEND_QUEUED));
+  }
+  const ack_t rn = query(tiny);
+  CHECK(got_y == 20 && got_z == 20 && rn.count == 42 && rn.disorder == 0,
+        "two senders into an inbox of two after an unwiring: %d and %d of 20 "
+        "queued, count %d (want 42), disorder %d",
+        got_y, got_z, rn.count, rn.disorder);
+  printf("  an unwired link's share taken by a new sender\n");
+  stop(x);
+  stop(y);
+  stop(z);
+  stop(tiny);
   stop(a);
   stop(b);
   stop(s);
