@@ -11,9 +11,9 @@
  * are in multi-thread mode: a progress thread turns them (spinning for
  * spin_us after activity, then sleeping on an epoll set of their event
  * descriptors), user threads send directly and, while they wait for an
- * answer, turn them themselves for spin_us (the control worker once in
- * kCtrlEvery turns) so that an answer that comes quickly is handled on
- * the waiting thread.
+ * answer, turn them themselves for spin_us (the control worker at most
+ * once a millisecond: ctrl_due) so that an answer that comes quickly is
+ * handled on the waiting thread.
  *
  * Requests (owner side). The REQ callback writes the payload straight into
  * the exported actor's input ring with rk_actor_send (timeout 0); a full
@@ -423,6 +423,8 @@ struct rk_cluster {
    * one (a driver that stopped turning: a long handler, a stopped or
    * abandoned worker). */
   _Atomic uint64_t turns;
+  /* When a driver last turned the control worker (rk__now_ns; ctrl_due). */
+  _Atomic uint64_t ctrl_at;
   /* User threads asleep waiting for an answer (hwait), which only the
    * progress thread will bring: it does not linger aside meanwhile. */
   _Atomic uint32_t sleepers;
@@ -983,10 +985,28 @@ static void links_due(rk_cluster_t *c) {
 }
 
 /* How often a driver (a waiting caller, an exported actor's worker) turns
- * the control worker: once in kCtrlEvery of its turns. The control worker
- * carries joins and introductions and watches peers over the network
- * (a system call per turn); the progress thread turns it every time. */
+ * the control worker: it looks once in kCtrlEvery of its turns, and turns
+ * it when CTRL_GAP_NS have passed since a driver last did. The control
+ * worker carries joins and introductions and watches peers over the
+ * network: its endpoints are over TCP, and each of its turns polls every
+ * TCP interface it uses (an epoll_wait each: loopback and the network
+ * device). The peers' workers poll no TCP unless their messages go over
+ * it (UCX turns an interface on only for the endpoints that use it). A
+ * count of turns alone would bound nothing: an idle driver's turn takes
+ * ~100 ns, so 128 of them made tens of thousands of control turns a
+ * second per spinning thread. The progress thread turns it every time. */
 enum { kCtrlEvery = 128 };
+#define CTRL_GAP_NS 1000000ull
+
+/* Whether a driver's turn `t` turns the control worker too. */
+static bool ctrl_due(rk_cluster_t *c, uint64_t t) {
+  if (t % kCtrlEvery) return false;
+  const uint64_t now = rk__now_ns();
+  uint64_t at = atomic_load_explicit(&c->ctrl_at, memory_order_relaxed);
+  return now - at >= CTRL_GAP_NS &&
+         atomic_compare_exchange_strong_explicit(
+             &c->ctrl_at, &at, now, memory_order_relaxed, memory_order_relaxed);
+}
 
 /* One turn of every peer's worker (not those of peers gone), and of the
  * control worker when `ctrl`. */
@@ -1017,11 +1037,11 @@ static bool arm_workers(rk_cluster_t *c) {
 }
 
 /* One turn of the workers from any thread; a driver's (`driver`) turns
- * the control worker once in kCtrlEvery. */
+ * the control worker when it is due (ctrl_due). */
 static unsigned pump_as(rk_cluster_t *c, bool driver) {
   const uint64_t t =
       atomic_fetch_add_explicit(&c->turns, 1, memory_order_relaxed);
-  unsigned n = turn_workers(c, !driver || t % kCtrlEvery == 0);
+  unsigned n = turn_workers(c, !driver || ctrl_due(c, t));
   n += flush_handles(c, false);
   outbox_drain(c);
   fail_broken(c);
@@ -2835,7 +2855,7 @@ static unsigned drive_turn(void *user) {
    * should not wait for a turn of the workers (a system call per turn
    * where UCX polls a TCP interface). */
   unsigned n = forward_all(c);
-  n += turn_workers(c, t % kCtrlEvery == 0);
+  n += turn_workers(c, ctrl_due(c, t));
   n += flush_handles(c, false);
   outbox_drain(c);
   fail_broken(c);
