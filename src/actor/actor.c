@@ -171,8 +171,9 @@ struct rk_actor {
    * deactivate, terminate and a restart run one at a time; the state a
    * fresh restart starts from; traditional mode's device faults. */
   pthread_mutex_t ctl_lock;
-  void *fresh_state;                    /* state_size bytes; NULL: zeroes */
-  uint64_t trad_faults;                 /* atomic */
+  bool quiet_relaunch;  /* rk__actor_quiet_begin took the driver's role */
+  void *fresh_state;    /* state_size bytes; NULL: zeroes */
+  uint64_t trad_faults; /* atomic */
   int32_t trad_last_fault, trad_inject; /* atomic */
 };
 
@@ -2541,13 +2542,18 @@ rk_status_t rk__actor_quiet_begin(rk_actor_t *a, bool stopped_ok) {
     nanosleep(&ts, NULL);
   }
   /* A relaunch caller may run a batch of its own (rk__relaunch_hold):
-   * whoever runs one holds the role, and none runs until quiet_end. */
-  if (a->relaunch) rk__relaunch_lock(a->relaunch);
+   * whoever runs one holds the role, and none runs until quiet_end. A
+   * terminated actor runs none, and one being destroyed may have let its
+   * driver go already (release() frees it before the actor leaves the
+   * receivers' senders lists, which rk_actor_connect walks). */
+  a->quiet_relaunch = a->relaunch && st != RK_ACTOR_TERMINATED;
+  if (a->quiet_relaunch) rk__relaunch_lock(a->relaunch);
   return RK_OK;
 }
 
 void rk__actor_quiet_end(rk_actor_t *a) {
-  if (a->relaunch) rk__relaunch_unlock(a->relaunch);
+  if (a->quiet_relaunch) rk__relaunch_unlock(a->relaunch);
+  a->quiet_relaunch = false;
   pthread_mutex_unlock(&a->ctl_lock);
 }
 const char *rk__actor_handler_name(const rk_actor_t *a) {

@@ -6,6 +6,7 @@
  * write and poll their channels) or by relaunch. Every message must be
  * handled exactly once and in order per (sender, receiver) pair. */
 #define RK_TEST_IMPLEMENTATION
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -453,7 +454,7 @@ static void test_wiring_running(void) {
   CHECK_OK(rk_actor_activate(a));
   feed(a, 0, 5, RK_SEND_QUEUED);
   CHECK_STATUS(rk_actor_connect(a, 0, s2), RK_ERR_INVALID_STATE);
-  CHECK_ERROR_HAS("is ACTIVE");
+  CHECK_ERROR_HAS("is active");
   /* kN requests queued; deactivated while the worker takes them. */
   for (int i = 1; i <= kN; ++i) {
     tok_t t = {1, (uint32_t)i, i};
@@ -506,7 +507,7 @@ static void test_wiring_running(void) {
     rk_actor_t *b = launch("stage", 1024);
     CHECK_OK(rk_actor_deactivate(s2));
     CHECK_STATUS(rk_actor_connect(b, 0, s2), RK_ERR_INVALID_STATE);
-    CHECK_ERROR_HAS("takes messages from 'stage', which is ACTIVE");
+    CHECK_ERROR_HAS("takes messages from 'stage', which is active");
     /* A receiver that has run, with no sender yet, takes a first one. */
     rk_actor_t *s3 = launch("sink", 1024);
     CHECK_OK(rk_actor_activate(s3));
@@ -592,11 +593,11 @@ static void test_fan_in_running(void) {
   CHECK_OK(rk_actor_activate(a));
   feed(a, 0, 20, RK_SEND_QUEUED);
   CHECK_STATUS(rk_actor_connect(b, 0, s), RK_ERR_INVALID_STATE);
-  CHECK_ERROR_HAS("'sink' is ACTIVE");
+  CHECK_ERROR_HAS("'sink' is active");
   CHECK(wait_count(s, 20).count == 20, "s has not seen a's first 20");
   CHECK_OK(rk_actor_deactivate(s));
   CHECK_STATUS(rk_actor_connect(b, 0, s), RK_ERR_INVALID_STATE);
-  CHECK_ERROR_HAS("takes messages from 'stage', which is ACTIVE");
+  CHECK_ERROR_HAS("takes messages from 'stage', which is active");
   /* a runs on into the quiet s (its inbox fills), then stops with requests
    * still queued: s's leftover messages refuse the new sender. */
   for (int i = 1; i <= kN; ++i) {
@@ -610,7 +611,7 @@ static void test_fan_in_running(void) {
   }
   CHECK_OK(rk_actor_deactivate(a));
   CHECK_STATUS(rk_actor_connect(b, 0, s), RK_ERR_INVALID_STATE);
-  CHECK_ERROR_HAS("messages in its inbox");
+  CHECK_ERROR_HAS("in its inbox; a new sender is wired into an empty one");
   /* That refusal held a quiet: what it has sent stays. */
   const uint64_t sent_a = k2k_stats(a).sent;
   CHECK_OK(rk_actor_activate(s));
@@ -651,7 +652,7 @@ static void test_fan_in_running(void) {
   CHECK_OK(rk_actor_activate(c));
   feed(c, 0, 3, RK_SEND_QUEUED);
   CHECK_STATUS(rk_actor_connect(d, 0, t), RK_ERR_INVALID_STATE);
-  CHECK_ERROR_HAS("takes messages from 'stage', which is ACTIVE");
+  CHECK_ERROR_HAS("takes messages from 'stage', which is active");
   CHECK_OK(rk_actor_deactivate(c));
   CHECK_STATUS(rk_actor_connect(d, 0, t), RK_ERR_INVALID_STATE);
   CHECK_ERROR_HAS("'sink' has 3 messages in its inbox");
@@ -725,6 +726,75 @@ static void test_fan_in_running(void) {
   stop(s);
   stop(d);
   stop(e);
+  stop(t);
+}
+
+/* Wiring into a receiver while another thread destroys its senders: a
+ * connect holds every sender of the receiver, and one being destroyed
+ * leaves the receiver's senders only when the connect is done with it.
+ * Each connect succeeds or is refused with a reason (a sender caught
+ * terminating); nothing is used after it is freed (the sanitizer runs
+ * check that), and the senders left count exactly. */
+enum { kDoomed = 4 };
+typedef struct {
+  rk_actor_t *s[kDoomed];
+  int done; /* atomic */
+} doomed_t;
+
+static void *destroy_all(void *arg) {
+  doomed_t *d = arg;
+  for (int i = 0; i < kDoomed; ++i) rk_actor_destroy(d->s[i]);
+  __atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+static void test_wiring_while_destroying(void) {
+  rk_actor_t *t = launch("sink", 64), *x[kDoomed];
+  doomed_t d = {{0}, 0};
+  for (int i = 0; i < kDoomed; ++i) {
+    d.s[i] = launch("stage", 16);
+    x[i] = launch("stage", 16);
+    CHECK_OK(rk_actor_connect(d.s[i], 0, t));
+  }
+  pthread_t th;
+  if (pthread_create(&th, NULL, destroy_all, &d) != 0) {
+    CHECK(false, "pthread_create failed");
+    return;
+  }
+  /* Wiring and unwiring over and over while the senders go. */
+  int rounds = 0, refused = 0;
+  while (!__atomic_load_n(&d.done, __ATOMIC_ACQUIRE)) {
+    rk_actor_t *a = x[rounds % kDoomed];
+    const rk_status_t st = rk_actor_connect(a, 0, t);
+    if (st == RK_OK) {
+      CHECK_OK(rk_actor_disconnect(a, 0, t));
+    } else {
+      refused++;
+      const char *why = rk_last_error();
+      CHECK(st == RK_ERR_INVALID_STATE &&
+                (strstr(why, "which is terminating") ||
+                 strstr(why, "is terminating; deactivate it first")),
+            "connect while a sender goes: %s (%s)", rk_status_name(st), why);
+    }
+    rounds++;
+  }
+  pthread_join(th, NULL);
+  CHECK(k2k_stats(t).senders_in == 0, "t has %u senders after they went",
+        k2k_stats(t).senders_in);
+  for (int i = 0; i < kDoomed; ++i) CHECK_OK(rk_actor_connect(x[i], 0, t));
+  CHECK_OK(rk_actor_activate(t));
+  for (int i = 0; i < kDoomed; ++i) {
+    CHECK_OK(rk_actor_activate(x[i]));
+    feed(x[i], (uint32_t)i, 5, RK_SEND_QUEUED);
+  }
+  const ack_t r = wait_count(t, 5 * kDoomed);
+  CHECK(r.count == 5 * kDoomed && r.disorder == 0, "t: count %d (want %d)",
+        r.count, 5 * kDoomed);
+  printf(
+      "  wired while its senders were destroyed: %d connects, %d "
+      "refused\n",
+      rounds, refused);
+  for (int i = 0; i < kDoomed; ++i) stop(x[i]);
   stop(t);
 }
 
@@ -1047,6 +1117,8 @@ int main(int argc, char **argv) {
      * its kernel reads its wiring once (test_wiring_running). */
     actor_test_watch("fan-in into a running receiver", 60);
     test_fan_in_running();
+    actor_test_watch("wiring while senders go", 60);
+    test_wiring_while_destroying();
   }
   actor_test_watch("receiver gone", 60);
   test_receiver_gone();
