@@ -10,6 +10,11 @@ what the scenario expects.
                     kernels directory): each entry's kind and parameters
   select            `rk select add 1000 --json`: each candidate says whether
                     its rates were measured
+  bench             `rk bench --json --quick`: on cpu alone, every figure
+                    there with p10 <= p50 <= p90; on every backend (cuda
+                    pointed at a library that does not exist), each kind
+                    in order, cuda not available with its reason, every
+                    backend that opened measured without error
 """
 import json
 import os
@@ -118,6 +123,48 @@ def select(rk):
               "no profile: no candidate measured", doc)
 
 
+FIGURES = ["launch_us", "call_us", "traditional_call_us", "stream_msgs_per_s"]
+
+
+def bench_entry_ok(b, doc):
+    check(b["ok"] is True and "error" not in b, "%s measured" % b["backend"],
+          doc)
+    check(isinstance(b["device"], str) and b["device"],
+          "%s names its device" % b["backend"], doc)
+    check(b["persistent_execution"] in ("resident", "relaunch"),
+          "%s: how its persistent actor runs" % b["backend"], doc)
+    for f in FIGURES:
+        v = b[f]
+        check(isinstance(v, dict) and 0 < v["p10"] <= v["p50"] <= v["p90"],
+              "%s: %s has 0 < p10 <= p50 <= p90" % (b["backend"], f), doc)
+
+
+def bench(rk):
+    doc = run_json([rk, "bench", "--backend", "cpu", "--quick", "--rounds",
+                    "2", "--json"])
+    check(doc["benchmark"] == "rk bench" and doc["rounds"] == 2 and
+          doc["quick"] is True and doc["window"] == 64, "the run's header",
+          doc)
+    check([b["backend"] for b in doc["backends"]] == ["cpu"],
+          "--backend cpu: cpu alone", doc)
+    check(doc["backends"][0]["available"] is True, "cpu available", doc)
+    bench_entry_ok(doc["backends"][0], doc)
+    os.environ["RK_CUDA_LIB"] = "/nonexistent/libcuda.so.1"
+    doc = run_json([rk, "bench", "--quick", "--rounds", "1", "--json"])
+    names = [b["backend"] for b in doc["backends"]]
+    check(names == [k for k in KINDS if k in names] and "cpu" in names and
+          "cuda" in names, "every kind built in, in order", doc)
+    for b in doc["backends"]:
+        if b["backend"] == "cuda":
+            check(b["available"] is False and "libcuda" in b["reason"],
+                  "cuda not available, with its reason", doc)
+        elif b["available"]:
+            bench_entry_ok(b, doc)
+        else:
+            check(isinstance(b["reason"], str) and b["reason"],
+                  "%s: why not available" % b["backend"], doc)
+
+
 def main():
     scenario, rk = sys.argv[1], sys.argv[2]
     if scenario == "version":
@@ -126,6 +173,8 @@ def main():
         transpile_list(rk, sys.argv[3])
     elif scenario == "select":
         select(rk)
+    elif scenario == "bench":
+        bench(rk)
     else:
         sys.exit("unknown scenario %s" % scenario)
     print("%s: passed" % scenario)

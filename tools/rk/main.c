@@ -15,7 +15,7 @@
 static const tool_command_t *const kCommands[] = {
     &tool_cmd_devices, &tool_cmd_demo,      &tool_cmd_transpile,
     &tool_cmd_select,  &tool_cmd_calibrate, &tool_cmd_cache,
-    &tool_cmd_version, &tool_cmd_cluster,
+    &tool_cmd_version, &tool_cmd_cluster,   &tool_cmd_bench,
 };
 enum { kCommandCount = sizeof kCommands / sizeof kCommands[0] };
 

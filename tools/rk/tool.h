@@ -44,6 +44,7 @@ extern const tool_command_t tool_cmd_calibrate;
 extern const tool_command_t tool_cmd_cache;
 extern const tool_command_t tool_cmd_version;
 extern const tool_command_t tool_cmd_cluster;
+extern const tool_command_t tool_cmd_bench;
 
 /* `rk demo` without a subcommand (demo_actors.c): runs and prints the
  * actor comparison on `backend`. Returns a TOOL_EXIT_* code. */
