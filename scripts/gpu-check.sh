@@ -21,9 +21,9 @@
 #      suite waits without deadlines, so a device side that never answers
 #      holds it until ctest's limit); then the others in parallel;
 #   4. runs bench/backends/bench_cuda in full (--json for the table);
-#   5. runs `rk demo --backend cuda`, `rk demo saxpy --backend cuda` and
-#      `rk demo halo --backend cuda --json` (tiles as relaunch actors, then
-#      resident);
+#   5. runs `rk demo --backend cuda`, `rk demo saxpy --backend cuda`,
+#      `rk bench --backend cuda --quick` and `rk demo halo --backend cuda
+#      --json` (tiles as relaunch actors, then resident);
 #   5b. with the time left, runs `bench_k2k --backend cuda --quick` (a K2K
 #      hop between two resident actor kernels, and messages/s), then the
 #      same with RK_K2K_MAPPED_CHANNELS=1 (channels in mapped host memory),
@@ -619,6 +619,16 @@ if [ -x "$rk" ]; then
     else
       echo "not run: out of time"
     fi
+    # The command-line benchmark (a launch, actor calls, messages/s) on
+    # cuda alone, quickly: the figures a user of an installed rk sees.
+    lim5=$(step_limit 30 10)
+    echo "\$ rk bench --backend cuda --quick   (up to $lim5 s)"
+    if [ "$lim5" -ge 10 ]; then
+      limited "$lim5" "$rk" bench --backend cuda --quick 2>&1
+      echo "exit $?"
+    else
+      echo "not run: out of time"
+    fi
     # Tile actors exchanging halos through K2K, against the stencil
     # kernel: as relaunch actors (host-forwarded halos), then resident
     # (the tile kernels write and poll their channels themselves).
@@ -645,7 +655,7 @@ if [ -x "$rk" ]; then
   } > "$out/demo.txt"
   cat "$out/demo.txt"
   demo_rcs=$(sed -n 's/^exit \([0-9]*\)$/\1/p' "$out/demo.txt" | tr '\n' ' ')
-  if [ "$demo_rcs" = "0 0 0 0 " ]; then
+  if [ "$demo_rcs" = "0 0 0 0 0 " ]; then
     demo_status="ok"
   elif grep -q '^not run: out of time' "$out/demo.txt"; then
     demo_status="not run (out of time; exits: $demo_rcs)"
