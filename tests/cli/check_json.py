@@ -143,8 +143,9 @@ def bench(rk):
     doc = run_json([rk, "bench", "--backend", "cpu", "--quick", "--rounds",
                     "2", "--json"])
     check(doc["benchmark"] == "rk bench" and doc["rounds"] == 2 and
-          doc["quick"] is True and doc["window"] == 64, "the run's header",
-          doc)
+          doc["quick"] is True and doc["window"] == 64 and
+          (doc["others_cpu_pct"] is None or
+           0 <= doc["others_cpu_pct"] <= 100), "the run's header", doc)
     check([b["backend"] for b in doc["backends"]] == ["cpu"],
           "--backend cpu: cpu alone", doc)
     check(doc["backends"][0]["available"] is True, "cpu available", doc)

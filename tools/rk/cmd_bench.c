@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "rk/rk.h"
 #include "tool.h"
@@ -81,6 +83,43 @@ typedef struct {
   rk_actor_execution_t execution;
   figure_t launch_us, call_us, trad_us, stream_mps;
 } bench_backend_t;
+
+/* The machine's CPU time so far (/proc/stat: every CPU, busy), and this
+ * process's: what other processes took during the rounds is the
+ * difference, as the bench/ programs report it. */
+typedef struct {
+  bool ok;
+  double busy_s, self_s, wall_s;
+} cpu_use_t;
+
+static cpu_use_t cpu_use(void) {
+  cpu_use_t c = {false, 0, 0, tool_now_seconds()};
+  struct timespec ts;
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0)
+    c.self_s = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+  FILE *f = fopen("/proc/stat", "r");
+  if (!f) return c;
+  unsigned long long v[7] = {0};
+  const int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+                       &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]);
+  fclose(f);
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (n < 7 || hz <= 0) return c;
+  c.busy_s = (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / (double)hz;
+  c.ok = true;
+  return c;
+}
+
+/* Percent of the machine's CPUs that other processes used between a and
+ * b; negative when unknown (no /proc/stat). */
+static double others_pct(const cpu_use_t *a, const cpu_use_t *b) {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const double wall = b->wall_s - a->wall_s;
+  if (!a->ok || !b->ok || cpus <= 0 || wall <= 0) return -1;
+  double others = (b->busy_s - a->busy_s) - (b->self_s - a->self_s);
+  if (others < 0) others = 0;
+  return 100 * others / (wall * (double)cpus);
+}
 
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
@@ -218,10 +257,10 @@ static bool measure_calls(bench_backend_t *b, rk_actor_t *a, int n,
     const ping_t q = {++b->seq, 0};
     ping_t r;
     const double t0 = tool_now_seconds();
-    if (failed(b,
-               rk_actor_call(a, &q, sizeof q, &r, sizeof r, 10000000000ull,
-                             NULL),
-               "a call"))
+    if (failed(
+            b,
+            rk_actor_call(a, &q, sizeof q, &r, sizeof r, 10000000000ull, NULL),
+            "a call"))
       return false;
     samples[i] = (tool_now_seconds() - t0) * 1e6;
     if (!check_answer(b, &r, q.seq)) return false;
@@ -235,8 +274,8 @@ static bool measure_stream(bench_backend_t *b, int n, double *out) {
   uint32_t next = first; /* the next request's number */
   const double t0 = tool_now_seconds();
   for (int done = 0; done < n; ++done) {
-    while (next - first < (uint32_t)n && next - first - (uint32_t)done <
-                                             (uint32_t)kWindow) {
+    while (next - first < (uint32_t)n &&
+           next - first - (uint32_t)done < (uint32_t)kWindow) {
       const ping_t q = {next, 0};
       if (failed(b, rk_actor_send(b->pers, &q, sizeof q, 10000000000ull, NULL),
                  "a send"))
@@ -244,8 +283,7 @@ static bool measure_stream(bench_backend_t *b, int n, double *out) {
       next++;
     }
     ping_t r;
-    if (failed(b,
-               rk_actor_receive(b->pers, &r, sizeof r, 10000000000ull, NULL),
+    if (failed(b, rk_actor_receive(b->pers, &r, sizeof r, 10000000000ull, NULL),
                "a receive") ||
         !check_answer(b, &r, first + (uint32_t)done))
       return false;
@@ -289,9 +327,17 @@ static void cell(char *out, size_t cap, const figure_t *f, bool rate) {
     snprintf(out, cap, "%.3g us [%.3g-%.3g]", s[1], s[0], s[2]);
 }
 
-static void print_table(bench_backend_t *bs, int nb, int rounds) {
-  printf("rk bench: %d round%s; medians over rounds [p10-p90]\n\n", rounds,
+static void print_table(bench_backend_t *bs, int nb, int rounds,
+                        double others) {
+  printf("rk bench: %d round%s; medians over rounds [p10-p90]\n", rounds,
          rounds == 1 ? "" : "s");
+  if (others >= 0)
+    printf(
+        "other processes used %.0f%% of the machine's %ld CPUs during the "
+        "rounds%s\n",
+        others, sysconf(_SC_NPROCESSORS_ONLN),
+        others > 5 ? ": the figures are disturbed" : "");
+  printf("\n");
   printf("%-8s %-26s %-26s %-26s %s\n", "backend", "launch + synchronize",
          "actor call (persistent)", "actor call (traditional)",
          "actor messages (64 in flight)");
@@ -331,11 +377,14 @@ static void json_figure(FILE *out, const char *key, const figure_t *f) {
   fputc('}', out);
 }
 
-static void print_json(bench_backend_t *bs, int nb, int rounds, bool quick) {
+static void print_json(bench_backend_t *bs, int nb, int rounds, bool quick,
+                       double others) {
   printf("{\"benchmark\":\"rk bench\",\"rk_version\":");
   tool_json_string(stdout, rk_version());
-  printf(",\"rounds\":%d,\"quick\":%s,\"window\":%d,\"backends\":[", rounds,
-         quick ? "true" : "false", kWindow);
+  printf(",\"rounds\":%d,\"quick\":%s,\"window\":%d,\"others_cpu_pct\":",
+         rounds, quick ? "true" : "false", kWindow);
+  tool_json_number(stdout, others >= 0 ? others : NAN);
+  printf(",\"backends\":[");
   for (int i = 0; i < nb; ++i) {
     bench_backend_t *b = &bs[i];
     printf("%s{\"backend\":", i ? "," : "");
@@ -405,8 +454,8 @@ static int run(int argc, char **argv) {
     }
   }
   if (!rounds) rounds = quick ? 3 : 11;
-  const sizes_t z = quick ? (sizes_t){20, 50, 10, 500}
-                          : (sizes_t){200, 1000, 100, 20000};
+  const sizes_t z =
+      quick ? (sizes_t){20, 50, 10, 500} : (sizes_t){200, 1000, 100, 20000};
 
   /* Every backend built in, or the one named; "all" is every one. */
   static const rk_backend_kind_t kAll[kKinds] = {
@@ -454,22 +503,24 @@ static int run(int argc, char **argv) {
     fprintf(stderr, "rk bench: out of memory\n");
     return TOOL_EXIT_FAILURE;
   }
+  const cpu_use_t before = cpu_use();
   for (int r = 0; r < rounds && usable; ++r) {
-    if (!json)
-      fprintf(stderr, "rk bench: round %d of %d\n", r + 1, rounds);
+    if (!json) fprintf(stderr, "rk bench: round %d of %d\n", r + 1, rounds);
     /* The order rotates: no backend always runs right after another. */
     for (int k = 0; k < nb; ++k) {
       bench_backend_t *b = &bs[(r + k) % nb];
       if (b->be) round_on(b, &z, scratch);
     }
   }
+  const cpu_use_t after = cpu_use();
+  const double others = others_pct(&before, &after);
   free(scratch);
   bool any_failed = false;
   for (int i = 0; i < nb; ++i) any_failed |= bs[i].be && bs[i].failed;
   if (json)
-    print_json(bs, nb, rounds, quick);
+    print_json(bs, nb, rounds, quick, others);
   else
-    print_table(bs, nb, rounds);
+    print_table(bs, nb, rounds, others);
   for (int i = 0; i < nb; ++i) teardown(&bs[i]);
   if (!usable && !any_failed) {
     fprintf(stderr, "rk bench: no backend could be opened\n");
@@ -505,7 +556,8 @@ static void help(FILE *out) {
       "  --quick         fewer and smaller rounds (seconds, not minutes)\n"
       "  --json          one JSON object: per backend, p10/p50/p90 of\n"
       "                  launch_us, call_us, traditional_call_us and\n"
-      "                  stream_msgs_per_s, or why it is not available\n"
+      "                  stream_msgs_per_s, or why it is not available;\n"
+      "                  others_cpu_pct: what other processes used\n"
       "\n"
       "Example:\n"
       "  rk bench --quick\n"
