@@ -111,14 +111,17 @@ static cpu_use_t cpu_use(void) {
 }
 
 /* Percent of the machine's CPUs that other processes used between a and
- * b; negative when unknown (no /proc/stat). */
+ * b; negative when unknown: no /proc/stat, or a span too short for its
+ * clock ticks (USER_HZ, 100 a second: under 0.5 s the count is mostly
+ * rounding). */
 static double others_pct(const cpu_use_t *a, const cpu_use_t *b) {
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   const double wall = b->wall_s - a->wall_s;
-  if (!a->ok || !b->ok || cpus <= 0 || wall <= 0) return -1;
+  if (!a->ok || !b->ok || cpus <= 0 || wall < 0.5) return -1;
   double others = (b->busy_s - a->busy_s) - (b->self_s - a->self_s);
   if (others < 0) others = 0;
-  return 100 * others / (wall * (double)cpus);
+  const double pct = 100 * others / (wall * (double)cpus);
+  return pct > 100 ? 100 : pct;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -557,7 +560,8 @@ static void help(FILE *out) {
       "  --json          one JSON object: per backend, p10/p50/p90 of\n"
       "                  launch_us, call_us, traditional_call_us and\n"
       "                  stream_msgs_per_s, or why it is not available;\n"
-      "                  others_cpu_pct: what other processes used\n"
+      "                  others_cpu_pct: what other processes used (null\n"
+      "                  for a run under half a second)\n"
       "\n"
       "Example:\n"
       "  rk bench --quick\n"
