@@ -457,6 +457,10 @@ static int run(int argc, char **argv) {
     }
   }
   if (!rounds) rounds = quick ? 3 : 11;
+  /* RK_BACKEND names the backend every rk command uses; --backend wins. */
+  const char *env = getenv("RK_BACKEND");
+  const bool from_env = !backend_name && env && *env && strcmp(env, "auto");
+  if (from_env) backend_name = env;
   const sizes_t z =
       quick ? (sizes_t){20, 50, 10, 500} : (sizes_t){200, 1000, 100, 20000};
 
@@ -473,8 +477,9 @@ static int run(int argc, char **argv) {
     if (rk_backend_kind_from_name(backend_name, &kind) != RK_OK ||
         kind == RK_BACKEND_AUTO)
       return tool_usage_error("bench",
-                              "--backend '%s': not one of cpu, cuda, metal, "
+                              "%s '%s': not one of cpu, cuda, metal, "
                               "webgpu, opencl, all",
+                              from_env ? "RK_BACKEND" : "--backend",
                               backend_name);
     bs[nb++].kind = kind;
   } else {
@@ -553,8 +558,9 @@ static void help(FILE *out) {
       "\n"
       "Options:\n"
       "  --backend NAME  only this backend (cpu, cuda, metal, webgpu,\n"
-      "                  opencl); all (the default): every one built in, a\n"
-      "                  backend that does not open shown with the reason\n"
+      "                  opencl); all: every one built in, a backend that\n"
+      "                  does not open shown with the reason. Default: the\n"
+      "                  one RK_BACKEND names, else all\n"
       "  --rounds N      rounds, 1 to 101 (default 11; --quick: 3)\n"
       "  --quick         fewer and smaller rounds (seconds, not minutes)\n"
       "  --json          one JSON object: per backend, p10/p50/p90 of\n"
