@@ -143,9 +143,11 @@ typedef enum rk_actor_execution {
   RK_ACTOR_EXEC_RESIDENT = 0, /* persistent: a resident device side */
   RK_ACTOR_EXEC_RELAUNCH,     /* persistent, emulated: one launch per batch */
   RK_ACTOR_EXEC_PER_REQUEST,  /* traditional: one launch per request */
+  RK_ACTOR_EXEC_REMOTE,       /* in another process: a proxy (rk/cluster.h,
+                               * rk_cluster_lookup_actor) */
 } rk_actor_execution_t;
 
-/* "resident", "relaunch", "per-request"; "unknown" otherwise. */
+/* "resident", "relaunch", "per-request", "remote"; "unknown" otherwise. */
 const char *rk_actor_execution_name(rk_actor_execution_t execution);
 
 /* Why a supervised actor restarted or failed (rk/supervisor.h). */

@@ -260,6 +260,43 @@ rk_status_t rk_cluster_connect(rk_actor_t *src, uint32_t port,
  * not be blocked on it. NULL is ignored. */
 void rk_remote_actor_release(rk_remote_actor_t *actor);
 
+/* The remote actor as an rk_actor_t: the same lookup as rk_cluster_lookup,
+ * and the handle it finds wrapped in a proxy that the functions of
+ * rk/actor.h take, so code written for local actors runs unchanged on a
+ * remote one:
+ *
+ *   rk_actor_t *tile;
+ *   rk_cluster_lookup_actor(c, "tile/3", 1000000000, &tile);
+ *   rk_actor_call(tile, &q, sizeof q, &r, sizeof r, timeout, NULL);
+ *   rk_actor_destroy(tile);  // releases the handle, not the remote actor
+ *
+ * On a proxy: rk_actor_send, rk_actor_receive, rk_actor_call,
+ * rk_actor_send_batch (consecutive correlation ids, taken at once) and
+ * rk_actor_receive_batch behave as the rk_remote_actor_* functions above
+ * (window, statuses, clocks); rk_actor_state as rk_remote_actor_state;
+ * rk_actor_stats gives the proxy's own counts (state, sent, dropped_sends,
+ * output_depth: answers waiting to be received; input_capacity: the
+ * window; the sizes; execution RK_ACTOR_EXEC_REMOTE, mode PERSISTENT) and
+ * zeroes for what only the owner knows (processed, latency, ...);
+ * rk_actor_name gives the exported name; rk_actor_link(local, proxy) is
+ * rk_cluster_link and rk_actor_unlink rk_cluster_unlink;
+ * rk_actor_connect(src, port, proxy) is rk_cluster_connect (the proxy is
+ * the port's from then on, as the handle there); rk_actor_destroy releases
+ * the handle as rk_remote_actor_release (threads must not be blocked on
+ * it). Everything that only the owning process can do -- activate,
+ * deactivate, terminate, supervise, register, export, the remote actor's
+ * own ports, zero-copy receive -- is RK_ERR_UNIMPLEMENTED, rk_last_error()
+ * naming the actor, its member and what to do instead. Errors of the
+ * lookup as rk_cluster_lookup. */
+rk_status_t rk_cluster_lookup_actor(rk_cluster_t *cluster, const char *name,
+                                    uint64_t timeout_ns,
+                                    rk_actor_t **out_actor);
+
+/* The remote handle of a proxy from rk_cluster_lookup_actor (owned by the
+ * proxy: do not release it), for what only a handle has
+ * (rk_remote_actor_info); NULL for an actor of this process. */
+rk_remote_actor_t *rk_actor_remote(const rk_actor_t *actor);
+
 #ifdef __cplusplus
 }
 #endif

@@ -92,6 +92,9 @@ struct rk_actor {
   rk_function_t *batch_function; /* rk_batch_<handler>, relaunch only */
   rk_actor_mode_t mode;
   rk_actor_execution_t execution;
+  /* A proxy for an actor in another process (actor_internal.h): nothing
+   * else here is set, and every entry point forwards. */
+  struct rk_remote_actor *remote;
   bool external;  /* no device side: a test drives it */
   uint32_t state; /* rk_actor_state_t; atomic */
   uint32_t in_size, out_size, state_size;
@@ -211,6 +214,8 @@ const char *rk_actor_execution_name(rk_actor_execution_t execution) {
       return "relaunch";
     case RK_ACTOR_EXEC_PER_REQUEST:
       return "per-request";
+    case RK_ACTOR_EXEC_REMOTE:
+      return "remote";
   }
   return "unknown";
 }
@@ -872,6 +877,10 @@ static void release(rk_actor_t *a) {
 
 void rk_actor_destroy(rk_actor_t *actor) {
   if (!actor) return;
+  if (actor->remote) {
+    rk__proxy_destroy(actor);
+    return;
+  }
   /* Out of its group, its links and the registry first: nothing starts
    * a restart or finds it by name from here on. The hooks before them:
    * a cluster withdraws its exports of the actor and its remote links. */
@@ -910,8 +919,29 @@ void rk_actor_destroy(rk_actor_t *actor) {
 }
 
 rk_actor_state_t rk_actor_state(const rk_actor_t *actor) {
+  if (actor && actor->remote) return rk__proxy_state(actor);
   return actor ? get_state(actor) : RK_ACTOR_FAILED;
 }
+
+/* ---- Proxies (actor_internal.h) ------------------------------------------ */
+
+rk_status_t rk__actor_proxy_new(struct rk_remote_actor *remote,
+                                rk_actor_t **out_actor) {
+  rk_actor_t *a = aligned_alloc(RK_ABI_LINE, round_line(sizeof *a));
+  if (!a) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor proxy");
+  memset(a, 0, sizeof *a);
+  a->remote = remote;
+  a->mode = RK_ACTOR_PERSISTENT;
+  a->execution = RK_ACTOR_EXEC_REMOTE;
+  *out_actor = a;
+  return RK_OK;
+}
+
+struct rk_remote_actor *rk__actor_remote(const rk_actor_t *actor) {
+  return actor ? actor->remote : NULL;
+}
+
+void rk__actor_proxy_free(rk_actor_t *actor) { free(actor); }
 
 /* ---- Latency ------------------------------------------------------------- */
 
@@ -1538,6 +1568,8 @@ static void trace_actor_args(rk__trace_event_t *e, const traced_actor_t *t,
 
 rk_status_t rk_actor_send(rk_actor_t *actor, const void *request, size_t size,
                           uint64_t timeout_ns, uint64_t *out_correlation_id) {
+  if (actor && actor->remote)
+    return rk__proxy_send(actor, request, size, timeout_ns, out_correlation_id);
   if (!rk__trace_on())
     return actor_send(actor, request, size, timeout_ns, out_correlation_id);
   uint64_t id = 0;
@@ -1735,6 +1767,8 @@ static rk_status_t actor_receive(rk_actor_t *actor, void *response,
 rk_status_t rk_actor_receive(rk_actor_t *actor, void *response, size_t capacity,
                              uint64_t timeout_ns,
                              rk_actor_message_t *out_info) {
+  if (actor && actor->remote)
+    return rk__proxy_receive(actor, response, capacity, timeout_ns, out_info);
   if (!rk__trace_on())
     return actor_receive(actor, response, capacity, timeout_ns, out_info);
   rk_actor_message_t info;
@@ -1760,6 +1794,9 @@ rk_status_t rk_actor_send_batch(rk_actor_t *actor, const void *requests,
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_send_batch: actor and requests are required");
   if (count == 0) return RK_OK;
+  if (actor->remote)
+    return rk__proxy_send_batch(actor, requests, size, count, timeout_ns,
+                                out_sent, out_first_id);
   RK_RETURN_IF_ERROR(check_send(actor, requests, size, "actor_send_batch"));
   if (count > UINT32_MAX)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
@@ -1836,6 +1873,9 @@ rk_status_t rk_actor_receive_batch(rk_actor_t *actor, void *responses,
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_receive_batch: actor, out_infos, out_count and a "
                     "max of at least 1 are required");
+  if (actor->remote)
+    return rk__proxy_receive_batch(actor, responses, capacity, max, timeout_ns,
+                                   out_infos, out_count);
   if (!responses || capacity / max < actor->out_size)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_receive_batch: %zu bytes cannot hold %zu responses "
@@ -2068,6 +2108,9 @@ static rk_status_t actor_call(rk_actor_t *actor, const void *request,
 rk_status_t rk_actor_call(rk_actor_t *actor, const void *request,
                           size_t request_size, void *response, size_t capacity,
                           uint64_t timeout_ns, rk_actor_message_t *out_info) {
+  if (actor && actor->remote)
+    return rk__proxy_call(actor, request, request_size, response, capacity,
+                          timeout_ns, out_info);
   if (!rk__trace_on())
     return actor_call(actor, request, request_size, response, capacity,
                       timeout_ns, out_info);
@@ -2160,6 +2203,7 @@ rk_status_t rk_actor_receive_lend(rk_actor_t *actor, size_t max,
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_receive_lend: actor, out_loan and a max of at "
                     "least 1 are required");
+  if (actor->remote) return rk__proxy_refuse(actor, "actor_receive_lend");
   if (holds_loan(actor)) return loan_held("actor_receive_lend");
   bool counted = false;
   limit_t limit = limit_of(timeout_ns, 0);
@@ -2221,6 +2265,7 @@ rk_status_t rk_actor_stats(rk_actor_t *actor, rk_actor_stats_t *out_stats) {
   if (!actor || !out_stats)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_stats: actor and out_stats are required");
+  if (actor->remote) return rk__proxy_stats(actor, out_stats);
   rk_actor_stats_t st;
   memset(&st, 0, sizeof st);
   const rk_abi_control_t *c = actor->control;
@@ -2287,6 +2332,7 @@ rk_abi_control_t *rk__actor_control(rk_actor_t *actor) {
 /* Control requests and a restart, one at a time (ctl_lock). */
 rk_status_t rk_actor_activate(rk_actor_t *actor) {
   if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
+  if (actor->remote) return rk__proxy_refuse(actor, "actor_activate");
   pthread_mutex_lock(&actor->ctl_lock);
   rk_status_t s = actor_activate(actor);
   pthread_mutex_unlock(&actor->ctl_lock);
@@ -2295,6 +2341,7 @@ rk_status_t rk_actor_activate(rk_actor_t *actor) {
 
 rk_status_t rk_actor_deactivate(rk_actor_t *actor) {
   if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
+  if (actor->remote) return rk__proxy_refuse(actor, "actor_deactivate");
   pthread_mutex_lock(&actor->ctl_lock);
   rk_status_t s = actor_deactivate(actor);
   pthread_mutex_unlock(&actor->ctl_lock);
@@ -2303,6 +2350,7 @@ rk_status_t rk_actor_deactivate(rk_actor_t *actor) {
 
 rk_status_t rk_actor_terminate(rk_actor_t *actor, uint64_t timeout_ns) {
   if (!actor) return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor is NULL");
+  if (actor->remote) return rk__proxy_refuse(actor, "actor_terminate");
   pthread_mutex_lock(&actor->ctl_lock);
   rk_status_t s = actor_terminate(actor, timeout_ns);
   pthread_mutex_unlock(&actor->ctl_lock);

@@ -131,4 +131,43 @@ bool rk__actor_offer_idle_work(rk_actor_t *actor, rk__idle_work_t *work);
  * Never from inside the work. */
 void rk__actor_withdraw_idle_work(rk_actor_t *actor, rk__idle_work_t *work);
 
+/* ---- Proxies: remote actors as rk_actor_t (rk_cluster_lookup_actor) ----
+ *
+ * A proxy is an rk_actor_t that stands for a remote handle (rk/cluster.h)
+ * and owns it: every public entry point that takes an rk_actor_t asks
+ * rk__actor_remote first and, for a proxy, forwards to cluster/proxy.c
+ * (which maps the call onto the remote handle or refuses it with a
+ * reason). A proxy has none of an actor's own state. */
+struct rk_remote_actor;
+rk_status_t rk__actor_proxy_new(struct rk_remote_actor *remote,
+                                rk_actor_t **out_actor);
+/* The remote handle of a proxy; NULL for an actor of this process (and
+ * for NULL). */
+struct rk_remote_actor *rk__actor_remote(const rk_actor_t *actor);
+/* Frees the proxy itself (its handle is released by the caller). */
+void rk__actor_proxy_free(rk_actor_t *actor);
+
+/* cluster/proxy.c: the proxy's side of each entry point. */
+rk_status_t rk__proxy_refuse(const rk_actor_t *actor, const char *what);
+rk_status_t rk__proxy_send(rk_actor_t *actor, const void *request, size_t size,
+                           uint64_t timeout_ns, uint64_t *out_correlation_id);
+rk_status_t rk__proxy_receive(rk_actor_t *actor, void *response,
+                              size_t capacity, uint64_t timeout_ns,
+                              rk_actor_message_t *out_info);
+rk_status_t rk__proxy_call(rk_actor_t *actor, const void *request,
+                           size_t request_size, void *response, size_t capacity,
+                           uint64_t timeout_ns, rk_actor_message_t *out_info);
+rk_status_t rk__proxy_send_batch(rk_actor_t *actor, const void *requests,
+                                 size_t size, size_t count, uint64_t timeout_ns,
+                                 size_t *out_sent, uint64_t *out_first_id);
+rk_status_t rk__proxy_receive_batch(rk_actor_t *actor, void *responses,
+                                    size_t capacity, size_t max,
+                                    uint64_t timeout_ns,
+                                    rk_actor_message_t *out_infos,
+                                    size_t *out_count);
+rk_actor_state_t rk__proxy_state(const rk_actor_t *actor);
+rk_status_t rk__proxy_stats(rk_actor_t *actor, rk_actor_stats_t *out_stats);
+rk_status_t rk__proxy_name(const rk_actor_t *actor, char *buf, size_t capacity);
+void rk__proxy_destroy(rk_actor_t *actor);
+
 #endif /* RK_ACTOR_ACTOR_INTERNAL_H_ */

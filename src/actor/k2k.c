@@ -12,6 +12,7 @@
 #include "base/ring.h"
 #include "base/sys.h"
 #include "hal/actor_hal.h"
+#include "rk/cluster.h"
 
 #define LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -1013,6 +1014,7 @@ rk_status_t rk_actor_port(const rk_actor_t *actor, const char *name,
   if (!actor || !name || !out_port)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_port: actor, name and out_port are required");
+  if (rk__actor_remote(actor)) return rk__proxy_refuse(actor, "actor_port");
   const rk__k2k_t *k = rk__actor_k2k(actor);
   char known[256] = "";
   size_t used = 0;
@@ -1189,6 +1191,10 @@ rk_status_t rk_actor_connect(rk_actor_t *src, uint32_t port, rk_actor_t *dst) {
   if (!src || !dst)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_connect: src and dst are required");
+  if (rk__actor_remote(src)) return rk__proxy_refuse(src, "actor_connect");
+  /* A port to an actor in another process: through the cluster. */
+  if (rk__actor_remote(dst))
+    return rk_cluster_connect(src, port, rk__actor_remote(dst));
   const char *sn = rk__actor_handler_name(src);
   const char *dn = rk__actor_handler_name(dst);
   rk_actor_t *both[2] = {src, dst};
@@ -1251,6 +1257,9 @@ rk_status_t rk_actor_disconnect(rk_actor_t *src, uint32_t port,
   if (!src || !dst)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_disconnect: src and dst are required");
+  if (rk__actor_remote(src) || rk__actor_remote(dst))
+    return rk__proxy_refuse(rk__actor_remote(src) ? src : dst,
+                            "actor_disconnect");
   const char *sn = rk__actor_handler_name(src);
   const char *dn = rk__actor_handler_name(dst);
   if (rk__actor_mode(src) != RK_ACTOR_PERSISTENT ||
@@ -1318,6 +1327,8 @@ rk_status_t rk_actor_k2k_stats(rk_actor_t *actor,
   if (!actor || !out_stats)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_k2k_stats: actor and out_stats are required");
+  if (rk__actor_remote(actor))
+    return rk__proxy_refuse(actor, "actor_k2k_stats");
   rk__k2k_stats(rk__actor_k2k(actor), out_stats);
   return RK_OK;
 }

@@ -75,6 +75,7 @@ static void remove_entry(entry_t *e) {
 rk_status_t rk_actor_register(rk_actor_t *actor, const char *name) {
   if (!actor)
     return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor_register: actor is NULL");
+  if (rk__actor_remote(actor)) return rk__proxy_refuse(actor, "actor_register");
   RK_RETURN_IF_ERROR(check_name("actor_register", name));
   rk_status_t s = RK_OK;
   pthread_mutex_lock(&g_lock);
@@ -112,6 +113,8 @@ rk_status_t rk_actor_register(rk_actor_t *actor, const char *name) {
 rk_status_t rk_actor_unregister(rk_actor_t *actor) {
   if (!actor)
     return rk__fail(RK_ERR_INVALID_ARGUMENT, "actor_unregister: actor is NULL");
+  if (rk__actor_remote(actor))
+    return rk__proxy_refuse(actor, "actor_unregister");
   pthread_mutex_lock(&g_lock);
   entry_t *e = by_actor(actor);
   if (e) remove_entry(e);
@@ -141,6 +144,7 @@ rk_status_t rk_actor_name(const rk_actor_t *actor, char *buf, size_t capacity) {
   if (!actor || !buf)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_name: actor and buf are required");
+  if (rk__actor_remote(actor)) return rk__proxy_name(actor, buf, capacity);
   rk_status_t s = RK_OK;
   pthread_mutex_lock(&g_lock);
   const entry_t *e = by_actor(actor);

@@ -27,6 +27,7 @@
 #include "actor/actor_internal.h"
 #include "base/error.h"
 #include "base/sys.h"
+#include "rk/cluster.h"
 #include "rk/supervisor.h"
 
 enum {
@@ -484,6 +485,7 @@ rk_status_t rk_supervisor_add(rk_supervisor_t *g, rk_actor_t *actor) {
   if (!g || !actor)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "supervisor_add: supervisor and actor are required");
+  if (rk__actor_remote(actor)) return rk__proxy_refuse(actor, "supervisor_add");
   if (!running(actor))
     return rk__fail(RK_ERR_INVALID_STATE, "supervisor_add: the actor is %s",
                     rk_actor_state_name(rk_actor_state(actor)));
@@ -542,6 +544,8 @@ void rk_supervisor_destroy(rk_supervisor_t *g) {
 
 rk_status_t rk_actor_supervise(rk_actor_t *actor,
                                const rk_supervisor_options_t *options) {
+  if (rk__actor_remote(actor))
+    return rk__proxy_refuse(actor, "actor_supervise");
   rk_supervisor_t *g = NULL;
   RK_RETURN_IF_ERROR(rk_supervisor_create(options, &g));
   g->owned = true;
@@ -554,6 +558,11 @@ rk_status_t rk_actor_link(rk_actor_t *a, rk_actor_t *b) {
   if (!a || !b || a == b)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_link: two different actors are required");
+  /* A remote one: the link goes through its cluster (both ways too). */
+  if (rk__actor_remote(a) && rk__actor_remote(b))
+    return rk__proxy_refuse(a, "actor_link");
+  if (rk__actor_remote(a)) return rk_cluster_link(rk__actor_remote(a), b);
+  if (rk__actor_remote(b)) return rk_cluster_link(rk__actor_remote(b), a);
   pthread_mutex_lock(&g_lock);
   rk_status_t s = RK_OK;
   if (linked(a, b)) {
@@ -595,6 +604,10 @@ rk_status_t rk_actor_unlink(rk_actor_t *a, rk_actor_t *b) {
   if (!a || !b)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_unlink: two actors are required");
+  if (rk__actor_remote(a) && rk__actor_remote(b))
+    return rk__fail(RK_ERR_NOT_FOUND, "actor_unlink: not linked");
+  if (rk__actor_remote(a)) return rk_cluster_unlink(rk__actor_remote(a), b);
+  if (rk__actor_remote(b)) return rk_cluster_unlink(rk__actor_remote(b), a);
   pthread_mutex_lock(&g_lock);
   const bool was = unlink_locked(a, b);
   pthread_mutex_unlock(&g_lock);

@@ -259,6 +259,8 @@ struct rk_remote_actor {
   /* A port's handle: answers that returned window room, and for how many
    * messages (under mu). */
   uint64_t credit_answers, credited;
+  /* Requests posted, and sends refused or failed (under mu). */
+  uint64_t sent, dropped;
   /* Sends that go out together (REQS, see out_flush): while `coalesce_at`
    * or more requests are on their way or in the remote actor
    * (`unanswered`, under mu), a send is added to `obuf` (nbuf records of
@@ -2288,7 +2290,8 @@ static unsigned forward_once(export_t *e) {
 
 static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
                                 size_t size, wait_limit_t *limit,
-                                uint64_t *out_id, waiter_t *w);
+                                uint64_t fixed_id, uint64_t *out_id,
+                                waiter_t *w);
 static bool stopped(const rk_remote_actor_t *h);
 static void drop_bridges(rk_cluster_t *c, const rk_remote_actor_t *h);
 
@@ -2308,7 +2311,7 @@ static unsigned bridge_once(bridge_t *b) {
     char *saved = rk__error_save();
     wait_limit_t now = limit_lazy(0);
     const rk_status_t s = post_request(h, rk__k2k_inbox_payload(b->k, sent),
-                                       h->request_size, &now, NULL, NULL);
+                                       h->request_size, &now, 0, NULL, NULL);
     rk__error_restore(saved);
     if (s != RK_OK) break;
     sent++;
@@ -3836,6 +3839,7 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
   /* On top of the registry: no actor means the one registered as `name`,
    * no name the actor's registered one. */
   char registered[RK_ACTOR_NAME_MAX + 1];
+  if (rk__actor_remote(actor)) return rk__proxy_refuse(actor, "cluster_export");
   if (c && !actor && name) {
     if (rk_actor_lookup(name, &actor) != RK_OK)
       return rk__fail(RK_ERR_NOT_FOUND, "cluster: export: %s", rk_last_error());
@@ -4303,9 +4307,13 @@ static bool has_credit(rk_remote_actor_t *h, void *arg) {
   return h->outstanding < h->window;
 }
 
+/* One request on the handle, waiting for window room up to the limit.
+ * Its correlation id is fixed_id when not 0 (one of a batch's, taken
+ * before), else the handle's next. */
 static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
                                 size_t size, wait_limit_t *limit,
-                                uint64_t *out_id, waiter_t *w) {
+                                uint64_t fixed_id, uint64_t *out_id,
+                                waiter_t *w) {
   rk_cluster_t *c = h->c;
   if (size != h->request_size)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
@@ -4315,6 +4323,7 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
   pthread_mutex_lock(&h->mu);
   if (stopped(h)) {
     rk_status_t s = stopped_error(h, "send refused");
+    h->dropped++;
     pthread_mutex_unlock(&h->mu);
     return s;
   }
@@ -4327,11 +4336,13 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
                    h->window);
     else
       s = stopped_error(h, "send refused");
+    h->dropped++;
     pthread_mutex_unlock(&h->mu);
     return s;
   }
-  uint64_t id = ++h->next_id;
+  const uint64_t id = fixed_id ? fixed_id : ++h->next_id;
   h->outstanding++;
+  h->sent++; /* taken back if the post fails */
   if (w) {
     w->id = id;
     w->next = h->waiters;
@@ -4388,6 +4399,8 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
       *pp = w->next;
     }
     if (stopped(h)) s = stopped_error(h, "send refused");
+    h->sent--;
+    h->dropped++;
     pthread_mutex_unlock(&h->mu);
     return s;
   }
@@ -4399,7 +4412,7 @@ rk_status_t rk_remote_actor_send(rk_remote_actor_t *h, const void *request,
                                  size_t size, uint64_t timeout_ns,
                                  uint64_t *out_id) {
   wait_limit_t limit = limit_lazy(timeout_ns);
-  return post_request(h, request, size, &limit, out_id, NULL);
+  return post_request(h, request, size, &limit, 0, out_id, NULL);
 }
 
 static rk_status_t answer_status(rk_status_t s, const rk_actor_message_t *info,
@@ -4507,7 +4520,8 @@ rk_status_t rk_remote_actor_call(rk_remote_actor_t *h, const void *request,
   memset(&w, 0, sizeof w);
   w.buffer = response;
   w.capacity = capacity;
-  RK_RETURN_IF_ERROR(post_request(h, request, request_size, &limit, NULL, &w));
+  RK_RETURN_IF_ERROR(
+      post_request(h, request, request_size, &limit, 0, NULL, &w));
   pthread_mutex_lock(&h->mu);
   rk_status_t s = hwait(h, waiter_done, &w, &limit);
   waiter_t **pp = &h->waiters;
@@ -4551,6 +4565,7 @@ rk_status_t rk_cluster_link(rk_remote_actor_t *h, rk_actor_t *local) {
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "cluster_link: a remote handle and a local actor are "
                     "required");
+  if (rk__actor_remote(local)) return rk__proxy_refuse(local, "cluster_link");
   rk_cluster_t *c = h->c;
   rk_status_t s = RK_OK;
   pthread_mutex_lock(&c->links_mu);
@@ -4620,6 +4635,7 @@ rk_status_t rk_cluster_connect(rk_actor_t *src, uint32_t port,
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "cluster_connect: a local actor and a remote handle are "
                     "required");
+  if (rk__actor_remote(src)) return rk__proxy_refuse(src, "cluster_connect");
   rk_cluster_t *c = h->c;
   rk__k2k_t *k;
   RK_RETURN_IF_ERROR(
@@ -4696,6 +4712,60 @@ void rk_remote_actor_release(rk_remote_actor_t *h) {
   pthread_mutex_lock(&h->mu);
   pthread_mutex_unlock(&h->mu);
   free_handle(h);
+}
+
+/* ---- for proxies (cluster_internal.h) ---------------------------------- */
+
+rk_status_t rk__remote_actor_send_batch(rk_remote_actor_t *h,
+                                        const void *requests, size_t size,
+                                        size_t count, uint64_t timeout_ns,
+                                        size_t *out_sent,
+                                        uint64_t *out_first_id) {
+  *out_sent = 0;
+  if (size != h->request_size)
+    return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                    "remote actor: requests of %zu bytes; the handler takes "
+                    "%zu",
+                    size, h->request_size);
+  /* The batch's ids first, all at once: consecutive whatever other
+   * threads send meanwhile. */
+  pthread_mutex_lock(&h->mu);
+  const uint64_t first = h->next_id + 1;
+  h->next_id += count;
+  pthread_mutex_unlock(&h->mu);
+  if (out_first_id) *out_first_id = first;
+  /* One deadline for the whole batch, from its first wait. */
+  wait_limit_t limit = limit_lazy(timeout_ns);
+  const unsigned char *p = requests;
+  for (size_t i = 0; i < count; ++i) {
+    const rk_status_t s =
+        post_request(h, p + i * size, size, &limit, first + i, NULL, NULL);
+    if (s != RK_OK) {
+      /* The ids left over were never sent: counted as dropped (the one
+       * that failed is already). */
+      pthread_mutex_lock(&h->mu);
+      h->dropped += count - i - 1;
+      pthread_mutex_unlock(&h->mu);
+      return s;
+    }
+    *out_sent = i + 1;
+  }
+  return RK_OK;
+}
+
+void rk__remote_actor_counts(rk_remote_actor_t *h, uint64_t *out_sent,
+                             uint64_t *out_dropped, uint64_t *out_waiting) {
+  pthread_mutex_lock(&h->mu);
+  *out_sent = h->sent;
+  *out_dropped = h->dropped;
+  uint64_t n = 0;
+  for (const answer_t *a = h->rq; a; a = a->next) ++n;
+  *out_waiting = n;
+  pthread_mutex_unlock(&h->mu);
+}
+
+const char *rk__remote_actor_name(const rk_remote_actor_t *h) {
+  return h->name;
 }
 
 /* ---- test hooks (cluster_internal.h) ----------------------------------- */

@@ -2,6 +2,7 @@
 #ifndef RK_CLUSTER_CLUSTER_INTERNAL_H_
 #define RK_CLUSTER_CLUSTER_INTERNAL_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rk/cluster.h"
@@ -22,6 +23,21 @@ void rk__remote_actor_credits(rk_remote_actor_t *actor, uint64_t *out_answers,
 void rk__remote_actor_sends(rk_remote_actor_t *actor, uint32_t *out_buffered,
                             uint32_t *out_unanswered, uint64_t *out_batches,
                             uint64_t *out_batched);
+
+/* For proxies (rk_cluster_lookup_actor, cluster/proxy.c). A batch of
+ * `count` requests with consecutive correlation ids from *out_first_id
+ * (taken at once), posted in order; *out_sent: how many went. */
+rk_status_t rk__remote_actor_send_batch(rk_remote_actor_t *actor,
+                                        const void *requests, size_t size,
+                                        size_t count, uint64_t timeout_ns,
+                                        size_t *out_sent,
+                                        uint64_t *out_first_id);
+/* Requests posted, sends refused or failed, answers waiting to be
+ * received. */
+void rk__remote_actor_counts(rk_remote_actor_t *actor, uint64_t *out_sent,
+                             uint64_t *out_dropped, uint64_t *out_waiting);
+/* The name the remote actor is exported as. */
+const char *rk__remote_actor_name(const rk_remote_actor_t *actor);
 
 /* An MPI cluster: MPI_Barrier over its ranks (for tests); RK_ERR_
  * INVALID_STATE when the cluster was not formed by MPI. */

@@ -151,6 +151,30 @@ void rk__remote_actor_sends(rk_remote_actor_t *r, uint32_t *out_buffered,
   *out_batches = *out_batched = 0;
 }
 
+rk_status_t rk__remote_actor_send_batch(rk_remote_actor_t *a, const void *q,
+                                        size_t n, size_t k, uint64_t t,
+                                        size_t *out_sent, uint64_t *out_first) {
+  (void)a;
+  (void)q;
+  (void)n;
+  (void)k;
+  (void)t;
+  *out_sent = 0;
+  if (out_first) *out_first = 0;
+  return unavailable();
+}
+
+void rk__remote_actor_counts(rk_remote_actor_t *a, uint64_t *out_sent,
+                             uint64_t *out_dropped, uint64_t *out_waiting) {
+  (void)a;
+  *out_sent = *out_dropped = *out_waiting = 0;
+}
+
+const char *rk__remote_actor_name(const rk_remote_actor_t *a) {
+  (void)a;
+  return "";
+}
+
 rk_status_t rk_cluster_mpi_available(const char **out_version) {
   if (out_version) *out_version = NULL;
   return unavailable();
