@@ -23,6 +23,11 @@
  *   rk_cluster_lookup(c, "tile/3", 1000000000, &h);
  *   rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, timeout, NULL);
  *   rk_remote_actor_release(h);
+ *   // or as an rk_actor_t, for rk/actor.h's own functions:
+ *   rk_actor_t *a;
+ *   rk_cluster_lookup_actor(c, "tile/3", 1000000000, &a);
+ *   rk_actor_call(a, &q, sizeof q, &r, sizeof r, timeout, NULL);
+ *   rk_actor_destroy(a);
  *   rk_cluster_destroy(c);
  *
  * Topology: the process that listens is the hub; every other process
