@@ -160,7 +160,13 @@ rk_status_t rk_cluster_wait_peers(rk_cluster_t *cluster, size_t count,
  * from its output ring: local code may still rk_actor_call the actor, but
  * rk_actor_receive on an exported actor competes with the cluster for
  * responses (a response to a local rk_actor_send may be taken and counted
- * as dropped). An actor has one export at a time: each export's
+ * as dropped). An actor exported while it is not active (persistent,
+ * launched with auto_activate = false or deactivated) takes remote K2K
+ * ports' messages (rk_cluster_connect) in its K2K inbox, through one link
+ * wired as rk_actor_connect wires a sender: only when its local senders
+ * are not active either and its inbox is empty; otherwise, and for an
+ * actor exported while active, they go into its input ring. An actor has
+ * one export at a time: each export's
  * forwarder takes the actor's responses, so a second would take the
  * first's answers. Errors: RK_ERR_INVALID_ARGUMENT (a name in use, an
  * actor exported already, bad name). */
@@ -243,14 +249,16 @@ rk_status_t rk_cluster_link(rk_remote_actor_t *remote, rk_actor_t *local);
 rk_status_t rk_cluster_unlink(rk_remote_actor_t *remote, rk_actor_t *local);
 
 /* Remote K2K ports: wires output port `port` of the local actor `src`
- * (persistent, not yet activated; see rk/actor_k2k.h) to the remote actor:
+ * (persistent, not active: launched with auto_activate = false, or
+ * deactivated; see rk/actor_k2k.h) to the remote actor:
  * each message its handler sends there (rk_send / rk_try_send) is handled
  * by the remote handler exactly once while the owner lives, in the order
  * sent; its response is dropped. The port's credit is a local bridge
  * inbox of 64 messages (RK_SEND_FULL when it is full), emptied by this
  * member's progress thread while the handle has window room. On the owner
  * the messages go into the remote actor's K2K inbox with a link's credit
- * when it was exported before it was activated (its input ring otherwise):
+ * when it was exported while not active (launched, or deactivated; see
+ * rk_cluster_export), its input ring otherwise:
  * a full remote inbox holds up the window, then the bridge. The handle is
  * the port's from then on: answers on it are dropped, so do not call or
  * receive on it (look the name up again for a handle of your own). When

@@ -1101,7 +1101,8 @@ static int cmp_addr(const void *x, const void *y) {
  * ingress writing into a receiver that has run. */
 static rk_status_t connect_who(held_t *h, rk_actor_t *src, rk_actor_t *dst,
                                rk__k2k_t *dk, const char *dn, bool *all_held) {
-  RK_RETURN_IF_ERROR(held_add(h, src));
+  /* No src: a sender with no actor (a cluster's ingress), not fed yet. */
+  if (src) RK_RETURN_IF_ERROR(held_add(h, src));
   RK_RETURN_IF_ERROR(held_add(h, dst));
   *all_held = false;
   if (dk->gpu_resident) return RK_OK; /* every link a channel of its own */
@@ -1310,14 +1311,27 @@ rk_status_t rk__k2k_bridge_connect(rk_actor_t *src, uint32_t port,
                     "that talk to actors are persistent",
                     sn);
   const rk_actor_state_t st = rk_actor_state(src);
-  if (st != RK_ACTOR_LAUNCHED)
+  if (st != RK_ACTOR_LAUNCHED && st != RK_ACTOR_DEACTIVATED)
     return rk__fail(RK_ERR_INVALID_STATE,
                     "cluster_connect: '%s' is %s; connect it before "
-                    "activating it (launch with auto_activate = false)",
+                    "activating it (launch with auto_activate = false), or "
+                    "deactivate it first (rk_actor_deactivate)",
                     sn, rk_actor_state_name(st));
+  rk__k2k_t *sk = rk__actor_k2k(src);
+  if (st == RK_ACTOR_DEACTIVATED && sk->gpu_resident)
+    return rk__fail(RK_ERR_UNIMPLEMENTED,
+                    "cluster_connect: '%s' is resident on a GPU, whose kernel "
+                    "reads its wiring once: wiring it after activation is not "
+                    "built (connect before activating)",
+                    sn);
+  /* The bridge is a receiver of its own: only the sender is held (its
+   * handler runs no send while its port gets the link). */
   pthread_mutex_lock(&g_wiring);
-  const rk_status_t s =
-      link_add(rk__actor_k2k(src), sn, port, bridge, dst_name);
+  rk_status_t s = rk__actor_quiet_begin(src, false);
+  if (s == RK_OK) {
+    s = link_add(sk, sn, port, bridge, dst_name);
+    rk__actor_quiet_end(src);
+  }
   pthread_mutex_unlock(&g_wiring);
   return s;
 }
@@ -1345,10 +1359,10 @@ rk_status_t rk__k2k_ingress_create(rk_actor_t *dst, rk__k2k_t **out) {
     return rk__fail(RK_ERR_INVALID_STATE,
                     "K2K ingress: '%s' is in traditional mode", dn);
   const rk_actor_state_t st = rk_actor_state(dst);
-  if (st != RK_ACTOR_LAUNCHED)
+  if (st != RK_ACTOR_LAUNCHED && st != RK_ACTOR_DEACTIVATED)
     return rk__fail(RK_ERR_INVALID_STATE,
-                    "K2K ingress: '%s' is %s; wire it before activating it", dn,
-                    rk_actor_state_name(st));
+                    "K2K ingress: '%s' is %s; wire it while it is not active",
+                    dn, rk_actor_state_name(st));
   rk__k2k_t *d = rk__actor_k2k(dst);
   if (!d) return rk__fail(RK_ERR_INVALID_STATE, "K2K ingress: no K2K state");
   rk__k2k_t *k =
@@ -1367,8 +1381,12 @@ rk_status_t rk__k2k_ingress_create(rk_actor_t *dst, rk__k2k_t **out) {
     k2k_free(k);
     return rk__fail(RK_ERR_OUT_OF_MEMORY, "K2K ingress");
   }
+  /* A new sender into dst's inbox, as rk_actor_connect adds one: dst and
+   * its other senders held quiet, the inbox empty (the shares change).
+   * The ingress itself is not fed yet. */
   pthread_mutex_lock(&g_wiring);
-  const rk_status_t s = link_add(k, "remote ports", 0, d, dn);
+  const rk_status_t s = connect_held(NULL, k, "remote ports", 0, dst, d, dn,
+                                     st == RK_ACTOR_DEACTIVATED);
   pthread_mutex_unlock(&g_wiring);
   if (s != RK_OK) {
     rk__k2k_release(k);

@@ -155,14 +155,16 @@ void rk__k2k_stats(const rk__k2k_t *k, rk_actor_k2k_stats_t *out);
  * releases it with rk__k2k_release. No wake-up: the owner polls. */
 rk_status_t rk__k2k_bridge_create(uint32_t in_size, uint32_t capacity,
                                   rk__k2k_t **out);
-/* Wires port `port` of `src` (persistent, not yet activated) to it. */
+/* Wires port `port` of `src` (persistent, launched or deactivated: held
+ * quiet meanwhile) to it. */
 rk_status_t rk__k2k_bridge_connect(rk_actor_t *src, uint32_t port,
                                    rk__k2k_t *bridge, const char *dst_name);
 
 /* ---- Ingress (the cluster's remote ports, arriving) ---------------------- */
 
-/* A sender with no actor: one port wired to `dst`'s inbox (persistent, not
- * yet activated, as for rk_actor_connect), so that messages from remote
+/* A sender with no actor: one port wired to `dst`'s inbox (persistent,
+ * launched or deactivated, its other senders not active and its inbox
+ * empty, as for rk_actor_connect), so that messages from remote
  * ports reach dst's handler through its K2K inbox with a link's credit,
  * exactly as a local port's. Fed by one host thread at a time (the
  * cluster, under its export's lock); released with rk__k2k_release. */

@@ -3912,7 +3912,11 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
                     "name per actor; rk_cluster_unexport it first)",
                     other);
   }
-  if (!taken && rk_actor_state(actor) == RK_ACTOR_LAUNCHED &&
+  /* Remote ports' messages into its K2K inbox: a new sender there, wired
+   * as rk_actor_connect wires one (the actor not active, nor its other
+   * senders, and its inbox empty); otherwise into its input ring. */
+  const rk_actor_state_t ast = rk_actor_state(actor);
+  if (!taken && (ast == RK_ACTOR_LAUNCHED || ast == RK_ACTOR_DEACTIVATED) &&
       rk__actor_mode(actor) == RK_ACTOR_PERSISTENT) {
     char *saved = rk__error_save();
     if (rk__k2k_ingress_create(actor, &e->ingress) != RK_OK) e->ingress = NULL;

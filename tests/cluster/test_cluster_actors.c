@@ -337,25 +337,54 @@ static int role_sink(const char *addr, const char *name) {
   return 0;
 }
 
-/* Exports an add_one as px/add and a K2K sink as px/sink (before its
- * activation: remote ports reach its inbox), for the proxies. */
+typedef struct proxy_box {
+  rk_cluster_t *c;
+  rk_actor_t *sink, *flag;
+  uint64_t n; /* digits read so far */
+} proxy_box_t;
+
+/* "<n>k": exactly n messages came through the sink's K2K inbox, from one
+ * sender (the cluster's link): says so by exporting px/inbox-ok. */
+static void proxy_cmd(char b, void *user) {
+  proxy_box_t *box = user;
+  if (b >= '0' && b <= '9') {
+    box->n = box->n * 10 + (uint64_t)(b - '0');
+    return;
+  }
+  rk_actor_k2k_stats_t ks;
+  if (b == 'k' && rk_actor_k2k_stats(box->sink, &ks) == RK_OK) {
+    printf(
+        "  px/sink: K2K inbox: %u sender(s) in, %llu received (%llu "
+        "expected)\n",
+        ks.senders_in, (unsigned long long)ks.received,
+        (unsigned long long)box->n);
+    fflush(stdout);
+    if (ks.senders_in == 1 && ks.received == box->n && ks.received_errors == 0)
+      (void)rk_cluster_export(box->c, box->flag, "px/inbox-ok");
+  }
+  box->n = 0;
+}
+
+/* Exports an add_one as px/add and a K2K sink as px/sink, the sink after
+ * it ran and was deactivated (remote ports still reach its inbox), for the
+ * proxies. */
 static int role_proxy(const char *addr, const char *name) {
   g_ctx = cpu_context();
   rk_actor_t *add = launch();
-  rk_actor_options_t o;
-  rk_actor_options_init(&o);
-  o.auto_activate = false;
   rk_actor_t *sink = NULL;
-  EXPECT(rk_actor_launch(g_ctx, kK2kSource, "sink", &o, &sink) == RK_OK, 60,
+  EXPECT(rk_actor_launch(g_ctx, kK2kSource, "sink", NULL, &sink) == RK_OK, 60,
          "launch sink");
   rk_cluster_t *c = member_join(addr, name);
   EXPECT(rk_cluster_export(c, add, "px/add") == RK_OK, 61, "export add");
-  EXPECT(rk_cluster_export(c, sink, "px/sink") == RK_OK, 62, "export sink");
-  EXPECT(rk_actor_activate(sink) == RK_OK, 63, "activate sink");
-  serve(c, NULL, NULL);
+  EXPECT(rk_actor_deactivate(sink) == RK_OK, 62, "deactivate sink");
+  EXPECT(rk_cluster_export(c, sink, "px/sink") == RK_OK, 63, "export sink");
+  EXPECT(rk_actor_activate(sink) == RK_OK, 64, "activate sink");
+  proxy_box_t box = {c, sink, launch(), 0};
+  serve(c, proxy_cmd, &box);
   rk_cluster_destroy(c);
   rk_actor_destroy(add);
   rk_actor_destroy(sink);
+  rk_actor_destroy(box.flag);
   return 0;
 }
 
@@ -977,16 +1006,17 @@ static void test_proxy(rk_cluster_t *c) {
         rk_actor_state_name(rk_actor_state(add)));
 
   /* A local port wired to the remote sink: rk_actor_connect. */
-  rk_actor_options_t o;
-  rk_actor_options_init(&o);
-  o.auto_activate = false;
   rk_actor_t *stage = NULL;
-  CHECK_OK(rk_actor_launch(g_ctx, kK2kSource, "stage", &o, &stage));
+  CHECK_OK(rk_actor_launch(g_ctx, kK2kSource, "stage", NULL, &stage));
   rk_actor_t *sinkport = find_actor(c, "px/sink");
   rk_actor_t *sinkq = find_actor(c, "px/sink");
   CHECK(sinkport && sinkq, "px/sink twice");
   enum { kTokens = 200 };
   if (stage && sinkport && sinkq) {
+    /* Wired as a local port is: while the sender is not active. */
+    CHECK_STATUS(rk_actor_connect(stage, 0, sinkport), RK_ERR_INVALID_STATE);
+    CHECK_ERROR_HAS("deactivate it first");
+    CHECK_OK(rk_actor_deactivate(stage));
     CHECK_OK(rk_actor_connect(stage, 0, sinkport));
     CHECK_OK(rk_actor_activate(stage));
     int sum = 0, refused = 0;
@@ -1022,6 +1052,14 @@ static void test_proxy(rk_cluster_t *c) {
           "the sink took %d tokens (sum %d, expected %d)", a.count, a.sum, sum);
     /* A refused token leaves a gap, which the sink counts as disorder. */
     CHECK(a.disorder <= refused, "%d out of order", a.disorder);
+    /* Exported after it ran (deactivated meanwhile), the sink took them
+     * in its K2K inbox, not its input ring. */
+    char cmd[32];
+    const int len = snprintf(cmd, sizeof cmd, "%dk", a.count);
+    CHECK(write(m.in, cmd, (size_t)len) == len, "command");
+    rk_actor_t *ok = find_actor(c, "px/inbox-ok");
+    CHECK(ok != NULL, "the port's messages came through px/sink's K2K inbox");
+    rk_actor_destroy(ok);
   }
   rk_actor_destroy(stage);
 
