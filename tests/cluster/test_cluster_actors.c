@@ -869,6 +869,22 @@ static rk_actor_t *find_actor(rk_cluster_t *c, const char *name) {
     CHECK_ERROR_HAS("'px/add' is a remote actor (member 'px')"); \
   } while (0)
 
+enum { kOtherSends = 200 };
+typedef struct sender {
+  rk_actor_t *a;
+  int failed;
+} sender_t;
+
+/* Plain sends on a proxy from a thread of its own (values 5000 on). */
+static void *send_some(void *arg) {
+  sender_t *s = arg;
+  for (int i = 0; i < kOtherSends; ++i) {
+    imsg_t q = {5000 + i};
+    if (rk_actor_send(s->a, &q, sizeof q, 10 * SEC, NULL) != RK_OK) ++s->failed;
+  }
+  return NULL;
+}
+
 /* The remote actor through rk/actor.h's own functions: a proxy. */
 static void test_proxy(rk_cluster_t *c) {
   rk_actor_t *none = (rk_actor_t *)&none;
@@ -949,6 +965,40 @@ static void test_proxy(rk_cluster_t *c) {
   CHECK(got == kN && wrong == 0, "receive_batch: %d answers, %d wrong", got,
         wrong);
 
+  /* A batch while another thread sends on the same proxy: its ids are
+   * still consecutive, and every answer comes once. */
+  sender_t other = {add, 0};
+  pthread_t t;
+  pthread_create(&t, NULL, send_some, &other);
+  for (int i = 0; i < kN; ++i) qs[i].v = 3000 + i;
+  CHECK_OK(
+      rk_actor_send_batch(add, qs, sizeof qs[0], kN, 10 * SEC, &sent, &first));
+  pthread_join(t, NULL);
+  CHECK(other.failed == 0, "the other thread's sends: %d failed", other.failed);
+  int batch = 0, others = 0;
+  wrong = 0;
+  while (batch + others < kN + kOtherSends) {
+    size_t k = 0;
+    if (!CHECK_OK(rk_actor_receive_batch(add, rs, sizeof rs, 64, 10 * SEC,
+                                         infos, &k)))
+      break;
+    for (size_t i = 0; i < k; ++i) {
+      const uint64_t id = infos[i].correlation_id;
+      if (rs[i].v > 3000 && rs[i].v <= 3000 + kN) {
+        /* One of the batch's: its id is first + its place. */
+        if (id != first + (uint64_t)(rs[i].v - 3001)) ++wrong;
+        ++batch;
+      } else {
+        if (id >= first && id < first + kN) ++wrong;
+        ++others;
+      }
+    }
+  }
+  CHECK(batch == kN && others == kOtherSends && wrong == 0,
+        "a batch beside another sender: %d of its answers, %d others, %d "
+        "with a wrong id",
+        batch, others, wrong);
+
   /* Stats: the proxy's own counts. */
   rk_actor_stats_t st;
   q.v = -3; /* the handler fails them */
@@ -961,7 +1011,7 @@ static void test_proxy(rk_cluster_t *c) {
   CHECK(st.execution == RK_ACTOR_EXEC_REMOTE && st.state == RK_ACTOR_ACTIVE,
         "stats: %s, %s", rk_actor_execution_name(st.execution),
         rk_actor_state_name(st.state));
-  CHECK(st.sent == 2 + 10 + kN + 3 && st.output_depth == 3 &&
+  CHECK(st.sent == 2 + 10 + 2 * kN + kOtherSends + 3 && st.output_depth == 3 &&
             st.request_size == sizeof(imsg_t) &&
             st.response_size == sizeof(imsg_t) && st.input_capacity > 0,
         "stats: sent %llu, %llu waiting, sizes %zu/%zu, window %llu",
