@@ -261,6 +261,9 @@ struct rk_remote_actor {
   uint64_t credit_answers, credited;
   /* Requests posted, and sends refused or failed (under mu). */
   uint64_t sent, dropped;
+  /* The rk_actor_t that wraps it (rk_cluster_lookup_actor), freed with it
+   * by rk_cluster_destroy. */
+  rk_actor_t *proxy;
   /* Sends that go out together (REQS, see out_flush): while `coalesce_at`
    * or more requests are on their way or in the remote actor
    * (`unanswered`, under mu), a send is added to `obuf` (nbuf records of
@@ -3607,7 +3610,10 @@ void rk_cluster_destroy(rk_cluster_t *c) {
     close_eps(c);
   }
   for (uint32_t i = 0; i < c->handle_cap; ++i)
-    if (c->handles[i]) free_handle(c->handles[i]);
+    if (c->handles[i]) {
+      if (c->handles[i]->proxy) rk__actor_proxy_free(c->handles[i]->proxy);
+      free_handle(c->handles[i]);
+    }
   free(c->handles);
   if (c->listener) c->u->ucp_listener_destroy(c->listener);
   if (c->worker) {
@@ -4770,6 +4776,10 @@ void rk__remote_actor_counts(rk_remote_actor_t *h, uint64_t *out_sent,
 
 const char *rk__remote_actor_name(const rk_remote_actor_t *h) {
   return h->name;
+}
+
+void rk__remote_actor_set_proxy(rk_remote_actor_t *h, rk_actor_t *proxy) {
+  h->proxy = proxy;
 }
 
 /* ---- test hooks (cluster_internal.h) ----------------------------------- */

@@ -38,6 +38,9 @@ void rk__remote_actor_counts(rk_remote_actor_t *actor, uint64_t *out_sent,
                              uint64_t *out_dropped, uint64_t *out_waiting);
 /* The name the remote actor is exported as. */
 const char *rk__remote_actor_name(const rk_remote_actor_t *actor);
+/* The proxy that wraps the handle: rk_cluster_destroy frees it with the
+ * handle. */
+void rk__remote_actor_set_proxy(rk_remote_actor_t *actor, rk_actor_t *proxy);
 
 /* An MPI cluster: MPI_Barrier over its ranks (for tests); RK_ERR_
  * INVALID_STATE when the cluster was not formed by MPI. */

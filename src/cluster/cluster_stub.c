@@ -175,6 +175,11 @@ const char *rk__remote_actor_name(const rk_remote_actor_t *a) {
   return "";
 }
 
+void rk__remote_actor_set_proxy(rk_remote_actor_t *a, rk_actor_t *p) {
+  (void)a;
+  (void)p;
+}
+
 rk_status_t rk_cluster_mpi_available(const char **out_version) {
   if (out_version) *out_version = NULL;
   return unavailable();

@@ -38,6 +38,7 @@ rk_status_t rk_cluster_lookup_actor(rk_cluster_t *cluster, const char *name,
     rk_remote_actor_release(h);
     return s;
   }
+  rk__remote_actor_set_proxy(h, a);
   *out_actor = a;
   return RK_OK;
 }
