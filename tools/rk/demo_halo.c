@@ -325,34 +325,31 @@ static bool run_tiles(rk_context_t *ctx, halo_result_t *r, float *grid) {
  * The tiles of columns tx < ntx/2 stay in this process (the hub), the rest
  * go to a child process that joins it. Each side launches its tiles,
  * exports them as "halo/tile-<i>", wires every port: to a tile on its side
- * with rk_actor_connect, across the cut with rk_cluster_connect; then
- * activates them. The hub drives all tiles (its own with rk_actor_call,
- * the others with rk_remote_actor_call) exactly as run_tiles does. */
-
-typedef struct {
-  rk_actor_t *a;        /* a tile on this side */
-  rk_remote_actor_t *h; /* or one on the other */
-} tile_ref_t;
+ * with rk_actor_connect, across the cut too (to a proxy of the other
+ * side's tile: rk_cluster_lookup_actor); then activates them. The hub
+ * drives all tiles with rk_actor_call, its own and the proxies of the
+ * others, exactly as run_tiles does. */
 
 static bool split_mine(const halo_result_t *r, int i, bool hub) {
   return ((i % r->ntx) < r->ntx / 2) == hub;
 }
 
-static rk_status_t ref_call(tile_ref_t *t, const tile_msg_t *q,
+/* A tile's call, local or remote alike (a remote one with a deadline: its
+ * member may die). */
+static rk_status_t ref_call(rk_actor_t *t, const tile_msg_t *q,
                             tile_view_t *v) {
-  return t->a ? rk_actor_call(t->a, q, sizeof *q, v, sizeof *v,
-                              RK_TIMEOUT_INFINITE, NULL)
-              : rk_remote_actor_call(t->h, q, sizeof *q, v, sizeof *v,
-                                     60000000000ull, NULL);
+  return rk_actor_call(
+      t, q, sizeof *q, v, sizeof *v,
+      rk_actor_remote(t) ? 60000000000ull : RK_TIMEOUT_INFINITE, NULL);
 }
 
-static rk_remote_actor_t *split_find(rk_cluster_t *c, int i) {
+static rk_actor_t *split_find(rk_cluster_t *c, int i) {
   char name[64];
   snprintf(name, sizeof name, "halo/tile-%d", i);
   const double give_up = tool_now_seconds() + 30.0;
   for (;;) {
-    rk_remote_actor_t *h = NULL;
-    const rk_status_t s = rk_cluster_lookup(c, name, 5000000000ull, &h);
+    rk_actor_t *h = NULL;
+    const rk_status_t s = rk_cluster_lookup_actor(c, name, 5000000000ull, &h);
     if (s == RK_OK) return h;
     if ((s != RK_ERR_NOT_FOUND && s != RK_ERR_UNAVAILABLE) ||
         tool_now_seconds() > give_up) {
@@ -410,9 +407,9 @@ static bool split_setup(rk_context_t *ctx, rk_cluster_t *c,
       if (tiles[to[p]]) {
         good = ok(rk_actor_connect(tiles[i], p, tiles[to[p]]), "connecting");
       } else {
-        rk_remote_actor_t *h = split_find(c, to[p]);
-        /* The handle is the port's (released with the cluster). */
-        good = h && ok(rk_cluster_connect(tiles[i], p, h),
+        rk_actor_t *h = split_find(c, to[p]);
+        /* The proxy is the port's (freed with the cluster). */
+        good = h && ok(rk_actor_connect(tiles[i], p, h),
                        "connecting across processes");
       }
     }
@@ -482,22 +479,22 @@ static bool run_tiles_split(rk_backend_t *be, rk_context_t *ctx,
     _exit(127);
   }
   rk_actor_t **tiles = calloc((size_t)n, sizeof *tiles);
-  tile_ref_t *refs = calloc((size_t)n, sizeof *refs);
+  /* This side's tiles, or proxies of our own for the other side's. */
+  rk_actor_t **refs = calloc((size_t)n, sizeof *refs);
   tile_view_t *view = malloc(sizeof *view);
   bool good =
       pid > 0 && tiles && refs && view && split_setup(ctx, c, r, true, tiles);
-  /* Handles of our own for the other side's tiles; each answers a no-op
-   * once it is active. */
+  /* Each of the other side's tiles answers a no-op once it is active. */
   tile_msg_t q;
   memset(&q, 0, sizeof q);
   q.kind = 3;
   for (int i = 0; good && i < n; ++i) {
-    refs[i].a = tiles[i];
+    refs[i] = tiles[i];
     if (tiles[i]) continue;
-    refs[i].h = split_find(c, i);
-    good = refs[i].h != NULL;
+    refs[i] = split_find(c, i);
+    good = refs[i] != NULL;
     const double give_up = tool_now_seconds() + 30.0;
-    while (good && ref_call(&refs[i], &q, view) != RK_OK) {
+    while (good && ref_call(refs[i], &q, view) != RK_OK) {
       if (tool_now_seconds() > give_up) {
         good = ok(RK_ERR_TIMEOUT, "waiting for the other process's tiles");
         break;
@@ -514,12 +511,12 @@ static bool run_tiles_split(rk_backend_t *be, rk_context_t *ctx,
     cmd.kind = 0;
     cmd.n = steps;
     for (int i = 0; good && i < n; ++i)
-      good = ok(ref_call(&refs[i], &cmd, view), "advance");
+      good = ok(ref_call(refs[i], &cmd, view), "advance");
     for (int i = 0; good && i < n; ++i) {
       const double give_up = tool_now_seconds() + 300.0;
       long pause_ns = 20000;
       for (;;) {
-        good = ok(ref_call(&refs[i], &q, view), "asking a tile");
+        good = ok(ref_call(refs[i], &q, view), "asking a tile");
         if (!good || view->pending <= 0) break;
         if (tool_now_seconds() > give_up) {
           fprintf(stderr, "rk demo halo: tile %d stopped at step %d\n", i,
@@ -536,7 +533,7 @@ static bool run_tiles_split(rk_backend_t *be, rk_context_t *ctx,
   }
   q.kind = 2;
   for (int i = 0; good && i < n; ++i) {
-    good = ok(ref_call(&refs[i], &q, view), "reading a tile back");
+    good = ok(ref_call(refs[i], &q, view), "reading a tile back");
     if (!good) break;
     r->errors += view->errors;
     const int tx = i % r->ntx, ty = i / r->ntx;
@@ -555,7 +552,7 @@ static bool run_tiles_split(rk_backend_t *be, rk_context_t *ctx,
     r->path = "cluster (UCX) across the cut";
   }
   for (int i = 0; refs && i < n; ++i)
-    if (refs[i].h) rk_remote_actor_release(refs[i].h);
+    if (refs[i] && !tiles[i]) rk_actor_destroy(refs[i]);
   rk_cluster_destroy(c); /* the child leaves when it sees the hub go */
   int st = 0;
   if (pid > 0 &&
