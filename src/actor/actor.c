@@ -167,7 +167,7 @@ struct rk_actor {
 
   /* Latency. sample_t/sample_id: send times of sampled pipelined sends. */
   uint64_t sample_t[kSampleTable], sample_id[kSampleTable]; /* atomic */
-  uint64_t lat[kLatencyWindow];
+  uint64_t *lat; /* kLatencyWindow samples (a proxy has none) */
   uint64_t lat_total;
 
   /* Supervision (supervise.c, via the hooks at the end): activate,
@@ -590,6 +590,11 @@ static rk_status_t launch(rk_context_t *context, const char *source,
   rk_actor_t *a = aligned_alloc(RK_ABI_LINE, round_line(sizeof *a));
   if (!a) return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor");
   memset(a, 0, sizeof *a);
+  a->lat = calloc(kLatencyWindow, sizeof *a->lat);
+  if (!a->lat) {
+    free(a);
+    return rk__fail(RK_ERR_OUT_OF_MEMORY, "actor");
+  }
   a->context = context;
   a->mode = o.mode;
   /* RK_ACTOR_RELAUNCH=1 emulates by relaunch even where the backend can
@@ -869,6 +874,7 @@ static void release(rk_actor_t *a) {
   free(a->rq);
   free(a->loan_buf);
   free(a->fresh_state);
+  free(a->lat);
   pthread_mutex_destroy(&a->trad_lock);
   pthread_mutex_destroy(&a->host_lock);
   pthread_mutex_destroy(&a->ctl_lock);
