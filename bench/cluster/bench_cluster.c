@@ -10,7 +10,9 @@
  * the request, the server's progress thread) and also answers raw AMs; the
  * client measures, in alternating rounds,
  *   - round trip: N rk_remote_actor_call vs N raw AM ping-pongs (the server
- *     replies from its progress loop), microseconds per round trip;
+ *     replies from its progress loop), microseconds per round trip; and N
+ *     rk_actor_call on a proxy of the same actor (rk_cluster_lookup_actor),
+ *     against the handle's calls: what rk/actor.h's functions add;
  *   - streaming: M requests with at most W outstanding, each answered, vs
  *     the same with raw AMs: messages per second;
  *   - beside the round trip, the raw ping-pong again between workers that
@@ -406,6 +408,21 @@ static double rk_rtt(rk_remote_actor_t *h, int n) {
   return (double)(rkb_now_ns() - t0) / 1e3 / n;
 }
 
+/* The same calls through rk/actor.h on a proxy (rk_cluster_lookup_actor). */
+static double proxy_rtt(rk_actor_t *p, int n) {
+  uint64_t t0 = rkb_now_ns();
+  for (int i = 0; i < n; ++i) {
+    seq_t q = {(uint32_t)i, 0}, a;
+    if (rk_actor_call(p, &q, sizeof q, &a, sizeof a, RK_TIMEOUT_INFINITE,
+                      NULL) != RK_OK ||
+        a.lo != (uint32_t)i) {
+      fprintf(stderr, "proxy call: %s\n", rk_last_error());
+      exit(5);
+    }
+  }
+  return (double)(rkb_now_ns() - t0) / 1e3 / n;
+}
+
 static double rk_stream(rk_remote_actor_t *h, int n, int window) {
   uint64_t t0 = rkb_now_ns();
   int sent = 0, got = 0;
@@ -457,8 +474,10 @@ static int client(params_t pr, bool json) {
   o.name = "bench-client";
   rk_cluster_t *c;
   rk_remote_actor_t *h;
+  rk_actor_t *px;
   if (rk_cluster_create(&o, &c) != RK_OK ||
-      rk_cluster_lookup(c, "echo", 10000000000ull, &h) != RK_OK) {
+      rk_cluster_lookup(c, "echo", 10000000000ull, &h) != RK_OK ||
+      rk_cluster_lookup_actor(c, "echo", 10000000000ull, &px) != RK_OK) {
     fprintf(stderr, "client: %s\n", rk_last_error());
     return 1;
   }
@@ -477,6 +496,7 @@ static int client(params_t pr, bool json) {
   double *rk_tp = calloc((size_t)pr.rounds, sizeof(double));
   double *raw_tp = calloc((size_t)pr.rounds, sizeof(double));
   double *raw_w = calloc((size_t)pr.rounds, sizeof(double));
+  double *px_lat = calloc((size_t)pr.rounds, sizeof(double));
   /* One warm-up of each, then alternating rounds. */
   for (int i = -1; i < pr.rounds; ++i) {
     put("W", 1);
@@ -485,9 +505,18 @@ static int client(params_t pr, bool json) {
     double a = raw_rtt(&r, pr.calls);
     double b = raw_stream(&r, pr.stream, pr.window);
     put("K", 1);
-    double x = rk_rtt(h, pr.calls);
+    /* The handle and the proxy in alternating order. */
+    double x, z;
+    if (i % 2) {
+      z = proxy_rtt(px, pr.calls);
+      x = rk_rtt(h, pr.calls);
+    } else {
+      x = rk_rtt(h, pr.calls);
+      z = proxy_rtt(px, pr.calls);
+    }
     double y = rk_stream(h, pr.stream, pr.window);
     if (i < 0) continue;
+    px_lat[i] = z;
     raw_lat[i] = a;
     raw_tp[i] = b;
     raw_w[i] = w;
@@ -514,6 +543,12 @@ static int client(params_t pr, bool json) {
       &ratio[0]);
   row("streaming", "msg/s", rk_tp, raw_tp, pr.rounds, false, &s[2], &s[3],
       &ratio[1]);
+  const rkb_summary_t spx = rkb_summarize(px_lat, (size_t)pr.rounds);
+  printf(
+      "%-22s %10.2f [%8.2f-%8.2f] us   (rk_actor_call on a proxy; / "
+      "the handle's %.2f)\n",
+      "  through rk_actor_t", spx.median, spx.p10, spx.p90,
+      spx.median / s[0].median);
   const rkb_summary_t sw = rkb_summarize(raw_w, (size_t)pr.rounds);
   printf(
       "%-22s %10s %21s %10.2f [%8.2f-%8.2f] us   (raw with a watching "
@@ -539,6 +574,8 @@ static int client(params_t pr, bool json) {
     rkb_json_summary(&j, "rk_call_us", &s[0]);
     rkb_json_summary(&j, "raw_am_pingpong_us", &s[1]);
     rkb_json_num(&j, "call_ratio", ratio[0]);
+    rkb_json_summary(&j, "rk_proxy_call_us", &spx);
+    rkb_json_num(&j, "proxy_call_ratio", spx.median / s[0].median);
     rkb_json_summary(&j, "raw_watched_pingpong_us", &sw);
     rkb_json_summary(&j, "rk_stream_msgs_per_s", &s[2]);
     rkb_json_summary(&j, "raw_am_stream_msgs_per_s", &s[3]);
@@ -553,6 +590,7 @@ static int client(params_t pr, bool json) {
     rkb_json_finish(&j);
   }
   rk_remote_actor_release(h);
+  rk_actor_destroy(px);
   rk_cluster_destroy(c);
   raw_close(&r);
   free(rk_lat);
@@ -562,6 +600,7 @@ static int client(params_t pr, bool json) {
   free(rk_p);
   free(raw_p);
   free(raw_w);
+  free(px_lat);
   raw_close(&rw);
   return 0;
 }
