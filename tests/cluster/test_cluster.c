@@ -790,7 +790,7 @@ int main(int argc, char **argv) {
   g_self = rk__executable_path(self, sizeof self) ? self : argv[0];
   const char *tls = getenv("UCX_TLS");
   printf("UCX %s, UCX_TLS=%s\n", version, tls ? tls : "(default)");
-  uint32_t stream_n = 100000, flood_rounds = 6;
+  uint32_t stream_n = 1000000, flood_rounds = 6;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--stream")) stream_n = (uint32_t)atoi(argv[i + 1]);
     if (!strcmp(argv[i], "--flood-rounds"))
