@@ -295,11 +295,13 @@ void rk_remote_actor_release(rk_remote_actor_t *actor);
  * rk_cluster_link and rk_actor_unlink rk_cluster_unlink;
  * rk_actor_connect(src, port, proxy) is rk_cluster_connect (the proxy is
  * the port's from then on, as the handle there); rk_actor_destroy releases
- * the handle as rk_remote_actor_release (threads must not be blocked on
- * it). A proxy is one of the cluster's handles: rk_cluster_destroy frees
- * the proxies not destroyed before it, so none may be used after it. Everything
- * that only the owning process can do -- activate, deactivate, terminate,
- * supervise, register, export, the remote actor's own ports, zero-copy receive
+ * the handle as rk_remote_actor_release, but as for a local actor threads
+ * blocked on the proxy wake first (RK_ERR_INVALID_STATE, "its proxy was
+ * destroyed") and have returned before anything is freed. A proxy is one of the
+ * cluster's handles: rk_cluster_destroy frees the proxies not destroyed before
+ * it, so none may be used after it. Everything that only the owning process can
+ * do -- activate, deactivate, terminate, supervise, register, export, the
+ * remote actor's own ports, zero-copy receive
  * -- is RK_ERR_UNIMPLEMENTED, rk_last_error() naming the actor, its member and
  * what to do instead. Errors of the lookup as rk_cluster_lookup. */
 rk_status_t rk_cluster_lookup_actor(rk_cluster_t *cluster, const char *name,

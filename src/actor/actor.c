@@ -949,6 +949,8 @@ struct rk_remote_actor *rk__actor_remote(const rk_actor_t *actor) {
 
 void rk__actor_proxy_free(rk_actor_t *actor) { free(actor); }
 
+uint32_t *rk__actor_proxy_users(rk_actor_t *actor) { return &actor->waiting; }
+
 /* ---- Latency ------------------------------------------------------------- */
 
 /* Caller holds host_lock. */

@@ -146,6 +146,9 @@ rk_status_t rk__actor_proxy_new(struct rk_remote_actor *remote,
 struct rk_remote_actor *rk__actor_remote(const rk_actor_t *actor);
 /* Frees the proxy itself (its handle is released by the caller). */
 void rk__actor_proxy_free(rk_actor_t *actor);
+/* Threads inside the proxy's entry points (atomic): its destroy waits for
+ * them to leave. */
+uint32_t *rk__actor_proxy_users(rk_actor_t *actor);
 
 /* cluster/proxy.c: the proxy's side of each entry point. */
 rk_status_t rk__proxy_refuse(const rk_actor_t *actor, const char *what);

@@ -4782,6 +4782,17 @@ void rk__remote_actor_set_proxy(rk_remote_actor_t *h, rk_actor_t *proxy) {
   h->proxy = proxy;
 }
 
+void rk__remote_actor_close(rk_remote_actor_t *h, const char *cause) {
+  pthread_mutex_lock(&h->mu);
+  const int s = atomic_load(&h->state);
+  if (s != RK_ACTOR_FAILED && s != RK_ACTOR_TERMINATED) {
+    copy_name(h->cause, sizeof h->cause, cause);
+    atomic_store(&h->state, (int)RK_ACTOR_TERMINATED);
+  }
+  wake_handle(h->c, h);
+  pthread_mutex_unlock(&h->mu);
+}
+
 /* ---- test hooks (cluster_internal.h) ----------------------------------- */
 
 uint64_t rk__cluster_dropped_local(rk_cluster_t *c, const char *name) {

@@ -41,6 +41,10 @@ const char *rk__remote_actor_name(const rk_remote_actor_t *actor);
 /* The proxy that wraps the handle: rk_cluster_destroy frees it with the
  * handle. */
 void rk__remote_actor_set_proxy(rk_remote_actor_t *actor, rk_actor_t *proxy);
+/* The handle stops (TERMINATED because `cause`, unless it stopped
+ * already): threads blocked on it wake with RK_ERR_INVALID_STATE, later
+ * sends are refused. */
+void rk__remote_actor_close(rk_remote_actor_t *actor, const char *cause);
 
 /* An MPI cluster: MPI_Barrier over its ranks (for tests); RK_ERR_
  * INVALID_STATE when the cluster was not formed by MPI. */

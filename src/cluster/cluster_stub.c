@@ -180,6 +180,11 @@ void rk__remote_actor_set_proxy(rk_remote_actor_t *a, rk_actor_t *p) {
   (void)p;
 }
 
+void rk__remote_actor_close(rk_remote_actor_t *a, const char *cause) {
+  (void)a;
+  (void)cause;
+}
+
 rk_status_t rk_cluster_mpi_available(const char **out_version) {
   if (out_version) *out_version = NULL;
   return unavailable();

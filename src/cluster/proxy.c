@@ -12,16 +12,28 @@
  * Built with or without UCX: without it no lookup succeeds, so no proxy
  * exists.
  */
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "actor/actor_internal.h"
 #include "base/error.h"
+#include "base/sys.h"
 #include "cluster/cluster_internal.h"
 #include "rk/cluster.h"
 
 static rk_remote_actor_t *handle(const rk_actor_t *a) {
   return rk__actor_remote(a);
+}
+
+/* Every entry point that may block is counted while it runs (rk_actor_t's
+ * `waiting`), so that destroy frees nothing under a thread still in it. */
+static void enter(rk_actor_t *a) {
+  __atomic_fetch_add(rk__actor_proxy_users(a), 1u, __ATOMIC_SEQ_CST);
+}
+static rk_status_t leave(rk_actor_t *a, rk_status_t s) {
+  __atomic_fetch_sub(rk__actor_proxy_users(a), 1u, __ATOMIC_RELEASE);
+  return s;
 }
 
 rk_status_t rk_cluster_lookup_actor(rk_cluster_t *cluster, const char *name,
@@ -99,8 +111,9 @@ rk_status_t rk__proxy_send(rk_actor_t *actor, const void *request, size_t size,
   if (!request)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_send: actor and request are required");
-  return rk_remote_actor_send(handle(actor), request, size, timeout_ns,
-                              out_correlation_id);
+  enter(actor);
+  return leave(actor, rk_remote_actor_send(handle(actor), request, size,
+                                           timeout_ns, out_correlation_id));
 }
 
 rk_status_t rk__proxy_receive(rk_actor_t *actor, void *response,
@@ -109,8 +122,9 @@ rk_status_t rk__proxy_receive(rk_actor_t *actor, void *response,
   if (!response)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_receive: the response buffer is NULL");
-  return rk_remote_actor_receive(handle(actor), response, capacity, timeout_ns,
-                                 out_info);
+  enter(actor);
+  return leave(actor, rk_remote_actor_receive(handle(actor), response, capacity,
+                                              timeout_ns, out_info));
 }
 
 rk_status_t rk__proxy_call(rk_actor_t *actor, const void *request,
@@ -119,18 +133,21 @@ rk_status_t rk__proxy_call(rk_actor_t *actor, const void *request,
   if (!request || !response)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_call: actor, request and response are required");
-  return rk_remote_actor_call(handle(actor), request, request_size, response,
-                              capacity, timeout_ns, out_info);
+  enter(actor);
+  return leave(actor,
+               rk_remote_actor_call(handle(actor), request, request_size,
+                                    response, capacity, timeout_ns, out_info));
 }
 
 rk_status_t rk__proxy_send_batch(rk_actor_t *actor, const void *requests,
                                  size_t size, size_t count, uint64_t timeout_ns,
                                  size_t *out_sent, uint64_t *out_first_id) {
   size_t sent = 0;
+  enter(actor);
   const rk_status_t s = rk__remote_actor_send_batch(
       handle(actor), requests, size, count, timeout_ns, &sent, out_first_id);
   if (out_sent) *out_sent = sent;
-  return s;
+  return leave(actor, s);
 }
 
 /* One receive into `response`: true when an answer was taken (whatever
@@ -160,13 +177,15 @@ rk_status_t rk__proxy_receive_batch(rk_actor_t *actor, void *responses,
                     responses ? capacity : 0, max, rsize);
   unsigned char *out = responses;
   rk_status_t s;
+  enter(actor);
   /* The first waits; the rest are what is there already. */
-  if (!take_one(h, out, rsize, timeout_ns, &out_infos[0], &s)) return s;
+  if (!take_one(h, out, rsize, timeout_ns, &out_infos[0], &s))
+    return leave(actor, s);
   size_t n = 1;
   while (n < max && take_one(h, out + n * rsize, rsize, 0, &out_infos[n], &s))
     ++n;
   *out_count = n;
-  return RK_OK;
+  return leave(actor, RK_OK);
 }
 
 rk_actor_state_t rk__proxy_state(const rk_actor_t *actor) {
@@ -203,6 +222,17 @@ rk_status_t rk__proxy_name(const rk_actor_t *actor, char *buf,
 }
 
 void rk__proxy_destroy(rk_actor_t *actor) {
-  rk_remote_actor_release(handle(actor));
+  /* As rk_actor_destroy of a local actor: threads blocked on it wake
+   * (RK_ERR_INVALID_STATE) and have left before anything is freed. */
+  rk_remote_actor_t *h = handle(actor);
+  rk__remote_actor_close(h, "its proxy was destroyed");
+  const uint32_t *users = rk__actor_proxy_users(actor);
+  for (unsigned k = 0; __atomic_load_n(users, __ATOMIC_ACQUIRE) != 0; ++k) {
+    if (k % 64 == 63)
+      sched_yield();
+    else
+      rk__cpu_relax();
+  }
+  rk_remote_actor_release(h);
   rk__actor_proxy_free(actor);
 }

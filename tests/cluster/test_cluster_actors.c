@@ -885,6 +885,24 @@ static void *send_some(void *arg) {
   return NULL;
 }
 
+typedef struct blocked {
+  rk_actor_t *a;
+  rk_status_t s;
+  char error[256];
+  uint64_t took_ns;
+} blocked_t;
+
+/* A receive with nothing to receive, until the proxy goes. */
+static void *receive_blocked(void *arg) {
+  blocked_t *b = arg;
+  imsg_t r;
+  const uint64_t t0 = rk__now_ns();
+  b->s = rk_actor_receive(b->a, &r, sizeof r, 30 * SEC, NULL);
+  b->took_ns = rk__now_ns() - t0;
+  snprintf(b->error, sizeof b->error, "%s", rk_last_error());
+  return NULL;
+}
+
 /* The remote actor through rk/actor.h's own functions: a proxy. */
 static void test_proxy(rk_cluster_t *c) {
   rk_actor_t *none = (rk_actor_t *)&none;
@@ -1112,6 +1130,23 @@ static void test_proxy(rk_cluster_t *c) {
     rk_actor_destroy(ok);
   }
   rk_actor_destroy(stage);
+
+  /* Destroyed while a thread waits on it: the thread wakes with
+   * RK_ERR_INVALID_STATE, and the proxy is freed after it has left (as a
+   * local actor's destroy does; ASan checks the order). */
+  blocked_t b = {find_actor(c, "px/add"), RK_OK, "", 0};
+  CHECK(b.a != NULL, "a third proxy");
+  if (b.a) {
+    pthread_t bt;
+    pthread_create(&bt, NULL, receive_blocked, &b);
+    usleep(50000);
+    rk_actor_destroy(b.a);
+    pthread_join(bt, NULL);
+    CHECK(b.s == RK_ERR_INVALID_STATE && strstr(b.error, "proxy was destroyed"),
+          "a receive blocked on a destroyed proxy: %s (%s)",
+          rk_status_name(b.s), b.error);
+    CHECK(b.took_ns < 10 * SEC, "it woke after %.3f s", b.took_ns / 1e9);
+  }
 
   /* Links through the proxy: the member killed, the linked local actor
    * fails; calls on the proxy fail at once. */
