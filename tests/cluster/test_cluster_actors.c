@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "actor/actor_internal.h"
 #include "base/sys.h"
 #include "cluster/cluster_internal.h"
 #include "rk/actor_k2k.h"
@@ -1139,7 +1140,11 @@ static void test_proxy(rk_cluster_t *c) {
   if (b.a) {
     pthread_t bt;
     pthread_create(&bt, NULL, receive_blocked, &b);
-    usleep(50000);
+    /* In the proxy's receive (counted) before it is destroyed: a thread
+     * that comes to a proxy after its destroy began uses freed memory, as
+     * with a local actor. */
+    while (rk__actor_waiting(b.a) == 0) usleep(1000);
+    usleep(20000);
     rk_actor_destroy(b.a);
     pthread_join(bt, NULL);
     CHECK(b.s == RK_ERR_INVALID_STATE && strstr(b.error, "proxy was destroyed"),
