@@ -461,13 +461,14 @@ static void test_wiring_running(void) {
     CHECK_OK(rk_actor_send(a, &t, sizeof t, RK_TIMEOUT_INFINITE, NULL));
   }
   CHECK_OK(rk_actor_deactivate(a));
-  const rk_status_t wired = rk_actor_connect(a, 0, s2);
   if (g_gpu_channels) {
-    CHECK_STATUS(wired, RK_ERR_UNIMPLEMENTED);
+    CHECK_STATUS(rk_actor_connect(a, 0, s2), RK_ERR_UNIMPLEMENTED);
+    CHECK_ERROR_HAS("resident on a GPU");
+    CHECK_STATUS(rk_actor_disconnect(a, 0, s1), RK_ERR_UNIMPLEMENTED);
     CHECK_ERROR_HAS("resident on a GPU");
     CHECK_OK(rk_actor_activate(a));
   } else {
-    CHECK_OK(wired);
+    CHECK_OK(rk_actor_connect(a, 0, s2));
     CHECK_OK(rk_actor_activate(s2));
     CHECK_OK(rk_actor_activate(a));
   }
