@@ -541,7 +541,7 @@ static bool run_harness(const char *bin, const char *arg, int want_code,
  * two more -D options: 1 built, 0 the build failed (a check failed), -1 no
  * C++ compiler (skipped). */
 static int build_harness(const char *const defines[5],
-                         const char *const extra[2], const char *out) {
+                         const char *const extra[3], const char *out) {
   char *build[] = {(char *)cxx(),
                    "-std=c++17",
                    "-O1",
@@ -556,6 +556,7 @@ static int build_harness(const char *const defines[5],
                    "-I" CG_TEST_DIR "/../../src",
                    (char *)extra[0],
                    (char *)extra[1],
+                   (char *)extra[2],
                    (char *)defines[0],
                    (char *)defines[1],
                    (char *)defines[2],
@@ -664,7 +665,8 @@ static void test_on_host_threads(const char *text) {
   if (!wrote) return;
 
   const char *defines[] = {define, define1, define2, define3, define4};
-  const char *none[] = {"-DRK_HARNESS_DEFAULTS", "-DRK_HARNESS_DEFAULTS"};
+  const char *none[] = {"-DRK_HARNESS_DEFAULTS", "-DRK_HARNESS_DEFAULTS",
+                        "-DRK_HARNESS_DEFAULTS"};
   if (build_harness(defines, none, bin) != 1) return;
   run_harness(bin, NULL, 0, NULL);
   /* Negative controls: each broken protocol must fail the pipeline. */
@@ -674,11 +676,13 @@ static void test_on_host_threads(const char *text) {
   /* Not a bug: a slow sender of word slots, waited for. */
   run_harness(bin, "words-slow", 0, "passed");
   /* The tuning macros' other paths (docs/cuda.md, "Tuning the resident
-   * loop"), with every scenario: the poll that also loads `open`, and
-   * `open` kept for a while. */
+   * loop"), with every scenario: the poll that also loads `open`,
+   * `open` kept for a while, and the host's words read less often while
+   * messages flow for a shorter while than by default. */
   char tuned[1100];
   snprintf(tuned, sizeof tuned, "%s_tuned", bin);
-  const char *tuning[] = {"-DRK_PA_PEEK_WORDS=2", "-DRK_PA_OPEN_EVERY=4096"};
+  const char *tuning[] = {"-DRK_PA_PEEK_WORDS=2", "-DRK_PA_OPEN_EVERY=4096",
+                          "-DRK_PA_HOST_BUSY=2048"};
   if (build_harness(defines, tuning, tuned) == 1)
     run_harness(tuned, NULL, 0, NULL);
 }

@@ -171,11 +171,16 @@ static_assert(alignof(rk_pa_msg_t) == 8, "rk message header");
  * those and the ports' `open`, so that taking a message of up to 8
  * bytes needs no further trip to memory); and how often a sender
  * reads its receivers' `open` (RK_PA_OPEN_EVERY SM cycles; 0: for
- * every message).
+ * every message); and how often an actor with channels in reads the
+ * host's words while its channels bring messages (RK_PA_HOST_BUSY
+ * SM cycles; RK_PA_HOST_EVERY once none came for that long).
  * RK_PA_PROFILE 1 times the loop's phases and prints them (printf)
  * when the kernel leaves. */
 #ifndef RK_PA_HOST_EVERY
 #define RK_PA_HOST_EVERY 16384
+#endif
+#ifndef RK_PA_HOST_BUSY
+#define RK_PA_HOST_BUSY 65536
 #endif
 #ifndef RK_PA_BACKOFF_CAP
 #define RK_PA_BACKOFF_CAP 256
@@ -389,9 +394,11 @@ typedef struct rk_pa {
   unsigned int backoff_cap; /* 256; 128 with channels in to poll */
   /* An actor with channels in reads the host's words (active,
    * terminate, the input ring's tail) at most every
-   * rk_pa_host_every cycles while it polls its channels: their last
-   * values and when they were read. */
-  unsigned long long host_flags, host_tail, host_at;
+   * rk_pa_host_every cycles while it polls its channels (every
+   * rk_pa_host_busy cycles while they bring messages): their last
+   * values and when they were read; when a channel last brought one.
+   */
+  unsigned long long host_flags, host_tail, host_at, inbox_at;
   unsigned int run_state; /* last written; block (0, 0, 0) only */
   bool leader;            /* block (0, 0, 0): it writes run_state */
   bool parked;            /* left for RK_ABI_TERMINATE_PARK */
@@ -502,6 +509,7 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
   a->backoff_cap = RK_PA_BACKOFF_CAP;
   a->host_flags = a->host_tail = 0ull;
   a->host_at = 0ull;
+  a->inbox_at = 0ull;
   a->run_state = ~0u;
   a->leader = blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0;
   a->parked = false;
@@ -548,9 +556,14 @@ static __device__ bool rk_pa_begin(rk_pa_t *a, unsigned char *control,
 }
 
 /* SM cycles between two reads of the host's words by an actor that
- * polls channels in (16384 by default: about 8 us at 2 GHz). */
+ * polls channels in (16384 by default: about 8 us at 2 GHz), and while
+ * its channels bring messages (65536: about 33 us). A read is a trip
+ * over the bus of 1.3 to 2 us, and a message from another kernel that
+ * arrives meanwhile waits for its end: while messages flow, the reads
+ * are fewer. */
 static constexpr unsigned long long rk_pa_host_every =
     RK_PA_HOST_EVERY;
+static constexpr unsigned long long rk_pa_host_busy = RK_PA_HOST_BUSY;
 
 /* Sleeps, twice as long as last time up to backoff_cap ns (a fifth of
  * a trip over the bus to the host's words; less for an actor that
@@ -786,7 +799,10 @@ static __device__ int rk_pa_next(rk_pa_t *a) {
      * microsecond, and a message from another kernel waits for it): the
      * tail only grows, so an old one names requests that exist. */
     const unsigned long long t = a->nin != 0u ? rk_pa_cycles() : 0ull;
-    if (a->nin != 0u && t - a->host_at < rk_pa_host_every) {
+    const unsigned long long every =
+        t - a->inbox_at < rk_pa_host_busy ? rk_pa_host_busy
+                                          : rk_pa_host_every;
+    if (a->nin != 0u && t - a->host_at < every) {
       flags = a->host_flags;
       tail = a->host_tail;
     } else {
@@ -836,6 +852,7 @@ static __device__ int rk_pa_next(rk_pa_t *a) {
     }
     if (a->nin != 0u && a->inbox_turn && rk_pa_inbox_peek(a)) {
       a->inbox_turn = false;
+      a->inbox_at = t;
       a->backoff = 32u;
       return 2;
     }
@@ -855,6 +872,7 @@ static __device__ int rk_pa_next(rk_pa_t *a) {
     }
     if (a->nin != 0u && rk_pa_inbox_peek(a)) {
       a->inbox_turn = false;
+      a->inbox_at = t;
       a->backoff = 32u;
       return 2;
     }
