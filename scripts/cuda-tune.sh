@@ -69,6 +69,7 @@ if [ ${#variants[@]} -eq 0 ]; then
     "peek0=RK_PA_PEEK_WORDS=0"
     "peek2=RK_PA_PEEK_WORDS=2"
     "open-every=RK_PA_OPEN_EVERY=16384"
+    "busy16k=RK_PA_HOST_BUSY=16384"
     "old-slots=env:RK_K2K_WORD_SLOTS=0"
   )
 fi
