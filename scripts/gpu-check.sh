@@ -395,9 +395,22 @@ step_begin
       2> /dev/null) ||
       echo "libnvrtc.so.13/.12: not found by the loader nor in the usual folders"
   fi
+  if [ -z "${RK_CUBLAS_LIB:-}" ] && ! loader_finds libcublas.so.13 &&
+    ! loader_finds libcublas.so.12; then
+    # cuBLAS (the ops library's GEMM on CUDA; rk's own kernel without it).
+    # shellcheck disable=SC2046
+    add_library_folder $(ls -dU /usr/local/cuda/lib64/libcublas.so.1[23] \
+      /usr/local/cuda-*/lib64/libcublas.so.1[23] \
+      /usr/local/cuda*/targets/*/lib/libcublas.so.1[23] \
+      /opt/*/.venv/lib/python3*/site-packages/nvidia/cu*/lib/libcublas.so.1[23] \
+      /opt/*/.venv/lib/python3*/site-packages/nvidia/cublas/lib/libcublas.so.1[23] \
+      /usr/local/lib/python3*/dist-packages/nvidia/cu*/lib/libcublas.so.1[23] \
+      2> /dev/null) ||
+      echo "libcublas.so.13/.12: not found (GEMM on CUDA runs rk's kernel)"
+  fi
   echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
-  ldconfig -p 2> /dev/null | grep -E 'libcuda\.so|libnvrtc' ||
-    echo "(ldconfig lists no libcuda or libnvrtc)"
+  ldconfig -p 2> /dev/null | grep -E 'libcuda\.so|libnvrtc|libcublas\.so' ||
+    echo "(ldconfig lists no libcuda, libnvrtc or libcublas)"
   echo "--- compilers"
   cc --version 2>&1 | head -n 1
   gcc --version 2>&1 | head -n 1

@@ -1,6 +1,7 @@
 /* bench_ops - the ops library measured against the machine in one run.
  *
  *   bench_ops [--quick] [--n ELEMENTS] [--rounds R] [--json]
+ *             [--gpu-gemm-only]
  *
  * 1. Memory bandwidth, STREAM-style: copy (c = a) and triad (a = b + s c)
  *    in plain C on 1 and T threads, then each memory-bound op through rk on
@@ -12,6 +13,9 @@
  * 3. GEMM: rk_ops_matmul forced to the best SIMD target (which calls the
  *    CBLAS library rk loaded) against calling that library's cblas_sgemm
  *    directly, and rk's own blocked GEMM.
+ * 4. GEMM on CUDA (when it opens) on resident operands: the vendor's BLAS
+ *    (cuBLAS) against rk's own tiled kernel; --gpu-gemm-only runs this
+ *    section alone.
  *
  * Each figure is the median of R rounds with p10-p90 in brackets; variants
  * that are compared run interleaved within each round. Results are checked
@@ -35,6 +39,7 @@
 static size_t g_n = 1u << 24; /* 64 MiB per array: well past any cache */
 static int g_rounds = 11;
 static bool g_quick = false;
+static bool g_gpu_gemm_only = false; /* section 4 alone */
 static int g_threads = 1;
 static int g_failures = 0;
 static rkb_json_t g_json_state;
@@ -482,6 +487,166 @@ static void bench_gemm(void) {
   rk_ops_destroy(own);
 }
 
+/* ---- 4: GEMM on the GPU: the vendor's BLAS against rk's kernel --------- */
+
+/* C = A B on resident buffers of the CUDA target, through a handle with
+ * use_blas (cuBLAS where it loads) and one without (rk's tiled kernel),
+ * interleaved within each round. Checked first: every element written
+ * (the output poisoned with NaN before), both engines within
+ * (k + 20) eps sum|a b| of a double reference at 256 sampled elements. */
+static rk_ops_t *forced_gpu(bool blas) {
+  rk_ops_options_t o;
+  rk_ops_options_init(&o);
+  o.policy = RK_POLICY_FORCED;
+  o.target = (rk_exec_target_t){RK_EXEC_GPU, RK_ISA_NONE, RK_BACKEND_CUDA, 0};
+  o.use_blas = blas;
+  rk_ops_t *ops = NULL;
+  return rk_ops_create(&o, &ops) == RK_OK ? ops : NULL;
+}
+
+static bool gemm_gpu_check(const float *a, const float *b, const float *c,
+                           size_t n, const char *what) {
+  uint64_t s = 0x9E3779B97F4A7C15ull;
+  for (size_t i = 0; i < n * n; ++i)
+    if (c[i] != c[i]) {
+      fprintf(stderr, "bench_ops: GPU GEMM (%s) n=%zu left element %zu\n",
+              what, n, i);
+      return false;
+    }
+  for (int t = 0; t < 256; ++t) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    const size_t i = (size_t)(s >> 33) % n, j = (size_t)(s >> 11) % n;
+    double ref = 0, mag = 0;
+    for (size_t p = 0; p < n; ++p) {
+      ref += (double)a[i * n + p] * b[p * n + j];
+      mag += fabs((double)a[i * n + p] * b[p * n + j]);
+    }
+    if (fabs(c[i * n + j] - ref) > (double)(n + 20) * FLT_EPSILON * mag) {
+      fprintf(stderr,
+              "bench_ops: GPU GEMM (%s) n=%zu: C[%zu][%zu] = %g, want %g\n",
+              what, n, i, j, c[i * n + j], ref);
+      return false;
+    }
+  }
+  return true;
+}
+
+static void bench_gemm_gpu(void) {
+  printf("\n== 4. GEMM on CUDA (C = A B, square, f32, operands resident): "
+         "vendor BLAS vs rk's kernel ==\n");
+  rk_ops_t *vendor = forced_gpu(true), *own = forced_gpu(false);
+  rk_exec_target_t t = {RK_EXEC_GPU, RK_ISA_NONE, RK_BACKEND_CUDA, 0};
+  static const size_t sizes_full[] = {256, 1024, 4096};
+  static const size_t sizes_quick[] = {256, 1024};
+  const size_t *sizes = g_quick ? sizes_quick : sizes_full;
+  const int nsizes = g_quick ? 2 : 3;
+  const size_t nmax = sizes[nsizes - 1];
+  rk_ops_buffer_t *bv[3] = {NULL, NULL, NULL}, *bo[3] = {NULL, NULL, NULL};
+  bool ok = vendor && own;
+  for (int i = 0; i < 3 && ok; ++i)
+    ok = rk_ops_buffer_create(vendor, &t, nmax * nmax, &bv[i]) == RK_OK &&
+         rk_ops_buffer_create(own, &t, nmax * nmax, &bo[i]) == RK_OK;
+  if (!ok) {
+    printf("  skipped: %s\n", rk_last_error());
+    if (g_json) {
+      rkb_json_key(g_json, "gemm_gpu");
+      rkb_json_object(g_json);
+      rkb_json_str(g_json, "skipped", rk_last_error());
+      rkb_json_end_object(g_json);
+    }
+    for (int i = 0; i < 3; ++i) {
+      rk_ops_buffer_destroy(bv[i]);
+      rk_ops_buffer_destroy(bo[i]);
+    }
+    rk_ops_destroy(vendor);
+    rk_ops_destroy(own);
+    return;
+  }
+  if (g_json) {
+    rkb_json_key(g_json, "gemm_gpu");
+    rkb_json_object(g_json);
+    rkb_json_str(g_json, "unit", "GFLOP/s (from the median time)");
+    rkb_json_key(g_json, "sizes");
+    rkb_json_array(g_json);
+  }
+  printf("  %-6s %26s %26s %10s   %s\n", "n", "vendor BLAS GFLOP/s",
+         "rk kernel GFLOP/s", "ratio", "engines");
+  float *a = alloc_floats(nmax * nmax), *b = alloc_floats(nmax * nmax),
+        *c = alloc_floats(nmax * nmax);
+  for (int si = 0; si < nsizes; ++si) {
+    const size_t n = sizes[si];
+    fill(a, n * n, -1, 1);
+    fill(b, n * n, -1, 1);
+    rk_op_desc_t d = {.op = RK_OP_MATMUL, .m = n, .n = n, .k = n};
+    rk_op_report_t rv, ro;
+    rk_ops_t *hs[2] = {vendor, own};
+    rk_ops_buffer_t **bs[2] = {bv, bo};
+    rk_op_report_t *rs[2] = {&rv, &ro};
+    for (int e = 0; e < 2; ++e) {
+      for (size_t i = 0; i < n * n; ++i) c[i] = NAN;
+      if (rk_ops_buffer_write(bs[e][0], 0, a, n * n) != RK_OK ||
+          rk_ops_buffer_write(bs[e][1], 0, b, n * n) != RK_OK ||
+          rk_ops_buffer_write(bs[e][2], 0, c, n * n) != RK_OK ||
+          rk_ops_run_resident(hs[e], &d, 0.0f, bs[e], 3, NULL, rs[e]) !=
+              RK_OK ||
+          rk_ops_buffer_read(bs[e][2], 0, c, n * n) != RK_OK) {
+        fprintf(stderr, "bench_ops: GPU GEMM: %s\n", rk_last_error());
+        exit(1);
+      }
+      if (!gemm_gpu_check(a, b, c, n, rs[e]->engine)) g_failures++;
+    }
+    const double flops = 2.0 * n * n * n;
+    const int iters = (int)(2e11 / flops) + 1;
+    const int rounds = g_rounds < 7 ? 7 : g_rounds;
+    double tv[1000], to[1000], ratio[1000];
+    for (int r = 0; r < rounds; ++r) {
+      double *dst[2] = {tv, to};
+      for (int e = 0; e < 2; ++e) {
+        rk_ops_run_resident(hs[e], &d, 0.0f, bs[e], 3, NULL, NULL);
+        const uint64_t t0 = rkb_now_ns();
+        for (int i = 0; i < iters; ++i)
+          rk_ops_run_resident(hs[e], &d, 0.0f, bs[e], 3, NULL, NULL);
+        dst[e][r] = (double)(rkb_now_ns() - t0) * 1e-9 / iters;
+      }
+      ratio[r] = to[r] / tv[r];
+    }
+    const rkb_summary_t sv = rkb_summarize(tv, (size_t)rounds);
+    const rkb_summary_t so = rkb_summarize(to, (size_t)rounds);
+    const rkb_summary_t sr = rkb_summarize(ratio, (size_t)rounds);
+    char cv[64], co[64];
+    snprintf(cv, sizeof cv, "%.0f [%.0f-%.0f]", flops / sv.median * 1e-9,
+             flops / sv.p90 * 1e-9, flops / sv.p10 * 1e-9);
+    snprintf(co, sizeof co, "%.0f [%.0f-%.0f]", flops / so.median * 1e-9,
+             flops / so.p90 * 1e-9, flops / so.p10 * 1e-9);
+    printf("  %-6zu %26s %26s %9.2fx   %s / %s\n", n, cv, co, sr.median,
+           rv.engine, ro.engine);
+    if (rv.note[0]) printf("         (%s)\n", rv.note);
+    if (g_json) {
+      rkb_json_object(g_json);
+      rkb_json_int(g_json, "n", (long long)n);
+      rkb_json_num(g_json, "vendor_gflops", flops / sv.median * 1e-9);
+      rkb_json_num(g_json, "rk_kernel_gflops", flops / so.median * 1e-9);
+      rkb_json_summary(g_json, "speedup", &sr);
+      rkb_json_str(g_json, "vendor_engine", rv.engine);
+      rkb_json_str(g_json, "note", rv.note);
+      rkb_json_end_object(g_json);
+    }
+  }
+  if (g_json) {
+    rkb_json_end_array(g_json);
+    rkb_json_end_object(g_json);
+  }
+  free(a);
+  free(b);
+  free(c);
+  for (int i = 0; i < 3; ++i) {
+    rk_ops_buffer_destroy(bv[i]);
+    rk_ops_buffer_destroy(bo[i]);
+  }
+  rk_ops_destroy(vendor);
+  rk_ops_destroy(own);
+}
+
 int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     long v;
@@ -491,6 +656,8 @@ int main(int argc, char **argv) {
       g_rounds = 3;
     } else if (strcmp(argv[i], "--json") == 0) {
       g_json = &g_json_state;
+    } else if (strcmp(argv[i], "--gpu-gemm-only") == 0) {
+      g_gpu_gemm_only = true;
     } else if (strcmp(argv[i], "--n") == 0 && i + 1 < argc &&
                rkb_parse_long(argv[i + 1], 1024, 1L << 30, &v) == 0) {
       g_n = (size_t)v;
@@ -502,7 +669,7 @@ int main(int argc, char **argv) {
     } else {
       fprintf(stderr,
               "usage: bench_ops [--quick] [--n ELEMENTS] "
-              "[--rounds R] [--json]\n");
+              "[--rounds R] [--json] [--gpu-gemm-only]\n");
       return 2;
     }
   }
@@ -527,15 +694,18 @@ int main(int argc, char **argv) {
     rkb_json_int(g_json, "rounds", g_rounds);
     rkb_json_bool(g_json, "quick", g_quick);
   }
-  bench_bandwidth();
-  if (g_json) {
-    rkb_json_key(g_json, "simd");
-    rkb_json_array(g_json);
+  if (!g_gpu_gemm_only) {
+    bench_bandwidth();
+    if (g_json) {
+      rkb_json_key(g_json, "simd");
+      rkb_json_array(g_json);
+    }
+    bench_simd(4096);
+    bench_simd(g_quick ? 1u << 18 : 1u << 22);
+    if (g_json) rkb_json_end_array(g_json);
+    bench_gemm();
   }
-  bench_simd(4096);
-  bench_simd(g_quick ? 1u << 18 : 1u << 22);
-  if (g_json) rkb_json_end_array(g_json);
-  bench_gemm();
+  bench_gemm_gpu();
   if (g_json) rkb_json_finish(g_json);
   if (g_failures) {
     printf("bench_ops: %d check(s) FAILED\n", g_failures);

@@ -12,6 +12,7 @@
 #endif
 #include "base/strbuf.h"
 #include "base/trace.h"
+#include "hal/blas_hal.h"
 #include "hal/hal.h"
 
 static const char *const kKindNames[RK_BACKEND_KIND_COUNT_] = {
@@ -459,6 +460,15 @@ static rk_status_t context_synchronize(rk_context_t *context) {
   }
   rk__strbuf_free(&msg);
   return first;
+}
+
+rk_status_t rk__hal_blas_sgemm(rk_context_t *context, size_t m, size_t n,
+                               size_t k, rk_devptr_t a, rk_devptr_t b,
+                               rk_devptr_t c, char *library, size_t cap) {
+  if (!context->vt->blas_sgemm)
+    return rk__fail(RK_ERR_UNIMPLEMENTED, "the %s backend has no vendor BLAS",
+                    context->vt->name);
+  return context->vt->blas_sgemm(context, m, n, k, a, b, c, library, cap);
 }
 
 rk_status_t rk_context_synchronize(rk_context_t *context) {

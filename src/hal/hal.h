@@ -181,6 +181,14 @@ struct rk__backend_vtable {
   /* Finishes queued work first; returns the stream's unreported error. */
   rk_status_t (*stream_destroy)(rk_stream_t *stream);
   rk_status_t (*stream_synchronize)(rk_stream_t *stream);
+  /* Optional (NULL: none): C = A B with the vendor's BLAS (row-major f32;
+   * A m x k, B k x n, C m x n, each at most INT_MAX elements), queued on
+   * the default stream. RK_ERR_UNAVAILABLE, with the reason, when the
+   * library cannot run it now: the caller runs its own kernel. `library`
+   * (cap bytes) gets the library's name. */
+  rk_status_t (*blas_sgemm)(rk_context_t *context, size_t m, size_t n,
+                            size_t k, rk_devptr_t a, rk_devptr_t b,
+                            rk_devptr_t c, char *library, size_t cap);
 
   /* ---- Persistent actors (optional: NULL when the backend cannot keep a
    * handler resident; the actor layer then refuses persistent mode). */

@@ -733,6 +733,15 @@ static bool is_empty(const rk__ops_args_t *a) {
 
 static bool fits_int(size_t v) { return v <= (size_t)INT32_MAX; }
 
+/* A GPU matmul's engine when the backend's vendor BLAS ran it
+ * ("blas:libcublas.so.13"), and why not when it has one that could not. */
+static void report_blas(rk_op_report_t *r, const rk__ops_gpu_blas_t *blas) {
+  if (blas->library[0])
+    set_str(r->engine, sizeof r->engine, "blas:", blas->library);
+  else if (blas->why[0] && !r->note[0])
+    set_str(r->note, sizeof r->note, "rk's GEMM kernel ran: ", blas->why);
+}
+
 static rk_status_t execute(rk_ops_t *ops, const rk__ops_args_t *a,
                            const choice_t *c, rk_op_report_t *r) {
   const rk_exec_target_t *t = &c->target;
@@ -746,7 +755,10 @@ static rk_status_t execute(rk_ops_t *ops, const rk__ops_args_t *a,
       fill_empty(a);
       return RK_OK;
     }
-    return rk__ops_gpu_run(gpu, a, NULL);
+    rk__ops_gpu_blas_t blas = {.allowed = ops->opt.use_blas};
+    RK_RETURN_IF_ERROR(rk__ops_gpu_run(gpu, a, NULL, &blas));
+    report_blas(r, &blas);
+    return RK_OK;
   }
   rk_isa_t isa = t->kind == RK_EXEC_SIMD ? t->isa : RK_ISA_NONE;
   const rk__ops_cpu_t *k = rk__ops_cpu_for(isa);
@@ -1293,7 +1305,9 @@ rk_status_t rk_ops_run_resident(rk_ops_t *ops, const rk_op_desc_t *desc,
       free(zeros);
     }
   } else {
-    s = rk__ops_gpu_run(first->gpu, &a, dev);
+    rk__ops_gpu_blas_t blas = {.allowed = ops->opt.use_blas};
+    s = rk__ops_gpu_run(first->gpu, &a, dev, &blas);
+    if (s == RK_OK) report_blas(r, &blas);
   }
   r->wall_s = (double)(rk__now_ns() - t0) * 1e-9;
   return s;

@@ -17,10 +17,12 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
+#include "hal/blas_hal.h"
 #include "ops/ops_gpu_source.h"
 #include "ops/ops_internal.h"
 #include "rk/backend.h"
@@ -325,7 +327,8 @@ static uint32_t blocks_for(size_t n, uint32_t max_blocks) {
 /* `dev`, when not NULL, holds resident operands: dev[0..2] the inputs and
  * dev[3] the output (0 for a reduction); nothing is copied for them. */
 static rk_status_t run_locked(rk__ops_gpu_t *gpu, const rk__ops_args_t *a,
-                              const rk_devptr_t *dev) {
+                              const rk_devptr_t *dev,
+                              rk__ops_gpu_blas_t *blas) {
   rk_context_t *ctx = gpu->context;
   rk_function_t *fn = gpu->fn[a->op];
   rk_devptr_t d[NBUF] = {0};
@@ -437,7 +440,27 @@ static rk_status_t run_locked(rk__ops_gpu_t *gpu, const rk__ops_args_t *a,
       args[nargs++] = rk_arg_ptr(d[3]);
       break;
   }
-  RK_RETURN_IF_ERROR(rk_function_launch(fn, grid, block, 0, NULL, args, nargs));
+  bool launched = false;
+  if (a->op == RK_OP_MATMUL && blas && blas->allowed) {
+    /* The vendor's GEMM where the backend has one that can run now; if it
+     * cannot, rk's kernel, and the caller's message as it was. */
+    char *saved = rk__error_save();
+    const rk_status_t bs =
+        rk__hal_blas_sgemm(ctx, a->m, a->n, a->k, d[0], d[1], d[3],
+                           blas->library, sizeof blas->library);
+    if (bs == RK_ERR_UNAVAILABLE || bs == RK_ERR_UNIMPLEMENTED) {
+      if (bs == RK_ERR_UNAVAILABLE)
+        snprintf(blas->why, sizeof blas->why, "%s", rk_last_error());
+      rk__error_restore(saved);
+    } else {
+      free(saved);
+      if (bs != RK_OK) return bs;
+      launched = true;
+    }
+  }
+  if (!launched)
+    RK_RETURN_IF_ERROR(
+        rk_function_launch(fn, grid, block, 0, NULL, args, nargs));
   RK_RETURN_IF_ERROR(rk_context_synchronize(ctx));
 
   if (dev && !reduce) return RK_OK; /* the result stays on the device */
@@ -463,7 +486,7 @@ static rk_status_t run_locked(rk__ops_gpu_t *gpu, const rk__ops_args_t *a,
 }
 
 rk_status_t rk__ops_gpu_run(rk__ops_gpu_t *gpu, const rk__ops_args_t *a,
-                            const rk_devptr_t *dev) {
+                            const rk_devptr_t *dev, rk__ops_gpu_blas_t *blas) {
   /* Limits of the kernels' 32-bit indices and of the grid. */
   size_t lim = INT32_MAX;
   bool too_big = a->n > lim || a->m > lim || a->k > lim;
@@ -478,7 +501,8 @@ rk_status_t rk__ops_gpu_run(rk__ops_gpu_t *gpu, const rk__ops_args_t *a,
                     "elements (m=%zu n=%zu k=%zu)",
                     rk_op_name(a->op), a->m, a->n, a->k);
   pthread_mutex_lock(&gpu->lock);
-  rk_status_t s = run_locked(gpu, a, dev);
+  if (blas) blas->library[0] = blas->why[0] = '\0';
+  rk_status_t s = run_locked(gpu, a, dev, blas);
   pthread_mutex_unlock(&gpu->lock);
   if (s != RK_OK)
     return rk__fail_context(s, "ops %s on %s", rk_op_name(a->op),

@@ -117,12 +117,20 @@ typedef struct rk__ops_args {
   float *result;          /* reductions */
 } rk__ops_args_t;
 
+/* A GPU run's use of the backend's vendor BLAS (matmul). */
+typedef struct rk__ops_gpu_blas {
+  bool allowed;     /* in: matmul may go to the vendor BLAS */
+  char library[48]; /* out: the library that ran it, or "" */
+  char why[160];    /* out: why an allowed BLAS did not run, or "" */
+} rk__ops_gpu_blas_t;
+
 /* Runs one op: copies in, launches, copies out. `dev` NULL: the operands
  * are the host pointers in args; else dev[0..2] are resident inputs and
  * dev[3] the resident output (results of reductions still go to
- * args->result). Thread-safe (serialised per context). */
+ * args->result). `blas` may be NULL (rk's own kernels only). Thread-safe
+ * (serialised per context). */
 rk_status_t rk__ops_gpu_run(rk__ops_gpu_t *gpu, const rk__ops_args_t *args,
-                            const rk_devptr_t *dev);
+                            const rk_devptr_t *dev, rk__ops_gpu_blas_t *blas);
 /* The engine's context (for resident buffers). */
 rk_context_t *rk__ops_gpu_context(const rk__ops_gpu_t *gpu);
 

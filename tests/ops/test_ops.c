@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rk/actor.h"
+#include "rk/backend.h"
 #include "rk/ops.h"
 #include "rk_test.h"
 
@@ -44,6 +46,7 @@ typedef struct target_case {
   rk_exec_target_t t;
   char name[48];
   rk_ops_t *ops;
+  bool blas; /* use_blas (on a CUDA target: cuBLAS for matmul) */
 } target_case_t;
 
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
@@ -232,6 +235,18 @@ static void check_matrix_ops(target_case_t *tc, size_t m, size_t n, size_t k) {
   if (CHECK_OK(rk_ops_matmul(tc->ops, m, n, k, A.p, B.p, C.p, &r))) {
     CHECK(r.target.kind == tc->t.kind && r.engine[0], "%s matmul report",
           tc->name);
+    if (is_gpu(tc) && k > 0) {
+      /* A vendor BLAS only on CUDA, only when allowed; when it did not
+       * run there, the report says why. */
+      const bool cuda = tc->t.backend == RK_BACKEND_CUDA;
+      const bool vendor = strncmp(r.engine, "blas:", 5) == 0;
+      CHECK(cuda && tc->blas ? vendor || strstr(r.note, "GEMM kernel ran")
+                             : !vendor && !strstr(r.note, "GEMM"),
+            "%s matmul: engine '%s', note '%s'", tc->name, r.engine, r.note);
+      if (cuda && tc->blas && m == 33)
+        printf("  %s matmul: engine %s%s%s\n", tc->name, r.engine,
+               r.note[0] ? ", " : "", r.note);
+    }
     int bad = -1;
     for (size_t i = 0; i < m && bad < 0; ++i)
       for (size_t j = 0; j < n && bad < 0; ++j) {
@@ -273,11 +288,12 @@ static void check_matrix_ops(target_case_t *tc, size_t m, size_t n, size_t k) {
 static int g_ntargets;
 static target_case_t g_targets[16];
 
-static void add_target(rk_exec_target_t t, const char *name) {
+static void add_target(rk_exec_target_t t, const char *name, bool blas) {
   rk_ops_options_t o;
   rk_ops_options_init(&o);
   o.policy = RK_POLICY_FORCED;
   o.target = t;
+  o.use_blas = blas;
   rk_ops_t *ops = NULL;
   if (!CHECK_OK(rk_ops_create(&o, &ops))) return;
   if (t.kind == RK_EXEC_GPU) {
@@ -294,19 +310,20 @@ static void add_target(rk_exec_target_t t, const char *name) {
   tc->t = t;
   snprintf(tc->name, sizeof tc->name, "%s", name);
   tc->ops = ops;
+  tc->blas = blas;
   printf("target %s\n", name);
 }
 
 static void collect_targets(void) {
   rk_exec_target_t scalar = {RK_EXEC_SCALAR, RK_ISA_NONE, RK_BACKEND_AUTO, 0};
-  add_target(scalar, "scalar");
+  add_target(scalar, "scalar", true);
   static const rk_isa_t isas[] = {RK_ISA_AVX2, RK_ISA_AVX512, RK_ISA_NEON};
   for (size_t i = 0; i < 3; ++i) {
     if (!rk_isa_supported(isas[i])) continue;
     rk_exec_target_t t = {RK_EXEC_SIMD, isas[i], RK_BACKEND_AUTO, 0};
     char name[32];
     snprintf(name, sizeof name, "simd/%s", rk_isa_name(isas[i]));
-    add_target(t, name);
+    add_target(t, name, true);
   }
   static const rk_backend_kind_t gpus[] = {
       RK_BACKEND_CPU, RK_BACKEND_CUDA, RK_BACKEND_WEBGPU, RK_BACKEND_OPENCL};
@@ -321,8 +338,75 @@ static void collect_targets(void) {
     rk_exec_target_t t = {RK_EXEC_GPU, RK_ISA_NONE, gpus[i], 0};
     char name[32];
     snprintf(name, sizeof name, "gpu/%s", rk_backend_kind_name(gpus[i]));
-    add_target(t, name);
+    add_target(t, name, true);
+    /* CUDA's matmul goes to cuBLAS where it loads: rk's kernel too. */
+    if (gpus[i] == RK_BACKEND_CUDA)
+      add_target(t, "gpu/cuda (no cuBLAS)", false);
   }
+}
+
+/* ---- cuBLAS beside a resident actor kernel -------------------------------
+ *
+ * cuBLAS loads its kernels on first use, and a module load waits until no
+ * kernel runs: while a resident actor kernel runs, a CUDA matmul must not
+ * call it (it would never return) but run rk's kernel, say so in the
+ * report's note, and be right. */
+static const char kAddOne[] =
+    "#include <rk/kernel.h>\n"
+    "typedef struct { int32_t v; } int_msg_t;\n"
+    "RK_HANDLER void add_one(const int_msg_t *in, int_msg_t *out) {\n"
+    "  out->v = in->v + 1;\n"
+    "}\n";
+
+static void check_blas_beside_actor(target_case_t *tc) {
+  rk_backend_t *be = NULL;
+  rk_context_t *ctx = NULL;
+  rk_actor_t *actor = NULL;
+  if (!CHECK_OK(rk_backend_open(RK_BACKEND_CUDA, &be))) return;
+  if (CHECK_OK(rk_backend_create_context(be, 0, &ctx))) {
+    rk_actor_options_t o;
+    rk_actor_options_init(&o);
+    o.mode = RK_ACTOR_PERSISTENT;
+    if (CHECK_OK(rk_actor_launch(ctx, kAddOne, "add_one", &o, &actor))) {
+      int32_t q = 41, r = 0;
+      CHECK_OK(rk_actor_call(actor, &q, sizeof q, &r, sizeof r,
+                             RK_TIMEOUT_INFINITE, NULL));
+      CHECK(r == 42, "the actor answered %d", r);
+      enum { N = 96 };
+      static float a[N * N], b[N * N], c[N * N];
+      fill(a, N * N, -1, 1);
+      fill(b, N * N, -1, 1);
+      for (size_t i = 0; i < N * N; ++i) c[i] = NAN;
+      rk_op_report_t rep;
+      if (CHECK_OK(rk_ops_matmul(tc->ops, N, N, N, a, b, c, &rep))) {
+        CHECK(strncmp(rep.engine, "blas:", 5) != 0 &&
+                  strstr(rep.note, "resident actor"),
+              "matmul beside a resident actor: engine '%s', note '%s'",
+              rep.engine, rep.note);
+        int bad = -1;
+        for (size_t i = 0; i < N && bad < 0; ++i)
+          for (size_t j = 0; j < N && bad < 0; ++j) {
+            double ref = 0, mag = 0;
+            for (size_t p = 0; p < N; ++p) {
+              ref += (double)a[i * N + p] * b[p * N + j];
+              mag += fabs((double)a[i * N + p] * b[p * N + j]);
+            }
+            if (!close_to(c[i * N + j], ref, (N + 20) * FLT_EPSILON * mag))
+              bad = (int)(i * N + j);
+          }
+        CHECK(bad < 0, "matmul beside a resident actor: element %d", bad);
+        printf("  beside a resident actor: engine %s (%s)\n", rep.engine,
+               rep.note);
+      }
+      q = 1;
+      CHECK_OK(rk_actor_call(actor, &q, sizeof q, &r, sizeof r,
+                             RK_TIMEOUT_INFINITE, NULL));
+      CHECK(r == 2, "the actor answered %d after the matmul", r);
+      rk_actor_destroy(actor);
+    }
+    CHECK_OK(rk_context_destroy(ctx));
+  }
+  CHECK_OK(rk_backend_destroy(be));
 }
 
 /* ---- Device-resident operands ------------------------------------------- */
@@ -776,6 +860,10 @@ int main(int argc, char **argv) {
       if (u != t && is_gpu(&g_targets[u])) other = &g_targets[u];
     check_resident(&g_targets[t], other);
   }
+  for (int t = 0; t < g_ntargets; ++t)
+    if (g_targets[t].t.kind == RK_EXEC_GPU &&
+        g_targets[t].t.backend == RK_BACKEND_CUDA && g_targets[t].blas)
+      check_blas_beside_actor(&g_targets[t]);
   check_resident_errors();
   check_forced_errors();
   check_compat();
@@ -794,5 +882,6 @@ const char *__lsan_default_suppressions(void) {
          "leak:libvulkan\n"
          "leak:libpocl\n"
          "leak:libLLVM\n"
-         "leak:libopenblas\n";
+         "leak:libopenblas\n"
+         "leak:libcublas\n";
 }

@@ -79,6 +79,12 @@ typedef struct cu_context {
   pthread_mutex_t stage_lock;
   struct cu_stage *stage_free; /* idle */
   struct cu_stage *stage_all;  /* every block */
+  /* cuBLAS (cuda_blas.c): the context's handle, made on first use under
+   * blas_lock; blas_failed once making it failed (blas_why says why). */
+  pthread_mutex_t blas_lock;
+  void *blas;
+  bool blas_failed;
+  char blas_why[192];
 } cu_context_t;
 
 static inline cu_context_t *cu_ctx(rk_context_t *c) {
@@ -231,5 +237,25 @@ rk_status_t rk__cu_pause_actors(cu_context_t *caller, const char *why);
 /* How long a pause waits for the kernels (5 s; tests shorten it). */
 extern uint64_t rk__cu_pause_timeout_ns;
 void rk__cu_resume_actors(cu_context_t *caller);
+/* For library calls that may load modules behind rk's back (cuBLAS loads
+ * its kernels lazily): true, with no resident actor kernel in the process
+ * and none launched until rk__cu_release_no_actors; false, doing nothing,
+ * while one is resident (such a load would wait for it for ever). */
+bool rk__cu_hold_no_actors(void);
+void rk__cu_release_no_actors(void);
+
+/* ---- cuBLAS (cuda_blas.c) ---------------------------------------------- */
+
+/* C = A B (row-major f32, m x k times k x n) on the context's default
+ * stream through cuBLAS, loaded on first use (RK_CUBLAS_LIB, else
+ * libcublas.so.13, .12, .11, libcublas.so). RK_ERR_UNAVAILABLE, with the
+ * reason, when there is no usable cuBLAS or a resident actor kernel runs
+ * (cuBLAS may load modules then, which would wait for it): the caller
+ * runs its own kernel. `library` gets the library's file name. */
+rk_status_t rk__cu_blas_sgemm(rk_context_t *context, size_t m, size_t n,
+                              size_t k, rk_devptr_t a, rk_devptr_t b,
+                              rk_devptr_t c, char *library, size_t cap);
+/* Context teardown: the handle, if any. */
+void rk__cu_blas_release(cu_context_t *ctx);
 
 #endif /* RK_BACKENDS_CUDA_CUDA_H_ */

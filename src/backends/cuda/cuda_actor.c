@@ -200,6 +200,15 @@ void rk__cu_resume_actors(cu_context_t *caller) {
   pthread_mutex_unlock(&g_pause_lock);
 }
 
+bool rk__cu_hold_no_actors(void) {
+  pthread_mutex_lock(&g_pause_lock);
+  if (!g_resident) return true;
+  pthread_mutex_unlock(&g_pause_lock);
+  return false;
+}
+
+void rk__cu_release_no_actors(void) { pthread_mutex_unlock(&g_pause_lock); }
+
 /* Lists a kernel about to be launched (g_pause_lock held). */
 static void list_resident(rk__actor_worker_t *w) {
   w->next_resident = g_resident;

@@ -114,10 +114,7 @@ rk_status_t rk__nvrtc_fail(const rk_nvrtc_api_t *api, nvrtcResult err,
 
 /* ---- Opening libraries -------------------------------------------------- */
 
-/* dlopen's first success among names[0..count), its full path (as the
- * dynamic linker found it) in path. On failure returns NULL and appends
- * "<name>: <why>" for each name to tried, separated by "; ". */
-static void *open_first(const char *const *names, size_t count, char *path,
+void *rk__cu_open_first(const char *const *names, size_t count, char *path,
                         size_t path_cap, rk__strbuf_t *tried) {
   for (size_t i = 0; i < count; ++i) {
     dlerror();
@@ -146,8 +143,7 @@ static void *open_first(const char *const *names, size_t count, char *path,
   return NULL;
 }
 
-/* The library names to try: $<var> alone when set, else the defaults. */
-static size_t library_names(const char *var, const char *const *defaults,
+size_t rk__cu_library_names(const char *var, const char *const *defaults,
                             size_t ndefaults, const char **names) {
   const char *env = getenv(var);
   if (env && *env) {
@@ -202,11 +198,11 @@ rk_status_t rk__cu_api_load(rk_cu_api_t *api) {
   memset(api, 0, sizeof *api);
   static const char *const kDefaults[] = {"libcuda.so.1", "libcuda.so"};
   const char *names[2];
-  size_t count = library_names("RK_CUDA_LIB", kDefaults, 2, names);
+  size_t count = rk__cu_library_names("RK_CUDA_LIB", kDefaults, 2, names);
 
   rk__strbuf_t text;
   rk__strbuf_init(&text);
-  api->handle = open_first(names, count, api->path, sizeof api->path, &text);
+  api->handle = rk__cu_open_first(names, count, api->path, sizeof api->path, &text);
   if (!api->handle) {
     rk__fail(RK_ERR_UNAVAILABLE,
              "no NVIDIA driver: %s (set RK_CUDA_LIB to the driver "
@@ -319,12 +315,12 @@ static void nvrtc_load_once(void) {
   static const char *const kDefaults[] = {"libnvrtc.so.13", "libnvrtc.so.12",
                                           "libnvrtc.so"};
   const char *names[3];
-  size_t count = library_names("RK_NVRTC_LIB", kDefaults, 3, names);
+  size_t count = rk__cu_library_names("RK_NVRTC_LIB", kDefaults, 3, names);
   rk_nvrtc_api_t *api = &g_nvrtc;
 
   rk__strbuf_t text;
   rk__strbuf_init(&text);
-  api->handle = open_first(names, count, api->path, sizeof api->path, &text);
+  api->handle = rk__cu_open_first(names, count, api->path, sizeof api->path, &text);
   if (!api->handle) {
     nvrtc_failed(
         "cuda: NVRTC not found: %s (set RK_NVRTC_LIB to the NVRTC library)",

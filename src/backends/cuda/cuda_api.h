@@ -329,4 +329,16 @@ rk_status_t rk__nvrtc_error_status(nvrtcResult err);
 rk_status_t rk__nvrtc_fail(const rk_nvrtc_api_t *api, nvrtcResult err,
                            const char *what);
 
+/* Opening vendor libraries (the driver, NVRTC, cuBLAS). */
+struct rk__strbuf;
+/* dlopen's first success among names[0..count), its full path (as the
+ * dynamic linker found it) in path. On failure returns NULL and appends
+ * "<name>: <why>" for each name to `tried`, separated by "; ". */
+void *rk__cu_open_first(const char *const *names, size_t count, char *path,
+                        size_t path_cap, struct rk__strbuf *tried);
+/* The library names to try into `names`: $<var> alone when set, else the
+ * `ndefaults` defaults. Returns how many. */
+size_t rk__cu_library_names(const char *var, const char *const *defaults,
+                            size_t ndefaults, const char **names);
+
 #endif /* RK_BACKENDS_CUDA_CUDA_API_H_ */

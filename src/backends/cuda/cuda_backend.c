@@ -214,6 +214,7 @@ static rk_status_t cu_context_create(rk_backend_t *backend, int device,
   pthread_rwlock_init(&ctx->mem_lock, NULL);
   pthread_mutex_init(&ctx->defer_lock, NULL);
   pthread_mutex_init(&ctx->stage_lock, NULL);
+  pthread_mutex_init(&ctx->blas_lock, NULL);
   rk__pending_init(&ctx->pending);
   *out = &ctx->base;
   return RK_OK;
@@ -229,6 +230,7 @@ static rk_status_t cu_context_destroy(rk_context_t *context) {
     if (err != RK_CUDA_SUCCESS && s == RK_OK)
       s = rk__cu_check(ctx, err, "cuStreamSynchronize (context destroy)");
   }
+  rk__cu_blas_release(ctx);
   rk__cu_memory_release(ctx);
   api->cuStreamDestroy(ctx->stream);
   api->cuStreamDestroy(ctx->mem_stream);
@@ -252,6 +254,7 @@ static rk_status_t cu_context_destroy(rk_context_t *context) {
   pthread_rwlock_destroy(&ctx->mem_lock);
   pthread_mutex_destroy(&ctx->defer_lock);
   pthread_mutex_destroy(&ctx->stage_lock);
+  pthread_mutex_destroy(&ctx->blas_lock);
   rk__pending_destroy(&ctx->pending);
   free(ctx);
   return s;
@@ -298,6 +301,7 @@ const rk__backend_vtable_t rk__cuda_backend = {
     .context_destroy = cu_context_destroy,
     .allocate = rk__cu_allocate,
     .free = rk__cu_free,
+    .blas_sgemm = rk__cu_blas_sgemm,
     .check_range = rk__cu_check_range,
     .copy = rk__cu_copy,
     .synchronize = cu_synchronize,
