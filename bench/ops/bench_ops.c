@@ -509,8 +509,8 @@ static bool gemm_gpu_check(const float *a, const float *b, const float *c,
   uint64_t s = 0x9E3779B97F4A7C15ull;
   for (size_t i = 0; i < n * n; ++i)
     if (c[i] != c[i]) {
-      fprintf(stderr, "bench_ops: GPU GEMM (%s) n=%zu left element %zu\n",
-              what, n, i);
+      fprintf(stderr, "bench_ops: GPU GEMM (%s) n=%zu left element %zu\n", what,
+              n, i);
       return false;
     }
   for (int t = 0; t < 256; ++t) {
@@ -532,8 +532,9 @@ static bool gemm_gpu_check(const float *a, const float *b, const float *c,
 }
 
 static void bench_gemm_gpu(void) {
-  printf("\n== 4. GEMM on CUDA (C = A B, square, f32, operands resident): "
-         "vendor BLAS vs rk's kernel ==\n");
+  printf(
+      "\n== 4. GEMM on CUDA (C = A B, square, f32, operands resident): "
+      "vendor BLAS vs rk's kernel ==\n");
   rk_ops_t *vendor = forced_gpu(true), *own = forced_gpu(false);
   rk_exec_target_t t = {RK_EXEC_GPU, RK_ISA_NONE, RK_BACKEND_CUDA, 0};
   static const size_t sizes_full[] = {256, 1024, 4096};

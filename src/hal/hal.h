@@ -186,9 +186,9 @@ struct rk__backend_vtable {
    * the default stream. RK_ERR_UNAVAILABLE, with the reason, when the
    * library cannot run it now: the caller runs its own kernel. `library`
    * (cap bytes) gets the library's name. */
-  rk_status_t (*blas_sgemm)(rk_context_t *context, size_t m, size_t n,
-                            size_t k, rk_devptr_t a, rk_devptr_t b,
-                            rk_devptr_t c, char *library, size_t cap);
+  rk_status_t (*blas_sgemm)(rk_context_t *context, size_t m, size_t n, size_t k,
+                            rk_devptr_t a, rk_devptr_t b, rk_devptr_t c,
+                            char *library, size_t cap);
 
   /* ---- Persistent actors (optional: NULL when the backend cannot keep a
    * handler resident; the actor layer then refuses persistent mode). */

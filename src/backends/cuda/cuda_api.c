@@ -202,7 +202,8 @@ rk_status_t rk__cu_api_load(rk_cu_api_t *api) {
 
   rk__strbuf_t text;
   rk__strbuf_init(&text);
-  api->handle = rk__cu_open_first(names, count, api->path, sizeof api->path, &text);
+  api->handle =
+      rk__cu_open_first(names, count, api->path, sizeof api->path, &text);
   if (!api->handle) {
     rk__fail(RK_ERR_UNAVAILABLE,
              "no NVIDIA driver: %s (set RK_CUDA_LIB to the driver "
@@ -320,7 +321,8 @@ static void nvrtc_load_once(void) {
 
   rk__strbuf_t text;
   rk__strbuf_init(&text);
-  api->handle = rk__cu_open_first(names, count, api->path, sizeof api->path, &text);
+  api->handle =
+      rk__cu_open_first(names, count, api->path, sizeof api->path, &text);
   if (!api->handle) {
     nvrtc_failed(
         "cuda: NVRTC not found: %s (set RK_NVRTC_LIB to the NVRTC library)",

@@ -33,11 +33,10 @@ typedef struct cublas_api {
   rk_cublas_status_t (*create)(rk_cublas_handle_t *handle);
   rk_cublas_status_t (*destroy)(rk_cublas_handle_t handle);
   rk_cublas_status_t (*set_stream)(rk_cublas_handle_t handle, CUstream s);
-  rk_cublas_status_t (*sgemm)(rk_cublas_handle_t handle, int transa,
-                              int transb, int m, int n, int k,
-                              const float *alpha, const float *a, int lda,
-                              const float *b, int ldb, const float *beta,
-                              float *c, int ldc);
+  rk_cublas_status_t (*sgemm)(rk_cublas_handle_t handle, int transa, int transb,
+                              int m, int n, int k, const float *alpha,
+                              const float *a, int lda, const float *b, int ldb,
+                              const float *beta, float *c, int ldc);
 } cublas_api_t;
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -48,7 +47,8 @@ static void load_once(void) {
   static const char *const kDefaults[] = {"libcublas.so.13", "libcublas.so.12",
                                           "libcublas.so.11", "libcublas.so"};
   const char *names[4];
-  const size_t count = rk__cu_library_names("RK_CUBLAS_LIB", kDefaults, 4, names);
+  const size_t count =
+      rk__cu_library_names("RK_CUBLAS_LIB", kDefaults, 4, names);
   rk__strbuf_t tried;
   rk__strbuf_init(&tried);
   void *h =
@@ -62,11 +62,11 @@ static void load_once(void) {
   }
   rk__strbuf_free(&tried);
   const char *missing = NULL;
-#define RK_CUBLAS_RESOLVE_(field, symbol)   \
-  do {                                      \
-    void *p = dlsym(h, symbol);             \
-    if (!p && !missing) missing = symbol;   \
-    memcpy(&g_api.field, &p, sizeof p);     \
+#define RK_CUBLAS_RESOLVE_(field, symbol) \
+  do {                                    \
+    void *p = dlsym(h, symbol);           \
+    if (!p && !missing) missing = symbol; \
+    memcpy(&g_api.field, &p, sizeof p);   \
   } while (0)
   RK_CUBLAS_RESOLVE_(create, "cublasCreate_v2");
   RK_CUBLAS_RESOLVE_(destroy, "cublasDestroy_v2");
@@ -142,8 +142,8 @@ rk_status_t rk__cu_blas_sgemm(rk_context_t *context, size_t m, size_t n,
     if (st != RK_CUBLAS_SUCCESS)
       s = rk__fail(
           st == RK_CUBLAS_ALLOC_FAILED ? RK_ERR_OUT_OF_MEMORY : RK_ERR_LAUNCH,
-          "cuda: cublasSgemm (%zu x %zu x %zu) failed: cuBLAS status %d", m,
-          n, k, st);
+          "cuda: cublasSgemm (%zu x %zu x %zu) failed: cuBLAS status %d", m, n,
+          k, st);
   }
   pthread_mutex_unlock(&ctx->blas_lock);
   rk__cu_release_no_actors();
