@@ -535,6 +535,9 @@ static void bench_gemm_gpu(void) {
   printf(
       "\n== 4. GEMM on CUDA (C = A B, square, f32, operands resident): "
       "vendor BLAS vs rk's kernel ==\n");
+  /* The vendor's GEMM at every size (by default rk keeps matmuls under
+   * 512^3 multiply-adds on its own kernel). */
+  setenv("RK_OPS_GPU_BLAS_MIN", "0", 1);
   rk_ops_t *vendor = forced_gpu(true), *own = forced_gpu(false);
   rk_exec_target_t t = {RK_EXEC_GPU, RK_ISA_NONE, RK_BACKEND_CUDA, 0};
   static const size_t sizes_full[] = {256, 1024, 4096};

@@ -194,7 +194,23 @@ struct rk__ops_gpu {
   rk_devptr_t buf[NBUF];
   size_t cap[NBUF];
   float *partials; /* host copy of reduction partials */
+  /* Multiply-adds (m n k) from which a matmul goes to the vendor BLAS:
+   * RK_OPS_GPU_BLAS_MIN, else kBlasMin. */
+  double blas_min;
 };
+
+/* Below 512^3 multiply-adds rk's kernel: on an H200 it was 1.3x faster
+ * than cuBLAS at 256^3 (a call is short enough for cuBLAS's own set-up to
+ * show), cuBLAS 4x faster at 1024^3 (docs/benchmarks.md). */
+static const double kBlasMin = 512.0 * 512.0 * 512.0;
+
+static double blas_min_from_env(void) {
+  const char *e = getenv("RK_OPS_GPU_BLAS_MIN");
+  if (!e || !*e) return kBlasMin;
+  char *end = NULL;
+  const double v = strtod(e, &end);
+  return end && *end == '\0' && v >= 0 ? v : kBlasMin;
+}
 
 static const char *const kNames[RK_OP_COUNT_] = {
     [RK_OP_ADD] = "ops_add",       [RK_OP_SUB] = "ops_sub",
@@ -229,6 +245,7 @@ rk_status_t rk__ops_gpu_create(rk_backend_kind_t kind, int device,
   rk__ops_gpu_t *gpu = calloc(1, sizeof *gpu);
   if (!gpu) return rk__fail(RK_ERR_OUT_OF_MEMORY, "ops: gpu engine");
   pthread_mutex_init(&gpu->lock, NULL);
+  gpu->blas_min = blas_min_from_env();
   rk_status_t s = RK_OK;
   gpu->partials = malloc(sizeof(float) * RED_MAX_BLOCKS * EW_BLOCK);
   if (!gpu->partials) {
@@ -265,6 +282,7 @@ rk_status_t rk__ops_gpu_create_in(rk_context_t *context, rk__ops_gpu_t **out) {
   rk__ops_gpu_t *gpu = calloc(1, sizeof *gpu);
   if (!gpu) return rk__fail(RK_ERR_OUT_OF_MEMORY, "ops: gpu engine");
   pthread_mutex_init(&gpu->lock, NULL);
+  gpu->blas_min = blas_min_from_env();
   gpu->borrowed = true;
   gpu->context = context;
   gpu->backend = rk_context_backend(context);
@@ -441,7 +459,8 @@ static rk_status_t run_locked(rk__ops_gpu_t *gpu, const rk__ops_args_t *a,
       break;
   }
   bool launched = false;
-  if (a->op == RK_OP_MATMUL && blas && blas->allowed) {
+  if (a->op == RK_OP_MATMUL && blas && blas->allowed &&
+      (double)a->m * (double)a->n * (double)a->k >= gpu->blas_min) {
     /* The vendor's GEMM where the backend has one that can run now; if it
      * cannot, rk's kernel, and the caller's message as it was. */
     char *saved = rk__error_save();

@@ -836,6 +836,9 @@ static void check_threads(void) {
 int main(int argc, char **argv) {
   rk_test_use_temp_cache();
   bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  /* Every CUDA matmul of a handle that allows it through cuBLAS, however
+   * small (by default, from 512^3 multiply-adds). */
+  setenv("RK_OPS_GPU_BLAS_MIN", "0", 1);
   check_names();
   collect_targets();
   static const size_t sizes[] = {0,  1,   2,    3,     7,      31,
