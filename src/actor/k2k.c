@@ -870,6 +870,19 @@ static rk_status_t link_add(rk__k2k_t *src, const char *src_name, uint32_t port,
                       "actor_connect: port %u of '%s' is already connected to "
                       "'%s'",
                       port, src_name, dst_name);
+  /* One link per (sender, receiver): each link keeps its messages in
+   * order, two links of one pair would not keep theirs in order with each
+   * other (a resident GPU receiver polls a channel per link), and the
+   * receiver cannot tell them apart (it takes one message type). */
+  for (uint32_t q = 0; q < src->nports; ++q)
+    for (uint32_t i = 0; q != port && i < src->ports[q].nlinks; ++i)
+      if (src->ports[q].links[i].dst == dst)
+        return rk__fail(RK_ERR_INVALID_ARGUMENT,
+                        "actor_connect: '%s' already sends to '%s' on port "
+                        "%u; one sender reaches one receiver through one port "
+                        "(that keeps its messages in order): send them all "
+                        "on port %u",
+                        src_name, dst_name, q, q);
   if (pt->nlinks == kMaxLinks)
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "actor_connect: port %u of '%s' already goes to %d actors",
@@ -1301,7 +1314,8 @@ rk_status_t rk__k2k_bridge_create(uint32_t in_size, uint32_t capacity,
 }
 
 rk_status_t rk__k2k_bridge_connect(rk_actor_t *src, uint32_t port,
-                                   rk__k2k_t *bridge, const char *dst_name) {
+                                   rk__k2k_t *bridge, const char *dst_name,
+                                   rk__k2k_t *const *same, uint32_t nsame) {
   if (!src)
     return rk__fail(RK_ERR_INVALID_ARGUMENT, "cluster_connect: src is NULL");
   const char *sn = rk__actor_handler_name(src);
@@ -1327,7 +1341,25 @@ rk_status_t rk__k2k_bridge_connect(rk_actor_t *src, uint32_t port,
   /* The bridge is a receiver of its own: only the sender is held (its
    * handler runs no send while its port gets the link). */
   pthread_mutex_lock(&g_wiring);
-  rk_status_t s = rk__actor_quiet_begin(src, false);
+  rk_status_t s = RK_OK;
+  /* One link per (sender, remote receiver), as link_add keeps one per
+   * local pair: the remote actor's other bridges count as that receiver. */
+  for (uint32_t b = 0; b < nsame && s == RK_OK; ++b)
+    for (uint32_t q = 0; q < sk->nports && s == RK_OK; ++q)
+      for (uint32_t i = 0; i < sk->ports[q].nlinks && s == RK_OK; ++i)
+        if (sk->ports[q].links[i].dst == same[b])
+          s = q == port ? rk__fail(RK_ERR_INVALID_ARGUMENT,
+                                   "cluster_connect: port %u of '%s' is "
+                                   "already connected to '%s'",
+                                   port, sn, dst_name)
+                        : rk__fail(RK_ERR_INVALID_ARGUMENT,
+                                   "cluster_connect: '%s' already sends to "
+                                   "'%s' on port %u; one sender reaches one "
+                                   "receiver through one port (that keeps "
+                                   "its messages in order): send them all on "
+                                   "port %u",
+                                   sn, dst_name, q, q);
+  if (s == RK_OK) s = rk__actor_quiet_begin(src, false);
   if (s == RK_OK) {
     s = link_add(sk, sn, port, bridge, dst_name);
     rk__actor_quiet_end(src);

@@ -156,9 +156,12 @@ void rk__k2k_stats(const rk__k2k_t *k, rk_actor_k2k_stats_t *out);
 rk_status_t rk__k2k_bridge_create(uint32_t in_size, uint32_t capacity,
                                   rk__k2k_t **out);
 /* Wires port `port` of `src` (persistent, launched or deactivated: held
- * quiet meanwhile) to it. */
+ * quiet meanwhile) to it; `same` (nsame) are the other bridges to the same
+ * remote actor, which src may not send to already (one link per sender
+ * and receiver). */
 rk_status_t rk__k2k_bridge_connect(rk_actor_t *src, uint32_t port,
-                                   rk__k2k_t *bridge, const char *dst_name);
+                                   rk__k2k_t *bridge, const char *dst_name,
+                                   rk__k2k_t *const *same, uint32_t nsame);
 
 /* ---- Ingress (the cluster's remote ports, arriving) ---------------------- */
 

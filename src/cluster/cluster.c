@@ -4657,7 +4657,15 @@ rk_status_t rk_cluster_connect(rk_actor_t *src, uint32_t port,
                  "cluster_connect: more than %d remote "
                  "ports",
                  MAX_BRIDGES);
-  if (s == RK_OK) s = rk__k2k_bridge_connect(src, port, k, h->name);
+  if (s == RK_OK) {
+    rk__k2k_t *same[MAX_BRIDGES];
+    uint32_t nsame = 0;
+    for (uint32_t i = 0; i < atomic_load(&c->nbridges); ++i)
+      if (c->bridges[i].h->peer == h->peer &&
+          c->bridges[i].h->export_id == h->export_id)
+        same[nsame++] = c->bridges[i].k; /* the same remote actor */
+    s = rk__k2k_bridge_connect(src, port, k, h->name, same, nsame);
+  }
   if (s == RK_OK) {
     pthread_mutex_lock(&h->mu);
     h->discard = true;

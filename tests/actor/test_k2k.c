@@ -385,6 +385,13 @@ static void test_unconnected_and_errors(void) {
   CHECK_OK(rk_actor_connect(a, 0, s));
   CHECK_STATUS(rk_actor_connect(a, 0, s), RK_ERR_INVALID_ARGUMENT);
   CHECK_ERROR_HAS("already connected");
+  /* One link per (sender, receiver): a second port of one sender into the
+   * same receiver is refused (two links would not keep the pair's order). */
+  rk_actor_t *x = launch("split", 16);
+  CHECK_OK(rk_actor_connect(x, 1, s));
+  CHECK_STATUS(rk_actor_connect(x, 0, s), RK_ERR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("'split' already sends to 'sink' on port 1");
+  stop(x);
   CHECK_OK(rk_actor_activate(s));
   rk_actor_t *b = launch("stage", 16);
   CHECK_STATUS(rk_actor_connect(b, 0, s), RK_ERR_INVALID_STATE);

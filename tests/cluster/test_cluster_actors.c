@@ -678,6 +678,10 @@ static void test_remote_port(rk_cluster_t *c) {
   }
   CHECK_STATUS(rk_cluster_connect(stage, 3, port), RK_ERR_INVALID_ARGUMENT);
   CHECK_OK(rk_cluster_connect(stage, 0, port));
+  /* One link per sender and receiver: the same remote actor through
+   * another handle is the same receiver. */
+  CHECK_STATUS(rk_cluster_connect(stage, 0, ask), RK_ERR_INVALID_ARGUMENT);
+  CHECK_ERROR_HAS("port 0 of 'stage' is already connected to 'remote/sink'");
   CHECK_OK(rk_actor_activate(stage));
   CHECK_STATUS(rk_cluster_connect(stage, 0, ask), RK_ERR_INVALID_STATE);
   enum { N = 2000 };
