@@ -14,7 +14,8 @@
 #      loader finds, rk devices. Where NVRTC or the driver is installed but
 #      not on the loader's path (under /usr/local/cuda*, /usr/local/nvidia
 #      or the Python packages), its folder is added to LD_LIBRARY_PATH;
-#   3. runs the tests whose names match REGEX (default cuda|cts|actor) in
+#   3. runs the tests whose names match REGEX (default
+#      cuda|cts|actor|^test_ops$) in
 #      four passes: those that use the GPU (names with cuda or cts) one at
 #      a time, each with the GPU to itself - the backend's own tests first,
 #      then the actor tests, then actor_cuda alone (the generic actor
@@ -30,6 +31,8 @@
 #      with RK_K2K_WORD_SLOTS=0 (header-and-payload slots in device memory)
 #      and with RK_CUDA_DEFINES=RK_PA_PROFILE=1 (each kernel prints the time
 #      the phases of its loop took, per message);
+#   5c. with the time left, `bench_ops --gpu-gemm-only --quick` (matmul on
+#      CUDA through cuBLAS against rk's own kernel, both checked first);
 #   6. prints the table: test counts, each benchmark row's median (p50 and
 #      p99 for the actor row) next to its target, and the time each step
 #      took.
@@ -46,15 +49,17 @@
 # backend, a skipped bench_cuda or a failed demo. Without a GPU those are
 # reported as skipped.
 #
-# Outputs go to ${OUT:-build-gpu/gpu-check}/ (ten files: environment.txt,
+# Outputs go to ${OUT:-build-gpu/gpu-check}/ (twelve files: environment.txt,
 # build.log, ctest.log, ctest-full.log, bench_cuda.txt, bench_cuda.json,
-# demo.txt, bench_k2k.txt, bench_k2k.json, summary.txt). A relative OUT is taken from the directory the
+# demo.txt, bench_k2k.txt, bench_k2k.json, bench_gemm.txt, bench_gemm.json,
+# summary.txt). A relative OUT is taken from the directory the
 # script was started in.
 #
 #   --no-build        reuse build-gpu/ as it is (it must have been built)
 #   --quick           bench_cuda --quick and rk demo --quick (a smoke run)
 #   --budget SECONDS  the whole run's time budget (default 540; at least 120)
-#   --tests REGEX     the ctest names to run (default 'cuda|cts|actor';
+#   --tests REGEX     the ctest names to run (default
+#                     'cuda|cts|actor|^test_ops$';
 #                     '.' runs the whole suite)
 #
 # Exit status: 0 when a GPU was found and everything passed, 1 when anything
@@ -69,7 +74,7 @@ usage() {
 build_step=1
 quick=0
 budget=540
-tests_re='cuda|cts|actor'
+tests_re='cuda|cts|actor|^test_ops$'
 while [ $# -gt 0 ]; do
   case $1 in
     --no-build) build_step=0 ;;
@@ -162,6 +167,7 @@ tests_status="not run"
 bench_status="not run"
 demo_status="not run"
 k2k_status="not run"
+gemm_status="not run"
 gpu_present=0
 gpu_list="not looked for yet"
 bench_json="$out/bench_cuda.json"
@@ -184,6 +190,7 @@ summary() {
   echo "  bench_cuda : $bench_status"
   echo "  rk demo    : $demo_status"
   echo "  bench_k2k  : $k2k_status"
+  echo "  GPU GEMM   : $gemm_status"
   echo "  time       : ${step_times[*]:-none yet} $(($(date +%s) - t_start)) s of the $budget s budget"
   if [ -s "$bench_json" ]; then
     echo
@@ -747,6 +754,41 @@ else
   echo "not run: no $k2k" > "$out/bench_k2k.txt"
 fi
 step_end k2k
+
+# ---- 5c. GEMM on CUDA: cuBLAS against rk's kernel ----------------------------
+# bench_ops's section 4 alone (resident operands, both engines checked
+# against a double reference first), with what is left; not run is not a
+# failure, a wrong result is.
+step_begin
+ops_bench="$build/bench/ops/bench_ops"
+if [ -x "$ops_bench" ]; then
+  lim=$(step_limit 60 0)
+  if [ "$lim" -lt 20 ]; then
+    gemm_status="not run (out of time)"
+  else
+    log "bench_ops --gpu-gemm-only --quick --json, up to $lim s (output: $out/bench_gemm.txt)"
+    limited "$lim" "$ops_bench" --gpu-gemm-only --quick --json \
+      > "$out/bench_gemm.json" 2> "$out/bench_gemm.txt"
+    rc=$?
+    # The table went to the JSON file's stdout only when --json could not
+    # duplicate it: keep whatever lines name a size.
+    row=$(grep -hE '^  1024 ' "$out/bench_gemm.txt" "$out/bench_gemm.json" | head -n 1)
+    cat "$out/bench_gemm.txt"
+    skipped=$(sed -n 's/^  skipped: //p' "$out/bench_gemm.txt" | head -n 1)
+    if [ "$rc" = 0 ] && [ -n "$skipped" ]; then
+      gemm_status="skipped: $skipped"
+      [ "$gpu_present" = 1 ] && fail "bench_ops --gpu-gemm-only: CUDA did not open: $skipped"
+    elif [ "$rc" = 0 ]; then
+      gemm_status="ok (n = 1024: $(printf '%s' "$row" | awk '{print $2 " GFLOP/s vendor, " $4 " rk kernel, " $6 "; " $7}'))"
+    elif [ "$gpu_present" != 1 ]; then
+      gemm_status="skipped: no GPU (exit $rc)"
+    else
+      gemm_status="FAILED (exit $rc)"
+      fail "bench_ops --gpu-gemm-only: $gemm_status: see $out/bench_gemm.txt"
+    fi
+  fi
+fi
+step_end gemm
 
 # ---- 6. Summary -----------------------------------------------------------------
 trap - TERM INT HUP
