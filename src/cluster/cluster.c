@@ -4034,11 +4034,14 @@ rk_status_t rk_cluster_lookup(rk_cluster_t *c, const char *name,
   pthread_mutex_lock(&c->mu);
   l->id = ++c->next_lookup;
   q.lookup_id = l->id;
+  /* Who is asked, kept here: a peer that fails meanwhile is struck off
+   * l->asked (release_lookups_of, under c->mu) while the questions go. */
+  uint32_t to[MAX_PEERS];
   uint32_t asked = 0;
   for (uint32_t i = 0; i < c->peer_count; ++i)
     if (atomic_load(&c->peers[i].state) == P_UP) {
       l->asked[i] = true;
-      asked++;
+      to[asked++] = i;
     }
   l->waiting = asked;
   l->next = c->lookups;
@@ -4049,10 +4052,9 @@ rk_status_t rk_cluster_lookup(rk_cluster_t *c, const char *name,
     s = rk__fail(RK_ERR_UNAVAILABLE,
                  "cluster: '%s' has no peers to look '%s' up in", c->name,
                  name);
-  for (uint32_t i = 0; s == RK_OK && i < MAX_PEERS; ++i) {
-    if (!l->asked[i]) continue;
-    q.from = c->peers[i].remote;
-    (void)post(c, &c->peers[i], RK_AM_LOOKUP, NULL, 0, &q, sizeof q, false);
+  for (uint32_t k = 0; s == RK_OK && k < asked; ++k) {
+    q.from = c->peers[to[k]].remote;
+    (void)post(c, &c->peers[to[k]], RK_AM_LOOKUP, NULL, 0, &q, sizeof q, false);
   }
   uint64_t deadline = deadline_after(timeout_ns);
   pthread_mutex_lock(&c->mu);
