@@ -8,11 +8,13 @@
  *   webgpu    wgpu-native 29.0.0.0 (/.../libwgpu_native-release.so)
  *   opencl    libOpenCL.so.1: OpenCL 3.0 PoCL 3.1 ...
  *   cuda      not found: no NVIDIA driver: libcuda.so.1: ...
+ *   ops BLAS  cpu: libopenblas.so.0; cuda: /usr/.../libcublas.so.13
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cuda/cuda.h"
 #include "base/sys.h"
 #include "rk/rk.h"
 #include "tool.h"
@@ -38,12 +40,14 @@ static void help(FILE *out) {
       "backends built into this rk, and for each one what it finds on this\n"
       "machine: the vendor library it loads and the version that library\n"
       "reports (the CPU backend: the C compiler it runs), or why it finds\n"
-      "none.\n"
+      "none; and the BLAS the ops library's matmul uses on the CPU (a CBLAS,\n"
+      "RK_BLAS_LIB) and on CUDA (cuBLAS, RK_CUBLAS_LIB, loaded on first use).\n"
       "\n"
       "Options:\n"
       "  --json   one JSON object: {\"rk\", \"library\", \"backends\": "
       "[{\"name\",\n"
-      "           \"built_in\", \"found\", \"library\", \"reason\"}]}\n"
+      "           \"built_in\", \"found\", \"library\", \"reason\"}],\n"
+      "           \"ops_blas\", \"cublas\"}  (null: none, rk's own GEMM)\n"
       "\n"
       "Example:\n"
       "  rk version\n"
@@ -145,6 +149,12 @@ static void print_text(const found_t *f) {
       printf("%-9s not found: %.*s\n", name, (int)strcspn(why, "\n"), why);
     }
   }
+  const char *blas = rk_ops_blas_name();
+  char cublas[1100];
+  const bool have = rk__cu_blas_find(cublas, sizeof cublas);
+  printf("%-9s cpu: %s; cuda: %s%.*s%s\n", "ops BLAS",
+         blas ? blas : "none (rk's own GEMM)", have ? "" : "none (",
+         (int)strcspn(cublas, "\n"), cublas, have ? "" : ")");
 }
 
 static void print_json(const found_t *f) {
@@ -160,7 +170,13 @@ static void print_json(const found_t *f) {
     tool_json_string(stdout, f[i].found ? NULL : f[i].reason);
     printf("}");
   }
-  printf("]}\n");
+  char cublas[1100];
+  const bool have = rk__cu_blas_find(cublas, sizeof cublas);
+  printf("],\"ops_blas\":");
+  tool_json_string(stdout, rk_ops_blas_name());
+  printf(",\"cublas\":");
+  tool_json_string(stdout, have ? cublas : NULL);
+  printf("}\n");
 }
 
 /* Also `rk --version`: main.c passes argv from "--version" on. */

@@ -257,5 +257,8 @@ rk_status_t rk__cu_blas_sgemm(rk_context_t *context, size_t m, size_t n,
                               rk_devptr_t c, char *library, size_t cap);
 /* Context teardown: the handle, if any. */
 void rk__cu_blas_release(cu_context_t *ctx);
+/* Loads cuBLAS as a matmul would (no GPU needed): true with its path in
+ * `out`, else false with why there is none. */
+bool rk__cu_blas_find(char *out, size_t cap);
 
 #endif /* RK_BACKENDS_CUDA_CUDA_H_ */

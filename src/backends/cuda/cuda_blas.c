@@ -82,6 +82,12 @@ static void load_once(void) {
   g_api.handle = h;
 }
 
+bool rk__cu_blas_find(char *out, size_t cap) {
+  pthread_once(&g_once, load_once);
+  snprintf(out, cap, "%s", g_api.handle ? g_api.path : g_why);
+  return g_api.handle != NULL;
+}
+
 static const char *file_name(const char *path) {
   const char *slash = strrchr(path, '/');
   return slash ? slash + 1 : path;
