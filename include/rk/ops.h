@@ -81,8 +81,9 @@ typedef struct rk_ops_options {
    * the environment variable RK_OPS_THREADS, else the CPUs this process may
    * use. 1 disables threading. */
   int threads;
-  /* Use a CBLAS library for matmul/matvec on the best ISA when one loads
-   * (default true; see RK_BLAS_LIB in docs/ops.md). */
+  /* Use a CBLAS library for matmul/matvec on the best ISA when one loads,
+   * and cuBLAS for large matmuls on CUDA (default true; see RK_BLAS_LIB,
+   * RK_CUBLAS_LIB and RK_OPS_GPU_BLAS_MIN in docs/ops.md). */
   bool use_blas;
 } rk_ops_options_t;
 
@@ -130,7 +131,8 @@ typedef struct rk_op_report {
   double wall_s; /* measured, from entry to return (copies included) */
   int threads;   /* CPU threads that worked on it (1 on a GPU target) */
   /* The code that ran: "scalar", "avx2", "avx512", "neon",
-   * "cblas:libopenblas.so.0", "gemm:avx512", "kernel:opencl", ... */
+   * "cblas:libopenblas.so.0", "gemm:avx512", "kernel:opencl",
+   * "blas:libcublas.so.13", ... */
   char engine[64];
   /* Why the target differs from the policy's answer, or "" */
   char note[160];
