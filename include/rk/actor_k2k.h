@@ -54,8 +54,9 @@ enum {
  * message in hand. The port must be one the handler sends to, and its
  * message type must have the size of dst's request. Errors (nothing
  * changes): RK_ERR_INVALID_ARGUMENT (NULL, a port the handler never sends
- * to, a size mismatch, the same link twice, more senders than dst's inbox
- * has slots), RK_ERR_INVALID_STATE (either actor active, or stopped;
+ * to, a size mismatch, the same link twice, another port of src already
+ * wired to dst — one link per sender and receiver keeps their messages in
+ * order —, more senders than dst's inbox has slots), RK_ERR_INVALID_STATE (either actor active, or stopped;
  * traditional mode; a sender of dst active; messages in dst's inbox; dst
  * exported to a cluster and activated before), RK_ERR_TIMEOUT (a
  * deactivated handler still running), RK_ERR_UNIMPLEMENTED (a pair with an
