@@ -55,13 +55,13 @@ enum {
  * message type must have the size of dst's request. Errors (nothing
  * changes): RK_ERR_INVALID_ARGUMENT (NULL, a port the handler never sends
  * to, a size mismatch, the same link twice, another port of src already
- * wired to dst — one link per sender and receiver keeps their messages in
- * order —, more senders than dst's inbox has slots), RK_ERR_INVALID_STATE (either actor active, or stopped;
- * traditional mode; a sender of dst active; messages in dst's inbox; dst
- * exported to a cluster and activated before), RK_ERR_TIMEOUT (a
- * deactivated handler still running), RK_ERR_UNIMPLEMENTED (a pair with an
- * actor resident on a GPU, once either has been activated, or a GPU
- * kernel that has run sending to dst).
+ * wired to dst (one link per sender and receiver keeps their messages in
+ * order), more senders than dst's inbox has slots), RK_ERR_INVALID_STATE
+ * (either actor active, or stopped; traditional mode; a sender of dst
+ * active; messages in dst's inbox; dst exported to a cluster and activated
+ * before), RK_ERR_TIMEOUT (a deactivated handler still running),
+ * RK_ERR_UNIMPLEMENTED (a pair with an actor resident on a GPU, once either
+ * has been activated, or a GPU kernel that has run sending to dst).
  * Actors of different contexts may be connected: the messages go through
  * host memory (pinned and mapped for a receiver resident on a GPU, where
  * each link gets a channel of dst's input capacity; from a sender resident
