@@ -178,7 +178,7 @@ typedef struct rk_actor_stats {
   uint64_t output_depth;     /* responses waiting for receive/call */
   uint64_t input_capacity, output_capacity;
   /* Send-to-response latency over the last 4096 samples (one rk_actor_call
-   * in 16, and one pipelined send in 16), nanoseconds; 0 when none yet. */
+   * in 16, and one pipelined send in 64), nanoseconds; 0 when none yet. */
   uint64_t latency_samples;
   double latency_p50_ns, latency_p99_ns;
   size_t request_size, response_size, state_size;

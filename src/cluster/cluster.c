@@ -4649,7 +4649,7 @@ rk_status_t rk_cluster_connect(rk_actor_t *src, uint32_t port,
                     "required");
   if (rk__actor_remote(src)) return rk__proxy_refuse(src, "cluster_connect");
   rk_cluster_t *c = h->c;
-  rk__k2k_t *k;
+  rk__k2k_t *k = NULL;
   RK_RETURN_IF_ERROR(
       rk__k2k_bridge_create((uint32_t)h->request_size, BRIDGE_CAPACITY, &k));
   pthread_mutex_lock(&c->exports_mu);

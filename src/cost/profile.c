@@ -122,7 +122,7 @@ static bool parse_entry(rk__cost_target_t *targets, size_t ntargets,
     if (!dot2) return why_set(why, cap, "unknown key '%s'", line);
     char opname[32];
     size_t len = (size_t)(dot2 - name);
-    rk_op_t op;
+    rk_op_t op = (rk_op_t)0;
     if (len >= sizeof opname)
       return why_set(why, cap, "unknown op in '%s'", line);
     memcpy(opname, name, len);

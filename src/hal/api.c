@@ -130,7 +130,7 @@ static rk_status_t backend_open(rk_backend_kind_t kind,
 
   const char *env = getenv("RK_BACKEND");
   if (env && *env) {
-    rk_backend_kind_t forced;
+    rk_backend_kind_t forced = RK_BACKEND_AUTO;
     rk_status_t s = rk_backend_kind_from_name(env, &forced);
     if (s != RK_OK) return rk__fail_context(s, "RK_BACKEND");
     if (forced != RK_BACKEND_AUTO) {
