@@ -14,7 +14,7 @@
 /* A thread's token: the address of a thread-local byte, distinct among
  * live threads. A thread that reuses a dead owner's address inherits the
  * role, which nobody else can be using. */
-static _Thread_local char t_token;
+static _Thread_local char t_token RK__TLS_FAST;
 static uintptr_t token(void) { return (uintptr_t)&t_token; }
 
 void rk__bias_init(rk__bias_t *b) { memset(b, 0, sizeof *b); }

@@ -80,7 +80,7 @@ rk_hlc_t rk__hlc_host = {0, RK_HLC_DEFAULT_MAX_SKEW_NS};
 typedef struct host_run {
   uint64_t next, end;
 } host_run_t;
-static _Thread_local host_run_t t_run;
+static _Thread_local host_run_t t_run RK__TLS_FAST;
 
 uint64_t rk__hlc_host_tick(void) {
   uint64_t *clock = &rk__hlc_host.value;
