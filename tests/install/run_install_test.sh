@@ -98,6 +98,17 @@ echo "$cc main.c ${pc_cflags[*]} ${static_libs[*]}"
   fail "compiling with rk.pc's static_libs failed"
 "$tmp/consumer_pc_static" || fail "consumer (static_libs) failed"
 
+# librk.a holds machine code, not only LTO bytecode (src/lto/): a link
+# that cannot read bytecode (GCC without its linker plugin, as any linker
+# of another toolchain) still finds every symbol.
+if "$cc" -v 2>&1 | grep -q '^gcc version'; then
+  echo "== librk.a without the LTO linker plugin"
+  "$cc" -std=c11 -fno-use-linker-plugin -o "$tmp/consumer_no_plugin" \
+    "$consumer/main.c" "${pc_cflags[@]}" "${static_libs[@]}" ||
+    fail "librk.a does not link without the LTO linker plugin"
+  "$tmp/consumer_no_plugin" || fail "consumer (no LTO plugin) failed"
+fi
+
 echo "== cc -static"
 if echo 'int main(void) { return 0; }' >"$tmp/empty.c" &&
    "$cc" -static -o "$tmp/empty" "$tmp/empty.c" >/dev/null 2>&1 &&
