@@ -1664,7 +1664,8 @@ static size_t take_direct(rk_actor_t *a, unsigned char *out, size_t max,
     for (size_t i = 0; i < k; ++i) {
       const unsigned char *slot = rk__ring_peek(c, (uint32_t)i);
       const rk_abi_msg_t *m = (const rk_abi_msg_t *)slot;
-      memcpy(out + i * a->out_size, slot + RK_ABI_MSG_HEADER, a->out_size);
+      rk__copy_payload(out + i * a->out_size, slot + RK_ABI_MSG_HEADER,
+                       a->out_size);
       fill_info(m, &infos[i]);
       const uint64_t id = m->correlation_id,
                      s = (id / kSendSampleEvery) % kSampleTable;

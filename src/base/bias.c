@@ -11,11 +11,11 @@
 #define LOAD_ACQUIRE(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE_RELEASE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
-/* A thread's token: the address of a thread-local byte, distinct among
- * live threads. A thread that reuses a dead owner's address inherits the
- * role, which nobody else can be using. */
-static _Thread_local char t_token RK__TLS_FAST;
-static uintptr_t token(void) { return (uintptr_t)&t_token; }
+/* A thread's token (bias.h): the address of a thread-local byte, distinct
+ * among live threads. A thread that reuses a dead owner's address
+ * inherits the role, which nobody else can be using. */
+_Thread_local char rk__bias_token_byte RK__TLS_FAST;
+static uintptr_t token(void) { return rk__bias_token(); }
 
 void rk__bias_init(rk__bias_t *b) { memset(b, 0, sizeof *b); }
 
@@ -43,11 +43,6 @@ bool rk__bias_enter_slow(rk__bias_t *b) {
   if (LOAD_RELAXED(&b->state) == RK__BIAS_BIASED) return true;
   STORE_RELEASE(&b->busy, 0u);
   return false;
-}
-
-void rk__bias_leave(rk__bias_t *b) {
-  /* Release: what the section wrote, before a revoker that sees 0. */
-  STORE_RELEASE(&b->busy, 0u);
 }
 
 void rk__bias_share_slow(rk__bias_t *b) {

@@ -26,6 +26,8 @@
 #include <stdint.h>
 
 #include "abi/actor_abi.h"
+#include "base/ring.h"
+#include "base/sys.h"
 
 typedef struct rk__bias {
   uint32_t state;  /* atomic: rk__bias_state_t */
@@ -52,13 +54,33 @@ void rk__bias_init(rk__bias_t *b);
  * it with rk__bias_leave); false otherwise, with nothing entered. The
  * first caller becomes the owner. */
 bool rk__bias_enter_slow(rk__bias_t *b);
-static inline bool rk__bias_enter(rk__bias_t *b) {
-  /* Once shared, for good: no section, and no store to `busy`. */
-  if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) == RK__BIAS_SHARED)
-    return false;
-  return rk__bias_enter_slow(b);
+
+/* This thread's token: the address of a thread-local byte (bias.c). */
+extern _Thread_local char rk__bias_token_byte RK__TLS_FAST;
+static inline uintptr_t rk__bias_token(void) {
+  return (uintptr_t)&rk__bias_token_byte;
 }
-void rk__bias_leave(rk__bias_t *b);
+
+static inline bool rk__bias_enter(rk__bias_t *b) {
+  const uint32_t s = __atomic_load_n(&b->state, __ATOMIC_RELAXED);
+  /* Once shared, for good: no section, and no store to `busy`. */
+  if (s == RK__BIAS_SHARED) return false;
+  if (s != RK__BIAS_BIASED ||
+      __atomic_load_n(&b->owner, __ATOMIC_RELAXED) != rk__bias_token())
+    return rk__bias_enter_slow(b); /* claims, or refuses */
+  /* The owner, inline: its half of the handshake as rk__bias_enter_slow
+   * does it (busy before state). */
+  __atomic_store_n(&b->busy, 1u, __ATOMIC_RELAXED);
+  rk__ring_fence_light();
+  if (__atomic_load_n(&b->state, __ATOMIC_RELAXED) == RK__BIAS_BIASED)
+    return true;
+  __atomic_store_n(&b->busy, 0u, __ATOMIC_RELEASE);
+  return false;
+}
+static inline void rk__bias_leave(rk__bias_t *b) {
+  /* Release: what the section wrote, before a revoker that sees 0. */
+  __atomic_store_n(&b->busy, 0u, __ATOMIC_RELEASE);
+}
 
 /* Before a thread takes the shared path: returns once no owner can be in
  * a section, now or later (revoking the bias if another thread owns it;

@@ -334,7 +334,7 @@ static void write_slot(unsigned char *slot, const rk_abi_msg_t *msg,
   h->status = msg->status;
   h->size = size;
   h->code = msg->code;
-  if (size) memcpy(slot + RK_ABI_MSG_HEADER, payload, size);
+  rk__copy_payload(slot + RK_ABI_MSG_HEADER, payload, size);
 }
 
 /* The lock word: 0 free, 1 held, 2 held and maybe slept on. Holders only

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "rk/status.h"
 
@@ -21,6 +22,30 @@ static inline void rk__cpu_relax(void) {
 #elif defined(__aarch64__)
   __asm__ volatile("yield" ::: "memory");
 #endif
+}
+
+/* memcpy for a message's payload, which is mostly a few bytes: 4 to 16
+ * bytes inline, as two loads and two stores that may overlap; anything
+ * else through memcpy (a call, for a size the compiler cannot see). The
+ * two regions must not overlap. */
+static inline void rk__copy_payload(void *dst, const void *src, size_t n) {
+  unsigned char *d = (unsigned char *)dst;
+  const unsigned char *s = (const unsigned char *)src;
+  if (n >= 8 && n <= 16) {
+    uint64_t a, b;
+    memcpy(&a, s, 8);
+    memcpy(&b, s + n - 8, 8);
+    memcpy(d, &a, 8);
+    memcpy(d + n - 8, &b, 8);
+  } else if (n >= 4 && n < 8) {
+    uint32_t a, b;
+    memcpy(&a, s, 4);
+    memcpy(&b, s + n - 4, 4);
+    memcpy(d, &a, 4);
+    memcpy(d + n - 4, &b, 4);
+  } else if (n) {
+    memcpy(d, s, n);
+  }
 }
 
 /* A full (sequentially consistent) fence, for store-then-load handshakes.
