@@ -1478,8 +1478,8 @@ static rk_abi_msg_t request_header(rk_actor_t *a, uint64_t id) {
  * stage without its lock and the id without a fetch-add. RK_ERR_QUEUE_FULL
  * when the thread does not own it, tracing is on, or the ring is full:
  * nothing was sent and no id used, and the caller takes the shared path. */
-static rk_status_t send_alone(rk_actor_t *a, const void *request,
-                              uint64_t *out_id) {
+static inline rk_status_t send_alone(rk_actor_t *a, const void *request,
+                                     uint64_t *out_id) {
   if (a->mode == RK_ACTOR_TRADITIONAL || rk__trace_on() ||
       !rk__bias_enter(&a->host_bias))
     return RK_ERR_QUEUE_FULL;
@@ -1579,6 +1579,17 @@ static void trace_actor_args(rk__trace_event_t *e, const traced_actor_t *t,
 
 rk_status_t rk_actor_send(rk_actor_t *actor, const void *request, size_t size,
                           uint64_t timeout_ns, uint64_t *out_correlation_id) {
+  /* The one thread that uses the actor, with room in the ring: straight
+   * to send_alone, which refuses (nothing sent) whatever it does not
+   * cover; everything else takes the path below, checks first. */
+  if (actor && request && !actor->remote && size == actor->in_size &&
+      get_state(actor) == RK_ACTOR_ACTIVE) {
+    uint64_t id;
+    if (send_alone(actor, request, &id) == RK_OK) {
+      if (out_correlation_id) *out_correlation_id = id;
+      return RK_OK;
+    }
+  }
   if (actor && actor->remote)
     return rk__proxy_send(actor, request, size, timeout_ns, out_correlation_id);
   if (!rk__trace_on())
@@ -1779,6 +1790,15 @@ static rk_status_t actor_receive(rk_actor_t *actor, void *response,
 rk_status_t rk_actor_receive(rk_actor_t *actor, void *response, size_t capacity,
                              uint64_t timeout_ns,
                              rk_actor_message_t *out_info) {
+  /* A response already there, for a caller that may take it from the
+   * ring: straight to take_direct (what receive tries first); anything
+   * else takes the path below, checks first. */
+  if (actor && response && !actor->remote && capacity >= actor->out_size &&
+      !rk__trace_on() && !holds_loan(actor)) {
+    rk_actor_message_t scratch;
+    rk_actor_message_t *direct = out_info ? out_info : &scratch;
+    if (take_direct(actor, response, 1, direct)) return response_status(direct);
+  }
   if (actor && actor->remote)
     return rk__proxy_receive(actor, response, capacity, timeout_ns, out_info);
   if (!rk__trace_on())
