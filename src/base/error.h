@@ -34,6 +34,12 @@ rk_status_t rk__fail_context(rk_status_t status, const char *fmt, ...)
  * that succeeds leaves rk_last_error() as it found it. rk__error_restore
  * frees the copy; NULL (no memory to save) restores nothing. */
 char *rk__error_save(void);
+
+/* How this librk was built: the compiler that built it ("GCC 12.2.0",
+ * "clang 16.0.6"; "unknown compiler") and whether its objects were linked
+ * with link-time optimisation (src/lto/). For `rk version`. */
+const char *rk__build_compiler(void);
+bool rk__build_lto(void);
 void rk__error_restore(char *saved);
 
 /* The same on a hot path that fails rarely: the message is kept in the

@@ -26,6 +26,24 @@ const char *rk_last_error(void) { return tls_error; }
 
 const char *rk_version(void) { return "0.1.0"; }
 
+const char *rk__build_compiler(void) {
+#if defined(__clang__)
+  return "clang " __clang_version__;
+#elif defined(__GNUC__)
+  return "GCC " __VERSION__;
+#else
+  return "unknown compiler";
+#endif
+}
+
+bool rk__build_lto(void) {
+#ifdef RK_BUILD_LTO
+  return true;
+#else
+  return false;
+#endif
+}
+
 static void mark_truncated(int n) {
   if (n >= kErrorCapacity) {
     static const char kMark[] = "\n[... message truncated]";

@@ -49,6 +49,11 @@ def version(rk):
         doc = run_json(args)
         check(doc.get("rk") and doc.get("library") == doc.get("rk"),
               "rk and library versions", doc)
+        build = doc.get("build")
+        check(isinstance(build, dict) and
+              isinstance(build.get("compiler"), str) and build["compiler"] and
+              isinstance(build.get("lto"), bool),
+              "build: compiler and lto", doc)
         backends = doc.get("backends")
         check(isinstance(backends, list) and
               [b.get("name") for b in backends] == KINDS,

@@ -3,6 +3,7 @@
  * libraries each one finds here with the versions they report.
  *
  *   rk 0.1.0 (librk 0.1.0)
+ *   librk     built by GCC 12.2.0, link-time optimised
  *   backends built in: cpu, cuda, metal, webgpu, opencl
  *   cpu       cc: gcc (Debian 12.2.0-14) 12.2.0
  *   webgpu    wgpu-native 29.0.0.0 (/.../libwgpu_native-release.so)
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "backends/cuda/cuda.h"
+#include "base/error.h"
 #include "base/sys.h"
 #include "rk/rk.h"
 #include "tool.h"
@@ -36,7 +38,8 @@ static void help(FILE *out) {
       "Usage: rk version [--json]\n"
       "       rk --version\n"
       "\n"
-      "Shows the version of this command and of the rk library, the\n"
+      "Shows the version of this command and of the rk library (and how\n"
+      "the library was built: its compiler, link-time optimisation), the\n"
       "backends built into this rk, and for each one what it finds on this\n"
       "machine: the vendor library it loads and the version that library\n"
       "reports (the CPU backend: the C compiler it runs), or why it finds\n"
@@ -44,8 +47,9 @@ static void help(FILE *out) {
       "RK_BLAS_LIB) and on CUDA (cuBLAS, RK_CUBLAS_LIB, loaded on first use).\n"
       "\n"
       "Options:\n"
-      "  --json   one JSON object: {\"rk\", \"library\", \"backends\": "
-      "[{\"name\",\n"
+      "  --json   one JSON object: {\"rk\", \"library\", \"build\": "
+      "{\"compiler\",\n"
+      "           \"lto\"}, \"backends\": [{\"name\",\n"
       "           \"built_in\", \"found\", \"library\", \"reason\"}],\n"
       "           \"ops_blas\", \"cublas\"}  (null: none, rk's own GEMM)\n"
       "\n"
@@ -124,6 +128,9 @@ static const char *without_name(const char *reason, const char *name) {
 
 static void print_text(const found_t *f) {
   printf("rk %s (librk %s)\n", TOOL_VERSION, rk_version());
+  printf("%-9s built by %s, %s\n", "librk", rk__build_compiler(),
+         rk__build_lto() ? "link-time optimised"
+                         : "without link-time optimisation");
   printf("backends built in:");
   bool any = false;
   for (int i = 0; i < kKindCount; ++i)
@@ -160,6 +167,9 @@ static void print_text(const found_t *f) {
 static void print_json(const found_t *f) {
   printf("{\"rk\":\"%s\",\"library\":", TOOL_VERSION);
   tool_json_string(stdout, rk_version());
+  printf(",\"build\":{\"compiler\":");
+  tool_json_string(stdout, rk__build_compiler());
+  printf(",\"lto\":%s}", rk__build_lto() ? "true" : "false");
   printf(",\"backends\":[");
   for (int i = 0; i < kKindCount; ++i) {
     printf("%s{\"name\":\"%s\",\"built_in\":%s,\"found\":%s,\"library\":",
