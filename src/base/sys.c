@@ -116,6 +116,24 @@ void rk__wake_all(const uint32_t *word) {
 
 #endif /* RK__LINUX */
 
+void rk__short_lock_wait(rk__short_lock_t *lock) {
+  /* Spins about as long as a section takes, then gives the CPU away: the
+   * holder may be waiting for it (more runnable threads than CPUs). */
+  for (unsigned i = 0;; ++i) {
+    if (!__atomic_load_n(&lock->held, __ATOMIC_RELAXED) &&
+        !__atomic_exchange_n(&lock->held, 1u, __ATOMIC_ACQUIRE))
+      return;
+    if (i < 64) {
+      rk__cpu_relax();
+    } else if (i < 64 + 32) {
+      sched_yield();
+    } else {
+      struct timespec nap = {0, 20000};
+      nanosleep(&nap, NULL);
+    }
+  }
+}
+
 int rk__mutex_lock_until(pthread_mutex_t *mutex, uint64_t deadline_ns) {
   uint64_t now = rk__now_ns();
   if (now >= deadline_ns)

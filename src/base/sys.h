@@ -90,6 +90,28 @@ void rk__wait_while_equal(const uint32_t *word, uint32_t expected,
 /* Wakes all threads blocked on `word`. */
 void rk__wake_all(const uint32_t *word);
 
+/* A lock for short sections that never block: taking it is one atomic
+ * exchange and releasing it a plain store, where a mutex's release is a
+ * second locked instruction (each one waits for the thread's earlier
+ * stores to drain, which after writing lines another thread or process
+ * reads costs more than a short section itself). Nobody is woken by a
+ * release: a thread that finds it taken spins briefly, then yields, then
+ * naps (20 us) until it is free, so sections must be short and must not
+ * wait for anything (no lock ordered after a thread that may wait for
+ * this one, no sleeping). Not recursive. */
+typedef struct rk__short_lock {
+  uint32_t held; /* atomic: 1 while taken */
+} rk__short_lock_t;
+
+void rk__short_lock_wait(rk__short_lock_t *lock);
+static inline void rk__short_lock(rk__short_lock_t *lock) {
+  if (__atomic_exchange_n(&lock->held, 1u, __ATOMIC_ACQUIRE))
+    rk__short_lock_wait(lock);
+}
+static inline void rk__short_unlock(rk__short_lock_t *lock) {
+  __atomic_store_n(&lock->held, 0u, __ATOMIC_RELEASE);
+}
+
 /* 128-bit FNV-1a, incrementally. */
 typedef struct rk__hash {
   unsigned __int128 h;

@@ -245,11 +245,15 @@ struct rk_remote_actor {
   uint64_t export_id;
   size_t request_size, response_size;
   uint32_t window;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
+  /* The handle's fields (those marked, and the lists); held briefly, never
+   * across a wait or a post (rk__short_lock_t: a stream takes it twice per
+   * request). A thread asleep for an answer or room waits on `wake`, which
+   * a change it waits for moves (wake_handle). */
+  rk__short_lock_t mu;
+  uint32_t wake; /* atomic */
   uint64_t next_id;
   uint32_t outstanding; /* sent and not yet received */
-  uint32_t cv_waiters;  /* threads asleep on cv (under mu) */
+  uint32_t sleepers;    /* threads asleep on `wake` (under mu) */
   _Atomic int state;    /* rk_actor_state_t */
   char cause[TEXT_MAX];
   waiter_t *waiters;
@@ -804,13 +808,13 @@ static rk_status_t post_records(rk_remote_actor_t *h, uint32_t from,
  * at most once). A failed post is the peer's failure, which stops the
  * handle; the caller's error message is kept. */
 static void out_flush_locked(rk_remote_actor_t *h) {
-  pthread_mutex_lock(&h->mu);
+  rk__short_lock(&h->mu);
   const uint32_t n = h->nbuf;
   unsigned char *buf = h->obuf;
   h->flush_due = false;
   if (!n || stopped(h)) {
     h->nbuf = 0;
-    pthread_mutex_unlock(&h->mu);
+    rk__short_unlock(&h->mu);
     return;
   }
   h->obuf = h->fbuf;
@@ -823,14 +827,14 @@ static void out_flush_locked(rk_remote_actor_t *h) {
   }
   const uint32_t from = h->c->peers[h->peer].remote;
   atomic_fetch_add(&h->flushing, 1);
-  pthread_mutex_unlock(&h->mu);
+  rk__short_unlock(&h->mu);
   rk__error_stash_t stash;
   rk__error_stash(&stash);
   const bool failed = post_records(h, from, buf, n) != RK_OK;
   if (failed) {
-    pthread_mutex_lock(&h->mu);
+    rk__short_lock(&h->mu);
     h->unanswered = h->unanswered > n ? h->unanswered - n : 0;
-    pthread_mutex_unlock(&h->mu);
+    rk__short_unlock(&h->mu);
   }
   rk__error_unstash(&stash, failed);
   atomic_fetch_sub(&h->flushing, 1);
@@ -868,9 +872,9 @@ static unsigned flush_handles(rk_cluster_t *c, bool all) {
   for (uint32_t i = 0; i < c->handle_cap && !more; ++i) {
     rk_remote_actor_t *h = c->handles[i];
     if (!h || !h->bmax) continue;
-    pthread_mutex_lock(&h->mu);
+    rk__short_lock(&h->mu);
     const bool d = h->nbuf && (all || h->flush_due);
-    pthread_mutex_unlock(&h->mu);
+    rk__short_unlock(&h->mu);
     if (!d) continue;
     if (n == kAtOnce) {
       more = true;
@@ -1170,10 +1174,10 @@ static void tell_links(rk_cluster_t *c) {
       continue;
     }
     char why[TEXT_MAX + RK_WIRE_ACTOR_NAME_MAX + 32];
-    pthread_mutex_lock(&h->mu);
+    rk__short_lock(&h->mu);
     snprintf(why, sizeof why, "remote actor '%s' failed (%.200s)", h->name,
              h->cause);
-    pthread_mutex_unlock(&h->mu);
+    rk__short_unlock(&h->mu);
     (void)rk__supervise_link_fault(c->links[i].local, why);
     c->links[i] = c->links[--c->nlinks];
   }
@@ -1184,7 +1188,10 @@ static void tell_links(rk_cluster_t *c) {
  * on its condition variable, and those asleep on the worker's event
  * descriptor (hwait). */
 static void wake_handle(rk_cluster_t *c, rk_remote_actor_t *h) {
-  if (h->cv_waiters) pthread_cond_broadcast(&h->cv);
+  if (h->sleepers) {
+    __atomic_fetch_add(&h->wake, 1u, __ATOMIC_RELEASE);
+    rk__wake_all(&h->wake);
+  }
   if (atomic_load_explicit(&c->efd_sleepers, memory_order_relaxed))
     c->u->ucp_worker_signal(c->worker);
 }
@@ -1195,14 +1202,14 @@ static void stop_handles_of(rk_cluster_t *c, uint32_t index,
   for (uint32_t i = 0; i < c->handle_cap; ++i) {
     rk_remote_actor_t *h = c->handles[i];
     if (!h || h->peer != index) continue;
-    pthread_mutex_lock(&h->mu);
+    rk__short_lock(&h->mu);
     int s = atomic_load(&h->state);
     if (s != RK_ACTOR_FAILED && s != RK_ACTOR_TERMINATED) {
       copy_name(h->cause, sizeof h->cause, cause);
       atomic_store(&h->state, (int)state);
     }
     wake_handle(c, h);
-    pthread_mutex_unlock(&h->mu);
+    rk__short_unlock(&h->mu);
   }
 }
 
@@ -2306,10 +2313,10 @@ static unsigned bridge_once(bridge_t *b) {
   uint32_t sent = 0;
   bool dead = false;
   while (sent < n) {
-    pthread_mutex_lock(&h->mu);
+    rk__short_lock(&h->mu);
     dead = stopped(h);
     const bool room = !dead && h->outstanding < h->window;
-    pthread_mutex_unlock(&h->mu);
+    rk__short_unlock(&h->mu);
     if (!room) break;
     char *saved = rk__error_save();
     wait_limit_t now = limit_lazy(0);
@@ -2529,7 +2536,7 @@ static rk_remote_actor_t *answer_handle(rk_cluster_t *c,
   pthread_mutex_lock(&c->mu);
   rk_remote_actor_t *h = handle_at(c, r->handle, r->handle_gen);
   if (h && h->peer == r->from)
-    pthread_mutex_lock(&h->mu);
+    rk__short_lock(&h->mu);
   else
     h = NULL;
   pthread_mutex_unlock(&c->mu);
@@ -2542,7 +2549,7 @@ static void deliver_resp(rk_cluster_t *c, const rk_wire_resp_t *r,
   if (!h) return;
   const bool due = answer_in(c, h, r, data, size, rk__hlc_physical(), 0);
   wake_handle(c, h);
-  pthread_mutex_unlock(&h->mu);
+  rk__short_unlock(&h->mu);
   if (due) links_due(c);
 }
 
@@ -2687,7 +2694,7 @@ static void deliver_resps(rk_cluster_t *c, const rk_wire_batch_t *b,
         h->peer != r.from) {
       if (h) {
         wake_handle(c, h);
-        pthread_mutex_unlock(&h->mu);
+        rk__short_unlock(&h->mu);
       }
       h = answer_handle(c, &r);
       if (!h) continue;
@@ -2696,7 +2703,7 @@ static void deliver_resps(rk_cluster_t *c, const rk_wire_batch_t *b,
   }
   if (h) {
     wake_handle(c, h);
-    pthread_mutex_unlock(&h->mu);
+    rk__short_unlock(&h->mu);
   }
   if (due) links_due(c);
 }
@@ -3512,9 +3519,7 @@ static void free_handle(rk_remote_actor_t *h) {
     free(a);
     a = next;
   }
-  pthread_mutex_destroy(&h->mu);
   pthread_mutex_destroy(&h->send_mu);
-  pthread_cond_destroy(&h->cv);
   free(h->bufs);
   free(h);
 }
@@ -4101,9 +4106,7 @@ rk_status_t rk_cluster_lookup(rk_cluster_t *c, const char *name,
       h->aroom = h->response_size > ANSWER_POOL_MAX
                      ? 0
                      : (h->response_size + 7) & ~(size_t)7;
-      pthread_mutex_init(&h->mu, NULL);
       pthread_mutex_init(&h->send_mu, NULL);
-      cond_init(&h->cv);
       h->state = RK_ACTOR_ACTIVE;
       c->handles[slot] = h;
     }
@@ -4236,9 +4239,9 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
   if (ready(h, arg)) return RK_OK;
   if (h->nbuf) {
     /* Nobody waits on requests of its own still in the buffer. */
-    pthread_mutex_unlock(&h->mu);
+    rk__short_unlock(&h->mu);
     out_flush(h);
-    pthread_mutex_lock(&h->mu);
+    rk__short_lock(&h->mu);
     if (ready(h, arg)) return RK_OK;
   }
   const uint64_t start = rk__now_ns();
@@ -4257,14 +4260,14 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
      * than a reading of it on some machines. */
     if ((k & 3) == 0 && ((now = rk__now_ns()) >= spin_end || now >= deadline))
       break;
-    pthread_mutex_unlock(&h->mu);
+    rk__short_unlock(&h->mu);
     pump_as(c, true);
     forward_all(c);
     if (crowded < 0 && now - start >= HWAIT_CROWD_AFTER_NS)
       crowded = rk__machine_crowded();
     if (crowded == 1) sched_yield();
 
-    pthread_mutex_lock(&h->mu);
+    rk__short_lock(&h->mu);
   }
   /* Then asleep on the worker's event descriptor, still a driver: the
    * answer's arrival wakes this thread itself, not the progress thread
@@ -4275,9 +4278,9 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
     atomic_fetch_add(&c->efd_sleepers, 1);
     while (!ready(h, arg) && !stopped(h) && rk__now_ns() < deadline &&
            !atomic_load(&c->in_flight) && !atomic_load(&c->nbridges)) {
-      pthread_mutex_unlock(&h->mu);
+      rk__short_unlock(&h->mu);
       sleep_on_worker(c, deadline);
-      pthread_mutex_lock(&h->mu);
+      rk__short_lock(&h->mu);
     }
     atomic_fetch_sub(&c->efd_sleepers, 1);
   }
@@ -4306,9 +4309,18 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
       s = RK_ERR_TIMEOUT;
       break;
     }
-    h->cv_waiters++;
-    cond_wait_until(&h->cv, &h->mu, deadline, 100000000);
-    h->cv_waiters--;
+    /* Read under mu: a change made after the release moves it, and its
+     * maker, under mu, sees this thread counted. */
+    const uint32_t seq = __atomic_load_n(&h->wake, __ATOMIC_RELAXED);
+    h->sleepers++;
+    rk__short_unlock(&h->mu);
+    const uint64_t now = rk__now_ns();
+    if (now < deadline)
+      rk__wait_while_equal(
+          &h->wake, seq,
+          deadline - now < 100000000u ? deadline - now : 100000000u);
+    rk__short_lock(&h->mu);
+    h->sleepers--;
   }
   atomic_fetch_sub(&c->sleepers, 1);
   return s;
@@ -4332,11 +4344,11 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
                     "remote actor: request of %zu bytes; the handler takes "
                     "%zu",
                     size, h->request_size);
-  pthread_mutex_lock(&h->mu);
+  rk__short_lock(&h->mu);
   if (stopped(h)) {
     rk_status_t s = stopped_error(h, "send refused");
     h->dropped++;
-    pthread_mutex_unlock(&h->mu);
+    rk__short_unlock(&h->mu);
     return s;
   }
   rk_status_t s = hwait(h, has_credit, NULL, limit);
@@ -4349,7 +4361,7 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
     else
       s = stopped_error(h, "send refused");
     h->dropped++;
-    pthread_mutex_unlock(&h->mu);
+    rk__short_unlock(&h->mu);
     return s;
   }
   const uint64_t id = fixed_id ? fixed_id : ++h->next_id;
@@ -4381,7 +4393,7 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
     memcpy(rp + 1, request, size);
     h->nbuf++;
     const bool go = h->nbuf >= h->bmax || h->unanswered < h->coalesce_at;
-    pthread_mutex_unlock(&h->mu);
+    rk__short_unlock(&h->mu);
     if (go) out_flush(h);
     if (out_id) *out_id = id;
     return RK_OK;
@@ -4389,7 +4401,7 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
   /* Buffered requests (or a buffer being posted) go first. */
   const bool behind = h->nbuf || atomic_load(&h->flushing);
   h->unanswered++;
-  pthread_mutex_unlock(&h->mu);
+  rk__short_unlock(&h->mu);
   if (behind) {
     pthread_mutex_lock(&h->send_mu);
     out_flush_locked(h);
@@ -4402,7 +4414,7 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
      * known within the grace, and the caller is told that, not the
      * transport's error. */
     settle(c, &c->peers[h->peer]);
-    pthread_mutex_lock(&h->mu);
+    rk__short_lock(&h->mu);
     h->outstanding--;
     if (h->unanswered) h->unanswered--;
     if (w) {
@@ -4413,7 +4425,7 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
     if (stopped(h)) s = stopped_error(h, "send refused");
     h->sent--;
     h->dropped++;
-    pthread_mutex_unlock(&h->mu);
+    rk__short_unlock(&h->mu);
     return s;
   }
   if (out_id) *out_id = id;
@@ -4453,7 +4465,7 @@ rk_status_t rk_remote_actor_receive(rk_remote_actor_t *h, void *response,
                     "size %zu",
                     capacity, h->response_size);
   if (timeout_ns == 0) pump(h->c); /* never with h->mu held */
-  pthread_mutex_lock(&h->mu);
+  rk__short_lock(&h->mu);
   rk_status_t s;
   if (timeout_ns == 0) {
     s = h->rq ? RK_OK
@@ -4470,7 +4482,7 @@ rk_status_t rk_remote_actor_receive(rk_remote_actor_t *h, void *response,
     else
       s = rk__fail(s, "remote actor: no response within %.3f ms",
                    (double)timeout_ns / 1e6);
-    pthread_mutex_unlock(&h->mu);
+    rk__short_unlock(&h->mu);
     return s;
   }
   answer_t *a = h->rq;
@@ -4489,12 +4501,12 @@ rk_status_t rk_remote_actor_receive(rk_remote_actor_t *h, void *response,
       h->nspare++;
       a = NULL;
     }
-    pthread_mutex_unlock(&h->mu);
+    rk__short_unlock(&h->mu);
     free(a);
     if (go) out_flush(h);
     return RK_OK;
   }
-  pthread_mutex_unlock(&h->mu);
+  rk__short_unlock(&h->mu);
   if (go) out_flush(h);
   if (out_info) *out_info = a->info;
   if (a->status == RK_OK) {
@@ -4534,7 +4546,7 @@ rk_status_t rk_remote_actor_call(rk_remote_actor_t *h, const void *request,
   w.capacity = capacity;
   RK_RETURN_IF_ERROR(
       post_request(h, request, request_size, &limit, 0, NULL, &w));
-  pthread_mutex_lock(&h->mu);
+  rk__short_lock(&h->mu);
   rk_status_t s = hwait(h, waiter_done, &w, &limit);
   waiter_t **pp = &h->waiters;
   while (*pp != &w) pp = &(*pp)->next;
@@ -4543,7 +4555,7 @@ rk_status_t rk_remote_actor_call(rk_remote_actor_t *h, const void *request,
     h->outstanding--;
     wake_handle(h->c, h);
   }
-  pthread_mutex_unlock(&h->mu);
+  rk__short_unlock(&h->mu);
   if (s == RK_ERR_INVALID_STATE) {
     char what[64];
     snprintf(what, sizeof what, "request %llu was not answered",
@@ -4669,9 +4681,9 @@ rk_status_t rk_cluster_connect(rk_actor_t *src, uint32_t port,
     s = rk__k2k_bridge_connect(src, port, k, h->name, same, nsame);
   }
   if (s == RK_OK) {
-    pthread_mutex_lock(&h->mu);
+    rk__short_lock(&h->mu);
     h->discard = true;
-    pthread_mutex_unlock(&h->mu);
+    rk__short_unlock(&h->mu);
     c->bridges[atomic_load(&c->nbridges)] = (bridge_t){h, k};
     atomic_fetch_add(&c->nbridges, 1);
   }
@@ -4729,8 +4741,8 @@ void rk_remote_actor_release(rk_remote_actor_t *h) {
   }
   pthread_mutex_unlock(&c->mu);
   /* An answer being delivered to it found it before: let it finish. */
-  pthread_mutex_lock(&h->mu);
-  pthread_mutex_unlock(&h->mu);
+  rk__short_lock(&h->mu);
+  rk__short_unlock(&h->mu);
   free_handle(h);
 }
 
@@ -4749,10 +4761,10 @@ rk_status_t rk__remote_actor_send_batch(rk_remote_actor_t *h,
                     size, h->request_size);
   /* The batch's ids first, all at once: consecutive whatever other
    * threads send meanwhile. */
-  pthread_mutex_lock(&h->mu);
+  rk__short_lock(&h->mu);
   const uint64_t first = h->next_id + 1;
   h->next_id += count;
-  pthread_mutex_unlock(&h->mu);
+  rk__short_unlock(&h->mu);
   if (out_first_id) *out_first_id = first;
   /* One deadline for the whole batch, from its first wait. */
   wait_limit_t limit = limit_lazy(timeout_ns);
@@ -4763,9 +4775,9 @@ rk_status_t rk__remote_actor_send_batch(rk_remote_actor_t *h,
     if (s != RK_OK) {
       /* The ids left over were never sent: counted as dropped (the one
        * that failed is already). */
-      pthread_mutex_lock(&h->mu);
+      rk__short_lock(&h->mu);
       h->dropped += count - i - 1;
-      pthread_mutex_unlock(&h->mu);
+      rk__short_unlock(&h->mu);
       return s;
     }
     *out_sent = i + 1;
@@ -4775,13 +4787,13 @@ rk_status_t rk__remote_actor_send_batch(rk_remote_actor_t *h,
 
 void rk__remote_actor_counts(rk_remote_actor_t *h, uint64_t *out_sent,
                              uint64_t *out_dropped, uint64_t *out_waiting) {
-  pthread_mutex_lock(&h->mu);
+  rk__short_lock(&h->mu);
   *out_sent = h->sent;
   *out_dropped = h->dropped;
   uint64_t n = 0;
   for (const answer_t *a = h->rq; a; a = a->next) ++n;
   *out_waiting = n;
-  pthread_mutex_unlock(&h->mu);
+  rk__short_unlock(&h->mu);
 }
 
 const char *rk__remote_actor_name(const rk_remote_actor_t *h) {
@@ -4793,14 +4805,14 @@ void rk__remote_actor_set_proxy(rk_remote_actor_t *h, rk_actor_t *proxy) {
 }
 
 void rk__remote_actor_close(rk_remote_actor_t *h, const char *cause) {
-  pthread_mutex_lock(&h->mu);
+  rk__short_lock(&h->mu);
   const int s = atomic_load(&h->state);
   if (s != RK_ACTOR_FAILED && s != RK_ACTOR_TERMINATED) {
     copy_name(h->cause, sizeof h->cause, cause);
     atomic_store(&h->state, (int)RK_ACTOR_TERMINATED);
   }
   wake_handle(h->c, h);
-  pthread_mutex_unlock(&h->mu);
+  rk__short_unlock(&h->mu);
 }
 
 /* ---- test hooks (cluster_internal.h) ----------------------------------- */
@@ -4817,21 +4829,21 @@ uint64_t rk__cluster_dropped_local(rk_cluster_t *c, const char *name) {
 
 void rk__remote_actor_credits(rk_remote_actor_t *h, uint64_t *out_answers,
                               uint64_t *out_credited) {
-  pthread_mutex_lock(&h->mu);
+  rk__short_lock(&h->mu);
   *out_answers = h->credit_answers;
   *out_credited = h->credited;
-  pthread_mutex_unlock(&h->mu);
+  rk__short_unlock(&h->mu);
 }
 
 void rk__remote_actor_sends(rk_remote_actor_t *h, uint32_t *out_buffered,
                             uint32_t *out_unanswered, uint64_t *out_batches,
                             uint64_t *out_batched) {
-  pthread_mutex_lock(&h->mu);
+  rk__short_lock(&h->mu);
   *out_buffered = h->nbuf;
   *out_unanswered = h->unanswered;
   *out_batches = h->batches;
   *out_batched = h->batched;
-  pthread_mutex_unlock(&h->mu);
+  rk__short_unlock(&h->mu);
 }
 
 rk_status_t rk__cluster_barrier(rk_cluster_t *c) {
