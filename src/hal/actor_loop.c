@@ -184,6 +184,7 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
   uint64_t crowd_check = 0; /* when the machine's crowding was last read */
   bool stop_locked = false;
   bool turned = false; /* the idle work turned since the loop last parked */
+  uint32_t quiet_turns = 0; /* idle turns of the idle work, counted */
   for (;;) {
     /* Read before the control block: a request the host makes after this
      * read changes the sequence, so the waits below cannot miss it. */
@@ -247,13 +248,19 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
       idle_since = 0;
       continue;
     }
-    uint64_t now = rk__now_ns();
     if (idle_offered(l)) {
       /* It drives for others (the idle work): it stays the driver until
        * spin_ns passes without activity, yielding its CPU on each turn
        * while the machine has more runnable threads than CPUs (as a
        * cluster's caller does while it drives), rather than park and
-       * leave the work to a thread that must be woken for it. */
+       * leave the work to a thread that must be woken for it. The clock
+       * on every fourth idle turn: a reading can take as long as a turn
+       * that finds nothing, and a request that comes meanwhile waits. */
+      if (idle_since && (++quiet_turns & 3u) != 0) {
+        if (crowded) sched_yield();
+        continue;
+      }
+      const uint64_t now = rk__now_ns();
       if (!idle_since) {
         idle_since = now;
         crowd_check = now;
@@ -272,6 +279,7 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
       park(l, &in, seq);
       continue;
     }
+    const uint64_t now = rk__now_ns();
     if (!idle_since) {
       idle_since = now;
       spin_ok =
