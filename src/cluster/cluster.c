@@ -1007,6 +1007,17 @@ static void links_due(rk_cluster_t *c) {
 enum { kCtrlEvery = 128 };
 #define CTRL_GAP_NS 1000000ull
 
+/* A turn counted, and its number: a load and a store, not a locked
+ * read-modify-write (a turn's cost, where a turn that finds nothing takes
+ * ~100 ns). Two threads turning at once may count one: the counter's
+ * readers ask only whether anyone turned (progress_main) and pick a turn
+ * now and then (ctrl_due). */
+static uint64_t count_turn(rk_cluster_t *c) {
+  const uint64_t t = atomic_load_explicit(&c->turns, memory_order_relaxed);
+  atomic_store_explicit(&c->turns, t + 1, memory_order_relaxed);
+  return t;
+}
+
 /* Whether a driver's turn `t` turns the control worker too. */
 static bool ctrl_due(rk_cluster_t *c, uint64_t t) {
   if (t % kCtrlEvery) return false;
@@ -1048,8 +1059,7 @@ static bool arm_workers(rk_cluster_t *c) {
 /* One turn of the workers from any thread; a driver's (`driver`) turns
  * the control worker when it is due (ctrl_due). */
 static unsigned pump_as(rk_cluster_t *c, bool driver) {
-  const uint64_t t =
-      atomic_fetch_add_explicit(&c->turns, 1, memory_order_relaxed);
+  const uint64_t t = count_turn(c);
   unsigned n = turn_workers(c, !driver || ctrl_due(c, t));
   n += flush_handles(c, false);
   outbox_drain(c);
@@ -2862,8 +2872,7 @@ static unsigned drive_turn(void *user) {
   if (!atomic_load_explicit(&e->driving, memory_order_relaxed) &&
       !atomic_exchange(&e->driving, true))
     atomic_fetch_add(&c->drivers, 1);
-  const uint64_t t =
-      atomic_fetch_add_explicit(&c->turns, 1, memory_order_relaxed);
+  const uint64_t t = count_turn(c);
   /* Answers first: the loop has just run the handler, and the answer
    * should not wait for a turn of the workers (a system call per turn
    * where UCX polls a TCP interface). */
