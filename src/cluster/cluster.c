@@ -4264,11 +4264,12 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
    * for the whole spin. Looked at once per wait. */
   int crowded = -1;
   uint64_t now = start;
-  for (unsigned k = 0; c->spin_us && !ready(h, arg) && !stopped(h); ++k) {
-    /* The clock every fourth turn: an idle turn of the workers takes less
-     * than a reading of it on some machines. */
-    if ((k & 3) == 0 && ((now = rk__now_ns()) >= spin_end || now >= deadline))
-      break;
+  for (unsigned k = 1; c->spin_us && !ready(h, arg) && !stopped(h); ++k) {
+    /* The clock every fourth turn (the first turns go by `start`): an
+     * idle turn of the workers takes less than a reading of it on some
+     * machines. */
+    if ((k & 3) == 0 && (now = rk__now_ns()) >= spin_end) break;
+    if (now >= deadline) break;
     rk__short_unlock(&h->mu);
     pump_as(c, true);
     forward_all(c);
@@ -4283,12 +4284,14 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
    * that would then have to wake it. Not while requests are in this
    * process's exported actors or bridges wait (their answers and messages
    * signal no descriptor: the progress thread looks after them). */
-  if (c->efd >= 0) {
+  bool slept = false;
+  if (c->efd >= 0 && !ready(h, arg)) {
     atomic_fetch_add(&c->efd_sleepers, 1);
     while (!ready(h, arg) && !stopped(h) && rk__now_ns() < deadline &&
            !atomic_load(&c->in_flight) && !atomic_load(&c->nbridges)) {
       rk__short_unlock(&h->mu);
       sleep_on_worker(c, deadline);
+      slept = true;
       rk__short_lock(&h->mu);
     }
     atomic_fetch_sub(&c->efd_sleepers, 1);
@@ -4300,7 +4303,9 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
   if (!answered) atomic_fetch_add(&c->sleepers, 1);
   atomic_fetch_sub(&c->drivers, 1);
   if (answered) {
-    late_answer(rk__now_ns() - start, crowded);
+    /* Answered while spinning: the last reading (at most three turns
+     * old) tells a late answer (HWAIT_LATE_NS) well enough. */
+    late_answer((slept ? rk__now_ns() : now) - start, crowded);
     return RK_OK;
   }
   wake_aside(c);
@@ -4547,8 +4552,11 @@ rk_status_t rk_remote_actor_call(rk_remote_actor_t *h, const void *request,
                     "remote actor: capacity %zu is less than the response "
                     "size %zu",
                     capacity, h->response_size);
-  /* From the call's start: the send's wait and the answer's share it. */
-  wait_limit_t limit = {timeout_ns, deadline_after(timeout_ns)};
+  /* One limit for the send's wait and the answer's, from the first wait
+   * (no clock read before the request leaves: a send with window room
+   * does not wait, and its time then is the post's, well under a
+   * microsecond). */
+  wait_limit_t limit = limit_lazy(timeout_ns);
   waiter_t w;
   memset(&w, 0, sizeof w);
   w.buffer = response;
