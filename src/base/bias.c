@@ -17,7 +17,10 @@
 _Thread_local char rk__bias_token_byte RK__TLS_FAST;
 static uintptr_t token(void) { return rk__bias_token(); }
 
-void rk__bias_init(rk__bias_t *b) { memset(b, 0, sizeof *b); }
+void rk__bias_init(rk__bias_t *b) {
+  rk__ring_fences_init();
+  memset(b, 0, sizeof *b);
+}
 
 /* NONE -> the caller owns it. False when another thread got there first. */
 static bool claim(rk__bias_t *b) {

@@ -46,8 +46,8 @@ typedef enum rk__bias_state {
   RK__BIAS_SHARED,   /* for good: everyone takes the shared path */
 } rk__bias_state_t;
 
-/* After a ring has been initialised in this process (rk__ring_init
- * chooses, once, how the two halves of the handshake fence). */
+/* Also chooses, once per process, how the two halves of the handshake
+ * fence (rk__ring_fences_init). */
 void rk__bias_init(rk__bias_t *b);
 
 /* True when the calling thread owns the role and entered a section (leave

@@ -61,6 +61,9 @@ static void fence_heavy(void) {
 
 void rk__ring_fence_light(void) { fence_light(); }
 void rk__ring_fence_heavy(void) { fence_heavy(); }
+void rk__ring_fences_init(void) {
+  pthread_once(&g_asymmetric_once, asymmetric_init);
+}
 
 rk_status_t rk__ring_init(rk_abi_ring_t *hdr, uint32_t capacity,
                           uint32_t slot_size) {

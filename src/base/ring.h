@@ -150,6 +150,9 @@ void rk__ring_kick_space(rk_abi_ring_t *hdr);
  * can impose the heavy half (membarrier), a full fence otherwise. */
 void rk__ring_fence_light(void);
 void rk__ring_fence_heavy(void);
+/* Chooses, once per process, how the halves fence; before either is used
+ * (rk__ring_init and rk__bias_init call it). */
+void rk__ring_fences_init(void);
 
 /* ---- Multi-producer stage ------------------------------------------------ */
 

@@ -69,8 +69,10 @@
 
 #include "actor/actor_internal.h"
 #include "actor/k2k_internal.h"
+#include "base/bias.h"
 #include "base/error.h"
 #include "base/hlc.h"
+#include "base/ring.h"
 #include "base/strbuf.h"
 #include "base/sys.h"
 #include "cluster/cluster_internal.h"
@@ -252,9 +254,12 @@ struct rk_remote_actor {
   rk__short_lock_t mu;
   uint32_t wake; /* atomic */
   uint64_t next_id;
-  uint32_t outstanding; /* sent and not yet received */
-  uint32_t sleepers;    /* threads asleep on `wake` (under mu) */
-  _Atomic int state;    /* rk_actor_state_t */
+  /* Sent and not yet received, less `rtaken - rfolded` (fold_taken). */
+  uint32_t outstanding;
+  /* Threads asleep on `wake` (changed under mu; read without it by a
+   * receive that returned window room, see rk_remote_actor_receive). */
+  uint32_t sleepers;
+  _Atomic int state; /* rk_actor_state_t */
   char cause[TEXT_MAX];
   waiter_t *waiters;
   answer_t *rq, *rq_tail;
@@ -283,7 +288,9 @@ struct rk_remote_actor {
   unsigned char *obuf, *fbuf; /* swapped at each post; bufs holds both */
   unsigned char *bufs;
   _Atomic uint32_t flushing;
-  bool flush_due; /* under mu: a pump is to flush it (c->flush_any) */
+  /* A pump is to flush it (c->flush_any): changed under mu, read without
+   * it by a receive without it. */
+  bool flush_due;
   uint64_t batches, batched; /* REQS posted, and their requests (mu) */
   /* Answers waiting in rq are blocks of `aroom` bytes of room, kept for
    * reuse (spare, under mu) once received: receives copy them out under
@@ -291,8 +298,31 @@ struct rk_remote_actor {
   size_t aroom;
   answer_t *spare;
   uint32_t nspare;
+  uint32_t nrq;  /* answers in rq (mu) */
   uint32_t pins; /* under c->mu: a pump flushing it; release waits */
+  /* Receives without mu. The receiving role (`rbias`, base/bias.h) is the
+   * first receiving thread's while it is the only one; a second revokes it
+   * for good, and from then on receivers hold mu for what the role
+   * guards: `cq`, the answers its holder moved out of rq (under mu) to take
+   * one by one without it, and `cfree`, the blocks it is done with, given
+   * back to `spare` when it next holds mu. `rtaken` counts the answers
+   * taken without mu, each a request's window room: whoever holds mu adds
+   * the new ones to `outstanding` (fold_taken). `ncq`: cq's length, for
+   * the counts. */
+  rk__bias_t rbias;
+  answer_t *cq, *cfree;
+  uint32_t ncfree;
+  uint32_t rtaken;  /* atomic; written by the role's holder */
+  uint32_t rfolded; /* mu */
+  uint32_t ncq;     /* atomic; written by the role's holder */
 };
+
+/* Under h->mu: the window room that receives without mu returned. */
+static void fold_taken(rk_remote_actor_t *h) {
+  const uint32_t t = __atomic_load_n(&h->rtaken, __ATOMIC_ACQUIRE);
+  h->outstanding -= t - h->rfolded;
+  h->rfolded = t;
+}
 
 /* rk_cluster_connect: a local actor's port wired to a remote actor. The
  * port's messages go into the bridge's inbox (the K2K layer's credit); the
@@ -811,7 +841,7 @@ static void out_flush_locked(rk_remote_actor_t *h) {
   rk__short_lock(&h->mu);
   const uint32_t n = h->nbuf;
   unsigned char *buf = h->obuf;
-  h->flush_due = false;
+  __atomic_store_n(&h->flush_due, false, __ATOMIC_RELAXED);
   if (!n || stopped(h)) {
     h->nbuf = 0;
     rk__short_unlock(&h->mu);
@@ -852,7 +882,7 @@ static void out_flush(rk_remote_actor_t *h) {
 static void out_answered(rk_cluster_t *c, rk_remote_actor_t *h, uint32_t k) {
   h->unanswered = h->unanswered > k ? h->unanswered - k : 0;
   if (h->nbuf && h->unanswered < h->coalesce_at && !h->flush_due) {
-    h->flush_due = true;
+    __atomic_store_n(&h->flush_due, true, __ATOMIC_RELAXED);
     atomic_store(&c->flush_any, true);
   }
 }
@@ -2325,6 +2355,7 @@ static unsigned bridge_once(bridge_t *b) {
   while (sent < n) {
     rk__short_lock(&h->mu);
     dead = stopped(h);
+    fold_taken(h);
     const bool room = !dead && h->outstanding < h->window;
     rk__short_unlock(&h->mu);
     if (!room) break;
@@ -2508,6 +2539,7 @@ static bool answer_in(rk_cluster_t *c, rk_remote_actor_t *h,
     /* A port's messages (r->credits of them, or one), or an answer too
      * late to be anyone's. */
     const uint32_t k = r->credits ? r->credits : 1u;
+    fold_taken(h);
     h->outstanding = h->outstanding > k ? h->outstanding - k : 0;
     if (h->discard) {
       h->credit_answers++;
@@ -2535,6 +2567,7 @@ static bool answer_in(rk_cluster_t *c, rk_remote_actor_t *h,
       else
         h->rq = a;
       h->rq_tail = a;
+      h->nrq++;
     }
   }
   return !answered && atomic_load(&h->state) == RK_ACTOR_FAILED;
@@ -3523,11 +3556,13 @@ static void free_handle(rk_remote_actor_t *h) {
     free(a);
     a = next;
   }
-  for (answer_t *a = h->spare; a;) {
-    answer_t *next = a->next;
-    free(a);
-    a = next;
-  }
+  answer_t *lists[] = {h->spare, h->cq, h->cfree};
+  for (size_t i = 0; i < sizeof lists / sizeof lists[0]; ++i)
+    for (answer_t *a = lists[i]; a;) {
+      answer_t *next = a->next;
+      free(a);
+      a = next;
+    }
   pthread_mutex_destroy(&h->send_mu);
   free(h->bufs);
   free(h);
@@ -4079,7 +4114,14 @@ rk_status_t rk_cluster_lookup(rk_cluster_t *c, const char *name,
   *pp = l->next;
   rk_remote_actor_t *h = NULL;
   if (s == RK_OK && l->found) {
-    h = calloc(1, sizeof *h);
+    /* Aligned for rbias's lines. */
+    const size_t hsize = (sizeof *h + _Alignof(rk_remote_actor_t) - 1) &
+                         ~(_Alignof(rk_remote_actor_t) - 1);
+    h = aligned_alloc(_Alignof(rk_remote_actor_t), hsize);
+    if (h) {
+      memset(h, 0, hsize);
+      rk__bias_init(&h->rbias);
+    }
     uint32_t slot = c->handle_cap;
     for (uint32_t i = 0; h && i < c->handle_cap; ++i)
       if (!c->handles[i]) {
@@ -4242,6 +4284,7 @@ static void late_answer(uint64_t waited, int crowded) {
   (void)rk__move_off_cpu();
 }
 
+static bool has_credit(rk_remote_actor_t *h, void *arg);
 static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
                          wait_limit_t *limit) {
   rk_cluster_t *c = h->c;
@@ -4285,8 +4328,13 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
    * process's exported actors or bridges wait (their answers and messages
    * signal no descriptor: the progress thread looks after them). */
   bool slept = false;
-  if (c->efd >= 0 && !ready(h, arg)) {
+  if (c->efd >= 0 && !ready(h, arg) && !stopped(h) && rk__now_ns() < deadline) {
     atomic_fetch_add(&c->efd_sleepers, 1);
+    /* Window room comes back without mu too (a receive without it): such
+     * a receive stores its count, then reads efd_sleepers behind a light
+     * fence; this thread counts itself, then reads the count behind the
+     * heavy one (base/ring.h). */
+    if (ready == has_credit) rk__ring_fence_heavy();
     while (!ready(h, arg) && !stopped(h) && rk__now_ns() < deadline &&
            !atomic_load(&c->in_flight) && !atomic_load(&c->nbridges)) {
       rk__short_unlock(&h->mu);
@@ -4326,15 +4374,23 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
     /* Read under mu: a change made after the release moves it, and its
      * maker, under mu, sees this thread counted. */
     const uint32_t seq = __atomic_load_n(&h->wake, __ATOMIC_RELAXED);
-    h->sleepers++;
+    __atomic_store_n(&h->sleepers, h->sleepers + 1, __ATOMIC_RELAXED);
     rk__short_unlock(&h->mu);
+    bool came = false;
+    if (ready == has_credit) {
+      /* Counted, then a look again behind the heavy fence (as above). */
+      rk__ring_fence_heavy();
+      rk__short_lock(&h->mu);
+      came = ready(h, arg);
+      rk__short_unlock(&h->mu);
+    }
     const uint64_t now = rk__now_ns();
-    if (now < deadline)
+    if (!came && now < deadline)
       rk__wait_while_equal(
           &h->wake, seq,
           deadline - now < 100000000u ? deadline - now : 100000000u);
     rk__short_lock(&h->mu);
-    h->sleepers--;
+    __atomic_store_n(&h->sleepers, h->sleepers - 1, __ATOMIC_RELAXED);
   }
   atomic_fetch_sub(&c->sleepers, 1);
   return s;
@@ -4342,6 +4398,7 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
 
 static bool has_credit(rk_remote_actor_t *h, void *arg) {
   (void)arg;
+  fold_taken(h);
   return h->outstanding < h->window;
 }
 
@@ -4465,9 +4522,80 @@ static rk_status_t answer_status(rk_status_t s, const rk_actor_message_t *info,
                   (unsigned long long)info->correlation_id, text);
 }
 
+/* Under mu, by the receiving role's holder (see rk_remote_actor_t). */
 static bool has_answer(rk_remote_actor_t *h, void *arg) {
   (void)arg;
-  return h->rq != NULL;
+  return h->cq != NULL || h->rq != NULL;
+}
+
+/* Under mu, by the receiving role's holder: the blocks it is done with
+ * back to spare, and when cq is empty rq's answers into it. */
+static void take_in(rk_remote_actor_t *h) {
+  while (h->cfree) {
+    answer_t *a = h->cfree;
+    h->cfree = a->next;
+    if (h->nspare < h->window) {
+      a->next = h->spare;
+      h->spare = a;
+      h->nspare++;
+    } else {
+      free(a); /* a small block: the allocator's thread cache */
+    }
+  }
+  h->ncfree = 0;
+  if (!h->cq && h->rq) {
+    h->cq = h->rq;
+    __atomic_store_n(&h->ncq, h->nrq, __ATOMIC_RELAXED);
+    h->rq = h->rq_tail = NULL;
+    h->nrq = 0;
+  }
+}
+
+/* The common receive without mu: an answer of the handle's answer room,
+ * OK, in cq, taken by the receiving role's owner. False (nothing done)
+ * otherwise. */
+static bool receive_alone(rk_remote_actor_t *h, void *response, size_t capacity,
+                          rk_actor_message_t *out_info) {
+  if (!rk__bias_enter(&h->rbias)) {
+    rk__bias_share(&h->rbias); /* the shared path from now on */
+    return false;
+  }
+  answer_t *a = h->cq;
+  if (!a || !a->pooled || a->status != RK_OK) {
+    rk__bias_leave(&h->rbias);
+    return false;
+  }
+  h->cq = a->next;
+  __atomic_store_n(&h->ncq, h->ncq - 1, __ATOMIC_RELAXED);
+  if (out_info) *out_info = a->info;
+  memcpy(response, a->data, a->size < capacity ? a->size : capacity);
+  /* Back to spare at the next take_in; no more than spare keeps. */
+  answer_t *spent = a;
+  if (h->ncfree < h->window) {
+    a->next = h->cfree;
+    h->cfree = a;
+    h->ncfree++;
+    spent = NULL;
+  }
+  /* Its window room, folded into outstanding by whoever next holds mu. */
+  __atomic_store_n(&h->rtaken, h->rtaken + 1, __ATOMIC_RELEASE);
+  rk__bias_leave(&h->rbias);
+  free(spent);
+  /* A sender asleep for window room counted itself, then looked at
+   * rtaken behind the heavy fence (hwait): either it sees this answer's
+   * room or this sees it. */
+  rk__ring_fence_light();
+  rk_cluster_t *c = h->c;
+  if (__atomic_load_n(&h->sleepers, __ATOMIC_RELAXED) ||
+      atomic_load_explicit(&c->efd_sleepers, memory_order_relaxed)) {
+    rk__short_lock(&h->mu);
+    wake_handle(c, h);
+    rk__short_unlock(&h->mu);
+  }
+  /* Fewer are on their way than make buffering pay: what is buffered
+   * goes (out_answered set it due). */
+  if (__atomic_load_n(&h->flush_due, __ATOMIC_RELAXED)) out_flush(h);
+  return true;
 }
 
 rk_status_t rk_remote_actor_receive(rk_remote_actor_t *h, void *response,
@@ -4478,12 +4606,15 @@ rk_status_t rk_remote_actor_receive(rk_remote_actor_t *h, void *response,
                     "remote actor: capacity %zu is less than the response "
                     "size %zu",
                     capacity, h->response_size);
+  if (receive_alone(h, response, capacity, out_info)) return RK_OK;
   if (timeout_ns == 0) pump(h->c); /* never with h->mu held */
   rk__short_lock(&h->mu);
+  take_in(h);
   rk_status_t s;
   if (timeout_ns == 0) {
-    s = h->rq ? RK_OK
-              : (stopped(h) ? RK_ERR_INVALID_STATE : RK_ERR_QUEUE_EMPTY);
+    s = has_answer(h, NULL)
+            ? RK_OK
+            : (stopped(h) ? RK_ERR_INVALID_STATE : RK_ERR_QUEUE_EMPTY);
   } else {
     wait_limit_t limit = limit_lazy(timeout_ns);
     s = hwait(h, has_answer, NULL, &limit);
@@ -4499,9 +4630,10 @@ rk_status_t rk_remote_actor_receive(rk_remote_actor_t *h, void *response,
     rk__short_unlock(&h->mu);
     return s;
   }
-  answer_t *a = h->rq;
-  h->rq = a->next;
-  if (!h->rq) h->rq_tail = NULL;
+  take_in(h);
+  answer_t *a = h->cq;
+  h->cq = a->next;
+  __atomic_store_n(&h->ncq, h->ncq - 1, __ATOMIC_RELAXED);
   h->outstanding--;
   wake_handle(h->c, h);
   const bool go = h->nbuf && h->unanswered < h->coalesce_at;
@@ -4807,9 +4939,7 @@ void rk__remote_actor_counts(rk_remote_actor_t *h, uint64_t *out_sent,
   rk__short_lock(&h->mu);
   *out_sent = h->sent;
   *out_dropped = h->dropped;
-  uint64_t n = 0;
-  for (const answer_t *a = h->rq; a; a = a->next) ++n;
-  *out_waiting = n;
+  *out_waiting = h->nrq + __atomic_load_n(&h->ncq, __ATOMIC_RELAXED);
   rk__short_unlock(&h->mu);
 }
 

@@ -536,6 +536,79 @@ static void test_threads_send(rk_cluster_t *c) {
   rk_remote_actor_release(h);
 }
 
+/* Two threads receiving from one handle while this one sends: the first
+ * alone for a while (answers then come out without the handle's lock, to
+ * the one thread receiving), then both, the second taking over that role
+ * from the first mid-stream. Every answer comes out once, and this
+ * thread's sends, waiting for window room that those receives return,
+ * all go. */
+enum { kShared = 30000 };
+typedef struct receiver_arg {
+  rk_remote_actor_t *h;
+  unsigned char *seen;
+  _Atomic uint32_t *claimed;
+  _Atomic uint32_t got;
+  const _Atomic uint32_t *other_got; /* the first waits for the second */
+  uint32_t dup, wrong;
+  rk_status_t status;
+} receiver_arg_t;
+
+static void *receive_share(void *arg) {
+  receiver_arg_t *a = arg;
+  while (atomic_fetch_add(a->claimed, 1) < kShared) {
+    seq_t r;
+    a->status = rk_remote_actor_receive(a->h, &r, sizeof r, 10 * SEC, NULL);
+    if (a->status != RK_OK) break;
+    /* A third in, the first lets the second take some (up to 5 s). */
+    if (a->other_got && atomic_fetch_add(&a->got, 1) + 1 == kShared / 3)
+      for (int w = 0; w < 50000 && !atomic_load(a->other_got); ++w) usleep(100);
+    if (!a->other_got) atomic_fetch_add(&a->got, 1);
+    if (r.lo >= kShared || r.hi != 8)
+      a->wrong++;
+    else if (__atomic_exchange_n(&a->seen[r.lo], 1, __ATOMIC_RELAXED))
+      a->dup++;
+  }
+  return NULL;
+}
+
+static void test_threads_receive(rk_cluster_t *c) {
+  rk_remote_actor_t *h = find(c, "a/seq");
+  if (!h) return;
+  unsigned char *seen = calloc(kShared, 1);
+  _Atomic uint32_t claimed = 0;
+  receiver_arg_t args[2];
+  pthread_t t[2];
+  for (int k = 0; k < 2; ++k)
+    args[k] = (receiver_arg_t){h, seen, &claimed, 0, NULL, 0, 0, RK_OK};
+  args[0].other_got = &args[1].got;
+  pthread_create(&t[0], NULL, receive_share, &args[0]);
+  rk_status_t s = RK_OK;
+  uint32_t sent = 0;
+  for (; sent < kShared && s == RK_OK; ++sent) {
+    if (sent == kShared / 3)
+      pthread_create(&t[1], NULL, receive_share, &args[1]);
+    seq_t q = {sent, 7};
+    s = rk_remote_actor_send(h, &q, sizeof q, 10 * SEC, NULL);
+  }
+  if (sent <= kShared / 3) pthread_create(&t[1], NULL, receive_share, &args[1]);
+  CHECK_OK(s);
+  if (s != RK_OK) atomic_store(&claimed, kShared); /* no more will come */
+  for (int k = 0; k < 2; ++k) pthread_join(t[k], NULL);
+  uint32_t missing = 0;
+  for (uint32_t i = 0; i < kShared; ++i) missing += !seen[i];
+  printf("  2 threads receiving: %u and %u answers\n",
+         (unsigned)atomic_load(&args[0].got),
+         (unsigned)atomic_load(&args[1].got));
+  for (int k = 0; k < 2; ++k) CHECK_OK(args[k].status);
+  CHECK(missing == 0 && args[0].dup + args[1].dup == 0 &&
+            args[0].wrong + args[1].wrong == 0,
+        "%u answers missing, %u duplicated, %u wrong", missing,
+        args[0].dup + args[1].dup, args[0].wrong + args[1].wrong);
+  CHECK(atomic_load(&args[1].got) > 0, "the second receiver got no answer");
+  free(seen);
+  rk_remote_actor_release(h);
+}
+
 /* Sends left in the handle's buffer when the sender stops sending go out
  * without anyone waiting on the handle: as answers come back, the
  * thread that takes them in (here the progress thread) posts the rest. */
@@ -834,6 +907,7 @@ int main(int argc, char **argv) {
   test_stream(c, stream_n);
   test_buffered_tail(c);
   test_threads_send(c);
+  test_threads_receive(c);
   test_member_calls_hub(c);
   test_killed_mid_stream(c);
   test_flooders_killed(c, sink, flood_rounds);

@@ -17,7 +17,20 @@
  * assertion), and nobody sleeps forever (no invalid end state: no lost
  * wake-up), whatever the interleaving.
  *
+ * With -DCREDIT the change comes without the lock: a receive that takes
+ * an answer without it (its receiving role, base/bias.h) returns window
+ * room by storing its count `taken`, then (behind a light fence) reads
+ * `sleepers`, and only when that is not 0 takes the lock to wake them. A
+ * sender waiting for room, once it has counted itself and released the
+ * lock, looks at `taken` again (behind the heavy fence) before it sleeps.
+ * Promela's interleavings are sequentially consistent, which the two
+ * fences give those two store-then-load pairs. One sender waits for room
+ * that one receive returns.
+ *
  * Negative controls:
+ *   -DBUG_NO_RECHECK    (CREDIT) the sender sleeps without looking again:
+ *                       room returned between its look and its count is
+ *                       missed (deadlock)
  *   -DBUG_SEQ_UNLOCKED  the waiter reads `wake` after releasing the lock:
  *                       an answer and its wake between the release and
  *                       the read are missed (deadlock)
@@ -76,6 +89,7 @@ inline wake_all() {
   }
 }
 
+#ifndef CREDIT
 proctype waiter(byte w) {
   byte s;
   lock();
@@ -112,7 +126,56 @@ proctype answerer(byte w) {
   fi;
   unlock()
 }
+#endif
 
+#ifdef CREDIT
+bit taken = 0; /* the receive's count of window room returned */
+
+proctype sender() {
+  byte s;
+  bit came;
+  lock();
+  do
+  :: taken -> break
+  :: else ->
+     s = wake; sleepers++; unlock();
+#ifdef BUG_NO_RECHECK
+     came = 0;
+#else
+     lock(); came = taken; unlock();
+#endif
+     if
+     :: !came -> futex_wait(s)
+     :: else -> skip
+     fi;
+     lock();
+     sleepers--
+  od;
+  unlock()
+}
+
+proctype receiver() {
+  byte q;
+  taken = 1;
+  if
+  :: sleepers > 0 ->
+     lock();
+     if
+     :: sleepers > 0 -> wake++; wake_all()
+     :: else -> skip
+     fi;
+     unlock()
+  :: else -> skip
+  fi
+}
+
+init {
+  atomic {
+    run sender();
+    run receiver()
+  }
+}
+#else
 init {
   atomic {
     run waiter(0);
@@ -121,3 +184,4 @@ init {
     run answerer(1)
   }
 }
+#endif
