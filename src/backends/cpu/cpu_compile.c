@@ -26,11 +26,13 @@
  * private copy of the bytes that were checked (load_image), never mapped
  * from the cache.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,14 +352,60 @@ static rk_status_t compiler_version(const compiler_t *cc, char *out,
   return RK_OK;
 }
 
+static int remove_entry(const char *path, const struct stat *st, int type,
+                        struct FTW *ftw) {
+  (void)st;
+  (void)type;
+  (void)ftw;
+  remove(path);
+  return 0;
+}
+
+/* Private directories are named rk-cache-<pid>-XXXXXX. A process that ends
+ * without destroying its contexts (killed, crashed, exit() on an error
+ * path) leaves its directory behind; the first private directory a process
+ * makes sweeps those of processes gone: this user's own directories (not
+ * links) under $TMPDIR (or /tmp) whose pid is not running. A pid reused since
+ * is taken for its process's and left alone. */
+static void sweep_once(void) {
+  const char *tmp = getenv("TMPDIR");
+  if (!tmp || !*tmp) tmp = "/tmp";
+  DIR *d = opendir(tmp);
+  if (!d) return;
+  const uid_t uid = getuid();
+  const pid_t self = getpid();
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    char *end = NULL;
+    if (strncmp(e->d_name, "rk-cache-", 9) != 0) continue;
+    errno = 0;
+    const long pid = strtol(e->d_name + 9, &end, 10);
+    if (errno || end == e->d_name + 9 || *end != '-' || strlen(end) != 7 ||
+        pid <= 0 || pid == (long)self)
+      continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive */
+    char path[4096];
+    int n = snprintf(path, sizeof path, "%s/%s", tmp, e->d_name);
+    if (n < 0 || (size_t)n >= sizeof path) continue;
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid)
+      continue;
+    nftw(path, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+  }
+  closedir(d);
+}
+
 /* The context's private directory (see cpu_context_t), made on first use. */
 static rk_status_t private_dir(cpu_context_t *ctx, char *out) {
   pthread_mutex_lock(&ctx->dir_lock);
   if (!ctx->private_dir[0]) {
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp) tmp = "/tmp";
+    static pthread_once_t swept = PTHREAD_ONCE_INIT;
+    pthread_once(&swept, sweep_once);
     char dir[sizeof ctx->private_dir];
-    int n = snprintf(dir, sizeof dir, "%s/rk-cache-XXXXXX", tmp);
+    int n = snprintf(dir, sizeof dir, "%s/rk-cache-%ld-XXXXXX", tmp,
+                     (long)getpid());
     if (n < 0 || (size_t)n >= sizeof dir || !mkdtemp(dir)) {
       int e = n < 0 || (size_t)n >= sizeof dir ? ENAMETOOLONG : errno;
       pthread_mutex_unlock(&ctx->dir_lock);
@@ -371,15 +419,6 @@ static rk_status_t private_dir(cpu_context_t *ctx, char *out) {
   memcpy(out, ctx->private_dir, sizeof ctx->private_dir);
   pthread_mutex_unlock(&ctx->dir_lock);
   return RK_OK;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int type,
-                        struct FTW *ftw) {
-  (void)st;
-  (void)type;
-  (void)ftw;
-  remove(path);
-  return 0;
 }
 
 void rk__cpu_private_dir_remove(cpu_context_t *ctx) {

@@ -790,6 +790,85 @@ static void test_loaded_name(void) {
 #endif
 }
 
+/* Private directories of processes gone (killed: nothing of theirs
+ * could remove them) are swept by the next process's first one: this
+ * user's rk-cache-<pid>-XXXXXX directories whose pid is not running. One
+ * of a running process, one in the older form (no pid) and a link are
+ * left alone. The sweep is once per process: the case runs in a process
+ * of its own (itself, by name). */
+static const char *g_argv0;
+static bool g_alone;
+
+static bool exists(const char *path) {
+  struct stat st;
+  return lstat(path, &st) == 0;
+}
+
+static void make_dir_with_file(const char *dir) {
+  mkdir(dir, 0700);
+  char file[4300];
+  snprintf(file, sizeof file, "%s/kept", dir);
+  FILE *f = fopen(file, "w");
+  if (f) fclose(f);
+}
+
+static void test_stale_private_dirs(void) {
+#if RK__LINUX
+  if (!g_alone) {
+    pid_t child = fork();
+    if (child == 0) {
+      execl(g_argv0, g_argv0, "stale_private_dirs", (char *)NULL);
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "stale_private_dirs in a process of its own failed (status %d)",
+          status);
+    return;
+  }
+  const char *base = rk_test_temp_dir();
+  pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  waitpid(gone, NULL, 0);
+  char dead[4200], alive[4200], old[4200], link[4200], target[4200];
+  snprintf(dead, sizeof dead, "%s/rk-cache-%ld-AbCdEf", base, (long)gone);
+  snprintf(alive, sizeof alive, "%s/rk-cache-1-AbCdEf", base);
+  snprintf(old, sizeof old, "%s/rk-cache-AbCdEf", base);
+  snprintf(target, sizeof target, "%s/target", base);
+  snprintf(link, sizeof link, "%s/rk-cache-%ld-GhIjKl", base, (long)gone);
+  make_dir_with_file(dead);
+  make_dir_with_file(alive);
+  make_dir_with_file(old);
+  make_dir_with_file(target);
+  CHECK(symlink(target, link) == 0, "symlink");
+  setenv("TMPDIR", base, 1);
+  rk_context_t *ctx = new_context();
+  rk_module_t *mod = NULL;
+  /* Not cached: built in the context's private directory. */
+  if (CHECK_OK(cpu_compile(ctx, kCpuScaleSource, "scale.c", NULL, true, &mod)))
+    rk_module_destroy(mod);
+  CHECK_OK(rk_context_destroy(ctx));
+  restore_tmpdir();
+  CHECK(!exists(dead), "%s (of pid %ld, gone) is still there", dead,
+        (long)gone);
+  CHECK(exists(alive), "%s (of pid 1) was removed", alive);
+  CHECK(exists(old), "%s (no pid in its name) was removed", old);
+  CHECK(exists(link) && exists(target), "a link or what it names was removed");
+  /* The context's own directory went with it. */
+  char mine[64];
+  int n = snprintf(mine, sizeof mine, "rk-cache-%ld-", (long)getpid());
+  DIR *d = opendir(base);
+  int left = 0;
+  for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+    left += strncmp(e->d_name, mine, (size_t)n) == 0;
+  if (d) closedir(d);
+  CHECK(left == 0, "%d private directories of this process left", left);
+#else
+  printf("note: stale_private_dirs runs on Linux only\n");
+#endif
+}
+
 static const struct {
   const char *name;
   void (*run)(void);
@@ -808,10 +887,13 @@ static const struct {
     {"default_locations", test_default_locations},
     {"missing_compiler", test_missing_compiler},
     {"loaded_name", test_loaded_name},
+    {"stale_private_dirs", test_stale_private_dirs},
 };
 
 int main(int argc, char **argv) {
   unsetenv("RK_CC");
+  g_argv0 = argv[0];
+  g_alone = argc > 1;
   if (getenv("TMPDIR")) g_tmpdir = strdup(getenv("TMPDIR"));
   g_be = cpu_open();
   bool ran = false;
