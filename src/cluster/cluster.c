@@ -195,6 +195,8 @@ typedef struct export_ {
    * waiting for the link's credit, in order. */
   rk__k2k_t *ingress;
   pending_req_t *ipending, *ipending_tail;
+  /* Out of c->exports (under mu; see req_export). */
+  bool unlisted;
   /* Window room owed to remote ports' senders for messages admitted into
    * `ingress`, one entry per sender's handle (under mu): returned in one
    * answer per entry at the end of the export's turn (forward_once), or
@@ -2093,8 +2095,21 @@ static void req_in(rk_cluster_t *c, export_t *e, const rk_wire_req_t *h,
   }
 }
 
-/* The export a request is for, locked; NULL (refused) when it is gone. */
+/* The export whose actor's worker this thread is, in a turn of it
+ * (drive_turn): withdraw_drive waits for the turn to end, so the export
+ * outlives the turn. */
+static _Thread_local export_t *t_turn_export;
+
+/* The export a request is for, locked; NULL (refused) when it is gone. A
+ * request for the export whose turn this is (the common case: its worker
+ * drives the transport) finds it without the cluster's lock. */
 static export_t *req_export(rk_cluster_t *c, const rk_wire_req_t *h) {
+  export_t *own = t_turn_export;
+  if (own && own->c == c && own->id == h->export_id) {
+    pthread_mutex_lock(&own->mu);
+    if (!own->unlisted) return own;
+    pthread_mutex_unlock(&own->mu);
+  }
   pthread_mutex_lock(&c->mu);
   export_t *e = export_by_id(c, h->export_id);
   if (e) pthread_mutex_lock(&e->mu);
@@ -2899,6 +2914,7 @@ static void wake_aside(rk_cluster_t *c) {
 static unsigned drive_turn(void *user) {
   export_t *e = user;
   rk_cluster_t *c = e->c;
+  t_turn_export = e;
   /* Only this thread sets `driving`, and nobody clears it during a turn
    * (a withdrawal waits for the turn to end): a plain look first, no
    * locked instruction per turn. */
@@ -2915,6 +2931,7 @@ static unsigned drive_turn(void *user) {
   outbox_drain(c);
   fail_broken(c);
   if (atomic_load_explicit(&c->links_due, memory_order_relaxed)) wake_aside(c);
+  t_turn_export = NULL;
   return n;
 }
 
@@ -3636,6 +3653,12 @@ void rk_cluster_destroy(rk_cluster_t *c) {
   pthread_mutex_lock(&c->mu);
   memcpy(gone, c->exports, sizeof gone);
   memset(c->exports, 0, sizeof c->exports);
+  for (uint32_t i = 0; i < MAX_EXPORTS; ++i)
+    if (gone[i]) {
+      pthread_mutex_lock(&gone[i]->mu);
+      gone[i]->unlisted = true;
+      pthread_mutex_unlock(&gone[i]->mu);
+    }
   pthread_mutex_unlock(&c->mu);
   for (uint32_t i = 0; i < MAX_EXPORTS; ++i)
     if (gone[i]) withdraw_drive(c, gone[i]);
@@ -4031,6 +4054,9 @@ rk_status_t rk_cluster_unexport(rk_cluster_t *c, const char *name) {
     if (c->exports[i] && !strcmp(c->exports[i]->name, name)) {
       e = c->exports[i];
       c->exports[i] = NULL;
+      pthread_mutex_lock(&e->mu);
+      e->unlisted = true;
+      pthread_mutex_unlock(&e->mu);
     }
   pthread_mutex_unlock(&c->mu);
   if (!e)
