@@ -2589,8 +2589,19 @@ static bool answer_in(rk_cluster_t *c, rk_remote_actor_t *h,
 }
 
 /* The handle an answer is for, locked (NULL: gone, or not the sender's). */
+/* The handle this thread waits on while it turns the workers (hwait): its
+ * answers, delivered by that turn, find it without the cluster's lock (a
+ * handle in use is not released meanwhile: rk_remote_actor_release). */
+static _Thread_local rk_remote_actor_t *t_waiting_on;
+
 static rk_remote_actor_t *answer_handle(rk_cluster_t *c,
                                         const rk_wire_resp_t *r) {
+  rk_remote_actor_t *mine = t_waiting_on;
+  if (mine && mine->c == c && mine->slot == r->handle &&
+      mine->gen == r->handle_gen && mine->peer == r->from) {
+    rk__short_lock(&mine->mu);
+    return mine;
+  }
   pthread_mutex_lock(&c->mu);
   rk_remote_actor_t *h = handle_at(c, r->handle, r->handle_gen);
   if (h && h->peer == r->from)
@@ -4333,6 +4344,8 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
    * for the whole spin. Looked at once per wait. */
   int crowded = -1;
   uint64_t now = start;
+  rk_remote_actor_t *const waiting_before = t_waiting_on;
+  t_waiting_on = h;
   for (unsigned k = 1; c->spin_us && !ready(h, arg) && !stopped(h); ++k) {
     /* The clock every fourth turn (the first turns go by `start`): an
      * idle turn of the workers takes less than a reading of it on some
@@ -4370,6 +4383,7 @@ static rk_status_t hwait(rk_remote_actor_t *h, ready_fn ready, void *arg,
     }
     atomic_fetch_sub(&c->efd_sleepers, 1);
   }
+  t_waiting_on = waiting_before;
   /* Giving up driving without the answer: the progress thread takes over
    * now, not at its next look, and does not linger aside while this
    * thread sleeps (counted before it stops driving). */
