@@ -799,6 +799,7 @@ static void test_loaded_name(void) {
 static const char *g_argv0;
 static bool g_alone;
 
+#if RK__LINUX
 static bool exists(const char *path) {
   struct stat st;
   return lstat(path, &st) == 0;
@@ -811,6 +812,7 @@ static void make_dir_with_file(const char *dir) {
   FILE *f = fopen(file, "w");
   if (f) fclose(f);
 }
+#endif
 
 static void test_stale_private_dirs(void) {
 #if RK__LINUX
