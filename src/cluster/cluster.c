@@ -72,6 +72,7 @@
 #include "base/bias.h"
 #include "base/error.h"
 #include "base/hlc.h"
+#include "base/quiesce.h"
 #include "base/ring.h"
 #include "base/strbuf.h"
 #include "base/sys.h"
@@ -80,6 +81,8 @@
 #include "cluster/ucx_api.h"
 #include "cluster/wire.h"
 
+/* Peers at once: a slot of c->peers each. A slot is reused once its
+ * peer has gone and its worker is freed ("Peer slots" below). */
 #define MAX_PEERS 256
 #define MAX_EXPORTS 1024
 #define FORWARD_BATCH 64
@@ -134,9 +137,19 @@ typedef struct peer {
   ucp_address_t *waddr;
   size_t waddr_size;
   int wefd;
-  bool quiet;      /* FAILED, LEFT or REFUSED: its worker is no longer turned */
-  uint32_t index;  /* in c->peers */
-  uint32_t remote; /* the index the peer gave us: our `from` to it */
+  bool quiet;     /* FAILED, LEFT or REFUSED: its worker is no longer turned */
+  uint32_t index; /* in c->peers */
+  /* Who the slot holds: index + MAX_PEERS * (times the slot was reused);
+   * the peer's `from` in what it sends us, and what every record of it
+   * (handles, routes, links, lookups) keeps. Atomic: read without c->mu
+   * where a record is checked against the slot (peer_from, post). */
+  uint32_t id;
+  uint32_t remote; /* the id the peer gave us: our `from` to it */
+  /* Slot bookkeeping (c->mu): listed in c->wpeers (once per slot); its
+   * worker and endpoints being freed (reclaim_peers); free for the next
+   * peer_new. */
+  bool listed, reclaiming, free_slot;
+  uint64_t down_at; /* when reclaim_peers first saw it gone (c->mu) */
   bool is_hub;
   char name[RK_WIRE_NAME_MAX];
   char cause[TEXT_MAX];
@@ -245,7 +258,8 @@ struct rk_remote_actor {
   rk_cluster_t *c;
   uint32_t slot;
   uint64_t gen;
-  uint32_t peer;
+  uint32_t peer; /* the owner's peer id (peer_t.id) */
+  char peer_name[RK_WIRE_NAME_MAX];
   uint64_t export_id;
   size_t request_size, response_size;
   uint32_t window;
@@ -458,6 +472,11 @@ struct rk_cluster {
    * meanwhile, asleep on aside_seq (atomic), which a driver that gives up
    * driving bumps and wakes. */
   _Atomic uint32_t drivers;
+  /* A peer has gone: the progress thread frees its worker, endpoints and
+   * slot (reclaim_peers). */
+  atomic_bool reclaim_due;
+  uint64_t peers_freed; /* slots freed (c->mu) */
+  uint32_t max_peers;   /* slots used at most: RK_CLUSTER_MAX_PEERS */
   uint32_t aside_seq;
   /* Turns of the worker, by anyone (pump, drive_turn): a progress thread
    * standing aside takes a turn itself when a millisecond passes without
@@ -595,7 +614,13 @@ static void format_address(const struct sockaddr_storage *sa, char *buf,
 
 /* ---- sending ------------------------------------------------------------ */
 
-static const rk_ucp_api_t *g_ucp; /* set before any send */
+/* UCX's functions, for callbacks that get no cluster (set by the first
+ * rk_cluster_create, before any send; the same table for every cluster:
+ * atomic, as other clusters' threads read it). */
+static const rk_ucp_api_t *g_ucp;
+static const rk_ucp_api_t *ucp_fns(void) {
+  return __atomic_load_n(&g_ucp, __ATOMIC_ACQUIRE);
+}
 
 static void peer_down(rk_cluster_t *c, peer_t *p, peer_state_t to,
                       const char *cause);
@@ -611,11 +636,13 @@ static void peer_down(rk_cluster_t *c, peer_t *p, peer_state_t to,
 enum { kBrokenPolls = 16 };
 #define BROKEN_GRACE_NS 20000000ull
 
-static void peer_broken(rk_cluster_t *c, peer_t *p, const char *cause) {
+/* `id`: the peer that broke (a slot reused since holds another). */
+static void peer_broken(rk_cluster_t *c, peer_t *p, uint32_t id,
+                        const char *cause) {
   pthread_mutex_lock(&c->mu);
   int st = atomic_load(&p->state);
-  if (st != P_FAILED && st != P_LEFT && st != P_REFUSED && st != P_FREE &&
-      !p->broken_at) {
+  if (p->id == id && st != P_FAILED && st != P_LEFT && st != P_REFUSED &&
+      st != P_FREE && !p->broken_at) {
     copy_name(p->broken_cause, sizeof p->broken_cause, cause);
     p->broken_at = rk__now_ns();
     p->broken_polls = 0;
@@ -676,34 +703,35 @@ static void settle(rk_cluster_t *c, peer_t *p) {
 /* A send that failed because the peer is gone breaks the peer (whichever
  * endpoint notices first): it fails shortly (peer_broken), and later
  * sends fail fast, waiters wake. */
-static void check_send_status(peer_t *p, ucs_status_t st) {
+static void check_send_status(peer_t *p, uint32_t id, ucs_status_t st) {
   if (st == UCS_ERR_ENDPOINT_TIMEOUT || st == UCS_ERR_CONNECTION_RESET ||
       st == UCS_ERR_UNREACHABLE || st == UCS_ERR_NOT_CONNECTED ||
       st == UCS_ERR_IO_ERROR || UCS_IS_LINK_ERROR(st) ||
       UCS_IS_ENDPOINT_ERROR(st)) {
     char cause[TEXT_MAX];
     snprintf(cause, sizeof cause, "a send to it failed (UCX: %s)",
-             g_ucp->ucs_status_string(st));
-    peer_broken(p->c, p, cause);
+             ucp_fns()->ucs_status_string(st));
+    peer_broken(p->c, p, id, cause);
   }
 }
 
-static rk_status_t send_failed(peer_t *p, ucs_status_t st) {
-  check_send_status(p, st);
+static rk_status_t send_failed(peer_t *p, uint32_t id, ucs_status_t st) {
+  check_send_status(p, id, st);
   return rk__ucs_fail(st, "cluster: send");
 }
 
 typedef struct send_copy {
   peer_t *p;
-  size_t cap; /* bytes of data */
+  uint32_t id; /* p->id when sent */
+  size_t cap;  /* bytes of data */
   unsigned char data[];
 } send_copy_t;
 
 static void send_done(void *request, ucs_status_t status, void *user) {
   send_copy_t *copy = user;
-  if (status != UCS_OK) check_send_status(copy->p, status);
+  if (status != UCS_OK) check_send_status(copy->p, copy->id, status);
   free(copy);
-  g_ucp->ucp_request_free(request); /* nobody else keeps it */
+  ucp_fns()->ucp_request_free(request); /* nobody else keeps it */
 }
 
 /* This thread's copy buffer for sends that UCX completes at once (a
@@ -749,12 +777,41 @@ static void give_box(send_copy_t *box, bool done) {
  * at once from the caller's buffers; longer ones are copied first. */
 #define SHORT_SEND_MAX 256
 
-/* Sends one active message to peer p. Tries an immediate send from the
- * caller's buffers first; if UCX cannot complete it at once, copies header
- * and data and lets the send finish in the background. */
-static rk_status_t post(rk_cluster_t *c, peer_t *p, unsigned id,
+/* The slot of peer id `id` (it may hold another peer by now). */
+#define PEER_SLOT(id) ((id) % MAX_PEERS)
+
+static rk_status_t post_on(rk_cluster_t *c, peer_t *p, uint32_t pid,
+                           ucp_ep_h ep, unsigned id, const void *header,
+                           size_t header_size, const void *data, size_t size,
+                           bool reply);
+
+/* Sends one active message to peer `pid` (an id: peer_t.id), or fails
+ * (RK_ERR_UNAVAILABLE) when that peer's endpoint is gone - freed with its
+ * slot, which may hold another peer by now. The endpoint is looked at and
+ * used inside a quiescence section (base/quiesce.h): reclaim_peers frees
+ * it only once every section that could have seen it has ended. */
+static rk_status_t post(rk_cluster_t *c, uint32_t pid, unsigned id,
                         const void *header, size_t header_size,
                         const void *data, size_t size, bool reply) {
+  peer_t *p = &c->peers[PEER_SLOT(pid)];
+  rk__quiesce_enter();
+  ucp_ep_h ep = __atomic_load_n(&p->ep, __ATOMIC_ACQUIRE);
+  rk_status_t s;
+  if (!ep || __atomic_load_n(&p->id, __ATOMIC_RELAXED) != pid)
+    s = rk__fail(RK_ERR_UNAVAILABLE, "cluster: send: the member is gone");
+  else
+    s = post_on(c, p, pid, ep, id, header, header_size, data, size, reply);
+  rk__quiesce_leave();
+  return s;
+}
+
+/* post, inside its section: p's endpoint `ep`. Tries an immediate send
+ * from the caller's buffers first; if UCX cannot complete it at once,
+ * copies header and data and lets the send finish in the background. */
+static rk_status_t post_on(rk_cluster_t *c, peer_t *p, uint32_t pid,
+                           ucp_ep_h ep, unsigned id, const void *header,
+                           size_t header_size, const void *data, size_t size,
+                           bool reply) {
   ucp_request_param_t prm;
   ucs_status_ptr_t r;
   if (header_size + size <= SHORT_SEND_MAX) {
@@ -762,22 +819,24 @@ static rk_status_t post(rk_cluster_t *c, peer_t *p, unsigned id,
     prm.op_attr_mask =
         UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL;
     prm.flags = reply ? UCP_AM_SEND_FLAG_REPLY : 0;
-    r = c->u->ucp_am_send_nbx(p->ep, id, header, header_size, data, size, &prm);
+    r = c->u->ucp_am_send_nbx(ep, id, header, header_size, data, size, &prm);
     if (r == NULL) return RK_OK;
     ucs_status_t st = UCS_PTR_STATUS(r);
     if (UCS_PTR_IS_PTR(r)) { /* should not happen with FORCE_IMM_CMPL */
-      ucp_worker_h w = p->ep == p->boot || !p->rx.w ? c->worker : p->rx.w;
+      ucp_worker_h pw = __atomic_load_n(&p->rx.w, __ATOMIC_ACQUIRE);
+      ucp_worker_h w = ep == p->boot || !pw ? c->worker : pw;
       while (c->u->ucp_request_check_status(r) == UCS_INPROGRESS)
         c->u->ucp_worker_progress(w);
       st = c->u->ucp_request_check_status(r);
       c->u->ucp_request_free(r);
-      return st == UCS_OK ? RK_OK : send_failed(p, st);
+      return st == UCS_OK ? RK_OK : send_failed(p, pid, st);
     }
-    if (st != UCS_ERR_NO_RESOURCE) return send_failed(p, st);
+    if (st != UCS_ERR_NO_RESOURCE) return send_failed(p, pid, st);
   }
   send_copy_t *box = take_box(header_size + size + 1);
   if (!box) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: send buffer");
   box->p = p;
+  box->id = pid;
   unsigned char *copy = box->data;
   if (header_size) memcpy(copy, header, header_size);
   if (size) memcpy(copy + header_size, data, size);
@@ -787,11 +846,11 @@ static rk_status_t post(rk_cluster_t *c, peer_t *p, unsigned id,
   prm.flags = reply ? UCP_AM_SEND_FLAG_REPLY : 0;
   prm.cb.send = send_done;
   prm.user_data = box;
-  r = c->u->ucp_am_send_nbx(p->ep, id, header_size ? copy : NULL, header_size,
+  r = c->u->ucp_am_send_nbx(ep, id, header_size ? copy : NULL, header_size,
                             copy + header_size, size, &prm);
   if (r == NULL || UCS_PTR_IS_ERR(r)) {
     give_box(box, true);
-    return r == NULL ? RK_OK : send_failed(p, UCS_PTR_STATUS(r));
+    return r == NULL ? RK_OK : send_failed(p, pid, UCS_PTR_STATUS(r));
   }
   give_box(box, false);
   return RK_OK; /* send_done frees */
@@ -824,15 +883,14 @@ static void out_buffers(rk_remote_actor_t *h) {
 static rk_status_t post_records(rk_remote_actor_t *h, uint32_t from,
                                 const unsigned char *buf, uint32_t n) {
   rk_cluster_t *c = h->c;
-  peer_t *p = &c->peers[h->peer];
   if (n == 1)
-    return post(c, p, RK_AM_REQ, buf, sizeof(rk_wire_req_t),
+    return post(c, h->peer, RK_AM_REQ, buf, sizeof(rk_wire_req_t),
                 buf + sizeof(rk_wire_req_t), h->request_size, false);
   rk_wire_batch_t b = {.from = from,
                        .count = n,
                        .stride = (uint32_t)h->stride,
                        .size = (uint32_t)h->request_size};
-  return post(c, p, RK_AM_REQS, &b, sizeof b, buf, n * h->stride, false);
+  return post(c, h->peer, RK_AM_REQS, &b, sizeof b, buf, n * h->stride, false);
 }
 
 /* Posts what h has buffered, with send_mu held and mu not. A stopped
@@ -857,7 +915,7 @@ static void out_flush_locked(rk_remote_actor_t *h) {
     h->batches++;
     h->batched += n;
   }
-  const uint32_t from = h->c->peers[h->peer].remote;
+  const uint32_t from = h->c->peers[PEER_SLOT(h->peer)].remote;
   atomic_fetch_add(&h->flushing, 1);
   rk__short_unlock(&h->mu);
   rk__error_stash_t stash;
@@ -997,14 +1055,18 @@ static void outbox_take(rk_cluster_t *c, outmsg_t *m) {
       m = next;
       continue;
     }
-    peer_t *p = &c->peers[m->peer];
+    peer_t *p = &c->peers[PEER_SLOT(m->peer)];
     int st = atomic_load(&p->state);
     /* RESP_PACKED: a RESP whose header leads the data. */
     size_t hs = (m->id & RESP_PACKED) ? sizeof(rk_wire_resp_t) : 0;
-    if (st != P_FAILED && st != P_LEFT && st != P_FREE && p->ep)
-      (void)post(c, p, m->id & ~RESP_PACKED, hs ? m->data : NULL, hs,
+    const bool same = __atomic_load_n(&p->id, __ATOMIC_RELAXED) == m->peer;
+    if (same && st != P_FAILED && st != P_LEFT && st != P_FREE) {
+      char *saved = rk__error_save();
+      (void)post(c, m->peer, m->id & ~RESP_PACKED, hs ? m->data : NULL, hs,
                  m->data + hs, m->size - hs, false);
-    if (st == P_WELCOMING &&
+      rk__error_restore(saved);
+    }
+    if (same && st == P_WELCOMING &&
         (m->id == RK_AM_WELCOME || m->id == RK_AM_INTRO_ACK)) {
       pthread_mutex_lock(&c->mu);
       int expected = P_WELCOMING;
@@ -1061,16 +1123,20 @@ static bool ctrl_due(rk_cluster_t *c, uint64_t t) {
 }
 
 /* One turn of every peer's worker (not those of peers gone), and of the
- * control worker when `ctrl`. */
+ * control worker when `ctrl`. Inside a quiescence section: a peer's
+ * worker is freed (reclaim_peers) only once no turn can still use it. */
 static unsigned turn_workers(rk_cluster_t *c, bool ctrl) {
   unsigned n = 0;
   if (ctrl) n += c->u->ucp_worker_progress(c->worker);
+  rk__quiesce_enter();
   const uint32_t nw = atomic_load_explicit(&c->nw, memory_order_acquire);
   for (uint32_t i = 0; i < nw; ++i) {
     const peer_t *p = c->wpeers[i];
-    if (!__atomic_load_n(&p->quiet, __ATOMIC_RELAXED))
-      n += c->u->ucp_worker_progress(p->rx.w);
+    ucp_worker_h w = __atomic_load_n(&p->rx.w, __ATOMIC_ACQUIRE);
+    if (w && !__atomic_load_n(&p->quiet, __ATOMIC_RELAXED))
+      n += c->u->ucp_worker_progress(w);
   }
+  rk__quiesce_leave();
   return n;
 }
 
@@ -1078,14 +1144,18 @@ static unsigned turn_workers(rk_cluster_t *c, bool ctrl) {
  * events waiting (turn them first). */
 static bool arm_workers(rk_cluster_t *c) {
   if (c->u->ucp_worker_arm(c->worker) != UCS_OK) return false;
+  bool armed = true;
+  rk__quiesce_enter();
   const uint32_t nw = atomic_load_explicit(&c->nw, memory_order_acquire);
-  for (uint32_t i = 0; i < nw; ++i) {
+  for (uint32_t i = 0; i < nw && armed; ++i) {
     const peer_t *p = c->wpeers[i];
-    if (!__atomic_load_n(&p->quiet, __ATOMIC_RELAXED) &&
-        c->u->ucp_worker_arm(p->rx.w) != UCS_OK)
-      return false;
+    ucp_worker_h w = __atomic_load_n(&p->rx.w, __ATOMIC_ACQUIRE);
+    if (w && !__atomic_load_n(&p->quiet, __ATOMIC_RELAXED) &&
+        c->u->ucp_worker_arm(w) != UCS_OK)
+      armed = false;
   }
-  return true;
+  rk__quiesce_leave();
+  return armed;
 }
 
 /* One turn of the workers from any thread; a driver's (`driver`) turns
@@ -1122,10 +1192,11 @@ static rk_remote_actor_t *handle_at(rk_cluster_t *c, uint32_t slot,
 /* Sends collected link messages (no lock held) and frees them. */
 static void post_link_msgs(rk_cluster_t *c, link_msg_t *msgs, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) {
-    peer_t *p = &c->peers[msgs[i].peer];
+    const peer_t *p = &c->peers[PEER_SLOT(msgs[i].peer)];
     if (atomic_load(&p->state) != P_UP) continue;
     char *saved = rk__error_save();
-    (void)post(c, p, msgs[i].id, NULL, 0, &msgs[i].m, sizeof msgs[i].m, false);
+    (void)post(c, msgs[i].peer, msgs[i].id, NULL, 0, &msgs[i].m,
+               sizeof msgs[i].m, false);
     rk__error_restore(saved);
   }
   free(msgs);
@@ -1141,7 +1212,7 @@ static bool link_msg_add(rk_cluster_t *c, link_msg_t **msgs, uint32_t *n,
   memset(m, 0, sizeof *m);
   m->peer = l->h->peer;
   m->id = id;
-  m->m.from = c->peers[l->h->peer].remote;
+  m->m.from = c->peers[PEER_SLOT(l->h->peer)].remote;
   m->m.export_id = l->h->export_id;
   m->m.link_id = l->id;
   if (!rk__registry_describe(l->local, m->m.local, sizeof m->m.local))
@@ -1185,7 +1256,9 @@ static void tell_links(rk_cluster_t *c) {
    * failed, fault the exported actor; links from one that left go. */
   for (uint32_t i = 0; i < c->ninlinks;) {
     inlink_t *l = &c->inlinks[i];
-    const peer_t *p = &c->peers[l->peer];
+    const peer_t *p = &c->peers[PEER_SLOT(l->peer)];
+    /* A slot is freed only once no link refers to its peer
+     * (reclaim_peers): p is the linking peer. */
     const int ps = atomic_load(&p->state);
     char why[TEXT_MAX + RK_WIRE_ACTOR_NAME_MAX + 2 * RK_WIRE_NAME_MAX + 64];
     if (l->fault) {
@@ -1238,12 +1311,12 @@ static void wake_handle(rk_cluster_t *c, rk_remote_actor_t *h) {
     c->u->ucp_worker_signal(c->worker);
 }
 
-/* Called with c->mu held: every handle to peer `index` stops. */
-static void stop_handles_of(rk_cluster_t *c, uint32_t index,
+/* Called with c->mu held: every handle to peer `id` stops. */
+static void stop_handles_of(rk_cluster_t *c, uint32_t id,
                             rk_actor_state_t state, const char *cause) {
   for (uint32_t i = 0; i < c->handle_cap; ++i) {
     rk_remote_actor_t *h = c->handles[i];
-    if (!h || h->peer != index) continue;
+    if (!h || h->peer != id) continue;
     rk__short_lock(&h->mu);
     int s = atomic_load(&h->state);
     if (s != RK_ACTOR_FAILED && s != RK_ACTOR_TERMINATED) {
@@ -1295,38 +1368,60 @@ static void peer_down(rk_cluster_t *c, peer_t *p, peer_state_t to,
   char why[TEXT_MAX + 96];
   snprintf(why, sizeof why, "member '%s' %s: %s", p->name,
            to == P_LEFT ? "left the cluster" : "failed", cause);
-  stop_handles_of(c, p->index,
+  stop_handles_of(c, p->id,
                   to == P_LEFT ? RK_ACTOR_TERMINATED : RK_ACTOR_FAILED, why);
   release_lookups_of(c, p->index);
   pthread_cond_broadcast(&c->cv);
+  atomic_store(&c->reclaim_due, true);
   pthread_mutex_unlock(&c->mu);
-  links_due(c); /* failed: links told; left: its links dropped */
+  links_due(c); /* failed: links told; left: its links dropped; freed */
 }
 
 static void on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
-  (void)ep;
   peer_t *p = arg;
   rk_cluster_t *c = p->c;
+  /* The watching endpoint of the peer the slot holds now (or one whose
+   * error comes before it is stored), not one closed with an earlier peer
+   * of the slot (UCX calls no error handler for an endpoint once closed;
+   * this looks all the same). */
+  pthread_mutex_lock(&c->mu);
+  const bool mine = p->boot == ep || !p->boot;
+  const uint32_t id = p->id;
+  pthread_mutex_unlock(&c->mu);
+  if (!mine) return;
   char cause[TEXT_MAX];
   snprintf(cause, sizeof cause, "its connection broke (UCX: %s)",
            c->u->ucs_status_string(status));
-  peer_broken(c, p, cause);
+  peer_broken(c, p, id, cause);
 }
 
 /* ---- peers ------------------------------------------------------------- */
 
-/* Called with c->mu held. */
+/* Called with c->mu held: a slot for a new peer, one freed by a peer gone
+ * (reclaim_peers) first. Its state is P_FREE until the caller sets it. */
 static peer_t *peer_new(rk_cluster_t *c) {
-  if (c->peer_count == MAX_PEERS) return NULL;
-  peer_t *p = &c->peers[c->peer_count];
+  peer_t *p = NULL;
+  for (uint32_t i = 0; i < c->peer_count && !p; ++i)
+    if (c->peers[i].free_slot) p = &c->peers[i];
+  if (!p) {
+    if (c->peer_count >= c->max_peers) return NULL;
+    p = &c->peers[c->peer_count];
+    p->index = c->peer_count++;
+    __atomic_store_n(&p->id, p->index, __ATOMIC_RELAXED);
+  }
+  p->free_slot = false;
   memset(p->name, 0, sizeof p->name);
   p->c = c;
-  p->index = c->peer_count++;
-  p->ep = NULL;
+  __atomic_store_n(&p->ep, NULL, __ATOMIC_RELAXED);
   p->boot = NULL;
   p->remote = UINT32_MAX;
   p->is_hub = false;
   p->cause[0] = '\0';
+  p->refusal = RK_OK;
+  p->broken_at = 0;
+  p->broken_polls = 0;
+  p->down_at = 0;
+  __atomic_store_n(&p->quiet, false, __ATOMIC_RELAXED);
   p->addr = NULL;
   p->addr_size = 0;
   return p;
@@ -1365,6 +1460,7 @@ static void on_conn(ucp_conn_request_h req, void *arg) {
   pthread_mutex_lock(&c->mu);
   p->boot = p->ep = st == UCS_OK ? ep : NULL;
   atomic_store(&p->state, st == UCS_OK ? P_ACCEPTED : P_REFUSED);
+  if (st != UCS_OK) atomic_store(&c->reclaim_due, true); /* slot freed */
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -1417,10 +1513,14 @@ static bool peer_worker(rk_cluster_t *c, peer_t *p, const char **why) {
   p->waddr = a;
   p->waddr_size = an;
   p->wefd = efd;
-  p->rx.w = w;
-  const uint32_t n = atomic_load_explicit(&c->nw, memory_order_relaxed);
-  c->wpeers[n] = p;
-  atomic_store_explicit(&c->nw, n + 1, memory_order_release);
+  __atomic_store_n(&p->rx.w, w, __ATOMIC_RELEASE);
+  if (!p->listed) {
+    /* A reused slot is listed already (its worker gone meanwhile). */
+    p->listed = true;
+    const uint32_t n = atomic_load_explicit(&c->nw, memory_order_relaxed);
+    c->wpeers[n] = p;
+    atomic_store_explicit(&c->nw, n + 1, memory_order_release);
+  }
   pthread_mutex_unlock(&c->mu);
   return true;
 }
@@ -1453,10 +1553,17 @@ static bool joining(peer_t *p) {
 
 /* The peer a message came from, while its messages are taken. */
 static peer_t *peer_from(rk_cluster_t *c, uint32_t from) {
-  if (from >= MAX_PEERS) return NULL;
-  peer_t *p = &c->peers[from];
+  peer_t *p = &c->peers[PEER_SLOT(from)];
+  if (__atomic_load_n(&p->id, __ATOMIC_RELAXED) != from) return NULL;
   const int st = atomic_load(&p->state);
   return st == P_UP || st == P_JOINING ? p : NULL;
+}
+
+/* Called with c->mu held: the peer of id `id` in whatever state, or NULL
+ * (never given, or its slot freed since). */
+static peer_t *peer_by_id(rk_cluster_t *c, uint32_t id) {
+  peer_t *p = &c->peers[PEER_SLOT(id)];
+  return PEER_SLOT(id) < c->peer_count && p->id == id ? p : NULL;
 }
 
 static bool const_time_equal(const char *a, size_t an, const char *b,
@@ -1543,7 +1650,7 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
   rk_wire_welcome_t w;
   memset(&w, 0, sizeof w);
   w.from = h.hub_index;
-  w.your_index = p->index;
+  w.your_index = p->id;
   copy_name(w.name, sizeof w.name, c->name);
   vet(c, &h, &w);
   copy_name(p->name, sizeof p->name, h.name);
@@ -1591,6 +1698,7 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
     }
   } else {
     atomic_store(&p->state, P_REFUSED);
+    atomic_store(&c->reclaim_due, true); /* refused: its slot is freed */
     free(addr);
   }
   const size_t hub_address = w.status == RK_OK ? p->waddr_size : 0;
@@ -1619,7 +1727,8 @@ static ucs_status_t on_hello(void *arg, const void *header, size_t hlen,
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
   if (msg) {
-    outbox_push(c, p->index, RK_AM_WELCOME, msg, n);
+    outbox_push(c, __atomic_load_n(&p->id, __ATOMIC_RELAXED), RK_AM_WELCOME,
+                msg, n);
     free(msg);
   }
   return UCS_OK;
@@ -1687,13 +1796,14 @@ static ucs_status_t on_intro(void *arg, const void *header, size_t hlen,
   pthread_mutex_lock(&c->mu);
   p->boot = st == UCS_OK ? watch : NULL;
   p->ep = data_ep ? data_ep : p->boot;
-  w.your_index = p->index;
+  w.your_index = p->id;
   if (w.status == RK_OK) {
     /* UP once the INTRO_ACK is posted, as a joiner once its WELCOME is. */
     p->remote = h.hub_index;
     atomic_store(&p->state, P_WELCOMING);
   } else {
     atomic_store(&p->state, P_REFUSED);
+    atomic_store(&c->reclaim_due, true); /* refused: its slot is freed */
   }
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
@@ -1701,7 +1811,8 @@ static ucs_status_t on_intro(void *arg, const void *header, size_t hlen,
     w.address_size = (uint32_t)address;
     memcpy(msg, &w, sizeof w);
     if (address) memcpy(msg + sizeof w, p->waddr, address);
-    outbox_push(c, p->index, RK_AM_INTRO_ACK, msg, sizeof w + address);
+    outbox_push(c, __atomic_load_n(&p->id, __ATOMIC_RELAXED), RK_AM_INTRO_ACK,
+                msg, sizeof w + address);
   }
   free(msg);
   return UCS_OK;
@@ -1718,11 +1829,10 @@ static void welcomed(rk_cluster_t *c, const void *data, size_t len, bool hub) {
   rk_wire_welcome_t w;
   if (len < sizeof w) return;
   memcpy(&w, data, sizeof w);
-  if (w.from >= MAX_PEERS || w.status != RK_OK) return;
-  peer_t *p = &c->peers[w.from];
+  if (w.status != RK_OK) return;
   pthread_mutex_lock(&c->mu);
-  if (w.from < c->peer_count && p->is_hub == hub &&
-      atomic_load(&p->state) == P_CONNECTING) {
+  peer_t *p = peer_by_id(c, w.from);
+  if (p && p->is_hub == hub && atomic_load(&p->state) == P_CONNECTING) {
     p->remote = w.your_index; /* our `from` in what we answer */
     atomic_store(&p->state, P_JOINING);
   }
@@ -1748,13 +1858,11 @@ static void intro_ack_in(rk_cluster_t *c, const void *data, size_t len) {
   memcpy(&w, data, sizeof w);
   w.name[RK_WIRE_NAME_MAX - 1] = '\0';
   w.text[TEXT_MAX - 1] = '\0';
-  if (w.from >= MAX_PEERS) return;
   if (w.address_size > len - sizeof w) w.address_size = 0;
-  peer_t *p = &c->peers[w.from];
   pthread_mutex_lock(&c->mu);
-  const int ps = atomic_load(&p->state);
-  const bool asked = w.from < c->peer_count && !p->is_hub &&
-                     (ps == P_CONNECTING || ps == P_JOINING);
+  peer_t *p = peer_by_id(c, w.from);
+  const int ps = p ? atomic_load(&p->state) : P_FREE;
+  const bool asked = p && !p->is_hub && (ps == P_CONNECTING || ps == P_JOINING);
   pthread_mutex_unlock(&c->mu);
   if (!asked) return;
   /* The messages' endpoint: from this member's worker for it to its
@@ -1789,11 +1897,12 @@ static void welcome_in(rk_cluster_t *c, const void *data, size_t len) {
   memcpy(&w, data, sizeof w);
   w.name[RK_WIRE_NAME_MAX - 1] = '\0';
   w.text[TEXT_MAX - 1] = '\0';
-  if (w.from >= MAX_PEERS) return;
   if (w.address_size > len - sizeof w) w.address_size = 0;
-  peer_t *p = &c->peers[w.from];
-  const int ps = atomic_load(&p->state);
-  if (!p->is_hub || (ps != P_CONNECTING && ps != P_JOINING)) return;
+  pthread_mutex_lock(&c->mu);
+  peer_t *p = peer_by_id(c, w.from);
+  const int ps = p ? atomic_load(&p->state) : P_FREE;
+  pthread_mutex_unlock(&c->mu);
+  if (!p || !p->is_hub || (ps != P_CONNECTING && ps != P_JOINING)) return;
   /* The other members, for join() to introduce itself to. */
   const size_t cards_at = sizeof w + w.address_size;
   unsigned char *cards = NULL;
@@ -1994,7 +2103,7 @@ static void credit_post(rk_cluster_t *c, const credit_t *kp, bool queued) {
   if (queued)
     outbox_push(c, k.from, RK_AM_RESP | RESP_PACKED, &m, sizeof m);
   else
-    (void)post(c, p, RK_AM_RESP, &m, sizeof m, NULL, 0, false);
+    (void)post(c, k.from, RK_AM_RESP, &m, sizeof m, NULL, 0, false);
 }
 
 /* Called with e->mu held: entry i answered through the outbox, and gone. */
@@ -2212,6 +2321,7 @@ static ucs_status_t on_req(void *arg, const void *header, size_t hlen,
  * RESPS, or one alone as a plain RESP. */
 typedef struct resp_run {
   peer_t *p;
+  uint32_t pid; /* p's id when the answers were routed */
   uint32_t first, n;
   uint32_t src; /* the first's response in e->buf */
 } resp_run_t;
@@ -2235,7 +2345,7 @@ static void resp_run_post(export_t *e, const resp_run_t *run) {
     const void *payload =
         e->batching ? (const void *)(m + 1)
                     : (const void *)(e->buf + run->src * e->response_size);
-    (void)post(e->c, run->p, RK_AM_RESP, m, sizeof *m, payload, m->data_size,
+    (void)post(e->c, run->pid, RK_AM_RESP, m, sizeof *m, payload, m->data_size,
                false);
     return;
   }
@@ -2243,7 +2353,7 @@ static void resp_run_post(export_t *e, const resp_run_t *run) {
                        .count = run->n,
                        .stride = (uint32_t)stride,
                        .size = 0};
-  (void)post(e->c, run->p, RK_AM_RESPS, &h, sizeof h, rec, run->n * stride,
+  (void)post(e->c, run->pid, RK_AM_RESPS, &h, sizeof h, rec, run->n * stride,
              false);
 }
 
@@ -2299,6 +2409,7 @@ static unsigned forward_once(export_t *e) {
           !e->batching) {
         run = &runs[nruns++];
         run->p = p;
+        run->pid = r.peer;
         run->first = n;
         run->src = (uint32_t)i;
         run->n = 0;
@@ -2474,8 +2585,8 @@ static ucs_status_t on_lookup_reply(void *arg, const void *header, size_t hlen,
   if (!peer_from(c, r.from)) return UCS_OK;
   pthread_mutex_lock(&c->mu);
   for (lookup_t *l = c->lookups; l; l = l->next) {
-    if (l->id != r.lookup_id || !l->asked[r.from]) continue;
-    l->asked[r.from] = false;
+    if (l->id != r.lookup_id || !l->asked[PEER_SLOT(r.from)]) continue;
+    l->asked[PEER_SLOT(r.from)] = false;
     l->waiting--;
     if (r.status != RK_OK && r.state == RK_WIRE_REGISTERED_ONLY && !l->note[0])
       copy_name(l->note, sizeof l->note, r.text);
@@ -2518,7 +2629,7 @@ static bool answer_in(rk_cluster_t *c, rk_remote_actor_t *h,
     snprintf(skew, sizeof skew,
              "by this member: the answer from '%s' is stamped too far "
              "ahead (%s)",
-             c->peers[h->peer].name, rk_last_error());
+             h->peer_name, rk_last_error());
     info.timestamp = rk__hlc_host_tick();
     s = RK_ERR_CLOCK_SKEW;
     data = skew;
@@ -2861,7 +2972,7 @@ static ucs_status_t on_unlink(void *arg, const void *header, size_t hlen,
   (void)hlen;
   rk_cluster_t *c = ((const rx_t *)arg)->c;
   rk_wire_link_t m;
-  if (!link_in(data, len, param, &m) || m.from >= MAX_PEERS) return UCS_OK;
+  if (!link_in(data, len, param, &m)) return UCS_OK;
   pthread_mutex_lock(&c->links_mu);
   for (uint32_t i = 0; i < c->ninlinks; ++i)
     if (c->inlinks[i].peer == m.from && c->inlinks[i].link_id == m.link_id) {
@@ -2989,6 +3100,136 @@ static void withdraw_drive(rk_cluster_t *c, export_t *e) {
   pthread_mutex_unlock(&c->mu);
 }
 
+/* ---- peer slots ---------------------------------------------------------
+ *
+ * A peer that has gone (FAILED, LEFT, or refused at the door) keeps its
+ * slot until the progress thread frees it. Under c->mu its worker is taken
+ * off the turns (quiet, out of c->efd) and its endpoint off the sends (ep
+ * NULL); then every quiescence section that may still use them ends
+ * (rk__quiesce_wait: turns of the workers, posts; base/quiesce.h); then
+ * the endpoints are closed (forced) and the worker destroyed, and the slot
+ * is free for the next peer under a new id (index + MAX_PEERS more). What
+ * still names the old peer - a handle, a route, a credit entry, a message
+ * in the outbox - no longer matches the slot (peer_from, post), and what
+ * the old peer may still send carries an id nobody has. A slot is freed
+ * once no link from its peer is left (tell_links takes those off first),
+ * its failure is settled (broken_at), and RECLAIM_GRACE_NS after it went:
+ * what was queued for it meanwhile (a refusal's reason, in the outbox)
+ * has gone out by then. */
+enum { kReclaimAtOnce = 16 };
+#define RECLAIM_GRACE_NS 200000000ull
+
+/* Called with links_mu held: whether a link from peer `id` is left. */
+static bool linked_from(const rk_cluster_t *c, uint32_t id) {
+  for (uint32_t i = 0; i < c->ninlinks; ++i)
+    if (c->inlinks[i].peer == id) return true;
+  return false;
+}
+
+/* Closes endpoints (forced), turning `w` and the control worker until
+ * they are closed or half a second has passed. */
+static void close_forced(rk_cluster_t *c, ucp_worker_h w, ucp_ep_h *eps,
+                         uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) {
+    ucp_request_param_t prm;
+    memset(&prm, 0, sizeof prm);
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t r = c->u->ucp_ep_close_nbx(eps[i], &prm);
+    if (!UCS_PTR_IS_PTR(r)) continue;
+    const uint64_t deadline = deadline_after(500000000);
+    while (c->u->ucp_request_check_status(r) == UCS_INPROGRESS &&
+           rk__now_ns() < deadline) {
+      if (w) c->u->ucp_worker_progress(w);
+      c->u->ucp_worker_progress(c->worker);
+    }
+    c->u->ucp_request_free(r);
+  }
+}
+
+/* The progress thread, holding no lock: frees the workers, endpoints and
+ * slots of peers gone (see above). */
+static void reclaim_peers(rk_cluster_t *c) {
+  if (!atomic_load_explicit(&c->reclaim_due, memory_order_relaxed) ||
+      !atomic_exchange(&c->reclaim_due, false))
+    return;
+  peer_t *gone[kReclaimAtOnce];
+  ucp_ep_h eps[kReclaimAtOnce][2];
+  uint32_t neps[kReclaimAtOnce];
+  uint32_t n = 0;
+  bool later = false;
+  const uint64_t now = rk__now_ns();
+  pthread_mutex_lock(&c->mu);
+  pthread_mutex_lock(&c->links_mu);
+  for (uint32_t i = 0; i < c->peer_count; ++i) {
+    peer_t *p = &c->peers[i];
+    const int st = atomic_load(&p->state);
+    if ((st != P_FAILED && st != P_LEFT && st != P_REFUSED) || p->reclaiming ||
+        p->free_slot)
+      continue;
+    if (!p->down_at) p->down_at = now;
+    if (now - p->down_at < RECLAIM_GRACE_NS || p->broken_at ||
+        linked_from(c, p->id) || n == kReclaimAtOnce) {
+      later = true;
+      continue;
+    }
+    p->reclaiming = true;
+    if (p->rx.w && !p->quiet && p->wefd >= 0)
+      (void)epoll_ctl(c->efd, EPOLL_CTL_DEL, p->wefd, NULL);
+    __atomic_store_n(&p->quiet, true, __ATOMIC_RELAXED);
+    ucp_ep_h ep = p->ep, boot = p->boot;
+    __atomic_store_n(&p->ep, NULL, __ATOMIC_RELEASE);
+    p->boot = NULL;
+    neps[n] = 0;
+    if (ep) eps[n][neps[n]++] = ep;
+    if (boot && boot != ep) eps[n][neps[n]++] = boot;
+    gone[n++] = p;
+  }
+  pthread_mutex_unlock(&c->links_mu);
+  pthread_mutex_unlock(&c->mu);
+  if (n) {
+    /* Nobody turns these workers or sends on these endpoints any more. */
+    rk__quiesce_wait();
+    for (uint32_t i = 0; i < n; ++i) {
+      peer_t *p = gone[i];
+      close_forced(c, p->rx.w, eps[i], neps[i]);
+      if (p->rx.w) {
+        if (p->waddr) c->u->ucp_worker_release_address(p->rx.w, p->waddr);
+        c->u->ucp_worker_destroy(p->rx.w);
+      }
+    }
+    pthread_mutex_lock(&c->mu);
+    pthread_mutex_lock(&c->links_mu);
+    for (uint32_t i = 0; i < n; ++i) {
+      peer_t *p = gone[i];
+      __atomic_store_n(&p->rx.w, NULL, __ATOMIC_RELEASE);
+      p->waddr = NULL;
+      p->waddr_size = 0;
+      p->wefd = -1;
+      p->reclaiming = false;
+      /* A link that came in while the worker was last turned: once
+       * tell_links has taken it off (its peer is down), a later pass
+       * frees the slot. */
+      if (linked_from(c, p->id)) {
+        later = true;
+        continue;
+      }
+      free(p->addr);
+      p->addr = NULL;
+      p->addr_size = 0;
+      uint32_t id = p->id + MAX_PEERS;
+      if (id == UINT32_MAX) id += MAX_PEERS; /* UINT32_MAX: no peer */
+      __atomic_store_n(&p->id, id, __ATOMIC_RELAXED);
+      atomic_store(&p->state, P_FREE);
+      p->free_slot = true;
+      c->peers_freed++;
+    }
+    pthread_mutex_unlock(&c->links_mu);
+    pthread_mutex_unlock(&c->mu);
+  }
+  if (later) atomic_store(&c->reclaim_due, true);
+}
+
 /* ---- the progress thread ----------------------------------------------- */
 
 /* Drives the worker and the exports. Spins for spin_us after the last
@@ -3015,6 +3256,7 @@ static void *progress_main(void *arg) {
   uint64_t nap_ns = 20000;
   bool aside = false;
   while (!atomic_load(&c->stop)) {
+    reclaim_peers(c);
     if (atomic_load_explicit(&c->drivers, memory_order_relaxed)) {
       /* What an actor's worker leaves to this thread (drive_turn). */
       if (atomic_load_explicit(&c->links_due, memory_order_relaxed) &&
@@ -3068,7 +3310,8 @@ static void *progress_main(void *arg) {
     if (!aside && rk__now_ns() - idle_since < (uint64_t)c->spin_us * 1000u)
       continue;
     if (atomic_load(&c->in_flight) || atomic_load(&c->nbridges) ||
-        atomic_load(&c->broken_any) || c->efd < 0) {
+        atomic_load(&c->broken_any) || atomic_load(&c->reclaim_due) ||
+        c->efd < 0) {
       struct timespec ts = {0, (long)nap_ns};
       nanosleep(&ts, NULL);
       if (nap_ns < 1000000) nap_ns *= 2;
@@ -3251,34 +3494,38 @@ static void introduce(rk_cluster_t *c, uint64_t deadline) {
     memset(&h, 0, sizeof h);
     h.magic = RK_WIRE_MAGIC;
     h.version = RK_WIRE_VERSION;
-    h.hub_index = p->index;
+    h.hub_index = p->id;
     h.token_size = (uint32_t)c->token_size;
     memcpy(h.token, c->token, c->token_size);
     copy_name(h.name, sizeof h.name, c->name);
     const size_t n = hello_pack(c, p, &h, msg);
     char *saved = rk__error_save();
-    const rk_status_t ps = post(c, p, RK_AM_INTRO, NULL, 0, msg, n, false);
+    const rk_status_t ps = post(c, p->id, RK_AM_INTRO, NULL, 0, msg, n, false);
     rk__error_restore(saved);
     if (ps != RK_OK) {
       peer_down(c, p, P_FAILED, "the introduction could not be sent");
       continue;
     }
-    asked[nasked++] = p->index;
+    asked[nasked++] = p->id;
   }
   free(msg);
   free(list);
   pthread_mutex_lock(&c->mu);
   for (;;) {
     uint32_t waiting = 0;
-    for (uint32_t i = 0; i < nasked; ++i)
-      waiting += joining(&c->peers[asked[i]]);
+    for (uint32_t i = 0; i < nasked; ++i) {
+      peer_t *p = &c->peers[PEER_SLOT(asked[i])];
+      waiting += p->id == asked[i] && joining(p);
+    }
     if (!waiting || rk__now_ns() >= deadline) break;
     cond_wait_until(&c->cv, &c->mu, deadline, 100000000);
   }
   pthread_mutex_unlock(&c->mu);
   for (uint32_t i = 0; i < nasked; ++i) {
-    peer_t *p = &c->peers[asked[i]];
-    if (joining(p))
+    peer_t *p = &c->peers[PEER_SLOT(asked[i])];
+    /* peer_down does nothing to a peer that is not joining (a slot freed
+     * since holds a peer that is not CONNECTING or JOINING either). */
+    if (joining(p) && __atomic_load_n(&p->id, __ATOMIC_RELAXED) == asked[i])
       peer_down(c, p, P_FAILED, "it did not answer this member's introduction");
   }
 }
@@ -3323,14 +3570,14 @@ static rk_status_t join(rk_cluster_t *c, const char *addr, uint64_t timeout) {
   memset(&h, 0, sizeof h);
   h.magic = RK_WIRE_MAGIC;
   h.version = RK_WIRE_VERSION;
-  h.hub_index = p->index;
+  h.hub_index = p->id;
   h.token_size = (uint32_t)c->token_size;
   memcpy(h.token, c->token, c->token_size);
   copy_name(h.name, sizeof h.name, c->name);
   unsigned char *msg = malloc(sizeof h + p->waddr_size + c->waddr_size);
   if (!msg) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: join");
   const size_t n = hello_pack(c, p, &h, msg);
-  rk_status_t ps = post(c, p, RK_AM_HELLO, NULL, 0, msg, n, true);
+  rk_status_t ps = post(c, p->id, RK_AM_HELLO, NULL, 0, msg, n, true);
   free(msg);
   RK_RETURN_IF_ERROR(ps);
   uint64_t deadline = deadline_after(timeout);
@@ -3425,6 +3672,7 @@ static rk_status_t mpi_join(rk_cluster_t *c, bool named) {
       peer_t *p = &c->peers[r];
       p->c = c;
       p->index = (uint32_t)r;
+      p->id = (uint32_t)r; /* ranks: slots never reused */
       p->remote = (uint32_t)rank;
       p->ep = p->boot = NULL;
       all[r].name[RK_WIRE_NAME_MAX - 1] = '\0';
@@ -3512,7 +3760,7 @@ static void close_turn(rk_cluster_t *c) {
   c->u->ucp_worker_progress(c->worker);
   const uint32_t nw = atomic_load_explicit(&c->nw, memory_order_acquire);
   for (uint32_t i = 0; i < nw; ++i)
-    c->u->ucp_worker_progress(c->wpeers[i]->rx.w);
+    if (c->wpeers[i]->rx.w) c->u->ucp_worker_progress(c->wpeers[i]->rx.w);
 }
 
 static void close_eps(rk_cluster_t *c) {
@@ -3656,7 +3904,8 @@ void rk_cluster_destroy(rk_cluster_t *c) {
       peer_t *p = &c->peers[i];
       if (atomic_load(&p->state) != P_UP) continue;
       rk_wire_bye_t b = {.from = p->remote, .reserved = 0};
-      (void)post(c, p, RK_AM_BYE, NULL, 0, &b, sizeof b, false);
+      (void)post(c, __atomic_load_n(&p->id, __ATOMIC_RELAXED), RK_AM_BYE, NULL,
+                 0, &b, sizeof b, false);
     }
   }
   /* The exports' workers stop driving before the worker goes. */
@@ -3709,6 +3958,7 @@ void rk_cluster_destroy(rk_cluster_t *c) {
     const uint32_t nw = atomic_load(&c->nw);
     for (uint32_t i = 0; i < nw; ++i) {
       peer_t *p = c->wpeers[i];
+      if (!p->rx.w) continue; /* freed with its peer (reclaim_peers) */
       c->u->ucp_worker_release_address(p->rx.w, p->waddr);
       c->u->ucp_worker_destroy(p->rx.w);
       p->rx.w = NULL;
@@ -3752,7 +4002,9 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
     rk_cluster_options_init(&o);
   const rk_ucp_api_t *u;
   RK_RETURN_IF_ERROR(rk__ucp_api(&u));
-  g_ucp = u;
+  const rk_ucp_api_t *none = NULL;
+  (void)__atomic_compare_exchange_n(&g_ucp, &none, u, false, __ATOMIC_RELEASE,
+                                    __ATOMIC_RELAXED);
   const char *listen_at = opt_or_env(o.listen, "RK_CLUSTER_LISTEN");
   const char *connect_to = opt_or_env(o.connect, "RK_CLUSTER_CONNECT");
   const char *token = opt_or_env(o.token, "RK_CLUSTER_TOKEN");
@@ -3771,10 +4023,14 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
     return rk__fail(RK_ERR_INVALID_ARGUMENT,
                     "cluster: the token has at most %d bytes",
                     RK_WIRE_TOKEN_MAX);
+  long max_peers = MAX_PEERS;
+  RK_RETURN_IF_ERROR(
+      rk__env_long("RK_CLUSTER_MAX_PEERS", 1, MAX_PEERS, &max_peers));
   rk_cluster_t *c = calloc(1, sizeof *c);
   if (!c) return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: create");
   c->u = u;
   c->efd = -1;
+  c->max_peers = (uint32_t)max_peers;
   pthread_mutex_init(&c->mu, NULL);
   pthread_mutex_init(&c->out_mu, NULL);
   pthread_mutex_init(&c->drain_mu, NULL);
@@ -4122,12 +4378,13 @@ rk_status_t rk_cluster_lookup(rk_cluster_t *c, const char *name,
   q.lookup_id = l->id;
   /* Who is asked, kept here: a peer that fails meanwhile is struck off
    * l->asked (release_lookups_of, under c->mu) while the questions go. */
-  uint32_t to[MAX_PEERS];
+  uint32_t to[MAX_PEERS], from[MAX_PEERS];
   uint32_t asked = 0;
   for (uint32_t i = 0; i < c->peer_count; ++i)
     if (atomic_load(&c->peers[i].state) == P_UP) {
       l->asked[i] = true;
-      to[asked++] = i;
+      from[asked] = c->peers[i].remote;
+      to[asked++] = c->peers[i].id;
     }
   l->waiting = asked;
   l->next = c->lookups;
@@ -4139,8 +4396,10 @@ rk_status_t rk_cluster_lookup(rk_cluster_t *c, const char *name,
                  "cluster: '%s' has no peers to look '%s' up in", c->name,
                  name);
   for (uint32_t k = 0; s == RK_OK && k < asked; ++k) {
-    q.from = c->peers[to[k]].remote;
-    (void)post(c, &c->peers[to[k]], RK_AM_LOOKUP, NULL, 0, &q, sizeof q, false);
+    q.from = from[k];
+    char *saved = rk__error_save();
+    (void)post(c, to[k], RK_AM_LOOKUP, NULL, 0, &q, sizeof q, false);
+    rk__error_restore(saved);
   }
   uint64_t deadline = deadline_after(timeout_ns);
   pthread_mutex_lock(&c->mu);
@@ -4184,6 +4443,9 @@ rk_status_t rk_cluster_lookup(rk_cluster_t *c, const char *name,
       h->slot = slot;
       h->gen = ++c->handle_gen;
       h->peer = l->peer;
+      const peer_t *owner = peer_by_id(c, l->peer);
+      copy_name(h->peer_name, sizeof h->peer_name,
+                owner ? owner->name : "(gone)");
       h->export_id = l->reply.export_id;
       h->request_size = l->reply.request_size;
       h->response_size = l->reply.response_size;
@@ -4234,7 +4496,14 @@ static rk_actor_state_t state_of(const rk_remote_actor_t *h,
     if (out_cause) *out_cause = h->cause;
     return (rk_actor_state_t)s;
   }
-  const peer_t *p = &h->c->peers[h->peer];
+  const peer_t *p = &h->c->peers[PEER_SLOT(h->peer)];
+  if (__atomic_load_n(&p->id, __ATOMIC_RELAXED) != h->peer) {
+    /* Its slot freed since: the peer stopped every handle to it before
+     * (peer_down), so this one's own state says. */
+    if (out_cause) *out_cause = h->cause;
+    s = atomic_load(&h->state);
+    return s == RK_ACTOR_TERMINATED ? RK_ACTOR_TERMINATED : RK_ACTOR_FAILED;
+  }
   int ps = atomic_load(&p->state);
   if (ps == P_FAILED || ps == P_LEFT) {
     if (out_cause) *out_cause = p->cause;
@@ -4251,7 +4520,7 @@ static bool stopped(const rk_remote_actor_t *h) {
 static rk_status_t stopped_error(rk_remote_actor_t *h, const char *what) {
   const char *cause = "";
   rk_actor_state_t s = state_of(h, &cause);
-  const peer_t *p = &h->c->peers[h->peer];
+  const peer_t *p = &h->c->peers[PEER_SLOT(h->peer)];
   if (cause == p->cause)
     return rk__fail(RK_ERR_INVALID_STATE,
                     "remote actor: %s: member '%s' %s: %s (%s)", what, p->name,
@@ -4491,7 +4760,7 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
   rk_wire_req_t mine;
   rk_wire_req_t *rp =
       buffer ? (rk_wire_req_t *)(void *)(h->obuf + h->nbuf * h->stride) : &mine;
-  rp->from = c->peers[h->peer].remote;
+  rp->from = c->peers[PEER_SLOT(h->peer)].remote;
   rp->handle = h->slot;
   rp->handle_gen = h->gen;
   rp->export_id = h->export_id;
@@ -4517,14 +4786,13 @@ static rk_status_t post_request(rk_remote_actor_t *h, const void *request,
     pthread_mutex_lock(&h->send_mu);
     out_flush_locked(h);
   }
-  s = post(c, &c->peers[h->peer], RK_AM_REQ, &mine, sizeof mine, request, size,
-           false);
+  s = post(c, h->peer, RK_AM_REQ, &mine, sizeof mine, request, size, false);
   if (behind) pthread_mutex_unlock(&h->send_mu);
   if (s != RK_OK) {
     /* A send that failed broke the peer: its fate (left or failed) is
      * known within the grace, and the caller is told that, not the
      * transport's error. */
-    settle(c, &c->peers[h->peer]);
+    settle(c, &c->peers[PEER_SLOT(h->peer)]);
     rk__short_lock(&h->mu);
     h->outstanding--;
     if (h->unanswered) h->unanswered--;
@@ -4770,7 +5038,7 @@ void rk_remote_actor_info(const rk_remote_actor_t *h, size_t *out_request_size,
   if (out_request_size) *out_request_size = h->request_size;
   if (out_response_size) *out_response_size = h->response_size;
   if (out_window) *out_window = h->window;
-  if (out_peer) *out_peer = h->c->peers[h->peer].name;
+  if (out_peer) *out_peer = h->peer_name;
 }
 
 rk_status_t rk_cluster_link(rk_remote_actor_t *h, rk_actor_t *local) {
@@ -5003,6 +5271,13 @@ void rk__remote_actor_close(rk_remote_actor_t *h, const char *cause) {
 }
 
 /* ---- test hooks (cluster_internal.h) ----------------------------------- */
+
+uint64_t rk__cluster_peers_freed(rk_cluster_t *c) {
+  pthread_mutex_lock(&c->mu);
+  const uint64_t n = c->peers_freed;
+  pthread_mutex_unlock(&c->mu);
+  return n;
+}
 
 uint64_t rk__cluster_dropped_local(rk_cluster_t *c, const char *name) {
   uint64_t n = 0;

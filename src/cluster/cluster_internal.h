@@ -11,6 +11,10 @@
  * remote request was waiting for (answers to local sends). */
 uint64_t rk__cluster_dropped_local(rk_cluster_t *cluster, const char *name);
 
+/* Peer slots freed so far: peers gone whose worker, endpoints and slot
+ * the progress thread has freed for the next peer. */
+uint64_t rk__cluster_peers_freed(rk_cluster_t *cluster);
+
 /* A port's handle (rk_cluster_connect): the answers that returned window
  * room to it, and for how many of its messages in all (several per
  * answer when the owner admitted them in one turn). */

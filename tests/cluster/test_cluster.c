@@ -13,7 +13,10 @@
  *     a bound, sends refused at once, nothing answered twice;
  *   - a member that left: its actors TERMINATED;
  *   - requests refused by a deactivated, then an unexported, actor;
- *   - joining refused: a failed member's name, a wrong token.
+ *   - joining refused: a failed member's name, a wrong token;
+ *   - peer slots reused: a hub holding one peer at a time takes member
+ *     after member, killed or leaving; handles to those gone stay
+ *     stopped.
  * Exits 77 where UCX cannot be loaded. */
 #include <errno.h>
 #include <fcntl.h>
@@ -843,6 +846,93 @@ static void test_left(rk_cluster_t *c) {
   rk_remote_actor_release(h);
 }
 
+/* Waits until rk__cluster_peers_freed(c) reaches n (10 s at most). */
+static bool wait_freed(rk_cluster_t *c, uint64_t n) {
+  const uint64_t end = rk__now_ns() + 10 * SEC;
+  while (rk__cluster_peers_freed(c) < n && rk__now_ns() < end) usleep(5000);
+  return rk__cluster_peers_freed(c) >= n;
+}
+
+/* A second hub that holds one peer at a time (RK_CLUSTER_MAX_PEERS=1):
+ * members join it one after another, each once the slot of the one
+ * before is freed, alternately killed and leaving. Each new member is
+ * called through its slot's new id (its answers come back from it); a
+ * handle to each member gone stays stopped, refused at once, after its
+ * slot holds another member exporting the same names. Without slot reuse
+ * the second member is refused ("too many peers"). */
+static void test_slot_reuse(void) {
+  setenv("RK_CLUSTER_MAX_PEERS", "1", 1);
+  rk_cluster_options_t o;
+  rk_cluster_options_init(&o);
+  o.listen = "127.0.0.1:0";
+  o.name = "hub-one-slot";
+  rk_cluster_t *c = NULL;
+  const bool made = CHECK_OK(rk_cluster_create(&o, &c));
+  unsetenv("RK_CLUSTER_MAX_PEERS"); /* the members keep the default */
+  if (!made) return;
+  char saved[sizeof g_addr];
+  memcpy(saved, g_addr, sizeof g_addr);
+  CHECK_OK(rk_cluster_address(c, g_addr, sizeof g_addr));
+  enum { kRounds = 4 };
+  rk_remote_actor_t *gone[kRounds] = {NULL};
+  for (int round = 0; round < kRounds; ++round) {
+    char name[32];
+    snprintf(name, sizeof name, "slot-%d", round);
+    child_t m = spawn("owner", name, "s", NULL);
+    if (!CHECK_OK(rk_cluster_wait_peers(c, 1, 30 * SEC))) {
+      reap(&m, 1);
+      break;
+    }
+    rk_remote_actor_t *h = find(c, "s/add");
+    if (!h) {
+      reap(&m, 1);
+      break;
+    }
+    const char *peer = NULL;
+    rk_remote_actor_info(h, NULL, NULL, NULL, &peer);
+    CHECK(peer && !strcmp(peer, name), "round %d: the owner is '%s'", round,
+          peer ? peer : "(none)");
+    for (int i = 0; i < 50; ++i) {
+      imsg_t q = {1000 * round + i}, r = {0};
+      if (!CHECK_OK(rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r,
+                                         10 * SEC, NULL)) ||
+          !CHECK(r.v == q.v + 1, "round %d: %d answered %d", round, q.v, r.v))
+        break;
+    }
+    /* The handles to the members before: stopped, refused at once. */
+    for (int k = 0; k < round; ++k) {
+      if (!gone[k]) continue;
+      const rk_actor_state_t st = rk_remote_actor_state(gone[k]);
+      CHECK(st == (k % 2 ? RK_ACTOR_TERMINATED : RK_ACTOR_FAILED),
+            "round %d: the handle to slot-%d is %s", round, k,
+            rk_actor_state_name(st));
+      imsg_t q = {7}, r;
+      const uint64_t t0 = rk__now_ns();
+      CHECK_STATUS(rk_remote_actor_call(gone[k], &q, sizeof q, &r, sizeof r,
+                                        5 * SEC, NULL),
+                   RK_ERR_INVALID_STATE);
+      CHECK(rk__now_ns() - t0 < 100 * MS, "refused at once (%.3f ms)",
+            (double)(rk__now_ns() - t0) / 1e6);
+    }
+    if (round % 2 == 0) {
+      kill(m.pid, SIGKILL);
+      reap(&m, 5);
+    } else {
+      CHECK(reap(&m, 20) == 0, "slot-%d leaves cleanly", round);
+    }
+    const uint64_t end = rk__now_ns() + 10 * SEC;
+    while (rk_remote_actor_state(h) == RK_ACTOR_ACTIVE && rk__now_ns() < end)
+      usleep(5000);
+    gone[round] = h;
+    CHECK(wait_freed(c, (uint64_t)round + 1), "round %d: %llu slots freed",
+          round, (unsigned long long)rk__cluster_peers_freed(c));
+  }
+  for (int k = 0; k < kRounds; ++k)
+    if (gone[k]) rk_remote_actor_release(gone[k]);
+  rk_cluster_destroy(c);
+  memcpy(g_addr, saved, sizeof g_addr);
+}
+
 static void test_refusals(void) {
   child_t t = spawn("owner", "tokenless", "t", "wrong-token");
   int code = reap(&t, 30);
@@ -914,6 +1004,7 @@ int main(int argc, char **argv) {
   test_never_answers(c);
   test_left(c);
   test_refusals();
+  test_slot_reuse();
   test_refused(c, &a);
   CHECK(reap(&a, 20) == 0, "member-a exits cleanly");
 
