@@ -84,7 +84,9 @@ typedef struct rk_cluster_options {
   /* This member's name, unique in the cluster (at most 63 bytes). NULL:
    * $RK_CLUSTER_NAME, else "<hostname>:<pid>". */
   const char *name;
-  /* How long rk_cluster_create waits for the hub's answer (default 10 s). */
+  /* How long rk_cluster_create waits for the hub's answer (default 10 s);
+   * at a hub, also how long a connection may go without its joiner's
+   * HELLO before the hub closes it and frees its peer slot. */
   uint64_t connect_timeout_ns;
   /* Spin this long on the transport before sleeping when idle (default
    * $RK_CLUSTER_SPIN_US, or 100 microseconds -- 0 where one CPU is

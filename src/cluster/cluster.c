@@ -149,7 +149,8 @@ typedef struct peer {
    * worker and endpoints being freed (reclaim_peers); free for the next
    * peer_new. */
   bool listed, reclaiming, free_slot;
-  uint64_t down_at; /* when reclaim_peers first saw it gone (c->mu) */
+  uint64_t down_at;     /* when reclaim_peers first saw it gone (c->mu) */
+  uint64_t accepted_at; /* hub: the connection's (P_ACCEPTED; c->mu) */
   bool is_hub;
   char name[RK_WIRE_NAME_MAX];
   char cause[TEXT_MAX];
@@ -477,6 +478,9 @@ struct rk_cluster {
   atomic_bool reclaim_due;
   uint64_t peers_freed; /* slots freed (c->mu) */
   uint32_t max_peers;   /* slots used at most: RK_CLUSTER_MAX_PEERS */
+  /* A hub: how long a connection may go without its HELLO (the options'
+   * connect_timeout_ns) before it is closed and its slot freed. */
+  uint64_t hello_timeout_ns;
   uint32_t aside_seq;
   /* Turns of the worker, by anyone (pump, drive_turn): a progress thread
    * standing aside takes a turn itself when a millisecond passes without
@@ -1460,7 +1464,10 @@ static void on_conn(ucp_conn_request_h req, void *arg) {
   pthread_mutex_lock(&c->mu);
   p->boot = p->ep = st == UCS_OK ? ep : NULL;
   atomic_store(&p->state, st == UCS_OK ? P_ACCEPTED : P_REFUSED);
-  if (st != UCS_OK) atomic_store(&c->reclaim_due, true); /* slot freed */
+  /* Refused, its slot is freed; accepted, it is if no HELLO comes within
+   * hello_timeout_ns (reclaim_peers). */
+  p->accepted_at = rk__now_ns();
+  atomic_store(&c->reclaim_due, true);
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -3163,7 +3170,19 @@ static void reclaim_peers(rk_cluster_t *c) {
   pthread_mutex_lock(&c->links_mu);
   for (uint32_t i = 0; i < c->peer_count; ++i) {
     peer_t *p = &c->peers[i];
-    const int st = atomic_load(&p->state);
+    int st = atomic_load(&p->state);
+    if (st == P_ACCEPTED) {
+      /* A connection that has not said HELLO: refused once its time is up
+       * (a late HELLO finds no ACCEPTED peer and is dropped). */
+      if (now - p->accepted_at < c->hello_timeout_ns) {
+        later = true;
+        continue;
+      }
+      snprintf(p->cause, sizeof p->cause, "no HELLO within %.3f s",
+               (double)c->hello_timeout_ns / 1e9);
+      atomic_store(&p->state, P_REFUSED);
+      st = P_REFUSED;
+    }
     if ((st != P_FAILED && st != P_LEFT && st != P_REFUSED) || p->reclaiming ||
         p->free_slot)
       continue;
@@ -4031,6 +4050,8 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
   c->u = u;
   c->efd = -1;
   c->max_peers = (uint32_t)max_peers;
+  c->hello_timeout_ns =
+      o.connect_timeout_ns ? o.connect_timeout_ns : 10000000000ull;
   pthread_mutex_init(&c->mu, NULL);
   pthread_mutex_init(&c->out_mu, NULL);
   pthread_mutex_init(&c->drain_mu, NULL);
@@ -5275,6 +5296,14 @@ void rk__remote_actor_close(rk_remote_actor_t *h, const char *cause) {
 uint64_t rk__cluster_peers_freed(rk_cluster_t *c) {
   pthread_mutex_lock(&c->mu);
   const uint64_t n = c->peers_freed;
+  pthread_mutex_unlock(&c->mu);
+  return n;
+}
+
+uint32_t rk__cluster_slots_held(rk_cluster_t *c) {
+  uint32_t n = 0;
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; i < c->peer_count; ++i) n += !c->peers[i].free_slot;
   pthread_mutex_unlock(&c->mu);
   return n;
 }

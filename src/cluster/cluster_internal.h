@@ -14,6 +14,9 @@ uint64_t rk__cluster_dropped_local(rk_cluster_t *cluster, const char *name);
 /* Peer slots freed so far: peers gone whose worker, endpoints and slot
  * the progress thread has freed for the next peer. */
 uint64_t rk__cluster_peers_freed(rk_cluster_t *cluster);
+/* Peer slots in use now: peers in any state, up or gone, whose slot is
+ * not yet free. */
+uint32_t rk__cluster_slots_held(rk_cluster_t *cluster);
 
 /* A port's handle (rk_cluster_connect): the answers that returned window
  * room to it, and for how many of its messages in all (several per

@@ -135,6 +135,10 @@ uint64_t rk__cluster_peers_freed(rk_cluster_t *c) {
   (void)c;
   return 0;
 }
+uint32_t rk__cluster_slots_held(rk_cluster_t *c) {
+  (void)c;
+  return 0;
+}
 uint64_t rk__cluster_dropped_local(rk_cluster_t *c, const char *n) {
   (void)c;
   (void)n;

@@ -16,7 +16,8 @@
  *   - joining refused: a failed member's name, a wrong token;
  *   - peer slots reused: a hub holding one peer at a time takes member
  *     after member, killed or leaving; handles to those gone stay
- *     stopped.
+ *     stopped; a connection that never says HELLO loses its slot at the
+ *     hub's deadline.
  * Exits 77 where UCX cannot be loaded. */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +35,12 @@
 
 #include "base/sys.h"
 #include "cluster/cluster_internal.h"
+#if RK_TEST_RAW_UCX
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "cluster/ucx_api.h"
+#endif
 #define RK_TEST_IMPLEMENTATION
 #include "rk_test.h"
 
@@ -231,6 +238,82 @@ static int role_flooder(const char *addr, const char *name) {
   rk_cluster_destroy(c);
   return 0;
 }
+
+#if RK_TEST_RAW_UCX
+static void silent_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
+  (void)arg;
+  (void)ep;
+  (void)status; /* the hub closing it: expected */
+}
+
+/* Connects to the hub with raw UCX and never says HELLO; goes when its
+ * stdin closes. */
+static int role_silent(const char *addr) {
+  const rk_ucp_api_t *u;
+  if (rk__ucp_api(&u) != RK_OK) return 77;
+  char host[64];
+  snprintf(host, sizeof host, "%s", addr);
+  char *colon = strrchr(host, ':');
+  if (!colon) return 9;
+  *colon = '\0';
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons((uint16_t)atoi(colon + 1));
+  if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) return 9;
+  ucp_config_t *cfg = NULL;
+  if (u->ucp_config_read(NULL, NULL, &cfg) != UCS_OK) return 9;
+  ucp_params_t p;
+  memset(&p, 0, sizeof p);
+  p.field_mask = UCP_PARAM_FIELD_FEATURES;
+  p.features = UCP_FEATURE_AM;
+  ucp_context_h ctx = NULL;
+  ucs_status_t st =
+      u->ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, &p, cfg, &ctx);
+  u->ucp_config_release(cfg);
+  if (st != UCS_OK) return 9;
+  ucp_worker_params_t wp;
+  memset(&wp, 0, sizeof wp);
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+  ucp_worker_h w = NULL;
+  if (u->ucp_worker_create(ctx, &wp, &w) != UCS_OK) return 9;
+  ucp_ep_params_t e;
+  memset(&e, 0, sizeof e);
+  e.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                 UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                 UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  e.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+  e.sockaddr.addr = (const struct sockaddr *)&sa;
+  e.sockaddr.addrlen = sizeof sa;
+  e.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  e.err_handler.cb = silent_ep_error;
+  ucp_ep_h ep = NULL;
+  if (u->ucp_ep_create(w, &e, &ep) != UCS_OK) return 9;
+  for (;;) {
+    u->ucp_worker_progress(w);
+    struct pollfd in = {.fd = 0, .events = POLLIN};
+    if (poll(&in, 1, 1) > 0) {
+      char b[16];
+      if (read(0, b, sizeof b) <= 0) break;
+    }
+  }
+  ucp_request_param_t prm;
+  memset(&prm, 0, sizeof prm);
+  prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  ucs_status_ptr_t r = u->ucp_ep_close_nbx(ep, &prm);
+  if (UCS_PTR_IS_PTR(r)) {
+    for (int i = 0;
+         i < 1000 && u->ucp_request_check_status(r) == UCS_INPROGRESS; ++i)
+      u->ucp_worker_progress(w);
+    u->ucp_request_free(r);
+  }
+  u->ucp_worker_destroy(w);
+  u->ucp_cleanup(ctx);
+  return 0;
+}
+#endif
 
 /* ---- the hub's side ---------------------------------------------------- */
 
@@ -866,6 +949,7 @@ static void test_slot_reuse(void) {
   rk_cluster_options_init(&o);
   o.listen = "127.0.0.1:0";
   o.name = "hub-one-slot";
+  o.connect_timeout_ns = 2 * SEC; /* the deadline for a joiner's HELLO */
   rk_cluster_t *c = NULL;
   const bool made = CHECK_OK(rk_cluster_create(&o, &c));
   unsetenv("RK_CLUSTER_MAX_PEERS"); /* the members keep the default */
@@ -929,6 +1013,37 @@ static void test_slot_reuse(void) {
   }
   for (int k = 0; k < kRounds; ++k)
     if (gone[k]) rk_remote_actor_release(gone[k]);
+#if RK_TEST_RAW_UCX
+  /* A connection that never says HELLO holds the slot until the hub's
+   * connect_timeout_ns has passed, then loses it (still connected), and
+   * the next member joins. Without the deadline it would hold it for
+   * good. */
+  const uint64_t freed = rk__cluster_peers_freed(c);
+  child_t q = spawn("silent", "-", "-", NULL);
+  uint64_t end = rk__now_ns() + 20 * SEC;
+  while (rk__cluster_slots_held(c) == 0 && rk__now_ns() < end) usleep(2000);
+  const uint64_t held = rk__now_ns();
+  CHECK(rk__cluster_slots_held(c) == 1, "the silent connection takes the slot");
+  CHECK(wait_freed(c, freed + 1), "the silent connection's slot freed");
+  const double after = (double)(rk__now_ns() - held) / 1e9;
+  printf("  a connection without HELLO lost its slot after %.3f s\n", after);
+  CHECK(after >= 1.5, "not before the deadline (%.3f s)", after);
+  child_t m = spawn("owner", "slot-after-silent", "s", NULL);
+  if (CHECK_OK(rk_cluster_wait_peers(c, 1, 30 * SEC))) {
+    rk_remote_actor_t *h = find(c, "s/add");
+    imsg_t q1 = {41}, r1 = {0};
+    if (h) {
+      CHECK_OK(rk_remote_actor_call(h, &q1, sizeof q1, &r1, sizeof r1, 10 * SEC,
+                                    NULL));
+      CHECK(r1.v == 42, "after the silent connection: %d", r1.v);
+      rk_remote_actor_release(h);
+    }
+  }
+  CHECK(reap(&m, 20) == 0, "slot-after-silent leaves cleanly");
+  CHECK(reap(&q, 10) == 0, "the silent connection's process exits cleanly");
+#else
+  printf("  (built without UCX headers: no connection without HELLO)\n");
+#endif
   rk_cluster_destroy(c);
   memcpy(g_addr, saved, sizeof g_addr);
 }
@@ -944,6 +1059,9 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[2], "owner")) return role_owner(argv[3], argv[4], argv[5]);
     if (!strcmp(argv[2], "caller")) return role_caller(argv[3], argv[4]);
     if (!strcmp(argv[2], "flooder")) return role_flooder(argv[3], argv[4]);
+#if RK_TEST_RAW_UCX
+    if (!strcmp(argv[2], "silent")) return role_silent(argv[3]);
+#endif
     return 2;
   }
   const char *version;
