@@ -19,9 +19,24 @@ static void release_rec(void *arg) {
   __atomic_store_n(&r->in_use, 0u, __ATOMIC_RELEASE);
 }
 
+/* fork(): the child has only the forking thread, so every other record
+ * is free there, its section (if one was open) over. */
+static void fork_prepare(void) { pthread_mutex_lock(&g_mu); }
+static void fork_parent(void) { pthread_mutex_unlock(&g_mu); }
+static void fork_child(void) {
+  pthread_mutex_init(&g_mu, NULL);
+  for (rk__quiesce_rec_t *r = g_recs; r; r = r->next) {
+    if (r == rk__quiesce_self) continue;
+    r->in_use = 0;
+    r->seq += r->seq & 1u;
+    r->depth = 0;
+  }
+}
+
 static void make_key(void) {
   rk__ring_fences_init();
   (void)pthread_key_create(&g_key, release_rec);
+  (void)pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 rk__quiesce_rec_t *rk__quiesce_register(void) {

@@ -21,8 +21,10 @@
  * unpublishing store or the waiter sees its odd sequence; for each odd
  * one it waits until the number moves (that section ended; a later one
  * sees the new value). Records live as long as the process; a thread's
- * goes back to a free list when it exits. Modelled in
- * tests/model/quiesce.pml.
+ * goes back to a free list when it exits, and in a forked child every
+ * other thread's is free (those threads are not there). Modelled in
+ * tests/model/quiesce.pml; tests/base/test_quiesce.c frees objects under
+ * reader threads.
  */
 #ifndef RK_BASE_QUIESCE_H_
 #define RK_BASE_QUIESCE_H_
