@@ -113,7 +113,7 @@ test-tsan: deps
 # warnings (errors here) differ from gcc's.
 PORTABLE_BUILD_DIR ?= build-portable
 PORTABLE_CC ?= $(shell command -v clang 2>/dev/null || echo cc)
-PORTABLE_TARGETS = rk_tool base_status base_cache_dir base_log base_sys \
+PORTABLE_TARGETS = rk_tool base_status base_cache_dir base_log base_sys base_quiesce \
   cpu_cache cpu_exec test_fiber_switch actor actor_device ring actor_stuck \
   actor_clock actor_supervise actor_k2k hal cts test_pool_shared trace_api \
   trace_program
