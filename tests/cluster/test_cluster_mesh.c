@@ -19,7 +19,11 @@
  *     second/sup again to the FAILED local actor restarts it again at once;
  *     'first' linked
  *     its own actor to second/victim, so killing 'first' fails
- *     second/victim (and not second/add, whose links 'first' undid).
+ *     second/victim (and not second/add, whose links 'first' undid);
+ *   - a slot reused between members: 'second' holds two peers at most
+ *     (RK_CLUSTER_MAX_PEERS=2: the hub and 'first'); once 'first' has
+ *     failed and its slot is free, 'third' joins, introduces itself to
+ *     'second' in that slot, and 'second' calls third/add.
  * Exits 77 where UCX cannot be loaded. */
 #include <poll.h>
 #include <pthread.h>
@@ -35,6 +39,7 @@
 #include <unistd.h>
 
 #include "base/sys.h"
+#include "cluster/cluster_internal.h"
 #include "rk/cluster.h"
 #include "rk/registry.h"
 #include "rk/supervisor.h"
@@ -167,6 +172,20 @@ static int role_first(const char *addr) {
   rk_actor_destroy(mine);
   rk_actor_destroy(undone);
   rk_actor_destroy(dropped);
+  return 0;
+}
+
+/* Exports third/add; goes when its stdin closes. */
+static int role_third(const char *addr) {
+  g_ctx = cpu_context();
+  rk_actor_t *add = launch();
+  rk_cluster_t *c = member_join(addr, "third");
+  EXPECT(rk_cluster_export(c, add, "third/add") == RK_OK, 50, "export");
+  say("ready");
+  while (command()) {
+  }
+  rk_cluster_destroy(c);
+  rk_actor_destroy(add);
   return 0;
 }
 
@@ -307,6 +326,29 @@ static int role_second(const char *addr) {
              "second/sup linked to an actor FAILED already: %llu restarts",
              (unsigned long long)st.restarts_by_cause[RK_ACTOR_FAULT_LINK]);
       say("late-ok");
+    } else if (b == 'r') {
+      /* 'first' failed: its slot is freed (the one of two). */
+      const uint64_t end = rk__now_ns() + 10 * SEC;
+      while (rk__cluster_peers_freed(c) < 1 && rk__now_ns() < end) usleep(2000);
+      EXPECT(rk__cluster_peers_freed(c) >= 1, 48, "'first''s slot not freed");
+      say("freed");
+    } else if (b == 't') {
+      rk_remote_actor_t *t3 = NULL;
+      EXPECT(rk_cluster_lookup(c, "third/add", 5 * SEC, &t3) == RK_OK, 49,
+             "third/add from second: %s", rk_last_error());
+      const char *peer = NULL;
+      rk_remote_actor_info(t3, NULL, NULL, NULL, &peer);
+      EXPECT(!strcmp(peer, "third"), 51, "third/add belongs to '%s'", peer);
+      imsg_t q3 = {99}, r3 = {0};
+      EXPECT(rk_remote_actor_call(t3, &q3, sizeof q3, &r3, sizeof r3, 10 * SEC,
+                                  NULL) == RK_OK &&
+                 r3.v == 100,
+             52, "call third/add: %d", r3.v);
+      EXPECT(rk_remote_actor_state(h) == RK_ACTOR_FAILED, 53,
+             "the handle to first/add after its slot was reused: %s",
+             rk_actor_state_name(rk_remote_actor_state(h)));
+      rk_remote_actor_release(t3);
+      say("third-ok");
     }
   }
   if (streaming) pthread_join(t, NULL);
@@ -413,7 +455,10 @@ static void run(rk_cluster_t *c) {
     reap(&first, 5);
     return;
   }
+  /* 'second' holds the hub and 'first': 'third' needs first's slot. */
+  setenv("RK_CLUSTER_MAX_PEERS", "2", 1);
   child_t second = spawn("second");
+  unsetenv("RK_CLUSTER_MAX_PEERS");
   if (!CHECK(expect_line(&second, "ready", 60),
              "'second' reached first/add directly")) {
     reap(&second, 5);
@@ -502,6 +547,17 @@ static void run(rk_cluster_t *c) {
           rk_actor_state_name(rk_remote_actor_state(hfirst)));
   }
   reap(&first, 5);
+  /* A slot of 'second' reused: 'third' introduces itself in first's. */
+  send_cmd(&second, 'r');
+  if (CHECK(expect_line(&second, "freed", 30), "'second' freed first's slot")) {
+    child_t third = spawn("third");
+    if (CHECK(expect_line(&third, "ready", 60), "'third' joined")) {
+      send_cmd(&second, 't');
+      CHECK(expect_line(&second, "third-ok", 30),
+            "'second' reached third/add in first's slot");
+    }
+    CHECK(reap(&third, 30) == 0, "'third' exits cleanly");
+  }
   const int code = reap(&second, 30);
   CHECK(code == 0, "'second' exited %d", code);
   rk_remote_actor_release(hsup);
@@ -517,6 +573,7 @@ int main(int argc, char **argv) {
   if (argc >= 4 && !strcmp(argv[1], "--role")) {
     if (!strcmp(argv[2], "first")) return role_first(argv[3]);
     if (!strcmp(argv[2], "second")) return role_second(argv[3]);
+    if (!strcmp(argv[2], "third")) return role_third(argv[3]);
     return 2;
   }
   const char *version;
