@@ -72,6 +72,7 @@
 #include "base/bias.h"
 #include "base/error.h"
 #include "base/hlc.h"
+#include "base/log.h"
 #include "base/quiesce.h"
 #include "base/ring.h"
 #include "base/strbuf.h"
@@ -1391,11 +1392,18 @@ static void on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
   pthread_mutex_lock(&c->mu);
   const bool mine = p->boot == ep || !p->boot;
   const uint32_t id = p->id;
+  const bool hub = p->is_hub;
   pthread_mutex_unlock(&c->mu);
   if (!mine) return;
   char cause[TEXT_MAX];
-  snprintf(cause, sizeof cause, "its connection broke (UCX: %s)",
-           c->u->ucs_status_string(status));
+  if (status == UCS_ERR_REJECTED && hub)
+    snprintf(cause, sizeof cause,
+             "the hub refused the connection (UCX: %s): it holds as many "
+             "peers as it may (256, or its RK_CLUSTER_MAX_PEERS)",
+             c->u->ucs_status_string(status));
+  else
+    snprintf(cause, sizeof cause, "its connection broke (UCX: %s)",
+             c->u->ucs_status_string(status));
   peer_broken(c, p, id, cause);
 }
 
@@ -1447,7 +1455,13 @@ static void on_conn(ucp_conn_request_h req, void *arg) {
   pthread_mutex_lock(&c->mu);
   peer_t *p = peer_new(c);
   if (!p) {
+    const uint32_t most = c->max_peers;
     pthread_mutex_unlock(&c->mu);
+    rk__log(RK__LOG_WARN,
+            "cluster '%s': a connection refused: it holds %u peers, its most "
+            "(RK_CLUSTER_MAX_PEERS; slots of peers gone are freed 0.2 s "
+            "after they go)",
+            c->name, most);
     c->u->ucp_listener_reject(c->listener, req);
     return;
   }

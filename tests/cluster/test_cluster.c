@@ -976,6 +976,15 @@ static void test_slot_reuse(void) {
     rk_remote_actor_info(h, NULL, NULL, NULL, &peer);
     CHECK(peer && !strcmp(peer, name), "round %d: the owner is '%s'", round,
           peer ? peer : "(none)");
+    if (round == 0) {
+      /* The one slot is taken: another joiner is refused, and told why. */
+      child_t extra = spawn("owner", "slot-extra", "x", NULL);
+      const int code = reap(&extra, 30);
+      CHECK(code == 3,
+            "a joiner while the slot is taken: exit %d (3 = "
+            "refused)",
+            code);
+    }
     for (int i = 0; i < 50; ++i) {
       imsg_t q = {1000 * round + i}, r = {0};
       if (!CHECK_OK(rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r,
