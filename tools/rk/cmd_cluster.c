@@ -22,9 +22,10 @@ static void help(FILE *out) {
       "names another library), its version, or why it is not available\n"
       "(the paths tried). Also shows the settings a cluster would use:\n"
       "UCX_TLS and RK_CLUSTER_LISTEN, RK_CLUSTER_CONNECT, RK_CLUSTER_NAME,\n"
-      "RK_CLUSTER_TOKEN (shown as set or not, never printed), and whether\n"
-      "the MPI launcher path can load MPI (Open MPI; $RK_MPI_LIB). See\n"
-      "docs/cluster.md.\n"
+      "RK_CLUSTER_TOKEN (shown as set or not, never printed),\n"
+      "RK_CLUSTER_MAX_PEERS (peers held at once), RK_CLUSTER_SPIN_US, and\n"
+      "whether the MPI launcher path can load MPI (Open MPI; $RK_MPI_LIB).\n"
+      "See docs/cluster.md.\n"
       "\n"
       "Options:\n"
       "  --json   one JSON object: {\"transport\": \"ucx\", \"available\",\n"
@@ -109,6 +110,10 @@ static int run(int argc, char **argv) {
     printf("RK_CLUSTER_NAME: %s\n", env_or("RK_CLUSTER_NAME", "(host:pid)"));
     printf("RK_CLUSTER_TOKEN: %s\n",
            getenv("RK_CLUSTER_TOKEN") ? "(set)" : "(not set)");
+    printf("RK_CLUSTER_MAX_PEERS: %s\n",
+           env_or("RK_CLUSTER_MAX_PEERS", "(256 peers at once)"));
+    printf("RK_CLUSTER_SPIN_US: %s\n",
+           env_or("RK_CLUSTER_SPIN_US", "(100; 0 where one CPU is allowed)"));
   }
   return s == RK_OK ? TOOL_EXIT_OK : TOOL_EXIT_FAILURE;
 }
