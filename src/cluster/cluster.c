@@ -1459,8 +1459,8 @@ static void on_conn(ucp_conn_request_h req, void *arg) {
     pthread_mutex_unlock(&c->mu);
     rk__log(RK__LOG_WARN,
             "cluster '%s': a connection refused: it holds %u peers, its most "
-            "(RK_CLUSTER_MAX_PEERS; slots of peers gone are freed 0.2 s "
-            "after they go)",
+            "(RK_CLUSTER_MAX_PEERS; the slot of a peer gone is freed soon "
+            "after it goes)",
             c->name, most);
     c->u->ucp_listener_reject(c->listener, req);
     return;
@@ -3133,10 +3133,9 @@ static void withdraw_drive(rk_cluster_t *c, export_t *e) {
  * still names the old peer - a handle, a route, a credit entry, a message
  * in the outbox - no longer matches the slot (peer_from, post), and what
  * the old peer may still send carries an id nobody has. A slot is freed
- * once no link from its peer is left (tell_links takes those off first),
- * its failure is settled (broken_at), and RECLAIM_GRACE_NS after it went:
- * what was queued for it meanwhile (a refusal's reason, in the outbox)
- * has gone out by then. */
+ * once no link from its peer is left (tell_links takes those off first)
+ * and its failure is settled (broken_at); a refused one RECLAIM_GRACE_NS
+ * after the refusal, whose reason (in the outbox) has gone out by then. */
 enum { kReclaimAtOnce = 16 };
 #define RECLAIM_GRACE_NS 200000000ull
 
@@ -3201,8 +3200,8 @@ static void reclaim_peers(rk_cluster_t *c) {
         p->free_slot)
       continue;
     if (!p->down_at) p->down_at = now;
-    if (now - p->down_at < RECLAIM_GRACE_NS || p->broken_at ||
-        linked_from(c, p->id) || n == kReclaimAtOnce) {
+    if ((st == P_REFUSED && now - p->down_at < RECLAIM_GRACE_NS) ||
+        p->broken_at || linked_from(c, p->id) || n == kReclaimAtOnce) {
       later = true;
       continue;
     }
