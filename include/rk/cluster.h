@@ -119,10 +119,11 @@ rk_status_t rk_cluster_mpi_available(const char **out_version);
 /* Creates this process's member: starts the transport and its progress
  * thread, listens if asked, and joins the hub if asked (waiting up to
  * connect_timeout_ns for it to accept). Errors: RK_ERR_UNAVAILABLE (no UCX;
- * the hub refused: bad token, a name in use or one that failed before;
- * nobody listening), RK_ERR_TIMEOUT (no answer), RK_ERR_INVALID_ARGUMENT
- * (a malformed address or name). options may be NULL (the environment
- * decides). */
+ * the hub refused: bad token, a name in use or one that failed before, no
+ * peer slot free (RK_CLUSTER_MAX_PEERS: peers held at once, 1 to 256,
+ * default 256); nobody listening), RK_ERR_TIMEOUT (no answer),
+ * RK_ERR_INVALID_ARGUMENT (a malformed address or name, a bad
+ * RK_CLUSTER_MAX_PEERS). options may be NULL (the environment decides). */
 rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
                               rk_cluster_t **out_cluster);
 
