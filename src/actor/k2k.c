@@ -658,6 +658,10 @@ void rk__k2k_deliver(rk__k2k_t *k, uint64_t stamp) {
 
 /* ---- Receiving ----------------------------------------------------------- */
 
+rk__ring_end_t *rk__k2k_inbox_end(rk__k2k_t *k) {
+  return k && k->inbox ? &k->inbox->c : NULL;
+}
+
 uint32_t rk__k2k_inbox_available(rk__k2k_t *k) {
   if (!k || !k->inbox) return 0;
   uint64_t n = rk__ring_available(&k->inbox->c);

@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include "abi/actor_abi.h"
+#include "base/ring.h"
 #include "rk/actor.h"
 #include "rk/actor_k2k.h"
 #include "rk/backend.h"
@@ -120,6 +121,10 @@ void rk__k2k_set_forwarded(rk__k2k_t *k);
 
 /* ---- Receiving side ------------------------------------------------------ */
 
+/* The inbox's consumer end (NULL until the first link into the actor),
+ * for a device side that polls it with the ring's inline functions
+ * (base/ring.h): what it takes it gives back with rk__k2k_inbox_release. */
+rk__ring_end_t *rk__k2k_inbox_end(rk__k2k_t *k);
 /* Messages waiting in the inbox (0 without one). */
 uint32_t rk__k2k_inbox_available(rk__k2k_t *k);
 /* The same, looking for newly published messages only when none are known

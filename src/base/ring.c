@@ -112,57 +112,7 @@ uint64_t rk__ring_depth(const rk_abi_ring_t *hdr) {
   return (int64_t)(tail - head) > 0 ? tail - head : 0;
 }
 
-static inline unsigned char *slot_at(const rk__ring_end_t *e, uint64_t i) {
-  return e->slots + (size_t)(i & e->mask) * e->slot_size;
-}
-
-/* The producer's mark on slot i, after the slot's contents (release). */
-static inline void mark(const rk__ring_end_t *e, uint64_t i) {
-  STORE_RELEASE(&((rk_abi_msg_t *)slot_at(e, i))->seq, (uint32_t)(i + 1u));
-}
-
-/* Whether slot i (own <= i < own + capacity) is published, by its mark.
- * Acquire: the producer's slot writes happen-before our reads. */
-static inline bool marked(const rk__ring_end_t *e, uint64_t i) {
-  return LOAD_ACQUIRE(&((const rk_abi_msg_t *)slot_at(e, i))->seq) ==
-         (uint32_t)(i + 1u);
-}
-
-/* Consumer: brings `other` up to date, at least up to `want` slots past
- * own if that many are published. With marks it walks the marked slots
- * after `other` (each one's line is the one the consumer reads next
- * anyway) and never touches tail's line; without, it loads tail. */
-static inline void refresh(rk__ring_end_t *c, uint64_t want) {
-  if (!c->marks) {
-    c->other = LOAD_ACQUIRE(&c->hdr->tail);
-    return;
-  }
-  uint64_t end = c->own + want;
-  if (end - c->own > c->mask + 1) end = c->own + c->mask + 1;
-  while (c->other != end && marked(c, c->other)) ++c->other;
-}
-
-/* ---- Producer ------------------------------------------------------------ */
-
-void *rk__ring_reserve_at(rk__ring_end_t *p, uint32_t i) {
-  uint64_t want = p->own + i;
-  uint64_t cap = p->mask + 1;
-  if (want - p->other >= cap) {
-    /* Acquire: the consumer has finished reading the slots it released, so
-     * they may be overwritten now. */
-    p->other = LOAD_ACQUIRE(&p->hdr->head);
-    if (want - p->other >= cap) return NULL;
-  }
-  return slot_at(p, want);
-}
-
-void rk__ring_publish(rk__ring_end_t *p, uint32_t n) {
-  if (p->marks)
-    for (uint32_t i = 0; i < n; ++i) mark(p, p->own + i);
-  p->own += n;
-  /* Release: the slot contents are visible before the new tail is. */
-  STORE_RELEASE(&p->hdr->tail, p->own);
-}
+/* ---- Producer and consumer (the rest inline in ring.h) ------------------- */
 
 /* The signalling half of the parking protocol: our index store, a full
  * fence, then the waiter count. Paired with the fence in park() so that
@@ -184,39 +134,10 @@ void rk__ring_kick(rk_abi_ring_t *hdr) {
   rk__wake_all(&hdr->data_seq);
 }
 
-/* ---- Consumer ------------------------------------------------------------ */
-
-uint64_t rk__ring_available(rk__ring_end_t *c) {
-  /* Acquire (tail or the marks): the producer's slot writes happen-before
-   * our reads. */
-  refresh(c, c->mask + 1);
-  return c->other - c->own;
-}
-
-uint64_t rk__ring_available_upto(rk__ring_end_t *c, uint32_t want) {
-  if (c->other == c->own) refresh(c, want ? want : 1);
-  return c->other - c->own;
-}
-
-const void *rk__ring_peek(rk__ring_end_t *c, uint32_t i) {
-  if (c->other - c->own <= i) {
-    refresh(c, (uint64_t)i + 1);
-    if (c->other - c->own <= i) return NULL;
-  }
-  return slot_at(c, c->own + i);
-}
-
 void rk__ring_prefetch(const rk__ring_end_t *c, uint32_t i, uint32_t n) {
   const uint64_t known = c->other - c->own;
   for (uint64_t k = i; k < (uint64_t)i + n && k < known; ++k)
-    __builtin_prefetch(slot_at(c, c->own + k), 0, 3);
-}
-
-void rk__ring_release(rk__ring_end_t *c, uint32_t n) {
-  c->own += n;
-  /* Release: our reads of the slots complete before the producer may reuse
-   * them. */
-  STORE_RELEASE(&c->hdr->head, c->own);
+    __builtin_prefetch(rk__ring_slot_at(c, c->own + k), 0, 3);
 }
 
 void rk__ring_signal_space(rk_abi_ring_t *hdr) {
@@ -410,7 +331,7 @@ static rk_status_t mp_send_claim(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
   write_slot(p->slots + (size_t)(mine & p->mask) * p->slot_size, msg, payload,
              size);
   /* A marking consumer may take it now, before tail covers it. */
-  if (p->marks) mark(p, mine);
+  if (p->marks) rk__ring_mark(p, mine);
   /* Publish in claim order: wait for the producers that claimed earlier
    * slots. Acquire pairs with their release so that our release of tail
    * also covers their slot writes (the consumer sees one chain). */

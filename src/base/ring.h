@@ -73,12 +73,12 @@ uint64_t rk__ring_depth(const rk_abi_ring_t *hdr);
 
 /* The i-th free slot after the ones already reserved-and-published, or NULL
  * when fewer than i + 1 are free. Reserving does not change the ring. */
-void *rk__ring_reserve_at(rk__ring_end_t *p, uint32_t i);
+static inline void *rk__ring_reserve_at(rk__ring_end_t *p, uint32_t i);
 static inline void *rk__ring_reserve(rk__ring_end_t *p) {
   return rk__ring_reserve_at(p, 0);
 }
 /* Makes the next n reserved (and written) slots visible to the consumer. */
-void rk__ring_publish(rk__ring_end_t *p, uint32_t n);
+static inline void rk__ring_publish(rk__ring_end_t *p, uint32_t n);
 /* After publishing: wakes a consumer parked in rk__ring_wait_data. Cheap
  * when none is parked (a fence and a load). */
 void rk__ring_signal_data(rk_abi_ring_t *hdr);
@@ -86,23 +86,24 @@ void rk__ring_signal_data(rk_abi_ring_t *hdr);
 /* ---- Consumer ------------------------------------------------------------ */
 
 /* Published slots not yet released. */
-uint64_t rk__ring_available(rk__ring_end_t *c);
+static inline uint64_t rk__ring_available(rk__ring_end_t *c);
 /* The same, looking for newly published slots only when none are known
  * (then for up to `want`): a consumer that is behind takes what it knows
  * without reading the slot the producer writes next, whose line a read
  * would take away from it. Fewer than `want` may be known while more are
  * published. */
-uint64_t rk__ring_available_upto(rk__ring_end_t *c, uint32_t want);
+static inline uint64_t rk__ring_available_upto(rk__ring_end_t *c,
+                                               uint32_t want);
 /* The i-th published slot not yet released, or NULL when there are fewer
  * than i + 1. */
-const void *rk__ring_peek(rk__ring_end_t *c, uint32_t i);
+static inline const void *rk__ring_peek(rk__ring_end_t *c, uint32_t i);
 /* Asks the cache for the i-th to (i + n - 1)-th published slots not yet
  * released (those known published only: a slot the producer may still
  * write is left alone), so that their lines are on their way while the
  * consumer works on the ones before. */
 void rk__ring_prefetch(const rk__ring_end_t *c, uint32_t i, uint32_t n);
 /* Gives the next n peeked slots back to the producer. */
-void rk__ring_release(rk__ring_end_t *c, uint32_t n);
+static inline void rk__ring_release(rk__ring_end_t *c, uint32_t n);
 /* After releasing: wakes a producer parked in rk__ring_wait_space. */
 void rk__ring_signal_space(rk_abi_ring_t *hdr);
 
@@ -223,5 +224,91 @@ void rk__ring_mp_wait_space_since(rk__ring_mp_t *mp, uint32_t seq,
 /* Whether the stage's next message may fit now (a hint: other producers
  * may take the space first). */
 bool rk__ring_mp_has_space(const rk__ring_mp_t *mp);
+
+/* ---- The hot paths, inline ------------------------------------------------
+ *
+ * Called once or more per message on both sides of every ring (an actor's
+ * worker polls with them): inline here, so that a poll is a few loads and
+ * a compare rather than a chain of calls. */
+
+static inline unsigned char *rk__ring_slot_at(const rk__ring_end_t *e,
+                                              uint64_t i) {
+  return e->slots + (size_t)(i & e->mask) * e->slot_size;
+}
+
+/* The producer's mark on slot i, after the slot's contents (release). */
+static inline void rk__ring_mark(const rk__ring_end_t *e, uint64_t i) {
+  __atomic_store_n(&((rk_abi_msg_t *)rk__ring_slot_at(e, i))->seq,
+                   (uint32_t)(i + 1u), __ATOMIC_RELEASE);
+}
+
+/* Whether slot i (own <= i < own + capacity) is published, by its mark.
+ * Acquire: the producer's slot writes happen-before our reads. */
+static inline bool rk__ring_marked(const rk__ring_end_t *e, uint64_t i) {
+  return __atomic_load_n(&((const rk_abi_msg_t *)rk__ring_slot_at(e, i))->seq,
+                         __ATOMIC_ACQUIRE) == (uint32_t)(i + 1u);
+}
+
+/* Consumer: brings `other` up to date, at least up to `want` slots past
+ * own if that many are published. With marks it walks the marked slots
+ * after `other` (each one's line is the one the consumer reads next
+ * anyway) and never touches tail's line; without, it loads tail. */
+static inline void rk__ring_refresh(rk__ring_end_t *c, uint64_t want) {
+  if (!c->marks) {
+    c->other = __atomic_load_n(&c->hdr->tail, __ATOMIC_ACQUIRE);
+    return;
+  }
+  uint64_t end = c->own + want;
+  if (end - c->own > c->mask + 1) end = c->own + c->mask + 1;
+  while (c->other != end && rk__ring_marked(c, c->other)) ++c->other;
+}
+
+static inline void *rk__ring_reserve_at(rk__ring_end_t *p, uint32_t i) {
+  uint64_t want = p->own + i;
+  uint64_t cap = p->mask + 1;
+  if (want - p->other >= cap) {
+    /* Acquire: the consumer has finished reading the slots it released, so
+     * they may be overwritten now. */
+    p->other = __atomic_load_n(&p->hdr->head, __ATOMIC_ACQUIRE);
+    if (want - p->other >= cap) return NULL;
+  }
+  return rk__ring_slot_at(p, want);
+}
+
+static inline void rk__ring_publish(rk__ring_end_t *p, uint32_t n) {
+  if (p->marks)
+    for (uint32_t i = 0; i < n; ++i) rk__ring_mark(p, p->own + i);
+  p->own += n;
+  /* Release: the slot contents are visible before the new tail is. */
+  __atomic_store_n(&p->hdr->tail, p->own, __ATOMIC_RELEASE);
+}
+
+static inline uint64_t rk__ring_available(rk__ring_end_t *c) {
+  /* Acquire (tail or the marks): the producer's slot writes happen-before
+   * our reads. */
+  rk__ring_refresh(c, c->mask + 1);
+  return c->other - c->own;
+}
+
+static inline uint64_t rk__ring_available_upto(rk__ring_end_t *c,
+                                               uint32_t want) {
+  if (c->other == c->own) rk__ring_refresh(c, want ? want : 1);
+  return c->other - c->own;
+}
+
+static inline const void *rk__ring_peek(rk__ring_end_t *c, uint32_t i) {
+  if (c->other - c->own <= i) {
+    rk__ring_refresh(c, (uint64_t)i + 1);
+    if (c->other - c->own <= i) return NULL;
+  }
+  return rk__ring_slot_at(c, c->own + i);
+}
+
+static inline void rk__ring_release(rk__ring_end_t *c, uint32_t n) {
+  c->own += n;
+  /* Release: our reads of the slots complete before the producer may reuse
+   * them. */
+  __atomic_store_n(&c->hdr->head, c->own, __ATOMIC_RELEASE);
+}
 
 #endif /* RK_BASE_RING_H_ */
