@@ -30,7 +30,7 @@
 /* ---- Private CPU module ABI -------------------------------------------- */
 
 #define RK__CPU_ABI_MAGIC 0x4b52504bu /* "KPRK" */
-#define RK__CPU_ABI_VERSION 2u
+#define RK__CPU_ABI_VERSION 3u
 
 /* Per-thread execution state of a kernel on the CPU. */
 typedef struct rk__kstate {
@@ -51,6 +51,10 @@ typedef struct rk__klaunch {
   void *dyn_shared;
   void (*barrier)(void *sched);
   void *sched;
+  /* The calling thread's own kernel state (rk__kmodule_t.state, asked on
+   * that thread), or NULL: a wrapper then looks it up (a call into the
+   * dynamic linker for a thread-local variable of a loaded module). */
+  rk__kstate_t *state;
 } rk__klaunch_t;
 
 typedef struct rk__kparam {
@@ -83,6 +87,10 @@ typedef struct rk__kmodule {
   uint32_t uses_barrier;
   uint32_t nentries;
   const rk__kentry_t *entries;
+  /* The calling thread's kernel state in this module: a thread that runs
+   * the module's entries over and over (an actor's worker) asks once and
+   * hands it back in each launch (rk__klaunch_t.state). */
+  rk__kstate_t *(*state)(void);
 } rk__kmodule_t;
 
 #if defined(__GNUC__) || defined(__clang__)

@@ -41,6 +41,10 @@ struct rk__actor_worker {
    * physical time in between (one process clock on the host). */
   uint64_t phys;
   uint32_t phys_age;
+  /* The worker thread's kernel state in the handler's module, asked once
+   * (rk__kmodule_t.state): each launch hands it over, so that the module
+   * does not look its thread-local state up on every message. */
+  rk__kstate_t *kstate;
 };
 
 enum { kPhysEvery = 64 };
@@ -93,7 +97,7 @@ static uint64_t local_merge(uint64_t clock, uint64_t received, uint64_t phys) {
 static uint32_t handle_runs(rk__actor_worker_t *w, rk__ring_end_t *in,
                             rk__ring_end_t *out, uint32_t n) {
   rk_abi_control_t *c = w->dev.control;
-  const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL};
+  const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL, w->kstate};
   const uint64_t phys = batch_phys(w);
   uint64_t clock = __atomic_load_n(&c->clock, __ATOMIC_RELAXED);
   int32_t codes[kBatch];
@@ -149,7 +153,7 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
   if (w->entry->run_slots && !w->nports && !rk__trace_on())
     return handle_runs(w, in, out, n);
   rk_abi_control_t *c = w->dev.control;
-  const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL};
+  const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL, w->kstate};
   uint32_t done = 0;
   uint64_t errors = 0;
   const uint64_t phys = batch_phys(w);
@@ -205,7 +209,7 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
  * consecutive slots, every response into the one scratch answer. */
 static uint32_t inbox_runs(rk__actor_worker_t *w, uint32_t n) {
   rk_abi_control_t *c = w->dev.control;
-  const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL};
+  const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL, w->kstate};
   const uint64_t phys = batch_phys(w);
   uint64_t clock = __atomic_load_n(&c->clock, __ATOMIC_RELAXED);
   for (uint32_t i = 0; i < n; ++i)
@@ -247,7 +251,7 @@ static uint32_t handle_inbox(void *ctx, uint32_t max) {
   const uint32_t n = avail > max ? max : (uint32_t)avail;
   if (w->entry->run_slots && !w->nports && !rk__trace_on() && n <= kBatch)
     return inbox_runs(w, n);
-  const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL};
+  const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL, w->kstate};
   uint32_t errors = 0;
   rk_abi_control_t *c = w->dev.control;
   const uint64_t phys = batch_phys(w);
@@ -288,6 +292,8 @@ static void pin(int cpu) {
 static void *worker_main(void *arg) {
   rk__actor_worker_t *w = arg;
   pin(w->cpu);
+  const rk__kmodule_t *desc = ((cpu_module_t *)w->dev.function->module)->desc;
+  w->kstate = desc->state ? desc->state() : NULL;
   rk__set_thread_name("rk-actor");
   const rk__actor_loop_t loop = {.control = w->dev.control,
                                  .in = w->dev.in,

@@ -105,24 +105,25 @@ static void emit_slots(rk__strbuf_t *sb, const rk_entry_t *k) {
                     "*rk__a) {\n",
                     k->name);
   emit_param_loads(sb, k);
-  rk__strbuf_puts(sb,
-                  "  (void)rk__a;\n"
-                  "  (void)rk__stride;\n"
-                  "  rk__kstate_t *rk__s = &rk__k;\n"
-                  "#if defined(__GNUC__)\n"
-                  "  __asm__(\"\" : \"+r\"(rk__s));\n"
-                  "#endif\n"
-                  "  for (int i = 0; i < 3; ++i) {\n"
-                  "    RK__PUT(rk__s->bdim[i], 1u);\n"
-                  "    RK__PUT(rk__s->gdim[i], 1u);\n"
-                  "    RK__PUT(rk__s->bid[i], 0u);\n"
-                  "    RK__PUT(rk__s->tid[i], 0u);\n"
-                  "  }\n"
-                  "  RK__PUT(rk__s->dyn_shared, rk__L->dyn_shared);\n"
-                  "  RK__PUT(rk__s->barrier, rk__L->barrier);\n"
-                  "  RK__PUT(rk__s->sched, rk__L->sched);\n"
-                  "  for (uint64_t rk__m = 0; rk__m < rk__n; ++rk__m) {\n"
-                  "    ");
+  rk__strbuf_puts(
+      sb,
+      "  (void)rk__a;\n"
+      "  (void)rk__stride;\n"
+      "  rk__kstate_t *rk__s = rk__L->state ? rk__L->state : &rk__k;\n"
+      "#if defined(__GNUC__)\n"
+      "  __asm__(\"\" : \"+r\"(rk__s));\n"
+      "#endif\n"
+      "  for (int i = 0; i < 3; ++i) {\n"
+      "    RK__PUT(rk__s->bdim[i], 1u);\n"
+      "    RK__PUT(rk__s->gdim[i], 1u);\n"
+      "    RK__PUT(rk__s->bid[i], 0u);\n"
+      "    RK__PUT(rk__s->tid[i], 0u);\n"
+      "  }\n"
+      "  RK__PUT(rk__s->dyn_shared, rk__L->dyn_shared);\n"
+      "  RK__PUT(rk__s->barrier, rk__L->barrier);\n"
+      "  RK__PUT(rk__s->sched, rk__L->sched);\n"
+      "  for (uint64_t rk__m = 0; rk__m < rk__n; ++rk__m) {\n"
+      "    ");
   rk__strbuf_printf(sb, "%s(", k->name);
   for (size_t i = 0; i < k->param_count; ++i) {
     if (i) rk__strbuf_puts(sb, ", ");
@@ -168,7 +169,7 @@ static void emit_wrappers(rk__strbuf_t *sb, const rk_entry_list_t *list) {
     rk__strbuf_puts(
         sb,
         "  (void)rk__a;\n"
-        "  rk__kstate_t *rk__s = &rk__k;\n"
+        "  rk__kstate_t *rk__s = rk__L->state ? rk__L->state : &rk__k;\n"
         "#if defined(__GNUC__)\n"
         "  __asm__(\"\" : \"+r\"(rk__s)); /* kept, not looked up again */\n"
         "#endif\n"
@@ -263,9 +264,10 @@ static void emit_wrappers(rk__strbuf_t *sb, const rk_entry_list_t *list) {
   if (list->count == 0) rk__strbuf_puts(sb, "  {0, 0, 0, 0, 0, 0},\n");
   rk__strbuf_printf(sb,
                     "};\n"
+                    "static rk__kstate_t *rk__state(void) { return &rk__k; }\n"
                     "__attribute__((visibility(\"default\"))) const "
                     "rk__kmodule_t rk__module = {RK__CPU_ABI_MAGIC, "
-                    "RK__CPU_ABI_VERSION, %d, %zu, rk__entries};\n",
+                    "RK__CPU_ABI_VERSION, %d, %zu, rk__entries, rk__state};\n",
                     uses_barrier ? 1 : 0, list->count);
 }
 

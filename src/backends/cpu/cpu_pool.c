@@ -82,6 +82,9 @@ static void run_blocks(cpu_job_t *job, cpu_runner_t *r, uint64_t first,
                       {L->block.x, L->block.y, L->block.z},
                       r->shared,
                       NULL,
+                      NULL,
+                      /* A pool thread runs any module's blocks: the
+                       * module looks its state up. */
                       NULL};
   uint32_t threads = L->block.x * L->block.y * L->block.z;
   if (!L->fibers || threads == 1) {
