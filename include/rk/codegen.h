@@ -223,6 +223,14 @@ typedef struct rk_entry {
   bool loops;
 } rk_entry_t;
 
+/* Target C: every handler entry h (RK_ENTRY_HANDLER) comes with
+ *   static inline void rk_thread0_h(<h's launch parameters>)
+ * printed before it: what global thread 0 of h's kernel does (h itself
+ * calls it after testing that it is global thread 0). The CPU backend's
+ * wrappers, which run a handler as the one thread of one block, call it
+ * directly. */
+#define RK_CODEGEN_C_THREAD0_PREFIX "rk_thread0_"
+
 /* The entry points of a source, in source order. One allocation: release
  * it with rk_entry_list_destroy(). */
 typedef struct rk_entry_list {

@@ -191,11 +191,21 @@ static void msl_entry_signature(printer_t *p, const cg_entry_plan_t *ep) {
 
 /* The signature of kernel ep, up to and including the opening brace and
  * the line's end, then what the body needs before its statements. */
+static void entry_signature_as(printer_t *p, const cg_entry_plan_t *ep,
+                               const char *decl, const char *name);
+
 static void entry_signature(printer_t *p, const cg_entry_plan_t *ep) {
   if (p->t->const_ref_params) {
     msl_entry_signature(p, ep);
     return;
   }
+  entry_signature_as(p, ep, p->t->kernel_decl, ep->name);
+}
+
+/* The signature of entry ep under another declaration and name (not for
+ * MSL). */
+static void entry_signature_as(printer_t *p, const cg_entry_plan_t *ep,
+                               const char *decl, const char *name) {
   /* OpenCL: the dynamic shared memory is a hidden parameter after the
    * listed ones (set with clSetKernelArg(k, nparams, bytes, NULL)). */
   const char *dyn = ep->dyn_shared ? p->t->dyn_style : NULL;
@@ -206,7 +216,7 @@ static void entry_signature(printer_t *p, const cg_entry_plan_t *ep) {
   rk__strbuf_init(&line);
   printer_t q = *p;
   q.out = &line;
-  rk__cg_c_printf(&q, "%s %s(", p->t->kernel_decl, ep->name);
+  rk__cg_c_printf(&q, "%s %s(", decl, name);
   for (uint32_t i = 0; i < end; ++i) {
     if (i) puts_(&q, ", ");
     launch_param_decl(&q, ep, i);
@@ -216,7 +226,7 @@ static void entry_signature(printer_t *p, const cg_entry_plan_t *ep) {
   if (line.failed) {
     p->out->failed = true;
   } else if (line.len > CG_LINE_WIDTH && end > 1) {
-    rk__cg_c_printf(p, "%s %s(", p->t->kernel_decl, ep->name);
+    rk__cg_c_printf(p, "%s %s(", decl, name);
     for (uint32_t i = 0; i < end; ++i) {
       puts_(p, i ? ",\n    " : "\n    ");
       launch_param_decl(p, ep, i);
@@ -569,6 +579,46 @@ static void send_helpers(printer_t *p, const cg_func_t *fn) {
   }
 }
 
+/* The launch parameters' names, comma-separated: the arguments of a call
+ * that passes an entry's parameters on. */
+static void entry_args(printer_t *p, const cg_entry_plan_t *ep) {
+  for (uint32_t i = 0; i < ep->nparams; ++i) {
+    const cg_launch_param_t *lp = &ep->params[i];
+    if (i) puts_(p, ", ");
+    switch (lp->kind) {
+      case CG_LAUNCH_PARAM:
+        rk__cg_c_name(p, lp->var->name);
+        break;
+      case CG_LAUNCH_STATUS:
+        puts_(p, CG_HANDLER_STATUS_NAME);
+        break;
+      case CG_LAUNCH_COUNT:
+        puts_(p, CG_BATCH_COUNT_NAME);
+        break;
+      case CG_LAUNCH_PORTS:
+      case CG_LAUNCH_PORT: {
+        char buf[sizeof CG_PORT_PREFIX + 12];
+        puts_(p, port_name(lp, buf));
+        break;
+      }
+    }
+  }
+}
+
+/* What global thread 0 of a handler's kernel does, after the test that
+ * opens it: the handler's call, and its status where the kernel has one. */
+static void handler_thread0_body(printer_t *p, const cg_func_plan_t *fp,
+                                 const char *indent) {
+  const cg_handler_plan_t *h = fp->handler;
+  puts_(p, indent);
+  if (h->status) puts_(p, CG_HANDLER_STATUS_NAME "[0] = ");
+  handler_call(p, fp, NULL);
+  puts_(p, ";\n");
+  if (!h->status && h->status_param)
+    /* A void handler with ports: rk_status is bound, 0 is written. */
+    rk__cg_c_printf(p, "%s" CG_HANDLER_STATUS_NAME "[0] = 0;\n", indent);
+}
+
 static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {
   const cg_handler_plan_t *h = fp->handler;
   send_helpers(p, fp->fn);
@@ -579,6 +629,23 @@ static void handler_entry(printer_t *p, const cg_func_plan_t *fp) {
   puts_(p, "}\n\n");
   for (uint32_t k = 0; k < fp->nentries; ++k) {
     const cg_entry_plan_t *ep = &fp->entries[k];
+    if (ep->form == CG_FORM_HANDLER && p->t->target == RK_TARGET_C) {
+      /* C: thread 0's part as a function of its own (rk/codegen.h,
+       * RK_CODEGEN_C_THREAD0_PREFIX), which the CPU module's wrappers
+       * call without the test (its reads of the thread-local launch state
+       * cost a call into the dynamic linker per message there). */
+      char name[sizeof RK_CODEGEN_C_THREAD0_PREFIX + CG_MAX_IDENT];
+      snprintf(name, sizeof name, RK_CODEGEN_C_THREAD0_PREFIX "%s", ep->name);
+      entry_signature_as(p, ep, "static inline void", name);
+      handler_thread0_body(p, fp, "  ");
+      puts_(p, "}\n\n");
+      entry_signature(p, ep);
+      thread_zero(p);
+      rk__cg_c_printf(p, "\n    %s(", name);
+      entry_args(p, ep);
+      puts_(p, ");\n}\n\n");
+      continue;
+    }
     entry_signature(p, ep);
     if (ep->form == CG_FORM_HANDLER || h->state || h->nports)
       thread_zero(p);

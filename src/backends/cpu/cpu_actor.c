@@ -89,6 +89,19 @@ static uint64_t local_merge(uint64_t clock, uint64_t received, uint64_t phys) {
   return phys > t ? phys : t;
 }
 
+/* The handler once, on the messages the arguments point at: through the
+ * slot wrapper (thread 0's part of the kernel, without its test of the
+ * thread index) where the module has one, else as one block of one
+ * thread. */
+static inline void run_one(const rk__actor_worker_t *w, const rk__klaunch_t *kl,
+                           void *const *args) {
+  static const uint32_t kNoStride[4 + 1 + RK__K2K_MAX_PORTS];
+  if (w->entry->run_slots)
+    w->entry->run_slots(kl, 1, kNoStride, args);
+  else
+    w->entry->run_blocks(kl, 0, 1, args);
+}
+
 /* handle_batch for a handler without ports while nobody traces: the
  * module's slot wrapper runs the handler on each run of requests whose
  * slots, and their answers' slots, follow one another in both rings (one
@@ -188,7 +201,7 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
       clock = local_merge(clock, req->timestamp, phys);
       rk__k2k_prepare(w->k2k, RK__K2K_OUTBOX);
     }
-    w->entry->run_blocks(&kl, 0, 1, args);
+    run_one(w, &kl, args);
     if (w->nports) rk__k2k_deliver(w->k2k, ++clock);
     clock = rk__actor_respond_local(c, req, resp, code, clock, phys);
     if (traced)
@@ -270,7 +283,7 @@ static uint32_t handle_inbox(void *ctx, uint32_t max) {
     code = 0;
     in_p = (void *)(slot + RK_ABI_MSG_HEADER);
     if (w->nports) rk__k2k_prepare(w->k2k, RK__K2K_OUTBOX);
-    w->entry->run_blocks(&kl, 0, 1, args);
+    run_one(w, &kl, args);
     if (w->nports) rk__k2k_deliver(w->k2k, ++clock);
     errors += code != 0;
   }

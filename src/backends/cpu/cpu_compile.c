@@ -124,7 +124,10 @@ static void emit_slots(rk__strbuf_t *sb, const rk_entry_t *k) {
       "  RK__PUT(rk__s->sched, rk__L->sched);\n"
       "  for (uint64_t rk__m = 0; rk__m < rk__n; ++rk__m) {\n"
       "    ");
-  rk__strbuf_printf(sb, "%s(", k->name);
+  /* Thread 0's part of the handler's kernel (rk/codegen.h): the wrapper
+   * runs it as that thread, so the kernel's test of its thread index,
+   * which reads the thread-local state, is left out. */
+  rk__strbuf_printf(sb, RK_CODEGEN_C_THREAD0_PREFIX "%s(", k->name);
   for (size_t i = 0; i < k->param_count; ++i) {
     if (i) rk__strbuf_puts(sb, ", ");
     if (k->params[i].kind == RK_ARG_PTR)

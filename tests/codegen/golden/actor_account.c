@@ -48,13 +48,21 @@ static int rk_handle_account(const account_req_t *in, account_resp_t *out, accou
   return code;
 }
 
+static inline void rk_thread0_account(
+    const account_req_t *in,
+    account_resp_t *out,
+    account_state_t *state,
+    int *rk_status) {
+  rk_status[0] = rk_handle_account(in, out, state);
+}
+
 RK_KERNEL void account(
     const account_req_t *in,
     account_resp_t *out,
     account_state_t *state,
     int *rk_status) {
   if (rk_global_idx_x() == 0 && rk_global_idx_y() == 0 && rk_global_idx_z() == 0)
-    rk_status[0] = rk_handle_account(in, out, state);
+    rk_thread0_account(in, out, state, rk_status);
 }
 
 RK_KERNEL void rk_batch_account(

@@ -28,12 +28,19 @@ static int rk_handle_checked_div(const div_req_t *in, div_resp_t *out) {
   return 0;
 }
 
+static inline void rk_thread0_checked_div(
+    const div_req_t *in,
+    div_resp_t *out,
+    int *rk_status) {
+  rk_status[0] = rk_handle_checked_div(in, out);
+}
+
 RK_KERNEL void checked_div(
     const div_req_t *in,
     div_resp_t *out,
     int *rk_status) {
   if (rk_global_idx_x() == 0 && rk_global_idx_y() == 0 && rk_global_idx_z() == 0)
-    rk_status[0] = rk_handle_checked_div(in, out);
+    rk_thread0_checked_div(in, out, rk_status);
 }
 
 RK_KERNEL void rk_batch_checked_div(

@@ -56,12 +56,19 @@ static void rk_handle_counter(const counter_req_t *in, counter_resp_t *out, coun
   out->mean = state->count > 0 ? state->sum / (float)state->count : 0.0f;
 }
 
+static inline void rk_thread0_counter(
+    const counter_req_t *in,
+    counter_resp_t *out,
+    counter_state_t *state) {
+  rk_handle_counter(in, out, state);
+}
+
 RK_KERNEL void counter(
     const counter_req_t *in,
     counter_resp_t *out,
     counter_state_t *state) {
   if (rk_global_idx_x() == 0 && rk_global_idx_y() == 0 && rk_global_idx_z() == 0)
-    rk_handle_counter(in, out, state);
+    rk_thread0_counter(in, out, state);
 }
 
 RK_KERNEL void rk_batch_counter(

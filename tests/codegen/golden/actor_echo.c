@@ -26,9 +26,13 @@ static void rk_handle_add_one(const echo_req_t *in, echo_resp_t *out) {
   out->scaled = (float)in->v * in->scale;
 }
 
+static inline void rk_thread0_add_one(const echo_req_t *in, echo_resp_t *out) {
+  rk_handle_add_one(in, out);
+}
+
 RK_KERNEL void add_one(const echo_req_t *in, echo_resp_t *out) {
   if (rk_global_idx_x() == 0 && rk_global_idx_y() == 0 && rk_global_idx_z() == 0)
-    rk_handle_add_one(in, out);
+    rk_thread0_add_one(in, out);
 }
 
 RK_KERNEL void rk_batch_add_one(

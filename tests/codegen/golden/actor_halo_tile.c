@@ -194,6 +194,19 @@ static int rk_handle_tile(const tile_msg_t *in, tile_view_t *out, tile_t *s, uns
   return 0;
 }
 
+static inline void rk_thread0_tile(
+    const tile_msg_t *in,
+    tile_view_t *out,
+    tile_t *s,
+    int *rk_status,
+    unsigned int *rk_ports,
+    tile_msg_t *rk_port0,
+    tile_msg_t *rk_port1,
+    tile_msg_t *rk_port2,
+    tile_msg_t *rk_port3) {
+  rk_status[0] = rk_handle_tile(in, out, s, rk_ports, rk_port0, rk_port1, rk_port2, rk_port3);
+}
+
 RK_KERNEL void tile(
     const tile_msg_t *in,
     tile_view_t *out,
@@ -205,7 +218,7 @@ RK_KERNEL void tile(
     tile_msg_t *rk_port2,
     tile_msg_t *rk_port3) {
   if (rk_global_idx_x() == 0 && rk_global_idx_y() == 0 && rk_global_idx_z() == 0)
-    rk_status[0] = rk_handle_tile(in, out, s, rk_ports, rk_port0, rk_port1, rk_port2, rk_port3);
+    rk_thread0_tile(in, out, s, rk_status, rk_ports, rk_port0, rk_port1, rk_port2, rk_port3);
 }
 
 RK_KERNEL void rk_batch_tile(

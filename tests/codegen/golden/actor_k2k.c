@@ -77,6 +77,16 @@ static int rk_handle_stage(const req_t *in, resp_t *out, unsigned int *rk_ports,
   return 0;
 }
 
+static inline void rk_thread0_stage(
+    const req_t *in,
+    resp_t *out,
+    int *rk_status,
+    unsigned int *rk_ports,
+    fwd_t *rk_port0,
+    fwd_t *rk_port2) {
+  rk_status[0] = rk_handle_stage(in, out, rk_ports, rk_port0, rk_port2);
+}
+
 RK_KERNEL void stage(
     const req_t *in,
     resp_t *out,
@@ -85,7 +95,7 @@ RK_KERNEL void stage(
     fwd_t *rk_port0,
     fwd_t *rk_port2) {
   if (rk_global_idx_x() == 0 && rk_global_idx_y() == 0 && rk_global_idx_z() == 0)
-    rk_status[0] = rk_handle_stage(in, out, rk_ports, rk_port0, rk_port2);
+    rk_thread0_stage(in, out, rk_status, rk_ports, rk_port0, rk_port2);
 }
 
 RK_KERNEL void rk_batch_stage(
@@ -126,6 +136,17 @@ static void rk_handle_tile(const halo_t *in, resp_t *out, tile_state_t *state, u
     out->v += rk_send_1_tile(rk_ports, rk_port1, h) * 100;
 }
 
+static inline void rk_thread0_tile(
+    const halo_t *in,
+    resp_t *out,
+    tile_state_t *state,
+    int *rk_status,
+    unsigned int *rk_ports,
+    halo_t *rk_port1) {
+  rk_handle_tile(in, out, state, rk_ports, rk_port1);
+  rk_status[0] = 0;
+}
+
 RK_KERNEL void tile(
     const halo_t *in,
     resp_t *out,
@@ -133,10 +154,8 @@ RK_KERNEL void tile(
     int *rk_status,
     unsigned int *rk_ports,
     halo_t *rk_port1) {
-  if (rk_global_idx_x() == 0 && rk_global_idx_y() == 0 && rk_global_idx_z() == 0) {
-    rk_handle_tile(in, out, state, rk_ports, rk_port1);
-    rk_status[0] = 0;
-  }
+  if (rk_global_idx_x() == 0 && rk_global_idx_y() == 0 && rk_global_idx_z() == 0)
+    rk_thread0_tile(in, out, state, rk_status, rk_ports, rk_port1);
 }
 
 RK_KERNEL void rk_batch_tile(
@@ -172,16 +191,24 @@ static void rk_handle_sink(const fwd_t *in, resp_t *out, unsigned int *rk_ports,
   (void)rk_send_0_sink(rk_ports, rk_port0, back);
 }
 
+static inline void rk_thread0_sink(
+    const fwd_t *in,
+    resp_t *out,
+    int *rk_status,
+    unsigned int *rk_ports,
+    req_t *rk_port0) {
+  rk_handle_sink(in, out, rk_ports, rk_port0);
+  rk_status[0] = 0;
+}
+
 RK_KERNEL void sink(
     const fwd_t *in,
     resp_t *out,
     int *rk_status,
     unsigned int *rk_ports,
     req_t *rk_port0) {
-  if (rk_global_idx_x() == 0 && rk_global_idx_y() == 0 && rk_global_idx_z() == 0) {
-    rk_handle_sink(in, out, rk_ports, rk_port0);
-    rk_status[0] = 0;
-  }
+  if (rk_global_idx_x() == 0 && rk_global_idx_y() == 0 && rk_global_idx_z() == 0)
+    rk_thread0_sink(in, out, rk_status, rk_ports, rk_port0);
 }
 
 RK_KERNEL void rk_batch_sink(
