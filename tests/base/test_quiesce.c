@@ -8,6 +8,7 @@
  * does not exist there). */
 #define RK_TEST_IMPLEMENTATION
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -25,12 +26,13 @@ typedef struct obj {
 } obj_t;
 
 static obj_t *g_cur; /* atomic: the published object */
-static uint32_t g_stop, g_bad;
+static uint32_t g_stop, g_bad, g_started;
 static uint64_t g_uses;
 
 static void *reader(void *arg) {
   (void)arg;
   uint64_t uses = 0;
+  __atomic_fetch_add(&g_started, 1u, __ATOMIC_RELEASE);
   while (!__atomic_load_n(&g_stop, __ATOMIC_RELAXED)) {
     rk__quiesce_enter();
     rk__quiesce_enter(); /* nested: only the outer one counts */
@@ -41,9 +43,11 @@ static void *reader(void *arg) {
       if (__atomic_load_n(&o->magic, __ATOMIC_RELAXED) != MAGIC)
         __atomic_store_n(&g_bad, 1u, __ATOMIC_RELAXED);
     rk__quiesce_leave();
-    ++uses;
+    /* Counted as they go: the retiring thread keeps going until the
+     * readers have been inside while it retired. */
+    if (++uses % 64 == 0) __atomic_fetch_add(&g_uses, 64, __ATOMIC_RELAXED);
   }
-  __atomic_fetch_add(&g_uses, uses, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&g_uses, uses % 64, __ATOMIC_RELAXED);
   return NULL;
 }
 
@@ -55,7 +59,18 @@ static void test_retire_under_readers(void) {
   __atomic_store_n(&g_cur, first, __ATOMIC_RELEASE);
   pthread_t t[kReaders];
   for (int i = 0; i < kReaders; ++i) pthread_create(&t[i], NULL, reader, NULL);
-  for (uint32_t i = 1; i <= kRetires; ++i) {
+  /* On a loaded machine the readers may not have run yet: retire only
+   * once they have, and go on (up to 10 s) until they have been inside
+   * sections a while, so that retires and sections overlap. */
+  while (__atomic_load_n(&g_started, __ATOMIC_ACQUIRE) < kReaders)
+    sched_yield();
+  const uint64_t give_up = rk__now_ns() + 10000000000ull;
+  uint32_t retires = 0;
+  for (uint32_t i = 1;
+       i <= kRetires || (__atomic_load_n(&g_uses, __ATOMIC_RELAXED) < 4096 &&
+                         rk__now_ns() < give_up);
+       ++i) {
+    retires = i;
     obj_t *next = malloc(sizeof *next);
     next->magic = MAGIC;
     next->n = i;
@@ -67,8 +82,10 @@ static void test_retire_under_readers(void) {
   __atomic_store_n(&g_stop, 1u, __ATOMIC_RELAXED);
   for (int i = 0; i < kReaders; ++i) pthread_join(t[i], NULL);
   CHECK(!g_bad, "a reader saw an object cleared before its section ended");
-  CHECK(g_uses > 0, "the readers ran (%llu sections)",
-        (unsigned long long)g_uses);
+  CHECK(g_uses >= 4096,
+        "the readers ran while objects were retired (%llu "
+        "sections, %u retires)",
+        (unsigned long long)g_uses, retires);
   free(g_cur);
   g_cur = NULL;
 }
