@@ -8,6 +8,12 @@
  *       of device memory (section a'; RK_BENCH_K2K_DEVICE_FLOOR=1
  *       measures it on another backend whose streams run at once, the
  *       CPU's say).
+ *   (a'') bare rings: the same hop without rk's runtime: two threads pinned
+ *       as the actors are pass a token through two of rk's rings
+ *       (base/ring.h: 64-byte slots with marks, a message header and the
+ *       token written per hop, a pause after each look that finds
+ *       nothing, as an actor's worker looks). What a hop costs in the
+ *       rings alone; a K2K hop over it is rk's own work per hop.
  *   (b) K2K hop: actors A and B, A's port 0 wired to B and B's to A. The
  *       host gives A one token with H hops to go; each handler passes it on
  *       with one hop less. The time until the H-th hop is handled, over H,
@@ -40,6 +46,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/ring.h"
 #include "base/sys.h"
 #include "bench_json.h"
 #include "bench_stats.h"
@@ -150,6 +157,114 @@ static double floor_round(floor_t *f, long n, int host_cpu) {
   }
   const double ns = (double)(rkb_now_ns() - t0) / (double)n / 2.0;
   __atomic_store_n(&f->stop, 1u, __ATOMIC_RELEASE);
+  pthread_join(echo, NULL);
+  unpin();
+  return ns;
+}
+
+/* ---- (a'') Bare rings: a hop through two of rk's rings ------------------- */
+
+enum { kBareCapacity = 256 };
+
+typedef struct bare_ring {
+  rk_abi_ring_t *hdr;
+  unsigned char *slots;
+} bare_ring_t;
+
+typedef struct {
+  bare_ring_t ring[2]; /* [0]: to the echo side, [1]: back */
+  int cpu;             /* the echo side's */
+  long hops;
+} bare_t;
+
+static void *xaligned(size_t n) {
+  void *p = aligned_alloc(128, (n + 127) & ~(size_t)127);
+  if (!p) die("out of memory");
+  memset(p, 0, n);
+  return p;
+}
+
+static void bare_open(bare_t *b, int cpu) {
+  memset(b, 0, sizeof *b);
+  b->cpu = cpu;
+  const uint32_t slot = rk_abi_slot_size(sizeof(tok_t));
+  for (int i = 0; i < 2; ++i) {
+    b->ring[i].hdr = xaligned(sizeof(rk_abi_ring_t));
+    b->ring[i].slots = xaligned(rk__ring_slot_bytes(kBareCapacity, slot));
+  }
+}
+
+static void bare_close(bare_t *b) {
+  for (int i = 0; i < 2; ++i) {
+    free(b->ring[i].hdr);
+    free(b->ring[i].slots);
+  }
+}
+
+/* One side of the exchange: takes tokens from `in`, sends each on with one
+ * hop less to `out`, until it sends or takes the last (0). A message is
+ * written as K2K writes one: the header's fields, the token, the mark. */
+static void bare_side(rk__ring_end_t *in, rk__ring_end_t *out, long first) {
+  uint64_t seq = 0;
+  if (first >= 0) {
+    tok_t t = {(int)first, 0};
+    unsigned char *sl = rk__ring_reserve(out);
+    const rk_abi_msg_t h = {.correlation_id = ++seq, .size = sizeof t};
+    memcpy(sl, &h, sizeof h);
+    memcpy(sl + RK_ABI_MSG_HEADER, &t, sizeof t);
+    rk__ring_publish(out, 1);
+  }
+  for (;;) {
+    while (!rk__ring_available_upto(in, 1)) rk__cpu_relax();
+    const unsigned char *m = rk__ring_peek(in, 0);
+    tok_t t;
+    memcpy(&t, m + RK_ABI_MSG_HEADER, sizeof t);
+    const uint64_t stamp = ((const rk_abi_msg_t *)m)->timestamp;
+    rk__ring_release(in, 1);
+    if (t.left <= 0) return;
+    unsigned char *sl = rk__ring_reserve(out);
+    if (!sl) die("bare rings: a ring is full");
+    const rk_abi_msg_t h = {
+        .correlation_id = ++seq, .timestamp = stamp + 1, .size = sizeof t};
+    t.left -= 1;
+    memcpy(sl, &h, sizeof h);
+    memcpy(sl + RK_ABI_MSG_HEADER, &t, sizeof t);
+    rk__ring_publish(out, 1);
+    if (t.left == 0) return;
+  }
+}
+
+static void *bare_echo(void *arg) {
+  bare_t *b = arg;
+  pin(b->cpu);
+  rk__ring_end_t in, out;
+  rk__ring_attach(&in, b->ring[0].hdr, b->ring[0].slots, false);
+  rk__ring_attach(&out, b->ring[1].hdr, b->ring[1].slots, true);
+  bare_side(&in, &out, -1);
+  return NULL;
+}
+
+/* ns per one-way hop over `hops` (even) hops; the echo thread runs only for
+ * this round. */
+static double bare_round(bare_t *b, long hops, int host_cpu) {
+  const uint32_t slot = rk_abi_slot_size(sizeof(tok_t));
+  for (int i = 0; i < 2; ++i) {
+    if (rk__ring_init(b->ring[i].hdr, kBareCapacity, slot) != RK_OK)
+      die("bare rings: %s", rk_last_error());
+    rk__ring_mark_slots(b->ring[i].hdr);
+    memset(b->ring[i].slots, 0, rk__ring_slot_bytes(kBareCapacity, slot));
+  }
+  pin(host_cpu);
+  rk__ring_end_t in, out;
+  rk__ring_attach(&out, b->ring[0].hdr, b->ring[0].slots, true);
+  rk__ring_attach(&in, b->ring[1].hdr, b->ring[1].slots, false);
+  pthread_t echo;
+  if (pthread_create(&echo, NULL, bare_echo, b) != 0)
+    die("cannot start the echo thread");
+  /* Tokens hops-1 .. 0, one hop each: the last (0) comes back here. */
+  const uint64_t t0 = rkb_now_ns();
+  bare_side(&in, &out, hops - 1);
+  const double ns = (double)(rkb_now_ns() - t0) / (double)hops;
   pthread_join(echo, NULL);
   unpin();
   return ns;
@@ -387,10 +502,13 @@ int main(int argc, char **argv) {
   const char *path = rk_k2k_path_name(st.path);
 
   double fl_ns[kMaxRounds], hop_ns[kMaxRounds], tput[kMaxRounds];
-  double dfl_ns[kMaxRounds];
+  double dfl_ns[kMaxRounds], bare_ns[kMaxRounds];
+  bare_t bare;
+  bare_open(&bare, ncpus >= 2 ? cpus[1] : -1);
   uint64_t refused = 0;
   /* Warm-up, untimed. */
   floor_round(&fl, floor_n / 10, host_cpu);
+  bare_round(&bare, hops / 10, host_cpu);
   if (dev_floor) dev_floor_round(&df, floor_n / 10);
   double expect_ns = 0; /* the first round looks every 20 us */
   hop_round(a, b, hops / 10, &expect_ns);
@@ -402,6 +520,7 @@ int main(int argc, char **argv) {
       switch ((r + k) % 3) {
         case 0:
           fl_ns[r] = floor_round(&fl, floor_n, host_cpu);
+          bare_ns[r] = bare_round(&bare, hops, host_cpu);
           if (dev_floor) dfl_ns[r] = dev_floor_round(&df, floor_n);
           break;
         case 1:
@@ -418,6 +537,7 @@ int main(int argc, char **argv) {
     rk_actor_destroy(all[i]);
   }
   if (dev_floor) dev_floor_close(&df);
+  bare_close(&bare);
   check(rk_context_destroy(ctx), "releasing the context");
   char backend_name[32];
   snprintf(backend_name, sizeof backend_name, "%s", rk_backend_name(be));
@@ -425,6 +545,7 @@ int main(int argc, char **argv) {
 
   const rkb_summary_t sf = rkb_summarize(fl_ns, (size_t)rounds);
   const rkb_summary_t sh = rkb_summarize(hop_ns, (size_t)rounds);
+  const rkb_summary_t sb = rkb_summarize(bare_ns, (size_t)rounds);
   const rkb_summary_t stp = rkb_summarize(tput, (size_t)rounds);
   const double ratio = sh.median / sf.median;
   const rkb_summary_t sdf =
@@ -444,8 +565,14 @@ int main(int argc, char **argv) {
         "backend's)\n");
   printf("  %-34s %10.1f ns  (p10 %.1f, p90 %.1f)\n",
          "cache line, one way (floor)", sf.median, sf.p10, sf.p90);
+  printf("  %-34s %10.1f ns  (p10 %.1f, p90 %.1f)\n", "bare rings hop, one way",
+         sb.median, sb.p10, sb.p90);
   printf("  %-34s %10.1f ns  (p10 %.1f, p90 %.1f)\n", "K2K hop, one way",
          sh.median, sh.p10, sh.p90);
+  if (kind == RK_BACKEND_CPU)
+    printf("  %-34s %10.2f x   (rk's own work per hop: %.1f ns)\n",
+           "hop / bare rings hop", sh.median / sb.median,
+           sh.median - sb.median);
   printf("  %-34s %10.2f x   (target: within 2x)  %s\n", "hop / floor", ratio,
          ratio <= 2.0 ? "met" : "NOT met");
   if (dev_floor) {
@@ -468,8 +595,11 @@ int main(int argc, char **argv) {
     rkb_json_int(&j, "cpus", ncpus);
     rkb_json_int(&j, "rounds", rounds);
     rkb_json_summary(&j, "floor_one_way_ns", &sf);
+    rkb_json_summary(&j, "bare_hop_one_way_ns", &sb);
     rkb_json_summary(&j, "hop_one_way_ns", &sh);
     rkb_json_num(&j, "hop_over_floor", ratio);
+    if (kind == RK_BACKEND_CPU)
+      rkb_json_num(&j, "hop_over_bare_hop", sh.median / sb.median);
     rkb_json_bool(&j, "target_within_2x_met", ratio <= 2.0);
     if (dev_floor) {
       rkb_json_summary(&j, "device_floor_one_way_ns", &sdf);
