@@ -1704,6 +1704,48 @@ static size_t take_direct(rk_actor_t *a, unsigned char *out, size_t max,
   return k;
 }
 
+/* Records the round trip of request `id` if it was sampled (send_alone,
+ * send_one), taken now. Outside any section of the owner: it locks. */
+static void sample_response(rk_actor_t *a, uint64_t id) {
+  const uint64_t s = (id / kSendSampleEvery) % kSampleTable;
+  if (LOAD_ACQUIRE(&a->sample_id[s]) != id) return;
+  const uint64_t t = LOAD_RELAXED(&a->sample_t[s]), now = rk__now_ns();
+  if (now <= t) return;
+  pthread_mutex_lock(&a->host_lock);
+  record_latency(a, now - t);
+  pthread_mutex_unlock(&a->host_lock);
+}
+
+/* take_direct for one response by the thread that owns the host side
+ * (what a pipelined rk_actor_receive does per message): no role to take,
+ * nothing to prefetch or loop over. False, with nothing taken, when the
+ * thread is not the owner, a call waits or responses are queued (take_
+ * direct's conditions), or none is published. */
+static inline bool take_one_alone(rk_actor_t *a, void *response,
+                                  rk_actor_message_t *info) {
+  if (!rk__bias_enter(&a->host_bias)) return false;
+  rk__ring_end_t *c = &a->out_c;
+  /* The count of waiting calls after the ring (take_direct). */
+  if (LOAD_RELAXED(&a->rq_count) != 0 || LOAD_RELAXED(&a->drain_role) != 0 ||
+      !rk__ring_available_upto(c, clamp_want(1)) ||
+      LOAD_RELAXED(&a->nwaiters) != 0) {
+    rk__bias_leave(&a->host_bias);
+    return false;
+  }
+  const rk_abi_msg_t *m = (const rk_abi_msg_t *)rk__ring_slot_at(c, c->own);
+  rk__hlc_host_observe(m->timestamp);
+  rk__copy_payload(response, (const unsigned char *)m + RK_ABI_MSG_HEADER,
+                   a->out_size);
+  fill_info(m, info);
+  rk__ring_release(c, 1);
+  rk__ring_signal_space(c->hdr);
+  rk__bias_leave(&a->host_bias);
+  /* The slot may be rewritten from here on: the id from the copy. */
+  if (info->correlation_id % kSendSampleEvery == 0)
+    sample_response(a, info->correlation_id);
+  return true;
+}
+
 /* Takes up to `max` responses from the receive queue (caller holds
  * host_lock). */
 static size_t rq_take(rk_actor_t *a, unsigned char *out, size_t max,
@@ -1797,7 +1839,9 @@ rk_status_t rk_actor_receive(rk_actor_t *actor, void *response, size_t capacity,
       !rk__trace_on() && !holds_loan(actor)) {
     rk_actor_message_t scratch;
     rk_actor_message_t *direct = out_info ? out_info : &scratch;
-    if (take_direct(actor, response, 1, direct)) return response_status(direct);
+    if (take_one_alone(actor, response, direct) ||
+        take_direct(actor, response, 1, direct))
+      return response_status(direct);
   }
   if (actor && actor->remote)
     return rk__proxy_receive(actor, response, capacity, timeout_ns, out_info);

@@ -9,19 +9,6 @@
 #include "base/error.h"
 #include "base/sys.h"
 
-uint64_t rk__hlc_physical(void) {
-  struct timespec ts;
-#ifdef CLOCK_REALTIME_COARSE
-  /* The coarse clock (a few ms of resolution) costs a few nanoseconds; the
-   * logical counter orders events within one reading. */
-  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-#else
-  clock_gettime(CLOCK_REALTIME, &ts);
-#endif
-  uint64_t ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-  return ns & ~((UINT64_C(1) << RK__HLC_LOGICAL_BITS) - 1);
-}
-
 static uint64_t advance(uint64_t *clock, uint64_t floor) {
   uint64_t old = __atomic_load_n(clock, __ATOMIC_RELAXED);
   for (;;) {
@@ -74,21 +61,12 @@ uint64_t rk__hlc_merge_n(uint64_t *clock, uint64_t received, uint64_t phys,
 
 rk_hlc_t rk__hlc_host = {0, RK_HLC_DEFAULT_MAX_SKEW_NS};
 
-/* This thread's run of the host clock: the next tick to hand out and the
- * run's last value, valid while the clock word equals `end` (the word only
- * grows, so once it has moved past `end` it never comes back). */
-typedef struct host_run {
-  uint64_t next, end;
-} host_run_t;
-static _Thread_local host_run_t t_run RK__TLS_FAST;
+_Thread_local rk__hlc_run_t rk__hlc_host_run RK__TLS_FAST;
 
-uint64_t rk__hlc_host_tick(void) {
+uint64_t rk__hlc_host_tick_slow(uint64_t phys) {
   uint64_t *clock = &rk__hlc_host.value;
-  const uint64_t phys = rk__hlc_physical();
-  host_run_t *r = &t_run;
+  rk__hlc_run_t *r = &rk__hlc_host_run;
   uint64_t old = __atomic_load_n(clock, __ATOMIC_RELAXED);
-  if (r->end && old == r->end && r->next <= r->end && r->next >= phys)
-    return r->next++;
   for (;;) {
     const uint64_t first = old + 1 > phys ? old + 1 : phys;
     const uint64_t end = first + RK__HLC_HOST_RUN - 1;
@@ -102,9 +80,9 @@ uint64_t rk__hlc_host_tick(void) {
   }
 }
 
-void rk__hlc_host_observe(uint64_t received) {
+void rk__hlc_host_observe_slow(uint64_t received) {
   uint64_t *clock = &rk__hlc_host.value;
-  host_run_t *r = &t_run;
+  rk__hlc_run_t *r = &rk__hlc_host_run;
   uint64_t old = __atomic_load_n(clock, __ATOMIC_RELAXED);
   if (old == r->end && r->end) {
     /* The run is ours and nobody else's is valid: skip past the stamp. */

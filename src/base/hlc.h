@@ -7,7 +7,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
+#include "base/sys.h"
 #include "rk/hlc.h"
 
 #define RK__HLC_LOGICAL_BITS RK_HLC_LOGICAL_BITS
@@ -18,8 +20,19 @@
 extern rk_hlc_t rk__hlc_host;
 
 /* Physical time in clock units: realtime nanoseconds, logical bits
- * cleared. */
-uint64_t rk__hlc_physical(void);
+ * cleared. Inline: a send stamps every request with it. */
+static inline uint64_t rk__hlc_physical(void) {
+  struct timespec ts;
+#ifdef CLOCK_REALTIME_COARSE
+  /* The coarse clock (a few ms of resolution) costs a few nanoseconds; the
+   * logical counter orders events within one reading. */
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+#else
+  clock_gettime(CLOCK_REALTIME, &ts);
+#endif
+  const uint64_t ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+  return ns & ~((UINT64_C(1) << RK__HLC_LOGICAL_BITS) - 1);
+}
 
 /* A local or send event: max(previous + 1, physical now). */
 uint64_t rk__hlc_tick(uint64_t *clock);
@@ -64,8 +77,40 @@ rk_status_t rk__hlc_update_at(rk_hlc_t *clock, uint64_t received, uint64_t phys,
  * (at least RK__HLC_HOST_RUN below it), or this thread holds that run and
  * skips its own ticks past the stamp. */
 enum { RK__HLC_HOST_RUN = 64 };
-uint64_t rk__hlc_host_tick(void);
-void rk__hlc_host_observe(uint64_t received);
+
+/* This thread's run of the host clock: the next tick to hand out and the
+ * run's last value, valid while the clock word equals `end` (the word only
+ * grows, so once it has moved past `end` it never comes back); end 0: no
+ * run. */
+typedef struct rk__hlc_run {
+  uint64_t next, end;
+} rk__hlc_run_t;
+extern _Thread_local rk__hlc_run_t rk__hlc_host_run RK__TLS_FAST;
+
+/* The paths below when the run does not cover the event. */
+uint64_t rk__hlc_host_tick_slow(uint64_t phys);
+void rk__hlc_host_observe_slow(uint64_t received);
+
+/* Inline: every request a host thread sends takes a tick, and every
+ * response it takes is observed; on the run they are a few loads. */
+static inline uint64_t rk__hlc_host_tick(void) {
+  const uint64_t phys = rk__hlc_physical();
+  rk__hlc_run_t *r = &rk__hlc_host_run;
+  const uint64_t old = __atomic_load_n(&rk__hlc_host.value, __ATOMIC_RELAXED);
+  if (r->end && old == r->end && r->next <= r->end && r->next >= phys)
+    return r->next++;
+  return rk__hlc_host_tick_slow(phys);
+}
+
+static inline void rk__hlc_host_observe(uint64_t received) {
+  const rk__hlc_run_t *r = &rk__hlc_host_run;
+  /* The run is ours and nobody else's is valid, and the stamp is below
+   * its next tick: nothing to do. */
+  if (received < r->next && r->end &&
+      __atomic_load_n(&rk__hlc_host.value, __ATOMIC_RELAXED) == r->end)
+    return;
+  rk__hlc_host_observe_slow(received);
+}
 
 /* Raises the clock to at least `received`, so that its next tick is
  * later: what the host does with a response (a receive event whose own

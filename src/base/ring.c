@@ -249,18 +249,6 @@ void rk__ring_mp_init(rk__ring_mp_t *mp, rk_abi_ring_t *hdr, void *slots,
  * of every index 2^32 k - 1, so that slot would look published to a
  * consumer going by marks before its payload is in. (Field by field also
  * spares the copy's wide loads a wait for the caller's narrow stores.) */
-static void write_slot(unsigned char *slot, const rk_abi_msg_t *msg,
-                       const void *payload, uint32_t size) {
-  rk_abi_msg_t *h = (rk_abi_msg_t *)slot;
-  h->correlation_id = msg->correlation_id;
-  h->timestamp = msg->timestamp;
-  h->type = msg->type;
-  h->status = msg->status;
-  h->size = size;
-  h->code = msg->code;
-  rk__copy_payload(slot + RK_ABI_MSG_HEADER, payload, size);
-}
-
 /* The lock word: 0 free, 1 held, 2 held and maybe slept on. Holders only
  * copy messages, so spin a little first; then sleep on the word rather
  * than spin or yield, so that a preempted holder and the consumer get
@@ -294,7 +282,7 @@ static rk_status_t mp_send_lock(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
   unsigned char *slot = rk__ring_reserve(p);
   rk_status_t st = RK_ERR_QUEUE_FULL;
   if (slot) {
-    write_slot(slot, msg, payload, size);
+    rk__ring_write_msg(slot, msg, payload, size);
     rk__ring_publish(p, 1);
     *out_tail = p->own;
     st = RK_OK;
@@ -328,8 +316,8 @@ static rk_status_t mp_send_claim(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
       break;
   }
-  write_slot(p->slots + (size_t)(mine & p->mask) * p->slot_size, msg, payload,
-             size);
+  rk__ring_write_msg(p->slots + (size_t)(mine & p->mask) * p->slot_size, msg,
+                     payload, size);
   /* A marking consumer may take it now, before tail covers it. */
   if (p->marks) rk__ring_mark(p, mine);
   /* Publish in claim order: wait for the producers that claimed earlier
@@ -374,8 +362,8 @@ rk_status_t rk__ring_mp_send_batch(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
   for (; n < count; ++n) {
     unsigned char *slot = rk__ring_reserve_at(p, n);
     if (!slot) break;
-    write_slot(slot, msg, (const unsigned char *)payloads + (size_t)n * size,
-               size);
+    rk__ring_write_msg(
+        slot, msg, (const unsigned char *)payloads + (size_t)n * size, size);
     rk_abi_msg_t *m = (rk_abi_msg_t *)slot;
     m->correlation_id = msg->correlation_id + n;
     m->timestamp = msg->timestamp + n;
@@ -385,24 +373,6 @@ rk_status_t rk__ring_mp_send_batch(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
   *out_sent = n;
   if (n == 0) return RK_ERR_QUEUE_FULL;
   rk__ring_signal_data(p->hdr);
-  return RK_OK;
-}
-
-rk_status_t rk__ring_mp_send_alone(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
-                                   const void *payload, uint32_t size,
-                                   uint64_t *next_id, uint64_t *out_id) {
-  rk__ring_end_t *p = &mp->end;
-  unsigned char *slot = rk__ring_reserve(p);
-  if (!slot) return RK_ERR_QUEUE_FULL;
-  uint64_t id = msg->correlation_id;
-  if (next_id) {
-    id = LOAD_RELAXED(next_id);
-    __atomic_store_n(next_id, id + 1, __ATOMIC_RELAXED);
-  }
-  write_slot(slot, msg, payload, size);
-  ((rk_abi_msg_t *)slot)->correlation_id = id;
-  rk__ring_publish(p, 1);
-  if (out_id) *out_id = id;
   return RK_OK;
 }
 

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "abi/actor_abi.h"
+#include "base/sys.h"
 #include "rk/status.h"
 
 typedef struct rk__ring_end {
@@ -199,9 +200,9 @@ rk_status_t rk__ring_mp_send_quiet(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
  * from it (relaxed load and store; the caller's role keeps other writers
  * out) only when the message fits, so a full ring uses no id; without,
  * msg's id is kept. *out_id (may be NULL) gets the id sent. */
-rk_status_t rk__ring_mp_send_alone(rk__ring_mp_t *mp, const rk_abi_msg_t *msg,
-                                   const void *payload, uint32_t size,
-                                   uint64_t *next_id, uint64_t *out_id);
+static inline rk_status_t rk__ring_mp_send_alone(
+    rk__ring_mp_t *mp, const rk_abi_msg_t *msg, const void *payload,
+    uint32_t size, uint64_t *next_id, uint64_t *out_id);
 
 /* Writes up to `count` messages into consecutive slots and publishes them
  * at once (one release of tail, one signal): message i takes the header
@@ -311,4 +312,36 @@ static inline void rk__ring_release(rk__ring_end_t *c, uint32_t n) {
   __atomic_store_n(&c->hdr->head, c->own, __ATOMIC_RELEASE);
 }
 
+/* A message into a slot: the header fields from `msg` (its mark left to
+ * the publish), then `size` payload bytes. */
+static inline void rk__ring_write_msg(unsigned char *slot,
+                                      const rk_abi_msg_t *msg,
+                                      const void *payload, uint32_t size) {
+  rk_abi_msg_t *h = (rk_abi_msg_t *)slot;
+  h->correlation_id = msg->correlation_id;
+  h->timestamp = msg->timestamp;
+  h->type = msg->type;
+  h->status = msg->status;
+  h->size = size;
+  h->code = msg->code;
+  rk__copy_payload(slot + RK_ABI_MSG_HEADER, payload, size);
+}
+/* Inline: the biased owner of an actor's host side sends every request
+ * through it. */
+static inline rk_status_t rk__ring_mp_send_alone(
+    rk__ring_mp_t *mp, const rk_abi_msg_t *msg, const void *payload,
+    uint32_t size, uint64_t *next_id, uint64_t *out_id) {
+  rk__ring_end_t *p = &mp->end;
+  unsigned char *slot = (unsigned char *)rk__ring_reserve(p);
+  if (!slot) return RK_ERR_QUEUE_FULL;
+  rk_abi_msg_t m = *msg;
+  if (next_id) {
+    m.correlation_id = __atomic_load_n(next_id, __ATOMIC_RELAXED);
+    __atomic_store_n(next_id, m.correlation_id + 1, __ATOMIC_RELAXED);
+  }
+  rk__ring_write_msg(slot, &m, payload, size);
+  rk__ring_publish(p, 1);
+  if (out_id) *out_id = m.correlation_id;
+  return RK_OK;
+}
 #endif /* RK_BASE_RING_H_ */
