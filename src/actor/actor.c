@@ -2045,6 +2045,10 @@ static rk_status_t call_wait(rk_actor_t *actor, waiter_t *w, uint64_t t0,
  * RK_ERR_QUEUE_FULL when the request did not fit at once: nothing was
  * queued, and the caller takes the ordinary path. RK_OK otherwise, with
  * w->done set when the answer came. */
+/* Looks at the output ring with a brief wait between them before a
+ * call's spin pauses (rk__cpu_relax_brief). */
+enum { kBriefLooks = 64 };
+
 static rk_status_t call_fast(rk_actor_t *a, const rk_abi_msg_t *m,
                              const void *request, waiter_t *w, limit_t *limit,
                              bool *registered) {
@@ -2059,9 +2063,14 @@ static rk_status_t call_fast(rk_actor_t *a, const rk_abi_msg_t *m,
     return RK_ERR_QUEUE_FULL;
   }
   uint64_t spin_end = 0;
+  /* The first looks wait briefly between them: a call's answer often
+   * comes within a few line transfers (rk__cpu_relax_brief). */
+  int brief = kBriefLooks;
   for (;;) {
     if (drain_for(a, w) && !w->done) bump_epoch(a); /* others' answers */
     if (w->done || !may_spin(a)) break;
+    for (; brief > 0 && !rk__ring_available(&a->out_c); --brief)
+      rk__cpu_relax_brief();
     for (int i = 0; i < 256 && !rk__ring_available(&a->out_c); ++i)
       rk__cpu_relax();
     if (rk__ring_available(&a->out_c)) continue;

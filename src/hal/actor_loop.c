@@ -165,9 +165,11 @@ static void handle_some(const rk__actor_loop_t *l, rk__ring_end_t *in,
 /* Polls the input ring and the inbox up to `polls` times and handles what
  * comes at once; returns whether something came. The checks at the top
  * of the loop come on its next turn (as if it had come just before
- * them). */
+ * them). `brief`: the first looks of an idle spell, a short wait between
+ * them (rk__cpu_relax_brief); later ones pause. */
 static bool spin_polls(const rk__actor_loop_t *l, rk__ring_end_t *in,
-                       rk__ring_end_t *out, int polls, bool *turned) {
+                       rk__ring_end_t *out, int polls, bool brief,
+                       bool *turned) {
   for (int i = 0; i < polls; ++i) {
     const uint64_t got = rk__ring_available_upto(in, l->batch);
     if (got) {
@@ -175,7 +177,10 @@ static bool spin_polls(const rk__actor_loop_t *l, rk__ring_end_t *in,
       return true;
     }
     if (l->inbox && l->inbox(l->ctx, l->batch)) return true;
-    rk__cpu_relax();
+    if (brief)
+      rk__cpu_relax_brief();
+    else
+      rk__cpu_relax();
   }
   return false;
 }
@@ -310,7 +315,7 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
        * reading would be under way (22 ns on a VM), and is seen only
        * after it. */
       if (spin_ok && l->spin_ns &&
-          spin_polls(l, &in, &out, kSpinPolls / 4, &turned))
+          spin_polls(l, &in, &out, kSpinPolls / 4, true, &turned))
         continue;
       now = rk__now_ns();
       idle_since = now;
@@ -337,7 +342,7 @@ void rk__actor_loop_run(const rk__actor_loop_t *l) {
       spin_ok = !rk__machine_crowded();
     }
     if (spin_ok && now - idle_since < l->spin_ns) {
-      if (spin_polls(l, &in, &out, kSpinPolls, &turned)) idle_since = 0;
+      if (spin_polls(l, &in, &out, kSpinPolls, false, &turned)) idle_since = 0;
       continue;
     }
     idle_leave(l, &turned);
