@@ -1118,9 +1118,17 @@ static bool receivable(rk_actor_t *a, void *arg);
  * moved nothing: what is not there by then will not come. Sets no error
  * message (the caller words it). A thread that waits is counted in
  * `waiting` (see count_waiting). */
+/* Looks at the output ring with a brief wait between them before a
+ * call's or a receive's spin pauses (rk__cpu_relax_brief). */
+enum { kBriefLooks = 64 };
+
 static rk_status_t wait_until(rk_actor_t *a, ready_fn ready, void *arg,
                               limit_t *limit, bool *counted) {
   uint64_t spin_end = 0, deadline = 0;
+  /* The first looks wait briefly between them (rk__cpu_relax_brief): a
+   * receive that follows its send often has its answer within a few line
+   * transfers. */
+  int brief = kBriefLooks;
   for (bool first = true;; first = false) {
     if (ready(a, arg)) return RK_OK;
     if (limit->timeout_ns) count_waiting(a, counted);
@@ -1143,6 +1151,8 @@ static rk_status_t wait_until(rk_actor_t *a, ready_fn ready, void *arg,
         uint64_t now = rk__now_ns();
         if (!spin_end) spin_end = now + a->spin_ns;
         if (now < spin_end && may_spin(a)) {
+          for (; brief > 0 && !rk__ring_available(&a->out_c); --brief)
+            rk__cpu_relax_brief();
           for (int i = 0; i < 256 && !rk__ring_available(&a->out_c); ++i)
             rk__cpu_relax();
         } else {
@@ -1153,7 +1163,9 @@ static rk_status_t wait_until(rk_actor_t *a, ready_fn ready, void *arg,
       }
       __atomic_store_n(&a->drain_role, 0u, __ATOMIC_RELEASE);
       bump_epoch(a); /* delivered something, or a waiter wants the role */
-      if (done) return RK_OK;
+      /* Ready now (a response the spin saw is receivable once the role is
+       * given back): no deadline to look at first. */
+      if (done || ready(a, arg)) return RK_OK;
       if (stopped && !moved) return RK_ERR_INVALID_STATE;
     } else if (limit->timeout_ns) {
       /* Another thread drains: wait for it to deliver or step down (a
@@ -2045,10 +2057,6 @@ static rk_status_t call_wait(rk_actor_t *actor, waiter_t *w, uint64_t t0,
  * RK_ERR_QUEUE_FULL when the request did not fit at once: nothing was
  * queued, and the caller takes the ordinary path. RK_OK otherwise, with
  * w->done set when the answer came. */
-/* Looks at the output ring with a brief wait between them before a
- * call's spin pauses (rk__cpu_relax_brief). */
-enum { kBriefLooks = 64 };
-
 static rk_status_t call_fast(rk_actor_t *a, const rk_abi_msg_t *m,
                              const void *request, waiter_t *w, limit_t *limit,
                              bool *registered) {
