@@ -134,6 +134,9 @@ struct rk_actor {
    * in `dropped`): the sends that went are next_id - 1 - unsent, with no
    * counter written on the way. */
   uint64_t unsent, dropped;
+  /* Atomic: requests handled beside the rings (rk__actor_direct), sent
+   * with no id. */
+  uint64_t direct;
 
   /* Traditional mode. */
   pthread_mutex_t trad_lock;
@@ -2379,7 +2382,7 @@ rk_status_t rk_actor_stats(rk_actor_t *actor, rk_actor_stats_t *out_stats) {
    * (the two words are read apart). */
   const uint64_t ids = LOAD_RELAXED(&actor->next_id) - 1,
                  unsent = LOAD_RELAXED(&actor->unsent);
-  st.sent = ids > unsent ? ids - unsent : 0;
+  st.sent = (ids > unsent ? ids - unsent : 0) + LOAD_RELAXED(&actor->direct);
   st.dropped_sends = LOAD_RELAXED(&actor->dropped);
   if (actor->mode == RK_ACTOR_TRADITIONAL) {
     st.processed = LOAD_ACQUIRE(&actor->trad_processed);
@@ -2709,4 +2712,17 @@ bool rk__actor_offer_idle_work(rk_actor_t *a, rk__idle_work_t *work) {
 }
 void rk__actor_withdraw_idle_work(rk_actor_t *a, rk__idle_work_t *work) {
   rk__idle_slot_withdraw(&a->idle, work);
+}
+
+bool rk__actor_direct_ok(rk_actor_t *a) {
+  return a->mode == RK_ACTOR_PERSISTENT && !a->relaunch &&
+         get_state(a) == RK_ACTOR_ACTIVE && rk__idle_direct_ok(a->control);
+}
+
+void rk__actor_direct(rk_actor_t *a, const rk_abi_msg_t *req,
+                      rk_abi_msg_t *resp, rk_actor_message_t *out_info) {
+  rk__idle_direct(req, resp);
+  /* Only the worker in its turn gets here: one writer. */
+  __atomic_store_n(&a->direct, LOAD_RELAXED(&a->direct) + 1, __ATOMIC_RELAXED);
+  fill_info(resp, out_info);
 }

@@ -130,6 +130,19 @@ bool rk__actor_offer_idle_work(rk_actor_t *actor, rk__idle_work_t *work);
 /* Withdraws `work` if it is on offer; returns once no call of it runs.
  * Never from inside the work. */
 void rk__actor_withdraw_idle_work(rk_actor_t *actor, rk__idle_work_t *work);
+/* From inside a turn of the work offered above, on the actor's worker:
+ * whether the actor is an active persistent one whose device side can run
+ * its handler beside the rings (a CPU worker; rk__idle_direct_ok). If so,
+ * rk__actor_direct may be called until the turn ends. */
+bool rk__actor_direct_ok(rk_actor_t *actor);
+/* In that turn: the handler on one request now, beside the rings
+ * (rk__idle_direct; `req` and `resp` request and response slots, 8-byte
+ * aligned; out_info as rk_actor_receive fills it for the response),
+ * counted sent. It is handled after every request the worker took before
+ * the turn: a caller that wants it after requests it sent through the
+ * ring must see those answered first. */
+void rk__actor_direct(rk_actor_t *actor, const rk_abi_msg_t *req,
+                      rk_abi_msg_t *resp, rk_actor_message_t *out_info);
 
 /* ---- Proxies: remote actors as rk_actor_t (rk_cluster_lookup_actor) ----
  *

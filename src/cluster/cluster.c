@@ -87,6 +87,9 @@
 #define MAX_PEERS 256
 #define MAX_EXPORTS 1024
 #define FORWARD_BATCH 64
+/* Answers of requests handled beside the actor's rings (direct_in) that
+ * one turn of its worker holds before it posts them. */
+#define DIRECT_MAX 8
 /* The most bytes of records in one REQS or RESPS (rk_wire_batch_t): well
  * within an eager send over shared memory and TCP. */
 #define BATCH_BYTES 4096
@@ -228,12 +231,27 @@ typedef struct export_ {
    * (GATHER_MAX of them; NULL: one at a time). In buf's block. */
   unsigned char *gather;
   _Atomic uint64_t forwarded, dropped_local;
+  _Atomic uint64_t direct; /* requests answered by direct_run */
   /* Offered to the actor's worker (drive_turn): while idle it drives the
    * worker, counted in the cluster's drivers while `driving`. One export
    * of an actor holds the offer (`offered`, under c->mu). */
   rk__idle_work_t idle;
   atomic_bool driving;
   bool offered;
+  /* Requests answered beside the actor's rings in a turn of its worker
+   * (direct_in, direct_run): up to DIRECT_MAX request slots (dreq, dslot
+   * bytes each) with their answers' headers (dhead) and members (dpid),
+   * a response slot (dresp) and an answer record (dans). The worker's
+   * own; in buf's block (NULL: the cluster takes no such lane). */
+  unsigned char *dreq, *dresp, *dans;
+  size_t dslot;
+  uint32_t ndirect;
+  uint32_t dpid[DIRECT_MAX];
+  rk_wire_resp_t dhead[DIRECT_MAX];
+  /* Answers forward_once has taken the routes of and not yet posted
+   * (atomic; raised under mu): a request is answered beside the rings
+   * only when none are, so that its answer follows theirs. */
+  uint32_t posting;
 } export_t;
 
 typedef struct waiter {
@@ -430,6 +448,9 @@ struct rk_cluster {
   size_t token_size;
   char address[128];
   uint32_t spin_us;
+  /* Requests answered beside an exported actor's rings when its worker
+   * delivers them (direct_in); RK_CLUSTER_DIRECT=0 turns it off. */
+  bool direct;
 
   pthread_mutex_t mu; /* peers' fields, lists, tables below */
   pthread_cond_t cv;
@@ -2203,13 +2224,95 @@ static void queue_req(pending_req_t **head, pending_req_t **tail,
   *tail = q;
 }
 
+/* A RESPS record: the answer and its payload, 8-byte aligned. */
+static size_t resp_record(const export_t *e) {
+  return sizeof(rk_wire_resp_t) + ((e->response_size + 7) & ~(size_t)7);
+}
+
+/* The export whose actor's worker this thread is, in a turn of it
+ * (drive_turn): withdraw_drive waits for the turn to end, so the export
+ * outlives the turn. */
+static _Thread_local export_t *t_turn_export;
+
+/* A request answered beside the actor's rings, called with e->mu held
+ * from a turn of the workers inside a turn of the actor's worker
+ * (drive_turn): the request is kept, and once the workers' turn is over
+ * (no UCX lock or export lock held) the handler runs on it there and then
+ * and its answer is posted (direct_run) - instead of the request going
+ * through the input ring, the worker's next pass, the output ring and
+ * forward_once. The worker is between two batches of its handler in that
+ * turn, so the request is handled after every one it took before, and
+ * before every one it takes after the turn (those a full keep sends
+ * through the ring). Only for a request with nothing of this export's
+ * before it in the actor, queued for it, or answered and not yet posted
+ * (so its answer follows those of its sender's earlier requests), with no
+ * refusal waiting in the outbox, a request alone (a REQ, not a port's
+ * message) and nobody tracing (a traced request is followed through the
+ * rings). `stamp`: the request's receipt on the process clock, the stamp
+ * the actor merges. False: nothing done. */
+static bool direct_in(rk_cluster_t *c, export_t *e, const rk_wire_req_t *h,
+                      const void *data, size_t size, uint64_t stamp) {
+  if (t_turn_export != e || !e->dreq || e->ndirect == DIRECT_MAX ||
+      e->pending || e->route_count || (h->flags & RK_WIRE_REQ_NO_DATA) ||
+      size != e->request_size ||
+      __atomic_load_n(&e->posting, __ATOMIC_ACQUIRE) ||
+      atomic_load_explicit(&c->out_any, memory_order_acquire) ||
+      rk__trace_on() || (!e->ndirect && !rk__actor_direct_ok(e->actor)))
+    return false;
+  const peer_t *p = peer_from(c, h->from);
+  if (!p) return false;
+  const uint32_t k = e->ndirect++;
+  rk_abi_msg_t *req = (rk_abi_msg_t *)(void *)(e->dreq + k * e->dslot);
+  memset(req, 0, RK_ABI_MSG_HEADER);
+  req->correlation_id = h->request_id;
+  req->timestamp = stamp;
+  req->type = RK_ABI_MSG_REQUEST;
+  req->size = (uint32_t)size;
+  memcpy((unsigned char *)req + RK_ABI_MSG_HEADER, data, size);
+  rk_wire_resp_t *m = &e->dhead[k];
+  memset(m, 0, sizeof *m);
+  m->from = p->remote;
+  m->handle = h->handle;
+  m->handle_gen = h->handle_gen;
+  m->request_id = h->request_id;
+  e->dpid[k] = h->from;
+  return true;
+}
+
+/* The requests direct_in kept in this turn: the handler on each, in
+ * order, and its answer out (no lock held). */
+static void direct_run(export_t *e) {
+  const uint64_t phys = rk__hlc_physical();
+  rk_wire_resp_t *m = (rk_wire_resp_t *)(void *)e->dans;
+  rk_abi_msg_t *resp = (rk_abi_msg_t *)(void *)e->dresp;
+  for (uint32_t k = 0; k < e->ndirect; ++k) {
+    rk_actor_message_t info;
+    rk__actor_direct(e->actor,
+                     (const rk_abi_msg_t *)(void *)(e->dreq + k * e->dslot),
+                     resp, &info);
+    *m = e->dhead[k];
+    /* The answer's receipt on the process clock, as forward_once's. */
+    m->timestamp = rk__hlc_merge_at(&rk__hlc_host.value, info.timestamp, phys);
+    m->status = (int32_t)info.status;
+    m->handler_code = info.handler_code;
+    m->data_size = (uint32_t)info.size;
+    memcpy(m + 1, e->dresp + RK_ABI_MSG_HEADER, info.size);
+    (void)post(e->c, e->dpid[k], RK_AM_RESP, m, sizeof *m, m + 1, m->data_size,
+               false);
+  }
+  e->forwarded += e->ndirect;
+  e->direct += e->ndirect;
+  e->ndirect = 0;
+}
+
 /* A request for export e, with e->mu held: into the actor (or queued
  * for it, in order). `phys`: the physical time of the clock's merge. */
 static void req_in(rk_cluster_t *c, export_t *e, const rk_wire_req_t *h,
                    const void *data, size_t size, uint64_t phys) {
   /* The request's stamp into this process's clock (with the skew check):
    * the actor's copy of it is stamped after it. */
-  if (rk__hlc_update_at(rk_hlc_host(), h->timestamp, phys, NULL) ==
+  uint64_t stamp = 0;
+  if (rk__hlc_update_at(rk_hlc_host(), h->timestamp, phys, &stamp) ==
       RK_ERR_CLOCK_SKEW) {
     char t[TEXT_MAX];
     snprintf(t, sizeof t, "on member '%s': %s", c->name, rk_last_error());
@@ -2220,15 +2323,12 @@ static void req_in(rk_cluster_t *c, export_t *e, const rk_wire_req_t *h,
     /* A remote port's message: into the K2K inbox, in order. */
     if (e->ipending || !ingress_admit(e, h, data, size))
       queue_req(&e->ipending, &e->ipending_tail, &c->in_flight, h, data, size);
+  } else if (direct_in(c, e, h, data, size, stamp)) {
+    /* answered */
   } else if (e->pending || !admit(e, h, data, size)) {
     queue_req(&e->pending, &e->pending_tail, &c->in_flight, h, data, size);
   }
 }
-
-/* The export whose actor's worker this thread is, in a turn of it
- * (drive_turn): withdraw_drive waits for the turn to end, so the export
- * outlives the turn. */
-static _Thread_local export_t *t_turn_export;
 
 /* The export a request is for, locked; NULL (refused) when it is gone. A
  * request for the export whose turn this is (the common case: its worker
@@ -2347,11 +2447,6 @@ typedef struct resp_run {
   uint32_t src; /* the first's response in e->buf */
 } resp_run_t;
 
-/* A RESPS record: the answer and its payload, 8-byte aligned. */
-static size_t resp_record(const export_t *e) {
-  return sizeof(rk_wire_resp_t) + ((e->response_size + 7) & ~(size_t)7);
-}
-
 /* A record in e->bbuf: the RESPS record, or without batching the answer
  * alone (its payload stays in e->buf). */
 static size_t resp_stride(const export_t *e) {
@@ -2438,6 +2533,7 @@ static unsigned forward_once(export_t *e) {
       run->n++;
       n++;
     }
+    if (n) __atomic_fetch_add(&e->posting, 1u, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&e->mu);
     if (did) atomic_fetch_sub(&c->in_flight, did);
   }
@@ -2445,6 +2541,7 @@ static unsigned forward_once(export_t *e) {
     resp_run_post(e, &runs[i]);
     e->forwarded += runs[i].n;
   }
+  if (nruns) __atomic_fetch_sub(&e->posting, 1u, __ATOMIC_RELEASE);
   pthread_mutex_lock(&e->mu);
   while (e->pending) {
     pending_req_t *q = e->pending;
@@ -3070,9 +3167,13 @@ static unsigned drive_turn(void *user) {
    * where UCX polls a TCP interface). */
   unsigned n = forward_all(c);
   n += turn_workers(c, ctrl_due(c, t));
+  if (e->ndirect) direct_run(e);
   n += flush_handles(c, false);
   outbox_drain(c);
   fail_broken(c);
+  /* Requests delivered by a turn of the workers inside the sends above,
+   * if any. */
+  if (e->ndirect) direct_run(e);
   if (atomic_load_explicit(&c->links_due, memory_order_relaxed)) wake_aside(c);
   t_turn_export = NULL;
   return n;
@@ -4094,6 +4195,8 @@ rk_status_t rk_cluster_create(const rk_cluster_options_t *options,
                  : rk__allowed_cpus(cpus, 2) < 2 ? 0
                                                  : 100;
   }
+  const char *direct_env = getenv("RK_CLUSTER_DIRECT");
+  c->direct = !(direct_env && strcmp(direct_env, "0") == 0);
   c->handle_cap = 64;
   c->handles = calloc(c->handle_cap, sizeof *c->handles);
   rk_status_t s = c->handles ? RK_OK : RK_ERR_OUT_OF_MEMORY;
@@ -4260,9 +4363,26 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
       2 * (sizeof(rk_wire_req_t) + e->request_size) <= BATCH_BYTES
           ? GATHER_MAX * e->request_size
           : 0;
-  e->buf = malloc(fsize + e->bcap + gsize);
+  /* The lane beside the rings (direct_in), for messages that go in one
+   * active message: its two slots and its answers, 8-byte aligned. */
+  const size_t dreq = rk_abi_slot_size((uint32_t)e->request_size),
+               dresp = rk_abi_slot_size((uint32_t)e->response_size);
+  const size_t dsize =
+      c->direct && resp_record(e) <= SHORT_SEND_MAX &&
+              sizeof(rk_wire_req_t) + e->request_size <= SHORT_SEND_MAX
+          ? DIRECT_MAX * dreq + dresp + resp_record(e)
+          : 0;
+  const size_t gat = fsize + e->bcap;
+  const size_t dat = (gat + gsize + 7) & ~(size_t)7;
+  e->buf = malloc(dat + dsize);
   if (e->buf) e->bbuf = e->buf + fsize;
-  if (e->buf && gsize) e->gather = e->bbuf + e->bcap;
+  if (e->buf && gsize) e->gather = e->buf + gat;
+  if (e->buf && dsize) {
+    e->dslot = dreq;
+    e->dreq = e->buf + dat;
+    e->dresp = e->dreq + DIRECT_MAX * dreq;
+    e->dans = e->dresp + dresp;
+  }
   if (!e->buf) {
     free(e);
     return rk__fail(RK_ERR_OUT_OF_MEMORY, "cluster: export");
@@ -5327,6 +5447,16 @@ uint64_t rk__cluster_dropped_local(rk_cluster_t *c, const char *name) {
   for (uint32_t i = 0; i < MAX_EXPORTS; ++i)
     if (c->exports[i] && !strcmp(c->exports[i]->name, name))
       n = c->exports[i]->dropped_local;
+  pthread_mutex_unlock(&c->mu);
+  return n;
+}
+
+uint64_t rk__cluster_direct(rk_cluster_t *c, const char *name) {
+  uint64_t n = 0;
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; i < MAX_EXPORTS; ++i)
+    if (c->exports[i] && !strcmp(c->exports[i]->name, name))
+      n = c->exports[i]->direct;
   pthread_mutex_unlock(&c->mu);
   return n;
 }

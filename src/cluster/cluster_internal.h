@@ -11,6 +11,10 @@
  * remote request was waiting for (answers to local sends). */
 uint64_t rk__cluster_dropped_local(rk_cluster_t *cluster, const char *name);
 
+/* Requests to the export `name` answered beside its actor's rings, in a
+ * turn of the actor's worker (RK_CLUSTER_DIRECT). */
+uint64_t rk__cluster_direct(rk_cluster_t *cluster, const char *name);
+
 /* Peer slots freed so far: peers gone whose worker, endpoints and slot
  * the progress thread has freed for the next peer. */
 uint64_t rk__cluster_peers_freed(rk_cluster_t *cluster);

@@ -144,6 +144,11 @@ uint64_t rk__cluster_dropped_local(rk_cluster_t *c, const char *n) {
   (void)n;
   return 0;
 }
+uint64_t rk__cluster_direct(rk_cluster_t *c, const char *n) {
+  (void)c;
+  (void)n;
+  return 0;
+}
 
 void rk__remote_actor_credits(rk_remote_actor_t *r, uint64_t *out_answers,
                               uint64_t *out_credited) {

@@ -119,6 +119,20 @@ static bool idle_offered(const rk__actor_loop_t *l) {
          __atomic_load_n(&l->idle->work, __ATOMIC_RELAXED);
 }
 
+/* The loop whose idle work this thread is in a turn of (rk__idle_direct). */
+static _Thread_local const rk__actor_loop_t *t_turn_loop;
+
+bool rk__idle_direct_ok(const rk_abi_control_t *control) {
+  const rk__actor_loop_t *l = t_turn_loop;
+  return l && l->direct && l->control == control &&
+         LOAD_ACQUIRE(&control->active) && !LOAD_ACQUIRE(&control->terminate);
+}
+
+void rk__idle_direct(const rk_abi_msg_t *req, rk_abi_msg_t *resp) {
+  const rk__actor_loop_t *l = t_turn_loop;
+  l->direct(l->ctx, req, resp);
+}
+
 /* One turn of the idle work, if any is on offer (`leave`: its leave
  * instead). Returns the turn's count. */
 static unsigned idle_call(const rk__actor_loop_t *l, bool leave) {
@@ -127,10 +141,13 @@ static unsigned idle_call(const rk__actor_loop_t *l, bool leave) {
   rk__idle_work_t *w = __atomic_load_n(&l->idle->work, __ATOMIC_SEQ_CST);
   unsigned n = 0;
   if (w) {
-    if (!leave)
+    if (!leave) {
+      t_turn_loop = l;
       n = w->turn(w->user);
-    else if (w->leave)
+      t_turn_loop = NULL;
+    } else if (w->leave) {
       w->leave(w->user);
+    }
   }
   __atomic_store_n(&l->idle->busy, 0u, __ATOMIC_RELEASE);
   return n;

@@ -56,6 +56,14 @@ bool rk__idle_slot_offer(rk__idle_slot_t *slot, rk__idle_work_t *work);
  * return. Never call it from inside the work. */
 void rk__idle_slot_withdraw(rk__idle_slot_t *slot, rk__idle_work_t *work);
 
+/* Runs the handler on one request beside the rings, as `handle` would in
+ * a batch of one: `req` a request slot (header and payload, 8-byte
+ * aligned), `resp` room for a response slot, whose header it fills
+ * (rk__actor_respond); the request counted processed (and failed, for a
+ * nonzero code) in the control block. */
+typedef void (*rk__actor_direct_fn)(void *ctx, const rk_abi_msg_t *req,
+                                    rk_abi_msg_t *resp);
+
 typedef struct rk__actor_loop {
   rk_abi_control_t *control;
   rk_abi_ring_t *in, *out;
@@ -95,9 +103,25 @@ typedef struct rk__actor_loop {
    * `spin_ns` passes without activity (its own or the work's). With
    * `spin_ns` 0 it takes none. */
   rk__idle_slot_t *idle;
+  /* Optional (NULL: none): the handler on one request beside the rings,
+   * for the idle work (rk__idle_direct). */
+  rk__actor_direct_fn direct;
 } rk__actor_loop_t;
 
 void rk__actor_loop_run(const rk__actor_loop_t *loop);
+
+/* From inside a turn of idle work only: whether the loop whose turn it is
+ * has control block `control` and a `direct`, and its actor is active and
+ * not asked to stop. If so, rk__idle_direct may run that loop's handler
+ * on requests until the turn ends: the loop is between two batches then,
+ * on this thread, and still says it is running (the host, which waits for
+ * the loop to say idle after it deactivates the actor or asks it to stop,
+ * counts them as the messages in hand). */
+bool rk__idle_direct_ok(const rk_abi_control_t *control);
+/* In that turn: the handler on one request now (rk__actor_direct_fn),
+ * after every request the loop handled before the turn and before every
+ * one it takes after it. */
+void rk__idle_direct(const rk_abi_msg_t *req, rk_abi_msg_t *resp);
 
 /* Fills the header of the response to `req`; `code` is the handler's
  * return value (0: success). */

@@ -757,12 +757,35 @@ static void test_buffered_tail(rk_cluster_t *c) {
   rk_remote_actor_release(h);
 }
 
-/* A member that calls an actor the hub exports. */
-static void test_member_calls_hub(rk_cluster_t *c) {
+/* A member that calls an actor the hub exports. With two CPUs or more
+ * the actor's worker drives the hub's transport, and a call that finds
+ * nothing of the export's in the actor is answered beside its rings in
+ * the worker's turn (RK_CLUSTER_DIRECT=0: never): counted sent as any
+ * other request. */
+static void test_member_calls_hub(rk_cluster_t *c, rk_actor_t *hub_add) {
+  rk_actor_stats_t st0, st;
+  CHECK_OK(rk_actor_stats(hub_add, &st0));
+  const uint64_t direct0 = rk__cluster_direct(c, "hub/add");
   child_t b = spawn("caller", "member-b", NULL, NULL);
   int code = reap(&b, 60);
   CHECK(code == 0, "the calling member exited %d", code);
-  (void)c;
+  CHECK_OK(rk_actor_stats(hub_add, &st));
+  const uint64_t direct = rk__cluster_direct(c, "hub/add") - direct0;
+  printf("  member calls hub/add: %llu of 2000 answered beside the rings\n",
+         (unsigned long long)direct);
+  CHECK(st.sent - st0.sent == 2000 && st.processed - st0.processed == 2000 &&
+            st.handler_errors == st0.handler_errors,
+        "hub/add: sent %llu, processed %llu for 2000 calls",
+        (unsigned long long)(st.sent - st0.sent),
+        (unsigned long long)(st.processed - st0.processed));
+  const char *off = getenv("RK_CLUSTER_DIRECT");
+  int cpus[2];
+  if (off && !strcmp(off, "0"))
+    CHECK(direct == 0, "RK_CLUSTER_DIRECT=0, yet %llu answered beside",
+          (unsigned long long)direct);
+  else if (rk__allowed_cpus(cpus, 2) >= 2 && !getenv("RK_ACTOR_SPIN_US"))
+    CHECK(direct > 200, "only %llu of 2000 calls answered beside the rings",
+          (unsigned long long)direct);
 }
 
 typedef struct streamer {
@@ -1253,7 +1276,7 @@ int main(int argc, char **argv) {
   test_buffered_tail(c);
   test_threads_send(c);
   test_threads_receive(c);
-  test_member_calls_hub(c);
+  test_member_calls_hub(c, hub_add);
   test_killed_mid_stream(c);
   test_flooders_killed(c, sink, flood_rounds);
   test_never_answers(c);

@@ -217,6 +217,37 @@ static uint32_t handle_batch(void *ctx, rk__ring_end_t *in, rk__ring_end_t *out,
   return done;
 }
 
+/* The handler on one request beside the rings (rk__actor_direct_fn): as
+ * handle_batch does it for a batch of one, the counters as
+ * rk__actor_commit keeps them. */
+static void handle_direct(void *ctx, const rk_abi_msg_t *req,
+                          rk_abi_msg_t *resp) {
+  rk__actor_worker_t *w = ctx;
+  rk_abi_control_t *c = w->dev.control;
+  const rk__klaunch_t kl = {{1, 1, 1}, {1, 1, 1}, NULL, NULL, NULL, w->kstate};
+  const uint64_t phys = batch_phys(w);
+  uint64_t clock = __atomic_load_n(&c->clock, __ATOMIC_RELAXED);
+  int32_t code = 0;
+  void *in_p = (unsigned char *)(uintptr_t)req + RK_ABI_MSG_HEADER,
+       *out_p = (unsigned char *)resp + RK_ABI_MSG_HEADER, *state_p = w->state,
+       *status_p = &code;
+  void *args[4 + 1 + RK__K2K_MAX_PORTS];
+  handler_args(w, args, &in_p, &out_p, &state_p, &status_p);
+  if (w->nports) {
+    clock = local_merge(clock, req->timestamp, phys);
+    rk__k2k_prepare(w->k2k, RK__K2K_OUTBOX);
+  }
+  run_one(w, &kl, args);
+  if (w->nports) rk__k2k_deliver(w->k2k, ++clock);
+  clock = rk__actor_respond_local(c, req, resp, code, clock, phys);
+  __atomic_store_n(&c->clock, clock, __ATOMIC_RELAXED);
+  if (code) {
+    __atomic_store_n(&c->last_error, code, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->errors, c->errors + 1, __ATOMIC_RELAXED);
+  }
+  __atomic_store_n(&c->processed, c->processed + 1, __ATOMIC_RELAXED);
+}
+
 /* handle_inbox for a handler without ports while nobody traces: the
  * messages' stamps into the clock, then the slot wrapper on each run of
  * consecutive slots, every response into the one scratch answer. */
@@ -322,7 +353,8 @@ static void *worker_main(void *arg) {
                                  .handle = handle_batch,
                                  .ctx = w,
                                  .inbox = w->k2k ? handle_inbox : NULL,
-                                 .inbox_ready = w->k2k ? inbox_ready : NULL};
+                                 .inbox_ready = w->k2k ? inbox_ready : NULL,
+                                 .direct = handle_direct};
   rk__actor_loop_run(&loop);
   rk__k2k_stopped(w->k2k);
   if (__atomic_exchange_n(&w->abandoned, 1u, __ATOMIC_ACQ_REL)) {
