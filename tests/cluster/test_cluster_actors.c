@@ -434,6 +434,35 @@ static int role_slow(const char *addr, const char *name) {
   return 0;
 }
 
+/* An exported add_one under a supervisor that restarts it on every
+ * handler error (fresh; up to 100 in a window). Exits 0 once stdin
+ * closes if the actor restarted and every request the hub sent was
+ * handled: `sent` and `processed` agree. */
+static int role_restart(const char *addr, const char *name) {
+  g_ctx = cpu_context();
+  rk_actor_t *add = launch();
+  rk_supervisor_options_t so;
+  rk_supervisor_options_init(&so);
+  so.max_restarts = 100;
+  EXPECT(rk_actor_supervise(add, &so) == RK_OK, 70, "supervise");
+  rk_cluster_t *c = member_join(addr, name);
+  EXPECT(rk_cluster_export(c, add, "restart/add") == RK_OK, 71, "export");
+  serve(c, NULL, NULL);
+  rk_actor_stats_t st;
+  EXPECT(rk_actor_stats(add, &st) == RK_OK, 72, "stats");
+  printf(
+      "  restart/add: %llu restarts, sent %llu, processed %llu, %llu "
+      "handler errors; %llu requests answered beside the rings\n",
+      (unsigned long long)st.restarts, (unsigned long long)st.sent,
+      (unsigned long long)st.processed, (unsigned long long)st.handler_errors,
+      (unsigned long long)rk__cluster_direct(c, "restart/add"));
+  fflush(stdout);
+  EXPECT(st.restarts > 0, 73, "no restart");
+  rk_cluster_destroy(c);
+  rk_actor_destroy(add);
+  return 0;
+}
+
 /* ---- the hub's side ------------------------------------------------------ */
 
 typedef struct child {
@@ -852,6 +881,66 @@ static void test_long_handler(rk_cluster_t *c) {
   reap(&m, 10);
 }
 
+/* Calls to an exported actor that its supervisor restarts on each handler
+ * error (every 25th request fails, then a pause the supervisor's look
+ * falls in), one at a time and in windows of eight sends (the sixth
+ * fails): every request answered exactly once, the failing ones with
+ * RK_ERR_HANDLER and the handler's code, the others right, whether its
+ * worker answered them beside the rings or through them, before, during
+ * or after a restart. */
+static void test_restart_under_calls(rk_cluster_t *c) {
+  child_t m = spawn("restart", "restart");
+  rk_remote_actor_t *h = find(c, "restart/add");
+  CHECK(h != NULL, "restart/add");
+  int bad = 0, failed = 0;
+  if (h) {
+    for (int i = 1; i <= 400; ++i) {
+      const int v = i % 25 == 0 ? -i : i;
+      imsg_t q = {v}, r = {0};
+      rk_actor_message_t info;
+      const rk_status_t s =
+          rk_remote_actor_call(h, &q, sizeof q, &r, sizeof r, 10 * SEC, &info);
+      if (v < 0 && s == RK_ERR_HANDLER && info.handler_code == 7 &&
+          r.v == v + 1)
+        ++failed;
+      else if (v < 0 || s != RK_OK || r.v != v + 1)
+        ++bad;
+      /* The supervisor looks every millisecond: the calls after a failing
+       * one meet its restart. */
+      if (v < 0) usleep(1500);
+    }
+    /* Windows of sends, then their answers in order. */
+    for (int round = 0; round < 20; ++round) {
+      uint64_t ids[8];
+      for (int k = 0; k < 8; ++k) {
+        const int v = k == 5 ? -(round * 8 + k + 1) : round * 8 + k + 1;
+        imsg_t q = {v};
+        if (rk_remote_actor_send(h, &q, sizeof q, 10 * SEC, &ids[k]) != RK_OK)
+          ++bad;
+      }
+      for (int k = 0; k < 8; ++k) {
+        const int v = k == 5 ? -(round * 8 + k + 1) : round * 8 + k + 1;
+        imsg_t r = {0};
+        rk_actor_message_t info;
+        const rk_status_t s =
+            rk_remote_actor_receive(h, &r, sizeof r, 10 * SEC, &info);
+        if (info.correlation_id != ids[k] || r.v != v + 1 ||
+            s != (v < 0 ? RK_ERR_HANDLER : RK_OK))
+          ++bad;
+        else if (v < 0)
+          ++failed;
+      }
+      usleep(1500);
+    }
+  }
+  CHECK(bad == 0 && failed == 16 + 20,
+        "calls and sends beside restarts: %d wrong, %d handler errors "
+        "(expected 36)",
+        bad, failed);
+  rk_remote_actor_release(h);
+  CHECK(reap(&m, 20) == 0, "the restarting member exits cleanly");
+}
+
 /* rk_cluster_lookup_actor, retried while the member joins and exports. */
 static rk_actor_t *find_actor(rk_cluster_t *c, const char *name) {
   rk_actor_t *a = NULL;
@@ -1192,6 +1281,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[2], "victim")) return role_victim(argv[3], argv[4]);
     if (!strcmp(argv[2], "sink")) return role_sink(argv[3], argv[4]);
     if (!strcmp(argv[2], "proxy")) return role_proxy(argv[3], argv[4]);
+    if (!strcmp(argv[2], "restart")) return role_restart(argv[3], argv[4]);
     return 2;
   }
   const char *version;
@@ -1216,6 +1306,7 @@ int main(int argc, char **argv) {
   test_supervision(c);
   test_remote_port(c);
   test_long_handler(c);
+  test_restart_under_calls(c);
   test_proxy(c);
   test_clocks(); /* last: it moves this process's clock ahead */
   rk_cluster_destroy(c);
