@@ -5151,10 +5151,17 @@ rk_status_t rk_remote_actor_call(rk_remote_actor_t *h, const void *request,
    * does not wait, and its time then is the post's, well under a
    * microsecond). */
   wait_limit_t limit = limit_lazy(timeout_ns);
+  /* Field by field: the refusal's text (TEXT_MAX bytes) is written only
+   * with a refusal (answer_in), and read only then (answer_status). */
   waiter_t w;
-  memset(&w, 0, sizeof w);
+  w.next = NULL;
+  w.id = 0;
   w.buffer = response;
   w.capacity = capacity;
+  w.done = false;
+  w.status = RK_OK;
+  memset(&w.info, 0, sizeof w.info);
+  w.text[0] = '\0';
   RK_RETURN_IF_ERROR(
       post_request(h, request, request_size, &limit, 0, NULL, &w));
   rk__short_lock(&h->mu);
