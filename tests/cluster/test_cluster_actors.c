@@ -463,6 +463,45 @@ static int role_restart(const char *addr, const char *name) {
   return 0;
 }
 
+/* A stage whose port 0 goes to a local sink, both exported: the hub's
+ * calls to the stage run its handler, and its sends, in the worker's turn
+ * beside the rings (with two CPUs or more). Exits 0 once stdin closes if
+ * some did (RK_CLUSTER_DIRECT=0: none). */
+static int role_stage(const char *addr, const char *name) {
+  g_ctx = cpu_context();
+  rk_actor_options_t o;
+  rk_actor_options_init(&o);
+  o.auto_activate = false;
+  rk_actor_t *stage = NULL, *sink = NULL;
+  EXPECT(rk_actor_launch(g_ctx, kK2kSource, "stage", &o, &stage) == RK_OK &&
+             rk_actor_launch(g_ctx, kK2kSource, "sink", &o, &sink) == RK_OK,
+         80, "launch");
+  EXPECT(rk_actor_connect(stage, 0, sink) == RK_OK &&
+             rk_actor_activate(sink) == RK_OK &&
+             rk_actor_activate(stage) == RK_OK,
+         81, "wire");
+  rk_cluster_t *c = member_join(addr, name);
+  EXPECT(rk_cluster_export(c, stage, "k2k/stage") == RK_OK &&
+             rk_cluster_export(c, sink, "k2k/sink") == RK_OK,
+         82, "export");
+  serve(c, NULL, NULL);
+  const uint64_t direct = rk__cluster_direct(c, "k2k/stage");
+  printf("  k2k/stage: %llu calls answered beside the rings\n",
+         (unsigned long long)direct);
+  fflush(stdout);
+  const char *off = getenv("RK_CLUSTER_DIRECT");
+  int cpus[2];
+  if (off && !strcmp(off, "0")) {
+    EXPECT(direct == 0, 83, "RK_CLUSTER_DIRECT=0, yet some beside");
+  } else if (rk__allowed_cpus(cpus, 2) >= 2 && !getenv("RK_ACTOR_SPIN_US")) {
+    EXPECT(direct > 0, 84, "no call answered beside the rings");
+  }
+  rk_cluster_destroy(c);
+  rk_actor_destroy(stage);
+  rk_actor_destroy(sink);
+  return 0;
+}
+
 /* ---- the hub's side ------------------------------------------------------ */
 
 typedef struct child {
@@ -941,6 +980,58 @@ static void test_restart_under_calls(rk_cluster_t *c) {
   CHECK(reap(&m, 20) == 0, "the restarting member exits cleanly");
 }
 
+/* Remote calls to a stage whose handler sends each token on to a sink of
+ * its member (K2K): every token reaches the sink once and in order, the
+ * stage's sends seeing RK_SEND_FULL only as a result (that token sent
+ * again), whether the stage's handler ran beside its rings or not. */
+static void test_remote_stage(rk_cluster_t *c) {
+  child_t m = spawn("stage", "stage");
+  rk_remote_actor_t *st = find(c, "k2k/stage");
+  rk_remote_actor_t *sk = find(c, "k2k/sink");
+  CHECK(st && sk, "k2k/stage and k2k/sink");
+  enum { kTokens = 1000 };
+  int bad = 0, full = 0, sum = 0;
+  ack_t a = {0};
+  if (st && sk) {
+    for (uint32_t i = 1; i <= kTokens && bad == 0;) {
+      tok_t q = {1, i, (int)i};
+      if (rk_remote_actor_call(st, &q, sizeof q, &a, sizeof a, 10 * SEC,
+                               NULL) != RK_OK) {
+        ++bad;
+      } else if (a.r == 1) {
+        ++full; /* RK_SEND_FULL: nothing queued, the same token again */
+        usleep(100);
+      } else if (a.r != 0) {
+        ++bad;
+      } else {
+        sum += (int)i + 1;
+        ++i;
+      }
+    }
+    /* The totals, once the sink has taken what is in its inbox. */
+    const uint64_t end = rk__now_ns() + 10 * SEC;
+    do {
+      tok_t q = {7, 0, 0};
+      if (rk_remote_actor_call(sk, &q, sizeof q, &a, sizeof a, 10 * SEC,
+                               NULL) != RK_OK)
+        ++bad;
+      if (a.count >= kTokens) break;
+      usleep(1000);
+    } while (rk__now_ns() < end && bad == 0);
+  }
+  printf(
+      "  remote stage: %d tokens through its port (%d sends found it "
+      "full); the sink counted %d, %d out of order\n",
+      kTokens, full, a.count, a.disorder);
+  CHECK(bad == 0 && a.count == kTokens && a.disorder == 0 && a.sum == sum,
+        "remote stage: %d failed calls, the sink counted %d of %d (%d out of "
+        "order, sum %d of %d)",
+        bad, a.count, kTokens, a.disorder, a.sum, sum);
+  rk_remote_actor_release(st);
+  rk_remote_actor_release(sk);
+  CHECK(reap(&m, 20) == 0, "the stage's member exits cleanly");
+}
+
 /* rk_cluster_lookup_actor, retried while the member joins and exports. */
 static rk_actor_t *find_actor(rk_cluster_t *c, const char *name) {
   rk_actor_t *a = NULL;
@@ -1282,6 +1373,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[2], "sink")) return role_sink(argv[3], argv[4]);
     if (!strcmp(argv[2], "proxy")) return role_proxy(argv[3], argv[4]);
     if (!strcmp(argv[2], "restart")) return role_restart(argv[3], argv[4]);
+    if (!strcmp(argv[2], "stage")) return role_stage(argv[3], argv[4]);
     return 2;
   }
   const char *version;
@@ -1307,6 +1399,7 @@ int main(int argc, char **argv) {
   test_remote_port(c);
   test_long_handler(c);
   test_restart_under_calls(c);
+  test_remote_stage(c);
   test_proxy(c);
   test_clocks(); /* last: it moves this process's clock ahead */
   rk_cluster_destroy(c);
