@@ -87,9 +87,12 @@
 #define MAX_PEERS 256
 #define MAX_EXPORTS 1024
 #define FORWARD_BATCH 64
-/* Answers of requests handled beside the actor's rings (direct_in) that
- * one turn of its worker holds before it posts them. */
+/* Requests answered beside the actor's rings (direct_in) that one turn of
+ * its worker keeps before it runs them, and the largest request or
+ * response it keeps (the lane's buffers hold DIRECT_MAX requests, a
+ * response and an answer). */
 #define DIRECT_MAX 8
+#define DIRECT_BYTES_MAX 4096
 /* The most bytes of records in one REQS or RESPS (rk_wire_batch_t): well
  * within an eager send over shared memory and TCP. */
 #define BATCH_BYTES 4096
@@ -4363,15 +4366,14 @@ rk_status_t rk_cluster_export(rk_cluster_t *c, rk_actor_t *actor,
       2 * (sizeof(rk_wire_req_t) + e->request_size) <= BATCH_BYTES
           ? GATHER_MAX * e->request_size
           : 0;
-  /* The lane beside the rings (direct_in), for messages that go in one
-   * active message: its two slots and its answers, 8-byte aligned. */
+  /* The lane beside the rings (direct_in), for messages of up to
+   * DIRECT_BYTES_MAX: its slots and its answer, 8-byte aligned. */
   const size_t dreq = rk_abi_slot_size((uint32_t)e->request_size),
                dresp = rk_abi_slot_size((uint32_t)e->response_size);
-  const size_t dsize =
-      c->direct && resp_record(e) <= SHORT_SEND_MAX &&
-              sizeof(rk_wire_req_t) + e->request_size <= SHORT_SEND_MAX
-          ? DIRECT_MAX * dreq + dresp + resp_record(e)
-          : 0;
+  const size_t dsize = c->direct && e->request_size <= DIRECT_BYTES_MAX &&
+                               e->response_size <= DIRECT_BYTES_MAX
+                           ? DIRECT_MAX * dreq + dresp + resp_record(e)
+                           : 0;
   const size_t gat = fsize + e->bcap;
   const size_t dat = (gat + gsize + 7) & ~(size_t)7;
   e->buf = malloc(dat + dsize);
